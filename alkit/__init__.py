@@ -1,0 +1,3 @@
+"""alkit: active learning with analytic, single-pass epistemic uncertainty."""
+
+__version__ = "0.1.0"

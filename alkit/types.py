@@ -1,0 +1,156 @@
+"""The records that flow through one cycle (DESIGN.md vocabulary).
+
+Learner.predict -> Prediction -> acquisition score -> Candidates -> Strategy.select -> Selection.
+Tensors are float32 torch tensors on CPU unless a name says otherwise; shapes are in the names or
+docstrings (n items, C classes, K outputs/heads, d last-layer features).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import torch
+
+Task = Literal["classification", "regression"]
+
+
+class PredictiveDistribution(Protocol):
+    """A per-item predictive distribution for regression targets (Gaussian, quantile, buckets)."""
+
+    def mean(self) -> torch.Tensor:  # (n,)
+        ...
+
+    def nll(self, y_n: torch.Tensor) -> torch.Tensor:  # (n,) negative log density at y
+        ...
+
+    def crps(self, y_n: torch.Tensor) -> torch.Tensor:  # (n,)
+        ...
+
+    def cdf(self, y_n: torch.Tensor) -> torch.Tensor:  # (n,) P(Y <= y)
+        ...
+
+
+@dataclass
+class GaussianLastLayer:
+    """Gaussian posterior over last-layer weights, for joint (batch) information.
+
+    Output k of an item with last-layer features phi (d,) is y_k = w_k^T phi + eps_k,
+    w_k ~ N(mu_k, cov_k), eps_k ~ N(0, noise_var_K[k]).  ``cov_K_d_d`` is (K, d, d); a
+    Kronecker (KFAC) posterior with shared input factor is expressed as cov_k = scale_K[k] * cov_d_d
+    by passing cov_K_d_d of shape (1, d, d) and ``scale_K`` (K,).  ``phi`` for an item is
+    ``Prediction.embedding`` (with a trailing 1 appended when ``bias_feature`` is True).
+    """
+
+    cov_K_d_d: torch.Tensor
+    noise_var_K: torch.Tensor
+    scale_K: torch.Tensor | None = None
+    bias_feature: bool = False
+
+    def features(self, embedding_n_d: torch.Tensor) -> torch.Tensor:
+        """phi for each item, (n, d') with the bias 1 appended where the head has one."""
+        if not self.bias_feature:
+            return embedding_n_d
+        ones = torch.ones(embedding_n_d.shape[0], 1, dtype=embedding_n_d.dtype)
+        return torch.cat([embedding_n_d, ones], dim=1)
+
+
+@dataclass
+class Prediction:
+    """What a Learner says about a chunk of n items.
+
+    classification: ``probs_n_C`` is the predictive class distribution.
+    regression: ``mean_n`` is the point prediction and ``dist`` the full predictive distribution.
+    ``epistemic_n`` is the learner's epistemic score (higher = the model knows less; the
+    quantity active learning ranks by), ``aleatoric_n`` the irreducible part,
+    ``embedding_n_d`` the last-layer features (used by diverse/kcenter/badge/coldstart).
+    ``extras`` carries method-specific tensors (e.g. ``logit_var_n_C``, ``member_probs_n_M_C``).
+    """
+
+    epistemic_n: torch.Tensor
+    aleatoric_n: torch.Tensor
+    embedding_n_d: torch.Tensor
+    probs_n_C: torch.Tensor | None = None
+    mean_n: torch.Tensor | None = None
+    dist: PredictiveDistribution | None = None
+    extras: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.epistemic_n.shape[0])
+
+
+@dataclass
+class Candidates:
+    """The items a Strategy may choose from, with what the cycle learned about them.
+
+    ``keys_n`` are the store's integer item keys.  Every other array is aligned with them;
+    arrays a strategy did not ask for are None.
+    """
+
+    keys_n: np.ndarray
+    scores_n: np.ndarray | None = None
+    embedding_n_d: np.ndarray | None = None
+    probs_n_C: np.ndarray | None = None
+    strata_n: np.ndarray | None = None  # metadata strata (e.g. --stratify-by), int codes
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.keys_n.shape[0])
+
+
+@dataclass
+class SelectionContext:
+    """Everything else a strategy may use, passed explicitly (no hidden state)."""
+
+    seed: int
+    posterior: GaussianLastLayer | None = None
+    labeled_embedding_n_d: np.ndarray | None = None  # for k-center
+    n_pool: int = 0  # unlabeled pool size the candidates were drawn from
+
+
+@dataclass
+class Selection:
+    """The chosen batch: item keys in pick order, the score of each, and the utility (gain)
+    of each pick at the moment it was made (for audit; stored in the selections table)."""
+
+    keys: np.ndarray
+    scores: np.ndarray
+    utilities: np.ndarray
+
+    def __post_init__(self) -> None:
+        if not (len(self.keys) == len(self.scores) == len(self.utilities)):
+            raise ValueError("keys, scores and utilities must have the same length")
+        if len(np.unique(self.keys)) != len(self.keys):
+            raise ValueError("a selection must not contain an item twice")
+
+
+class Strategy(Protocol):
+    """Stateless batch selection.  ``candidate_source`` tells the cycle what to hand it:
+    'all'   - every unlabeled key (no model needed: random),
+    'topm'  - the m best-scoring items with their arrays (topk, diverse),
+    'sample'- a seeded uniform sample of m items with their arrays (kcenter, badge, coldstart)."""
+
+    name: str
+    candidate_source: Literal["all", "topm", "sample"]
+    needs_model: bool
+
+    def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
+        ...
+
+
+class Learner(Protocol):
+    """Fits on the labeled set and predicts chunks of the pool.  Deterministic for a seed."""
+
+    task: Task
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        """Train from scratch; return a small report (epochs, final loss, ...)."""
+        ...
+
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        ...
+
+    def posterior(self) -> GaussianLastLayer | None:
+        """The Gaussian last-layer posterior where the learner has one, else None."""
+        ...
