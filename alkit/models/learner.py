@@ -1,0 +1,113 @@
+"""MLPLearner: the plain deterministic learner (backbone + linear head).
+
+It is the model of the random baseline and the network the post-hoc scorers (Laplace, CSD,
+gradient norms) wrap.  A plain network has no epistemic estimate of its own, so
+``Prediction.epistemic_n`` is zero here; the post-hoc scorers fill it in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from alkit.distributions import GaussianPredictive
+from alkit.models.backbone import FeatureMap, ResidualMLP
+from alkit.models.train import TrainConfig, to_tensor, train_module
+from alkit.types import GaussianLastLayer, Prediction, Task
+
+
+def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
+    return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
+
+
+class TargetScaler:
+    """Standardise regression targets for training; undo it on predictions."""
+
+    def __init__(self, y_n: torch.Tensor) -> None:
+        self.shift = float(y_n.mean())
+        std = float(y_n.std()) if y_n.numel() > 1 else 1.0
+        self.scale = std if std > 1e-8 else 1.0
+
+    def forward(self, y_n: torch.Tensor) -> torch.Tensor:
+        return (y_n - self.shift) / self.scale
+
+
+class MLPLearner:
+    """Backbone (ResidualMLP) + nn.Linear head, trained by the shared loop.
+
+    classification: head gives C logits, cross-entropy.  regression: head gives (mean, log var),
+    heteroscedastic Gaussian NLL on standardised targets.
+    After ``fit``, ``self.backbone`` and ``self.head`` are the fitted modules (the last layer is
+    ``self.head``), which is what post-hoc scorers need.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        n_classes: int | None = None,
+        *,
+        width: int = 128,
+        depth: int = 2,
+        feature_map: FeatureMap = "none",
+        dropout: float = 0.0,
+        train: TrainConfig | None = None,
+    ) -> None:
+        if task == "classification" and (n_classes is None or n_classes < 2):
+            raise ValueError("classification needs n_classes >= 2")
+        self.task = task
+        self.n_classes = n_classes
+        self.width, self.depth, self.feature_map, self.dropout = width, depth, feature_map, dropout
+        self.train_config = train or TrainConfig()
+        self.backbone: ResidualMLP | None = None
+        self.head: nn.Linear | None = None
+        self.scaler: TargetScaler | None = None
+
+    def _build(self, n_features: int) -> None:
+        self.backbone = ResidualMLP(
+            n_features, self.width, self.depth, feature_map=self.feature_map, dropout=self.dropout
+        )
+        n_out = self.n_classes if self.task == "classification" else 2
+        self.head = nn.Linear(self.backbone.out_dim, n_out)
+
+    def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
+        """Head outputs for a batch: logits (n, C) or (mean, log var) (n, 2)."""
+        return self.head(self.backbone(x_n_f))
+
+    def _loss(self, x_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
+        out = self.forward(x_b_f)
+        if self.task == "classification":
+            return F.cross_entropy(out, y_b.long())
+        return F.gaussian_nll_loss(out[:, 0], y_b, out[:, 1].exp().clamp_min(1e-6), full=True)
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        torch.manual_seed(seed)
+        X = to_tensor(X_n_f)
+        self._build(X.shape[1])
+        self.backbone.set_input_stats(X)
+        y = torch.as_tensor(y_n)
+        if self.task == "regression":
+            self.scaler = TargetScaler(y.float())
+            y = self.scaler.forward(y.float())
+        else:
+            y = y.long()
+        module = nn.ModuleDict({"backbone": self.backbone, "head": self.head})
+        return train_module(module, self._loss, X, y, seed=seed, config=self.train_config)
+
+    @torch.no_grad()
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        if self.backbone is None:
+            raise RuntimeError("fit the learner before predicting")
+        x = to_tensor(X_n_f)
+        phi = self.backbone(x)
+        out = self.head(phi)
+        zeros = torch.zeros(x.shape[0])
+        if self.task == "classification":
+            probs = out.softmax(-1)
+            return Prediction(zeros, entropy_n(probs), phi, probs_n_C=probs, extras={"logits_n_C": out})
+        dist = GaussianPredictive(out[:, 0], out[:, 1].exp()).affine(self.scaler.shift, self.scaler.scale)
+        return Prediction(zeros, dist.var_n, phi, mean_n=dist.mean_n, dist=dist)
+
+    def posterior(self) -> GaussianLastLayer | None:
+        return None
