@@ -1,0 +1,44 @@
+"""Name -> learner factory: how `--scorer` (and the baseline strategies) choose the model.
+
+Each entry builds a fresh, unfitted Learner (alkit/types.py) for a task.  The scorer decides
+both how the network is trained (a VBLL head, an ensemble) and what ``Prediction.epistemic_n``
+means; post-hoc scorers wrap the plain MLPLearner without retraining it differently.
+Add a scorer by adding one entry here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from alkit.models.learner import MLPLearner
+from alkit.types import Learner, Task
+
+LearnerFactory = Callable[..., Learner]  # (task, n_classes, **options) -> Learner
+
+
+@dataclass(frozen=True)
+class ScorerInfo:
+    name: str
+    summary: str
+    factory: LearnerFactory
+    is_baseline: bool = False
+
+
+def _mlp(task: Task, n_classes: int | None, **options: Any) -> Learner:
+    return MLPLearner(task, n_classes, **options)
+
+
+SCORERS: dict[str, ScorerInfo] = {
+    "none": ScorerInfo("none", "plain MLP, no uncertainty (the random baseline's model)", _mlp, True),
+}
+
+
+def get_scorer(name: str) -> ScorerInfo:
+    if name not in SCORERS:
+        raise ValueError(f"unknown scorer {name!r}; known scorers: {', '.join(sorted(SCORERS))}")
+    return SCORERS[name]
+
+
+def make_learner(scorer: str, task: Task, n_classes: int | None, **options: Any) -> Learner:
+    return get_scorer(scorer).factory(task, n_classes, **options)
