@@ -1,0 +1,49 @@
+"""Which items to label next: one stateless strategy per module, looked up by name.
+
+``SELECTORS`` maps the CLI/config name to the strategy class; ``get_selector`` returns a ready
+instance (strategies take no constructor arguments: every input is passed to ``select``).
+"""
+
+from __future__ import annotations
+
+from alkit.strategies.badge import BadgeStrategy
+from alkit.strategies.coldstart import ColdStartStrategy
+from alkit.strategies.diverse import DiverseStrategy
+from alkit.strategies.kcenter import KCenterStrategy
+from alkit.strategies.random import RandomStrategy
+from alkit.strategies.streaming import ReservoirSample, TopM
+from alkit.strategies.topk import TopKStrategy
+from alkit.types import Strategy
+
+SELECTORS: dict[str, type] = {
+    "random": RandomStrategy,
+    "topk": TopKStrategy,
+    "diverse": DiverseStrategy,
+    "kcenter": KCenterStrategy,
+    "badge": BadgeStrategy,
+    "coldstart": ColdStartStrategy,
+}
+
+
+def get_selector(name: str) -> Strategy:
+    """A strategy instance by name; an unknown name is a ValueError listing the known ones."""
+    try:
+        cls = SELECTORS[name]
+    except KeyError:
+        known = ", ".join(sorted(SELECTORS))
+        raise ValueError(f"unknown strategy {name!r}; known strategies: {known}") from None
+    return cls()
+
+
+__all__ = [
+    "SELECTORS",
+    "BadgeStrategy",
+    "ColdStartStrategy",
+    "DiverseStrategy",
+    "KCenterStrategy",
+    "RandomStrategy",
+    "ReservoirSample",
+    "TopKStrategy",
+    "TopM",
+    "get_selector",
+]
