@@ -1,0 +1,301 @@
+"""Learning curves and label-efficiency tables over seeds (DESIGN.md: mean ± band over seeds).
+
+Input is the per-cycle log as a polars DataFrame with columns run_id, strategy, seed, n_labeled
+and one float column per metric.  One run (run_id) is one curve; curves of one strategy are
+aggregated over seeds.  Figures are drawn on an Agg canvas attached to a private Figure (no
+pyplot, no display, no global backend switch), so plotting is safe in headless workers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import matplotlib
+import numpy as np
+import polars as pl
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from alkit.metrics import aulc, labels_to_target, value_at
+
+Band = Literal["std", "minmax"]
+
+BASELINES: tuple[str, ...] = ("random", "ensemble", "mc-dropout", "sve", "batchbald")
+ALLOWED_EXTENSIONS: tuple[str, ...] = (".png", ".svg")
+
+# Baselines: greys and muted colours, never solid, with a fixed style per name so a baseline
+# looks the same in every figure.  Analytic strategies: strong colours, solid lines.
+_BASELINE_STYLE: dict[str, tuple[str, object]] = {
+    "random": ("0.35", "--"),
+    "ensemble": ("#8a8fa8", "-."),
+    "mc-dropout": ("#a89a8a", ":"),
+    "sve": ("0.6", (0, (5, 2, 1, 2))),
+    "batchbald": ("#8aa89a", (0, (1, 1))),
+}
+_ANALYTIC_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple",
+                    "tab:cyan", "tab:brown", "tab:pink", "tab:olive")
+_REQUIRED = ("run_id", "strategy", "seed", "n_labeled")
+
+
+def _baseline_key(strategy: str) -> str | None:
+    """The baseline a strategy name denotes ('random', 'mc-dropout-bald' -> 'mc-dropout'), or
+    None for an analytic strategy."""
+    s = strategy.lower()
+    for b in sorted(BASELINES, key=len, reverse=True):
+        if s == b or (s.startswith(b) and s[len(b)] in "-_:/ "):
+            return b
+    return None
+
+
+def is_baseline(strategy: str) -> bool:
+    """True for the comparison baselines (random, ensemble, mc-dropout, sve, batchbald)."""
+    return _baseline_key(strategy) is not None
+
+
+def _strategy_order(strategies: Sequence[str]) -> list[str]:
+    """Analytic strategies first (alphabetical), then baselines in BASELINES order, so the
+    product's curves lead the legend and the table."""
+    analytic = sorted(s for s in strategies if not is_baseline(s))
+    base = sorted((s for s in strategies if is_baseline(s)),
+                  key=lambda s: (BASELINES.index(_baseline_key(s) or ""), s))
+    return analytic + base
+
+
+def _seed_curves(df: pl.DataFrame, metric: str) -> dict[str, dict[object, tuple[np.ndarray, np.ndarray]]]:
+    """strategy -> seed -> (n_labeled sorted, metric values); rows with a null/NaN metric are
+    dropped.  Two runs with the same strategy and seed are ambiguous (e.g. two datasets in one
+    frame) and raise instead of being silently averaged."""
+    missing = [c for c in (*_REQUIRED, metric) if c not in df.columns]
+    if missing:
+        raise ValueError(f"DataFrame lacks column(s) {missing}; it has {df.columns}")
+    d = df.select(*_REQUIRED, pl.col(metric).cast(pl.Float64)).drop_nulls(metric)
+    d = d.filter(pl.col(metric).is_finite())
+    if d.height == 0:
+        raise ValueError(f"no finite values of {metric!r} to plot")
+    runs_per_seed = d.group_by("strategy", "seed").agg(pl.col("run_id").n_unique().alias("k"))
+    dup = runs_per_seed.filter(pl.col("k") > 1)
+    if dup.height:
+        raise ValueError(
+            "several runs share a strategy and seed; filter the frame to one dataset/config "
+            f"first: {dup.select('strategy', 'seed').rows()[:5]}"
+        )
+    out: dict[str, dict[object, tuple[np.ndarray, np.ndarray]]] = {}
+    for (strategy, seed), g in d.sort("n_labeled").group_by(["strategy", "seed"], maintain_order=True):
+        n = g["n_labeled"].cast(pl.Float64).to_numpy()
+        if np.any(np.diff(n) == 0):
+            raise ValueError(f"run {strategy!r} seed {seed!r} logs n_labeled twice")
+        out.setdefault(str(strategy), {})[seed] = (n, g[metric].to_numpy())
+    return out
+
+
+@dataclass
+class CurveStats:
+    """One strategy's curve over seeds on a shared label grid (all arrays (G,))."""
+
+    n_labeled: np.ndarray
+    mean: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    n_seeds: int
+
+
+def _spread(values_S_G: np.ndarray, band: Band) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mean = values_S_G.mean(axis=0)
+    if band == "minmax":
+        return mean, values_S_G.min(axis=0), values_S_G.max(axis=0)
+    if band == "std":
+        std = values_S_G.std(axis=0, ddof=1) if values_S_G.shape[0] > 1 else np.zeros_like(mean)
+        return mean, mean - std, mean + std
+    raise ValueError(f"band must be 'std' or 'minmax', got {band!r}")
+
+
+def curve_stats(df: pl.DataFrame, metric: str, *, band: Band = "std") -> dict[str, CurveStats]:
+    """Per strategy: mean over seeds and a band (``"std"``: mean ± 1 sample std, ddof=1, zero
+    width for one seed; ``"minmax"``: min and max over seeds) against n_labeled.
+
+    Seeds are aligned on n_labeled.  When their grids differ, each seed is linearly
+    interpolated onto the union of the grids, restricted to the label range every seed covers
+    (no extrapolation, so every point averages the same seeds).
+    """
+    out: dict[str, CurveStats] = {}
+    for strategy, seeds in _seed_curves(df, metric).items():
+        curves = list(seeds.values())
+        lo = max(n[0] for n, _ in curves)
+        hi = min(n[-1] for n, _ in curves)
+        if lo > hi:
+            raise ValueError(f"the seeds of {strategy!r} share no label range")
+        grid = np.unique(np.concatenate([n for n, _ in curves]))
+        grid = grid[(grid >= lo) & (grid <= hi)]
+        values_S_G = np.stack([np.interp(grid, n, v) for n, v in curves])
+        mean, lower, upper = _spread(values_S_G, band)
+        out[strategy] = CurveStats(grid, mean, lower, upper, len(curves))
+    return {s: out[s] for s in _strategy_order(list(out))}
+
+
+def _svg_id(prefix: str, name: str) -> str:
+    return f"{prefix}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+
+
+def plot_learning_curves(
+    df: pl.DataFrame,
+    metric: str,
+    out: str | Path,
+    *,
+    title: str | None = None,
+    band: Band = "std",
+) -> Path:
+    """Draw ``metric`` against labeled items, one mean line and one shaded band per strategy
+    (``curve_stats``), baselines dashed/dotted in greys and muted colours, analytic strategies
+    solid in strong colours; write PNG or SVG by the extension of ``out``.
+
+    In SVG each strategy's line is the group ``curve-<strategy>`` and its band
+    ``band-<strategy>``, so the figure can be inspected or restyled.  Returns the path written.
+    """
+    path = Path(out)
+    ext = path.suffix.lower()
+    if ext not in ALLOWED_EXTENSIONS:
+        raise ValueError(f"unsupported figure format {path.suffix!r}; allowed: {', '.join(ALLOWED_EXTENSIONS)}")
+    stats = curve_stats(df, metric, band=band)
+
+    fig = Figure(figsize=(6.4, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    n_analytic = 0
+    for strategy, s in stats.items():
+        base = _baseline_key(strategy)
+        if base is None:
+            color, style, width = _ANALYTIC_COLORS[n_analytic % len(_ANALYTIC_COLORS)], "-", 2.0
+            n_analytic += 1
+        else:
+            (color, style), width = _BASELINE_STYLE[base], 1.6
+        poly = ax.fill_between(s.n_labeled, s.lower, s.upper, color=color, alpha=0.18, linewidth=0)
+        poly.set_gid(_svg_id("band", strategy))
+        seeds = f"{s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}"
+        (line,) = ax.plot(s.n_labeled, s.mean, color=color, linestyle=style, linewidth=width,
+                          marker="o" if len(s.n_labeled) == 1 else None,
+                          label=f"{strategy} ({seeds})")
+        line.set_gid(_svg_id("curve", strategy))
+    band_text = "mean ± 1 std over seeds" if band == "std" else "mean, band = min–max over seeds"
+    ax.legend(title=band_text, fontsize="small", title_fontsize="small", frameon=False)
+    ax.set_xlabel("labeled items")
+    ax.set_ylabel(metric)
+    ax.set_title(title if title is not None else f"{metric} vs. labeled items")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {"Date": None} if ext == ".svg" else None
+    with matplotlib.rc_context({"svg.hashsalt": "alkit"}):
+        fig.savefig(path, format=ext[1:], dpi=150, metadata=metadata)
+    return path
+
+
+def _mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    """Mean and sample std (ddof=1; None with fewer than two values) of what is there."""
+    if not values:
+        return None, None
+    a = np.asarray(values, dtype=np.float64)
+    return float(a.mean()), (float(a.std(ddof=1)) if a.size > 1 else None)
+
+
+def summary_table(
+    df: pl.DataFrame,
+    metric: str,
+    *,
+    at: Sequence[int] = (),
+    target: float | None = None,
+    higher_is_better: bool = True,
+) -> pl.DataFrame:
+    """Label efficiency per strategy, statistics over seeds (each seed's own curve):
+
+    - ``n_seeds``;
+    - ``{metric}@{n}_mean/_std`` for each n in ``at``: the metric at the largest label count
+      <= n (``value_at``), over the seeds that have one;
+    - ``aulc_mean/_std``: normalised area under each seed's curve (``aulc``);
+    - with ``target``: ``labels_to_target_mean/_std`` over the seeds that reached it and
+      ``n_reached`` (how many did).
+    Stds are sample stds (ddof=1), null with fewer than two seeds.
+    """
+    curves = _seed_curves(df, metric)
+    rows = []
+    for strategy in _strategy_order(list(curves)):
+        seeds = list(curves[strategy].values())
+        row: dict[str, object] = {"strategy": strategy, "n_seeds": len(seeds)}
+        for n in at:
+            vals = [v for v in (value_at(ns, vs, n) for ns, vs in seeds) if v is not None]
+            row[f"{metric}@{n}_mean"], row[f"{metric}@{n}_std"] = _mean_std(vals)
+        row["aulc_mean"], row["aulc_std"] = _mean_std([aulc(ns, vs) for ns, vs in seeds])
+        if target is not None:
+            hits = [labels_to_target(ns, vs, target, higher_is_better) for ns, vs in seeds]
+            reached = [float(h) for h in hits if h is not None]
+            row["labels_to_target_mean"], row["labels_to_target_std"] = _mean_std(reached)
+            row["n_reached"] = len(reached)
+        rows.append(row)
+    schema: dict[str, pl.DataType] = {"strategy": pl.String(), "n_seeds": pl.Int64()}
+    for k in rows[0]:
+        if k not in schema:
+            schema[k] = pl.Int64() if k == "n_reached" else pl.Float64()
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _decimals(x: float) -> int:
+    """Digits after the point: 3 for metric-sized numbers, fewer for large ones (label counts)."""
+    ax = abs(x)
+    return 0 if ax >= 100 else 2 if ax >= 10 else 3
+
+
+def _fmt(x: float | None, decimals: int | None = None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if decimals is None:
+        if x != 0 and abs(x) < 1e-3:
+            return f"{x:.2e}"
+        decimals = _decimals(x)
+    return f"{x:.{decimals}f}"
+
+
+def _fmt_pair(mean: float | None, std: float | None, decimals: int | None = None) -> str:
+    if mean is None or math.isnan(mean):
+        return "—"
+    if decimals is None and mean != 0 and abs(mean) < 1e-3:
+        return f"{mean:.2e}" + ("" if std is None else f" ± {std:.1e}")
+    d = _decimals(mean) if decimals is None else decimals
+    return _fmt(mean, d) + ("" if std is None or math.isnan(std) else f" ± {_fmt(std, d)}")
+
+
+def to_markdown(table_df: pl.DataFrame) -> str:
+    """Render a table (e.g. ``summary_table``) as GitHub Markdown.  Column pairs ``X_mean`` /
+    ``X_std`` become one column ``X`` shown as ``0.912 ± 0.004``; integers print as integers;
+    missing values as an em dash; label counts (``labels_to_target``) without decimals."""
+    cols = table_df.columns
+    layout: list[tuple[str, str, str | None]] = []  # (header, column, std column)
+    for c in cols:
+        if c.endswith("_std") and c[: -len("_std")] + "_mean" in cols:
+            continue
+        if c.endswith("_mean"):
+            base = c[: -len("_mean")]
+            std = base + "_std"
+            layout.append((base, c, std if std in cols else None))
+        else:
+            layout.append((c, c, None))
+
+    def cell(row: dict[str, object], col: str, std: str | None) -> str:
+        v = row[col]
+        if std is not None or isinstance(v, float):
+            decimals = 0 if col.startswith("labels_to_target") else None
+            return _fmt_pair(v, row[std] if std is not None else None, decimals)  # type: ignore[arg-type]
+        if v is None:
+            return "—"
+        return str(v).replace("|", "\\|")
+
+    header = [h.replace("_", " ").replace("|", "\\|") for h, _, _ in layout]
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(layout))) + "|"]
+    for row in table_df.iter_rows(named=True):
+        lines.append("| " + " | ".join(cell(row, c, s) for _, c, s in layout) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,146 @@
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import polars as pl
+import pytest
+
+from alkit import metrics as M
+from alkit import plots as P
+
+GRID = [20, 40, 60, 80, 100]
+STRATEGIES = ["epistemic", "random", "mc-dropout"]
+
+
+def _frame(seed: int = 0) -> tuple[pl.DataFrame, dict[tuple[str, int], np.ndarray]]:
+    """3 strategies x 3 seeds on one grid; returns the frame and the raw accuracy curves."""
+    rng = np.random.default_rng(seed)
+    rows, raw = [], {}
+    for s_i, s in enumerate(STRATEGIES):
+        for seed_ in range(3):
+            acc = 0.5 + 0.004 * np.asarray(GRID) + 0.03 * (s_i == 0) + rng.normal(0, 0.02, len(GRID))
+            raw[(s, seed_)] = acc
+            rows += [dict(run_id=f"{s}-{seed_}", strategy=s, seed=seed_, n_labeled=n,
+                          accuracy=float(a), nll=float(1 - a)) for n, a in zip(GRID, acc)]
+    return pl.DataFrame(rows), raw
+
+
+def test_curve_stats_matches_numpy():
+    df, raw = _frame()
+    stats = P.curve_stats(df.sample(fraction=1.0, shuffle=True, seed=3), "accuracy")
+    assert list(stats) == ["epistemic", "random", "mc-dropout"]  # analytic first, then baselines
+    for s in STRATEGIES:
+        v = np.stack([raw[(s, k)] for k in range(3)])
+        st = stats[s]
+        assert st.n_seeds == 3
+        np.testing.assert_allclose(st.n_labeled, GRID)
+        np.testing.assert_allclose(st.mean, v.mean(0))
+        np.testing.assert_allclose(st.lower, v.mean(0) - v.std(0, ddof=1))
+        np.testing.assert_allclose(st.upper, v.mean(0) + v.std(0, ddof=1))
+    mm = P.curve_stats(df, "accuracy", band="minmax")["random"]
+    v = np.stack([raw[("random", k)] for k in range(3)])
+    np.testing.assert_allclose(mm.lower, v.min(0))
+    np.testing.assert_allclose(mm.upper, v.max(0))
+
+
+def test_curve_stats_interpolates_different_grids_on_common_range():
+    df = pl.DataFrame(dict(
+        run_id=["a"] * 3 + ["b"] * 4,
+        strategy=["vbll"] * 7,
+        seed=[0, 0, 0, 1, 1, 1, 1],
+        n_labeled=[10, 20, 30, 10, 15, 30, 40],
+        accuracy=[0.1, 0.3, 0.4, 0.2, 0.25, 0.6, 0.9],
+    ))
+    st = P.curve_stats(df, "accuracy", band="minmax")["vbll"]
+    np.testing.assert_allclose(st.n_labeled, [10, 15, 20, 30])  # union grid, no extrapolation to 40
+    a = np.interp(st.n_labeled, [10, 20, 30], [0.1, 0.3, 0.4])
+    b = np.interp(st.n_labeled, [10, 15, 30, 40], [0.2, 0.25, 0.6, 0.9])
+    np.testing.assert_allclose(st.mean, (a + b) / 2)
+    np.testing.assert_allclose(st.lower, np.minimum(a, b))
+    np.testing.assert_allclose(st.upper, np.maximum(a, b))
+
+
+def test_two_runs_with_one_strategy_and_seed_are_rejected():
+    df, _ = _frame()
+    df = pl.concat([df, df.with_columns(pl.lit("other").alias("run_id"))])
+    with pytest.raises(ValueError, match="share a strategy and seed"):
+        P.curve_stats(df, "accuracy")
+
+
+def test_plot_writes_png(tmp_path):
+    df, _ = _frame()
+    out = P.plot_learning_curves(df, "accuracy", tmp_path / "sub" / "curve.png", title="t")
+    data = out.read_bytes()
+    assert out == tmp_path / "sub" / "curve.png"
+    assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_writes_svg_with_one_line_per_strategy_and_styled_baselines(tmp_path):
+    df, _ = _frame()
+    out = P.plot_learning_curves(df, "nll", tmp_path / "curve.svg", band="minmax")
+    root = ET.parse(out).getroot()
+    groups = {g.get("id"): g for g in root.iter() if g.get("id", "").startswith("curve-")}
+    assert set(groups) == {f"curve-{s}" for s in STRATEGIES}
+    paths = {k: [e for e in g.iter() if e.tag.endswith("path")] for k, g in groups.items()}
+    assert all(len(p) == 1 for p in paths.values())
+    style = {k: p[0].get("style", "") for k, p in paths.items()}
+    assert "stroke-dasharray" not in style["curve-epistemic"]  # analytic: solid
+    assert "stroke-dasharray" in style["curve-random"] and "stroke-dasharray" in style["curve-mc-dropout"]
+    assert sum(1 for e in root.iter() if e.get("id", "").startswith("band-")) == 3
+    assert "min–max over seeds" in out.read_text()  # legend names the band (glyph paths + comment)
+
+
+def test_plot_rejects_other_extensions(tmp_path):
+    df, _ = _frame()
+    with pytest.raises(ValueError, match=r"\.png.*\.svg"):
+        P.plot_learning_curves(df, "accuracy", tmp_path / "curve.pdf")
+
+
+def test_is_baseline():
+    assert all(P.is_baseline(s) for s in ["random", "ensemble", "mc-dropout", "sve", "batchbald",
+                                          "mc-dropout-bald", "Ensemble_bald"])
+    assert not any(P.is_baseline(s) for s in ["epistemic", "vbll-diverse", "svelte", "laplace"])
+
+
+def test_summary_table_matches_per_seed_numbers():
+    df, raw = _frame()
+    df = df.filter(~((pl.col("strategy") == "random") & (pl.col("seed") == 2) & (pl.col("n_labeled") > 60)))
+    t = P.summary_table(df, "accuracy", at=[50, 100], target=0.85)
+    assert t["strategy"].to_list() == ["epistemic", "random", "mc-dropout"]
+    row = t.row(by_predicate=pl.col("strategy") == "random", named=True)
+    curves = [(GRID, raw[("random", 0)]), (GRID, raw[("random", 1)]), (GRID[:3], raw[("random", 2)][:3])]
+    assert row["n_seeds"] == 3
+    at50 = [c[1][1] for c in curves]
+    assert row["accuracy@50_mean"] == pytest.approx(np.mean(at50))
+    assert row["accuracy@50_std"] == pytest.approx(np.std(at50, ddof=1))
+    assert row["accuracy@100_mean"] == pytest.approx(np.mean([curves[0][1][4], curves[1][1][4], curves[2][1][2]]))
+    aulcs = [M.aulc(n, v) for n, v in curves]
+    assert row["aulc_mean"] == pytest.approx(np.mean(aulcs))
+    assert row["aulc_std"] == pytest.approx(np.std(aulcs, ddof=1))
+    hits = [M.labels_to_target(n, v, 0.85) for n, v in curves]
+    reached = [h for h in hits if h is not None]
+    assert reached == [100, 100]  # the truncated seed never gets there
+    assert row["n_reached"] == 2
+    assert row["labels_to_target_mean"] == 100.0 and row["labels_to_target_std"] == 0.0
+    assert t.row(0, named=True)["labels_to_target_mean"] == pytest.approx((80 + 100 + 100) / 3)
+
+
+def test_summary_table_lower_is_better_and_unreached_target():
+    df = pl.DataFrame(dict(run_id=["a", "a", "b", "b"], strategy=["s"] * 4, seed=[0, 0, 1, 1],
+                           n_labeled=[10, 20, 10, 20], nll=[1.0, 0.5, 1.0, 0.9]))
+    row = P.summary_table(df, "nll", target=0.6, higher_is_better=False).row(0, named=True)
+    assert row["n_reached"] == 1 and row["labels_to_target_mean"] == 20.0
+    assert row["labels_to_target_std"] is None  # one seed reached it: no spread
+    row = P.summary_table(df, "nll", target=0.1, higher_is_better=False).row(0, named=True)
+    assert row["n_reached"] == 0 and row["labels_to_target_mean"] is None
+
+
+def test_to_markdown_formats_pairs():
+    table = pl.DataFrame({"strategy": ["vbll", "random|x"], "n_seeds": [5, 1],
+                          "accuracy@100_mean": [0.91234, 0.8], "accuracy@100_std": [0.0041, None],
+                          "labels_to_target_mean": [1200.0, None], "labels_to_target_std": [150.3, None],
+                          "n_reached": [5, 0]})
+    lines = P.to_markdown(table).strip().splitlines()
+    assert lines[0] == "| strategy | n seeds | accuracy@100 | labels to target | n reached |"
+    assert set(lines[1]) <= set("|-:") and lines[1].count("|") == 6
+    assert lines[2] == "| vbll | 5 | 0.912 ± 0.004 | 1200 ± 150 | 5 |"
+    assert lines[3] == "| random\\|x | 1 | 0.800 | — | 0 |"
