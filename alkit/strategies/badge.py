@@ -74,6 +74,9 @@ class BadgeStrategy:
             cross_n = (a_n_C @ a_n_C[j]) * (h_n_d @ h_n_d[j])
             dist_n = g_sq_n + g_sq_n[j] - 2.0 * cross_n
             dist_n[dist_n < _REL_TOL * (g_sq_n + g_sq_n[j])] = 0.0
-            np.minimum(d2_n, dist_n, out=d2_n)
+            if t == 0:
+                d2_n = dist_n  # the origin was only the first pick's reference, not a centre
+            else:
+                np.minimum(d2_n, dist_n, out=d2_n)
         scores_n = scores_or_zeros(candidates)
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=util)

@@ -53,6 +53,7 @@ class KCenterStrategy:
             dmin_n = min_sq_dist_n(emb_n_d, lab_m_d)
         else:
             dmin_n = np.einsum("nd,nd->n", emb_n_d, emb_n_d)
+        no_centre = lab is None or len(lab) == 0
         picked_n = np.zeros(n, dtype=bool)
         order = np.empty(b, dtype=np.int64)
         util = np.empty(b)
@@ -62,6 +63,10 @@ class KCenterStrategy:
             order[t], util[t] = j, np.sqrt(max(dmin_n[j], 0.0))
             picked_n[j] = True
             diff_n_d = emb_n_d - emb_n_d[j]
-            np.minimum(dmin_n, np.einsum("nd,nd->n", diff_n_d, diff_n_d), out=dmin_n)
+            d2_n = np.einsum("nd,nd->n", diff_n_d, diff_n_d)
+            if no_centre and t == 0:
+                dmin_n = d2_n  # the origin only chose the first pick; it is not a centre
+            else:
+                np.minimum(dmin_n, d2_n, out=dmin_n)
         scores_n = scores_or_zeros(candidates)
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=util)

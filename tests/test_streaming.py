@@ -1,0 +1,115 @@
+"""TopM and ReservoirSample: exactness against a full sort, uniformity, determinism, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from alkit.strategies.streaming import ReservoirSample, TopM
+
+
+def _stream(acc, keys_n, scores_n, chunk, **arrays):
+    for lo in range(0, keys_n.shape[0], chunk):
+        sl = slice(lo, lo + chunk)
+        acc.push(keys_n[sl], None if scores_n is None else scores_n[sl],
+                 **{k: v[sl] for k, v in arrays.items()})
+    return acc.result()
+
+
+@pytest.mark.parametrize("m", [1, 7, 50, 400])
+@pytest.mark.parametrize("chunk", [1, 13, 100, 1000])
+@pytest.mark.parametrize("ties", [False, True])
+def test_topm_equals_full_sort(m: int, chunk: int, ties: bool) -> None:
+    rng = np.random.default_rng(m * 31 + chunk)
+    n = 300
+    keys_n = rng.permutation(10 * n)[:n]
+    scores_n = rng.integers(0, 4, n).astype(np.float32) if ties else rng.normal(size=n)
+    emb_n_d = rng.normal(size=(n, 3)).astype(np.float32)
+    probs_n_C = rng.dirichlet(np.ones(4), n)
+    res = _stream(TopM(m), keys_n, scores_n, chunk, embedding_n_d=emb_n_d, probs_n_C=probs_n_C,
+                  aleatoric_n=scores_n * 2)
+    order = np.lexsort((keys_n, -scores_n))[:m]
+    assert np.array_equal(res.keys_n, keys_n[order])
+    assert np.array_equal(res.scores_n, scores_n[order])
+    assert np.array_equal(res.embedding_n_d, emb_n_d[order])
+    assert np.array_equal(res.probs_n_C, probs_n_C[order])
+    assert np.array_equal(res.extras["aleatoric_n"], scores_n[order] * 2)
+    assert res.strata_n is None
+
+
+def test_topm_memory_is_bounded_and_buffers_are_not_aliased() -> None:
+    acc = TopM(5)
+    buf_keys, buf_scores = np.empty(20, dtype=np.int64), np.empty(20)
+    rng = np.random.default_rng(0)
+    all_k, all_s = [], []
+    for c in range(10):
+        buf_keys[:] = np.arange(c * 20, c * 20 + 20)
+        buf_scores[:] = rng.normal(size=20)
+        all_k.append(buf_keys.copy())
+        all_s.append(buf_scores.copy())
+        acc.push(buf_keys, buf_scores)  # the caller reuses the buffer for the next chunk
+        assert acc._keep.keys_n.shape[0] <= 5
+    k, s = np.concatenate(all_k), np.concatenate(all_s)
+    assert np.array_equal(acc.result().keys_n, k[np.argsort(-s)[:5]])
+    assert acc.n_seen == 200
+
+
+def test_topm_rejects_nan_and_inconsistent_chunks() -> None:
+    acc = TopM(3)
+    with pytest.raises(ValueError, match="NaN"):
+        acc.push(np.arange(3), np.array([0.1, np.nan, 0.2]))
+    acc.push(np.arange(3), np.zeros(3), embedding_n_d=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="same arrays"):
+        acc.push(np.arange(3, 6), np.zeros(3))
+    with pytest.raises(ValueError, match="rows"):
+        acc.push(np.arange(3), np.zeros(3), embedding_n_d=np.zeros((2, 2)))
+    with pytest.raises(ValueError):
+        TopM(0)
+    assert len(TopM(4).result()) == 0
+
+
+def test_reservoir_is_uniform() -> None:
+    """Each of N items should be kept m/N of the time; an order- or chunk-biased sampler fails."""
+    n, m, trials = 60, 6, 1500
+    keys_n = np.arange(n)
+    counts_n = np.zeros(n)
+    for seed in range(trials):
+        res = _stream(ReservoirSample(m, seed), keys_n, None, [7, 23, 60][seed % 3])
+        assert len(res) == m and len(np.unique(res.keys_n)) == m
+        counts_n[res.keys_n] += 1
+    expected = trials * m / n
+    chi2 = float(((counts_n - expected) ** 2 / expected).sum())
+    # n - 1 = 59 degrees of freedom: mean 59, sd ~11; 110 is ~4.7 sd.
+    assert chi2 < 110, chi2
+    # first-chunk vs last-chunk balance, the typical bug of a naive streaming sampler
+    assert abs(counts_n[:20].mean() - counts_n[-20:].mean()) < 0.15 * expected
+
+
+def test_reservoir_deterministic_and_seed_dependent() -> None:
+    rng = np.random.default_rng(3)
+    keys_n = np.arange(1000, 1500)
+    scores_n = rng.normal(size=500)
+    emb_n_d = rng.normal(size=(500, 4))
+    a = _stream(ReservoirSample(40, 11), keys_n, scores_n, 64, embedding_n_d=emb_n_d)
+    b = _stream(ReservoirSample(40, 11), keys_n, scores_n, 64, embedding_n_d=emb_n_d)
+    c = _stream(ReservoirSample(40, 12), keys_n, scores_n, 64, embedding_n_d=emb_n_d)
+    assert np.array_equal(a.keys_n, b.keys_n)
+    assert not np.array_equal(a.keys_n, c.keys_n)
+    # the carried arrays stay aligned with the keys
+    idx = a.keys_n - 1000
+    assert np.array_equal(a.scores_n, scores_n[idx])
+    assert np.array_equal(a.embedding_n_d, emb_n_d[idx])
+    assert np.all(np.diff(a.keys_n) > 0)
+
+
+def test_reservoir_small_pool_and_errors() -> None:
+    res = _stream(ReservoirSample(10, 0), np.arange(4), None, 3)
+    assert sorted(res.keys_n.tolist()) == [0, 1, 2, 3]
+    assert res.scores_n is None
+    acc = ReservoirSample(5, 0)
+    with pytest.raises(ValueError, match="NaN"):
+        acc.push(np.arange(2), np.array([np.nan, 1.0]))
+    acc = ReservoirSample(5, 0)
+    acc.push(np.arange(2), np.ones(2))
+    with pytest.raises(ValueError, match="every chunk"):
+        acc.push(np.arange(2, 4))
