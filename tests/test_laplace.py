@@ -1,0 +1,183 @@
+"""Last-layer Laplace: Kronecker algebra, GGN against autograd, KFAC vs exact, predictive vs MC."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from alkit.acquisition import laplace as L
+
+torch.set_num_threads(1)
+
+
+def _spd(n: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    M = torch.randn(n, n, generator=g, dtype=torch.float64)
+    return M @ M.T + 0.1 * torch.eye(n, dtype=torch.float64)
+
+
+def _net(d_in: int, d_h: int, C: int, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d_in, d_h), nn.Tanh(), nn.Linear(d_h, C))
+
+
+def test_kron_logdet_equals_dense():
+    A, B = _spd(4, 0), _spd(3, 1)
+    dense = torch.linalg.slogdet(torch.kron(A, B))[1]
+    assert float(L.kron_logdet(A, B)) == pytest.approx(float(dense), rel=1e-10)
+    # the damped (exact-prior) form from the factors' eigenvalues
+    delta = 0.37
+    eA, eB = torch.linalg.eigvalsh(A), torch.linalg.eigvalsh(B)
+    dense_damped = torch.linalg.slogdet(torch.kron(B, A) + delta * torch.eye(12, dtype=torch.float64))[1]
+    assert float(L.kron_damped_logdet(eB, eA, delta)) == pytest.approx(float(dense_damped), rel=1e-10)
+
+
+def test_tuned_prior_precision_is_the_marginal_likelihood_optimum():
+    eig = torch.rand(50, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 100
+    theta_sq = 7.3
+    delta = L.tune_prior_precision(eig, theta_sq)
+    # MacKay's stationarity: delta * ||theta||^2 = effective number of parameters
+    gamma = float((eig / (eig + delta)).sum())
+    assert delta * theta_sq == pytest.approx(gamma, rel=1e-5)
+    f0 = L.log_marglik(eig, theta_sq, delta)
+    assert f0 > L.log_marglik(eig, theta_sq, delta * 1.05)
+    assert f0 > L.log_marglik(eig, theta_sq, delta / 1.05)
+
+
+def test_full_ggn_matches_autograd_jacobians():
+    torch.set_default_dtype(torch.float64)
+    try:
+        net = _net(3, 5, 4).double()
+        X = torch.randn(7, 3)
+        lap = L.LastLayerLaplace.from_model(net, X, likelihood="classification", hessian="full",
+                                            prior_precision=1.0)
+        head = net[2]
+        h = net[1](net[0](X))
+        W0 = torch.cat([head.weight, head.bias[:, None]], 1).detach()
+
+        def logits(W_flat: torch.Tensor, h_d: torch.Tensor) -> torch.Tensor:
+            W = W_flat.reshape(W0.shape)
+            return W[:, :-1] @ h_d + W[:, -1]
+
+        GGN = torch.zeros(W0.numel(), W0.numel())
+        for i in range(X.shape[0]):
+            J = torch.func.jacrev(logits)(W0.reshape(-1), h[i].detach())  # (C, P)
+            p = logits(W0.reshape(-1), h[i].detach()).softmax(-1)
+            GGN += J.T @ (torch.diag(p) - torch.outer(p, p)) @ J
+        torch.testing.assert_close(lap.H_full, GGN, rtol=1e-10, atol=1e-12)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("C", [1, 3])
+def test_kfac_equals_full_ggn_for_homoscedastic_regression(C: int):
+    net = _net(4, 6, C, seed=1)
+    X = torch.randn(40, 4)
+    y = torch.randn(40, C)
+    kw = dict(likelihood="regression", sigma_noise=0.7)
+    kfac = L.LastLayerLaplace.from_model(net, X, y, hessian="kfac", **kw)
+    full = L.LastLayerLaplace.from_model(net, X, y, hessian="full", **kw)
+    assert kfac.prior_precision == pytest.approx(full.prior_precision, rel=1e-5)
+    assert kfac.log_marglik_value == pytest.approx(full.log_marglik_value, rel=1e-8)
+    Xq = torch.randn(9, 4) * 3
+    ok, of = kfac.predict(Xq), full.predict(Xq)
+    torch.testing.assert_close(ok.logit_var_n_C, of.logit_var_n_C, rtol=1e-4, atol=1e-8)
+    h, _ = L.layer_io(net, net[2], Xq)
+    torch.testing.assert_close(kfac.logit_cov(h)[0], full.logit_cov(h)[0], rtol=1e-6, atol=1e-10)
+
+
+def test_kfac_equals_full_for_one_classification_item():
+    net = _net(4, 6, 3, seed=2)
+    X = torch.randn(1, 4)
+    kfac = L.LastLayerLaplace.from_model(net, X, hessian="kfac", prior_precision=0.5)
+    full = L.LastLayerLaplace.from_model(net, X, hessian="full", prior_precision=0.5)
+    Xq = torch.randn(5, 4)
+    h, _ = L.layer_io(net, net[2], Xq)
+    torch.testing.assert_close(kfac.logit_cov(h)[0], full.logit_cov(h)[0], rtol=1e-6, atol=1e-10)
+
+
+def _kfac_weight_samples(lap: L.LastLayerLaplace, S: int, seed: int) -> torch.Tensor:
+    """W ~ N(W*, (G (x) A + delta I)^-1) sampled in the Kronecker eigenbasis, (S, C, p)."""
+    g = torch.Generator().manual_seed(seed)
+    eps = torch.randn(S, lap.eig_G.numel(), lap.eig_A.numel(), generator=g, dtype=torch.float64)
+    scale = 1.0 / torch.sqrt(torch.outer(lap.eig_G, lap.eig_A) + lap.prior_precision)
+    return lap.W_C_p + lap.Q_G @ (eps * scale) @ lap.Q_A.T
+
+
+def test_logit_covariance_probit_and_mi_match_weight_space_monte_carlo():
+    net = _net(3, 8, 4, seed=3)
+    X = torch.randn(30, 3)
+    lap = L.LastLayerLaplace.from_model(net, X, hessian="kfac", prior_precision=2.0, mi="mc")
+    lap.mc_samples = 4000
+    Xq = torch.randn(6, 3)
+    h, z = L.layer_io(net, net[2], Xq)
+    a = L.with_bias(h.double(), True)
+    Ws = _kfac_weight_samples(lap, 40000, seed=1)  # (S, C, p)
+    zs = torch.einsum("scp,np->snc", Ws, a)
+    emp_cov = torch.einsum("snc,snd->ncd", zs - zs.mean(0), zs - zs.mean(0)) / zs.shape[0]
+    cov, _ = lap.logit_cov(h)
+    assert torch.allclose(zs.mean(0), z.double(), atol=0.05)
+    assert torch.allclose(emp_cov, cov, rtol=0.05, atol=0.02 * float(cov.abs().max()))
+    out = lap.predict(Xq)
+    torch.testing.assert_close(out.trace_n.double(), cov.diagonal(dim1=1, dim2=2).sum(1), rtol=1e-5, atol=0)
+    p_mc = zs.softmax(-1)
+    mean_p = p_mc.mean(0)
+    assert torch.allclose(out.probs_n_C.double(), mean_p, atol=0.04)  # probit is an approximation
+    mi_mc = L.entropy_n(mean_p) - L.entropy_n(p_mc).mean(0)
+    assert torch.allclose(out.mi_n.double(), mi_mc, atol=0.02, rtol=0.1)
+
+
+def test_last_layer_discovery():
+    net = _net(3, 4, 2)
+    assert L.find_last_linear(net)[0] == "2"
+    assert L.find_last_linear(net, "0")[1] is net[0]
+    assert L.find_last_linear(net, net[2])[0] == "2"
+    with pytest.raises(TypeError):
+        L.find_last_linear(net, "1")
+    with pytest.raises(ValueError):
+        L.find_last_linear(net, "nope")
+
+
+def test_posterior_gives_the_logit_variance_of_the_eigen_outputs():
+    net = _net(3, 5, 3, seed=4)
+    X = torch.randn(20, 3)
+    lap = L.fit_last_layer_laplace(net, None, X, hessian="kfac")
+    post = lap.posterior()
+    Xq = torch.randn(4, 3)
+    h, _ = L.layer_io(net, net[2], Xq)
+    phi = post.features(h).double()
+    v_K = torch.einsum("ni,kij,nj->nk", phi, post.cov_K_d_d.double(), phi)
+    # eigen-output variances sum to the logit-covariance trace
+    cov, _ = lap.logit_cov(h)
+    torch.testing.assert_close(v_K.sum(1), cov.diagonal(dim1=1, dim2=2).sum(1), rtol=1e-5, atol=1e-9)
+    assert post.bias_feature and post.cov_K_d_d.shape == (3, 6, 6)
+
+
+def _auroc(neg: np.ndarray, pos: np.ndarray) -> float:
+    s = np.r_[neg, pos]
+    ranks = s.argsort().argsort() + 1.0
+    return float((ranks[len(neg):].sum() - len(pos) * (len(pos) + 1) / 2) / (len(neg) * len(pos)))
+
+
+def test_ood_digits_mutual_information_alone():
+    """Trained on digits 0-4; the MI alone separates 5-9 (measured 0.87-0.92 over 3 seeds)."""
+    from sklearn.datasets import load_digits
+
+    from alkit.models.train import TrainConfig
+
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(len(X))
+    X, y = X[idx], y[idx]
+    ind = y < 5
+    Xi, yi = X[ind], y[ind]
+    n_tr = int(0.7 * len(Xi))
+    learner = L.LaplaceLearner("classification", 5, epistemic="mi", train=TrainConfig(max_epochs=60))
+    learner.fit(Xi[:n_tr], yi[:n_tr], seed=0)
+    p_in, p_out = learner.predict(Xi[n_tr:]), learner.predict(X[~ind])
+    auc = _auroc(p_in.epistemic_n.numpy(), p_out.epistemic_n.numpy())
+    assert auc > 0.8, auc
+    assert learner.posterior().cov_K_d_d.shape[0] == 5
+    assert math.isfinite(float(p_in.extras["trace_n"].sum()))
