@@ -98,7 +98,10 @@ def _duplicate_groups(phi_n_d: np.ndarray) -> np.ndarray:
 
 
 class DiverseStrategy:
-    """Greedy batch mutual information on the top-m candidates (label-free, exact gains)."""
+    """Greedy batch mutual information on the top-m candidates (label-free, exact gains).
+
+    Utilities are the gains (nats); they sum to I(y_B; w).  Without ``ctx.posterior`` the prior
+    is isotropic (S = I, sigma^2 = 1, no bias feature): a pure feature-space diversity rule."""
 
     name = "diverse"
     candidate_source = "topm"

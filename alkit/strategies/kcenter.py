@@ -28,6 +28,18 @@ def min_sq_dist_n(emb_n_d: np.ndarray, ref_m_d: np.ndarray, cells: int = _CELLS)
     return out_n
 
 
+def _sq_dist_to_n(emb_n_d: np.ndarray, x_d: np.ndarray, cells: int = _CELLS) -> np.ndarray:
+    """Exact squared distances to one point (difference, not the expanded form, so near points
+    keep their precision), in row blocks so the temporary is O(chunk * d), not O(N * d)."""
+    n, d = emb_n_d.shape
+    out_n = np.empty(n)
+    rows = max(1, cells // max(d, 1))
+    for lo in range(0, n, rows):
+        diff = emb_n_d[lo : lo + rows] - x_d
+        out_n[lo : lo + rows] = np.einsum("nd,nd->n", diff, diff)
+    return out_n
+
+
 class KCenterStrategy:
     """Furthest-first traversal from the labeled set; utilities = distance at pick time.
 
@@ -62,8 +74,7 @@ class KCenterStrategy:
             j = int(np.argmax(d_n))
             order[t], util[t] = j, np.sqrt(max(dmin_n[j], 0.0))
             picked_n[j] = True
-            diff_n_d = emb_n_d - emb_n_d[j]
-            d2_n = np.einsum("nd,nd->n", diff_n_d, diff_n_d)
+            d2_n = _sq_dist_to_n(emb_n_d, emb_n_d[j])
             if no_centre and t == 0:
                 dmin_n = d2_n  # the origin only chose the first pick; it is not a centre
             else:
