@@ -1,0 +1,262 @@
+"""`alkit` command line: parse, call the library, render.  No logic lives here."""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from alkit.config import ConfigError, load_project
+from alkit.loop import ActiveLoop, LoopError, RunRequest
+from alkit.pools.ingest import InitOptions, InputError, init_project
+from alkit.pools.store import Store, StoreError
+
+app = typer.Typer(
+    help="alkit: active learning with analytic, single-pass epistemic uncertainty.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+USER_ERRORS = (InputError, LoopError, ConfigError, StoreError, ValueError, FileNotFoundError, KeyError)
+
+ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn a refused operation into one red line and exit code 2 (never a traceback)."""
+    try:
+        yield
+    except USER_ERRORS as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        err.print(f"[bold red]error:[/] {msg}", highlight=False)
+        raise typer.Exit(code=2) from None
+
+
+def _parse_csv(value: Optional[str]) -> Optional[list[str]]:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise ValueError("an empty column list was given")
+    return items
+
+
+@app.command()
+def init(
+    data: Path = typer.Argument(..., help="CSV or Parquet file, one row per item."),
+    id_col: str = typer.Option(..., "--id-col", help="Column with a unique id per row."),
+    label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
+    features: Optional[str] = typer.Option(None, "--features", help="Comma-separated numeric feature columns (default: all other columns)."),
+    feature_col: Optional[str] = typer.Option(None, "--feature-col", help="One list column holding the feature vector."),
+    task: Optional[str] = typer.Option(None, "--task", help="classification or regression (default: inferred from the labels)."),
+    test_frac: float = typer.Option(0.2, "--test-frac", help="With --hide-labels: fraction of rows held out as the test split."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the test split."),
+    store: Optional[str] = typer.Option(None, "--store", help="SQLAlchemy URL of the store (default: sqlite file alkit.db in the project)."),
+    hide_labels: bool = typer.Option(False, "--hide-labels", help="Keep pool labels from the learner; the simulated oracle reveals them when items are selected (benchmarks)."),
+    initial_labeled: int = typer.Option(0, "--initial-labeled", help="Without --hide-labels: labeled rows given to the learner up front instead of the test split."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
+    with user_errors():
+        if task not in (None, "classification", "regression"):
+            raise ValueError(f"--task must be classification or regression, not {task!r}")
+        if features and feature_col:
+            raise ValueError("pass either --features or --feature-col, not both")
+        opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
+                           task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
+                           initial_labeled=initial_labeled)
+        cfg = init_project(data, project, opts)
+        counts = Store(load_project(project).store_url).counts()
+    pool = sum(v for k, v in counts.items() if k.startswith("pool:"))
+    test = sum(v for k, v in counts.items() if k.startswith("test:"))
+    classes = f", {len(cfg.classes)} classes" if cfg.classes else ""
+    console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
+                  f"{cfg.n_features} features, {pool} pool items, {test} test items"
+                  + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
+
+
+def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -> list:
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=quiet)
+    task_ids: dict[str, Any] = {}
+
+    def on_event(kind: str, p: dict[str, Any]) -> None:
+        if kind == "run_start":
+            task_ids[p["run"]] = progress.add_task(p["run"], total=p["budget"], completed=p["spent"], info="")
+        elif kind == "phase":
+            progress.update(task_ids_last(), info=f"cycle {p['cycle']}: {p['phase']}")
+        elif kind == "cycle_end":
+            m = p["metrics"]
+            main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "mae") if k in m), "")
+            progress.update(task_ids[p["run"]], advance=p["n_selected"], info=f"cycle {p['cycle']} {main}")
+
+    def task_ids_last() -> Any:
+        return list(task_ids.values())[-1]
+
+    loop.on_event = on_event
+    with progress:
+        return loop.run(req)
+
+
+def _summary_table(rows: list[dict[str, Any]], title: str) -> Table:
+    metric_names: list[str] = []
+    for r in rows:
+        for k in r["metrics"]:
+            if k not in metric_names:
+                metric_names.append(k)
+    t = Table(title=title)
+    for col in ("id", "run", "strategy", "scorer", "seed", "cycles", "n_labeled", "status"):
+        t.add_column(col, justify="right" if col in ("id", "seed", "cycles", "n_labeled") else "left")
+    for m in metric_names:
+        t.add_column(m, justify="right")
+    for r in rows:
+        t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]),
+                  str(r["n_labeled"]), r["status"],
+                  *[f"{r['metrics'][m]:.4f}" if m in r["metrics"] else "" for m in metric_names])
+    return t
+
+
+@app.command()
+def run(
+    strategy: str = typer.Option("epistemic", "--strategy", "-s", help="Strategy preset; `alkit strategies` lists them."),
+    budget: int = typer.Option(..., "--budget", "-b", help="Total labels the run may spend (the initial batch included)."),
+    batch_size: int = typer.Option(10, "--batch-size", help="Items selected per cycle."),
+    seed: int = typer.Option(0, "--seed", help="Run seed (model init, data order, sampling)."),
+    initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
+    scorer: Optional[str] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
+    head: Optional[str] = typer.Option(None, "--head", help="VBLL regression head: gaussian, quantile or buckets."),
+    candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
+    stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
+    name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Run active learning until the budget is spent; the same command resumes an interrupted run."""
+    with user_errors():
+        proj = load_project(project)
+        learner_options = {"head": head} if head else {}
+        req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
+                         initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
+                         learner_options=learner_options)
+        loop = ActiveLoop(proj)
+        spec, _ = loop.resolve(req)
+        t0 = time.perf_counter()
+        _run_with_progress(loop, req, quiet=json_out)
+        elapsed = time.perf_counter() - t0
+        from alkit.report import run_summaries
+
+        rows = [r for r in run_summaries(loop.store) if r["name"] == spec.name]
+    if json_out:
+        console.print_json(json.dumps(rows))
+        return
+    console.print(_summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)"))
+
+
+@app.command()
+def status(
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    project: Path = ProjectOpt,
+) -> None:
+    """One line per run: strategy, scorer, seed, cycles, labels and the latest metrics."""
+    with user_errors():
+        from alkit.report import run_summaries
+
+        proj = load_project(project)
+        rows = run_summaries(Store(proj.store_url))
+    if json_out:
+        print(json.dumps(rows, default=str))
+        return
+    if not rows:
+        console.print("no runs yet: start one with `alkit run --strategy random --budget N`")
+        return
+    console.print(_summary_table(rows, f"runs in {proj.root}"))
+
+
+@app.command()
+def plot(
+    out: Path = typer.Option(Path("learning_curves.png"), "--out", "-o", help="Output file, .png or .svg."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression)."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Learning curves of every run in the project: mean and band over seeds per strategy."""
+    with user_errors():
+        from alkit.plots import plot_learning_curves
+        from alkit.report import cycles_frame
+
+        proj = load_project(project)
+        df = cycles_frame(Store(proj.store_url))
+        metric = metric or ("accuracy" if proj.config.task == "classification" else "crps")
+        if df.height == 0:
+            raise ValueError("no cycle has metrics yet: run `alkit run` first")
+        if metric not in df.columns:
+            raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'score_s', 'select_s', 'n_scored'))}")
+        path = plot_learning_curves(df, metric, out, title=f"{proj.root.name}: {metric}")
+    console.print(f"[green]wrote[/] {path}")
+
+
+@app.command()
+def strategies() -> None:
+    """List every strategy preset, selector and scorer with one line each."""
+    from alkit.presets import PRESETS
+    from alkit.registry import SCORERS
+    from alkit.strategies import SELECTORS
+
+    t = Table(title="strategies (--strategy)")
+    t.add_column("name")
+    t.add_column("scorer")
+    t.add_column("what it does")
+    for p in PRESETS.values():
+        t.add_row(p.name, p.default_scorer, p.summary)
+    console.print(t)
+    t = Table(title="selectors (used by the presets)")
+    t.add_column("name")
+    t.add_column("what it does")
+    for n, cls in SELECTORS.items():
+        t.add_row(n, (cls.__doc__ or "").strip().splitlines()[0])
+    console.print(t)
+    t = Table(title="scorers (--scorer)")
+    t.add_column("name")
+    t.add_column("what it does")
+    for s in SCORERS.values():
+        t.add_row(s.name, s.summary + (" [baseline]" if s.is_baseline else ""))
+    console.print(t)
+
+
+@app.command()
+def demo(
+    project: Path = typer.Option(Path("alkit-demo"), "--project", "-p", help="Directory for the demo project."),
+    budget: int = typer.Option(200, "--budget", help="Labels per run."),
+    batch_size: int = typer.Option(20, "--batch-size", help="Labels per cycle."),
+    seeds: int = typer.Option(2, "--seeds", help="Seeds per strategy."),
+    strategies_: str = typer.Option("random,epistemic", "--strategies", help="Comma-separated strategy presets."),
+) -> None:
+    """Bundled end-to-end demo: digits, random vs epistemic, learning-curve PNG."""
+    with user_errors():
+        from alkit.demo import run_demo
+
+        png = run_demo(project, budget=budget, batch_size=batch_size, seeds=seeds,
+                       strategies=_parse_csv(strategies_) or [], runner=_run_with_progress, console=console)
+        from alkit.report import run_summaries
+
+        rows = run_summaries(Store(load_project(project).store_url))
+    console.print(_summary_table(rows, f"demo runs in {project.resolve()}"))
+    console.print(f"[green]learning curves:[/] {png}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

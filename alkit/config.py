@@ -1,0 +1,111 @@
+"""Project configuration: alkit.toml, validated on load with errors that name the problem."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+CONFIG_NAME = "alkit.toml"
+FEATURES_NAME = "features.parquet"
+PAYLOAD_NAME = "payload.parquet"
+DEFAULT_DB = "alkit.db"
+
+
+class ConfigError(ValueError):
+    """The project configuration is missing or invalid."""
+
+
+@dataclass
+class ProjectConfig:
+    task: str  # classification | regression
+    id_col: str
+    label_col: str
+    n_items: int
+    n_features: int
+    store: str  # SQLAlchemy URL; sqlite:///relative/path is relative to the project dir
+    classes: list[str] = field(default_factory=list)
+    feature_cols: list[str] = field(default_factory=list)
+    feature_col: str = ""
+    hide_labels: bool = False
+    test_frac: float = 0.2
+    seed: int = 0
+    source: str = ""
+    payload_cols: list[str] = field(default_factory=list)
+    encoder: str = ""  # text/image encoder used to compute the features, if any
+
+    def __post_init__(self) -> None:
+        if self.task not in ("classification", "regression"):
+            raise ConfigError(f"task must be classification or regression, not {self.task!r}")
+        if self.task == "classification" and len(self.classes) < 2:
+            raise ConfigError("a classification project needs at least 2 classes")
+
+    @property
+    def n_classes(self) -> int | None:
+        return len(self.classes) if self.task == "classification" else None
+
+
+@dataclass
+class Project:
+    """A project directory: its config, where its files are, and its store URL resolved."""
+
+    root: Path
+    config: ProjectConfig
+
+    @property
+    def features_path(self) -> Path:
+        return self.root / FEATURES_NAME
+
+    @property
+    def payload_path(self) -> Path:
+        return self.root / PAYLOAD_NAME
+
+    @property
+    def store_url(self) -> str:
+        return resolve_store_url(self.config.store, self.root)
+
+    def encode_label(self, value: str) -> float | int:
+        """Stored label text -> what the learner trains on (class index or float)."""
+        if self.config.task == "classification":
+            try:
+                return self.config.classes.index(value)
+            except ValueError:
+                raise ValueError(f"unknown class {value!r}; known: {', '.join(self.config.classes)}") from None
+        return float(value)
+
+
+def resolve_store_url(url: str, root: Path) -> str:
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.startswith(prefix + "/") and url != "sqlite:///:memory:":
+        return prefix + str((root / url[len(prefix):]).resolve())
+    return url
+
+
+def load_project(root: str | Path = ".") -> Project:
+    root = Path(root).resolve()
+    path = root / CONFIG_NAME
+    if not path.exists():
+        raise ConfigError(f"no alkit project in {root} ({CONFIG_NAME} not found); create one with `alkit init`")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    section: dict[str, Any] = raw.get("project", {})
+    known = set(ProjectConfig.__dataclass_fields__)
+    unknown = set(section) - known
+    if unknown:
+        raise ConfigError(f"{path}: unknown keys {sorted(unknown)}")
+    try:
+        cfg = ProjectConfig(**section)
+    except TypeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return Project(root, cfg)
+
+
+def write_config(root: Path, cfg: ProjectConfig, name: str = CONFIG_NAME) -> Path:
+    path = root / name
+    path.write_text(tomli_w.dumps({"project": asdict(cfg)}))
+    return path

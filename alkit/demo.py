@@ -1,0 +1,53 @@
+"""The bundled demo: scikit-learn's digits as a hidden-label project, random vs epistemic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import polars as pl
+from sklearn.datasets import load_digits
+
+from alkit.config import CONFIG_NAME, load_project
+from alkit.loop import ActiveLoop, RunRequest
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.presets import get_preset
+from alkit.registry import SCORERS
+
+
+def write_digits_csv(path: Path) -> Path:
+    """digits as CSV: id, 64 pixel columns, label."""
+    X, y = load_digits(return_X_y=True)
+    df = pl.DataFrame({"id": [f"d{i:04d}" for i in range(len(y))]})
+    df = df.hstack(pl.DataFrame(X.astype(np.float32), schema=[f"px{j}" for j in range(X.shape[1])]))
+    df = df.with_columns(pl.Series("label", y.astype(np.int64)))
+    df.write_csv(path)
+    return path
+
+
+def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strategies: list[str],
+             runner: Callable[..., Any] | None = None, console: Any = None) -> Path:
+    """Create (or reuse) the demo project, run every strategy x seed, write the PNG."""
+    from alkit.plots import plot_learning_curves
+    from alkit.report import cycles_frame
+
+    project = Path(project)
+    if not (project / CONFIG_NAME).exists():
+        project.mkdir(parents=True, exist_ok=True)
+        data = write_digits_csv(project / "digits.csv")
+        init_project(data, project, InitOptions(id_col="id", label_col="label", task="classification",
+                                                test_frac=0.3, seed=0, hide_labels=True))
+    proj = load_project(project)
+    usable = [s for s in strategies if get_preset(s).default_scorer in SCORERS]
+    skipped = sorted(set(strategies) - set(usable))
+    if skipped and console is not None:
+        console.print(f"[yellow]skipping[/] {', '.join(skipped)}: scorer not installed")
+    loop = ActiveLoop(proj)
+    for strategy in usable:
+        for seed in range(seeds):
+            req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed)
+            (runner or (lambda lp, rq: lp.run(rq)))(loop, req)
+    png = project / "learning_curves.png"
+    plot_learning_curves(cycles_frame(loop.store), "accuracy", png, title="digits: accuracy vs labels")
+    return png

@@ -1,0 +1,298 @@
+"""ActiveLoop: the resumable cycle engine (DESIGN.md 'The cycle').
+
+One cycle: fit on the labeled set -> evaluate on the test split -> stream the unlabeled pool
+and score it -> select a batch -> ask the oracle -> record selections, labels and the cycle row
+in ONE transaction.  Every random choice is seeded by (run seed, cycle), so a run killed at any
+moment and started again redoes the unfinished cycle identically: no label lost, no item
+selected twice, cycles contiguous.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+
+from alkit import metrics
+from alkit.config import Project
+from alkit.pools.features import FeatureReader
+from alkit.pools.store import RunSpec, Store
+from alkit.presets import Preset, get_preset
+from alkit.registry import get_scorer, make_learner
+from alkit.strategies import TopM, get_selector
+from alkit.types import Candidates, Learner, Prediction, Selection, SelectionContext
+
+EventFn = Callable[[str, dict[str, Any]], None]
+
+
+class LoopError(ValueError):
+    """A run cannot start or continue; the message says why.  The store is unchanged."""
+
+
+@dataclass
+class RunRequest:
+    """The arguments of `alkit run` (library form)."""
+
+    strategy: str
+    budget: int
+    batch_size: int = 10
+    seed: int = 0
+    scorer: str | None = None
+    initial: int | None = None  # size of the first (model-free) batch; default batch_size
+    name: str | None = None
+    candidates: int | None = None  # m for top-m / sampled candidates; default 20 x batch
+    stratify_by: str | None = None
+    learner_options: dict[str, Any] = field(default_factory=dict)
+    max_cycles: int | None = None  # stop after this many cycles in this call (resume later)
+
+
+@dataclass
+class CycleResult:
+    cycle: int
+    n_labeled: int
+    n_selected: int
+    metrics: dict[str, float]
+    fit_s: float
+    score_s: float
+    select_s: float
+
+
+def _seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
+
+
+def run_name(req: RunRequest, scorer: str) -> str:
+    if req.name:
+        return req.name
+    base = req.strategy if scorer in ("none", get_preset(req.strategy).default_scorer) else f"{req.strategy}-{scorer}"
+    opts = "".join(f"-{k}={v}" for k, v in sorted(req.learner_options.items()))
+    return f"{base}{opts}-b{req.batch_size}-s{req.seed}"
+
+
+class ActiveLoop:
+    """Drives runs on one project.  UI-free: progress goes to ``on_event`` callbacks."""
+
+    def __init__(self, project: Project, store: Store | None = None, on_event: EventFn | None = None) -> None:
+        self.project = project
+        self.cfg = project.config
+        self.store = store or Store(project.store_url)
+        self.features = FeatureReader(project.features_path)
+        self.on_event = on_event or (lambda kind, payload: None)
+
+    # ----------------------------------------------------------------- spec
+    def resolve(self, req: RunRequest) -> tuple[RunSpec, Preset]:
+        preset = get_preset(req.strategy)
+        scorer = req.scorer or preset.default_scorer
+        get_scorer(scorer)
+        if req.batch_size < 1:
+            raise LoopError(f"--batch-size must be at least 1, got {req.batch_size}")
+        if req.budget < 1:
+            raise LoopError(f"--budget must be at least 1, got {req.budget}")
+        initial = req.batch_size if req.initial is None else req.initial
+        if initial < 0:
+            raise LoopError(f"--initial must be >= 0, got {initial}")
+        n_pool = int(self.store.counts().get("pool:unlabeled", 0))
+        if req.budget > n_pool:
+            raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
+        if initial > req.budget:
+            raise LoopError(f"--initial {initial} is larger than --budget {req.budget}")
+        if req.stratify_by and req.stratify_by not in self.cfg.payload_cols:
+            raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(self.cfg.payload_cols)}")
+        for name in (preset.selector, preset.single_selector, preset.initial_selector):
+            get_selector(name)
+        options = {"candidates": req.candidates, "stratify_by": req.stratify_by, "learner": dict(req.learner_options)}
+        spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
+        return spec, preset
+
+    # ----------------------------------------------------------------- run
+    def run(self, req: RunRequest) -> list[CycleResult]:
+        spec, preset = self.resolve(req)
+        if not self.cfg.hide_labels:
+            raise LoopError(
+                "this project's pool has no hidden labels for a simulated oracle; "
+                "label the queue with `alkit queue export`/`alkit queue import`"
+            )
+        run = self.store.get_or_create_run(spec)
+        self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
+                                    "spent": self.store.n_spent(run.id)})
+        results: list[CycleResult] = []
+        while True:
+            if req.max_cycles is not None and len(results) >= req.max_cycles:
+                break
+            spent = self.store.n_spent(run.id)
+            cycle = self.store.next_cycle(run.id)
+            cycles = self.store.cycles(run.id)[-1:]
+            if spent >= spec.budget and cycles and cycles[-1].n_selected == 0:
+                self.store.set_run_status(run.id, "complete")
+                break
+            res = self._cycle(run.id, cycle, spec, preset, spent)
+            results.append(res)
+            self.on_event("cycle_end", {"run": run.name, **res.__dict__})
+        self.on_event("run_end", {"run": run.name, "run_id": run.id})
+        return results
+
+    def _labeled(self, run_id: int) -> tuple[np.ndarray, np.ndarray]:
+        keys, values = self.store.labeled_set(run_id)
+        y = np.array([self.project.encode_label(v) for v in values])
+        return keys, y
+
+    def _trainable(self, y: np.ndarray) -> bool:
+        if len(y) < 2:
+            return False
+        return self.cfg.task == "regression" or len(np.unique(y)) >= 2
+
+    def _cycle(self, run_id: int, cycle: int, spec: RunSpec, preset: Preset, spent: int) -> CycleResult:
+        keys_lab, y_lab = self._labeled(run_id)
+        remaining = spec.budget - spent
+        k = min(spec.initial if cycle == 0 else spec.batch_size, remaining)
+        if cycle == 0 and k == 0:
+            k = min(spec.batch_size, remaining)
+        learner: Learner | None = None
+        fit_s = score_s = select_s = 0.0
+        n_scored = 0
+        result_metrics: dict[str, float] = {}
+        self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
+        if self._trainable(y_lab):
+            t0 = time.perf_counter()
+            learner = make_learner(spec.scorer, self.cfg.task, self.cfg.n_classes, **spec.options.get("learner", {}))
+            X_lab = self.features.take(keys_lab)
+            learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
+            fit_s = time.perf_counter() - t0
+            result_metrics = self._evaluate(learner, y_lab)
+        selection = None
+        if k > 0:
+            selector_name = (
+                preset.initial_selector if learner is None
+                else preset.single_selector if spec.batch_size == 1 else preset.selector
+            )
+            self.on_event("phase", {"cycle": cycle, "phase": "score", "selector": selector_name})
+            selector = get_selector(selector_name)
+            t0 = time.perf_counter()
+            cands, n_scored = self._candidates(run_id, keys_lab, selector, learner, spec, k, cycle)
+            score_s = time.perf_counter() - t0
+            self.on_event("phase", {"cycle": cycle, "phase": "select", "selector": selector_name})
+            t0 = time.perf_counter()
+            ctx = SelectionContext(
+                seed=_seed(spec.seed, cycle, 2),
+                posterior=learner.posterior() if learner is not None else None,
+                labeled_embedding_n_d=self._labeled_embedding(learner, keys_lab) if selector_name == "kcenter" else None,
+                n_pool=int(self._pool_mask(run_id, keys_lab).sum()),
+            )
+            selection = selector.select(cands, k, ctx)
+            select_s = time.perf_counter() - t0
+            self._check_selection(selection, cands, k)
+        self._commit(run_id, cycle, spec, selection, selector_name if selection else "", len(y_lab),
+                     result_metrics, fit_s, score_s, select_s, n_scored=n_scored)
+        return CycleResult(cycle, len(y_lab), 0 if selection is None else len(selection.keys),
+                           result_metrics, fit_s, score_s, select_s)
+
+    def _check_selection(self, sel: Selection, cands: Candidates, k: int) -> None:
+        if len(sel.keys) != min(k, len(cands)):
+            raise RuntimeError(f"strategy returned {len(sel.keys)} items, expected {min(k, len(cands))}")
+        if not np.isin(sel.keys, cands.keys_n).all():
+            raise RuntimeError("strategy returned items that were not candidates")
+
+    def _commit(self, run_id: int, cycle: int, spec: RunSpec, sel: Selection | None, selector: str,
+                n_labeled: int, result_metrics: dict[str, float], fit_s: float, score_s: float,
+                select_s: float, n_scored: int) -> None:
+        selections, labels = [], []
+        if sel is not None:
+            answers = self.store.hidden_labels(sel.keys)
+            for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities)):
+                selections.append({"item_key": int(key), "rank": rank, "score": float(score),
+                                   "utility": float(util), "selector": selector})
+                value = answers.get(int(key))
+                if value is None:
+                    raise LoopError(f"the simulated oracle has no label for item key {int(key)}")
+                labels.append({"item_key": int(key), "value": value, "annotator": "oracle"})
+        self.store.commit_cycle(
+            run_id, cycle, selections=selections, oracle_labels=labels,
+            cycle_row={"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
+                       "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored},
+            run_status="complete" if sel is None else None,
+        )
+
+    # ----------------------------------------------------------------- pieces
+    def _pool_mask(self, run_id: int, keys_lab: np.ndarray) -> np.ndarray:
+        """True for pool items this run may still select."""
+        mask = np.zeros(self.features.n_items, dtype=bool)
+        mask[self.store.pool_keys(("unlabeled",))] = True
+        mask[keys_lab] = False
+        mask[self.store.selected_keys(run_id)] = False
+        return mask
+
+    def _evaluate(self, learner: Learner, y_lab: np.ndarray) -> dict[str, float]:
+        keys_test, values = self.store.test_set()
+        if len(keys_test) == 0:
+            return {}
+        y_test = np.array([self.project.encode_label(v) for v in values])
+        pred = self._predict_all(learner, self.features.take(keys_test))
+        if self.cfg.task == "classification":
+            return metrics.classification_metrics(pred.probs_n_C.numpy(), y_test)
+        # Fixed per project (from the test targets) so nll10/ece10 compare across cycles and runs.
+        edges = metrics.bucket_edges(y_test, 10) if len(np.unique(y_test)) > 1 else None
+        return metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_test, edges)
+
+    @staticmethod
+    def _predict_all(learner: Learner, X: np.ndarray) -> Prediction:
+        return learner.predict(X)
+
+    def _labeled_embedding(self, learner: Learner | None, keys_lab: np.ndarray) -> np.ndarray | None:
+        if learner is None or len(keys_lab) == 0:
+            return None
+        return learner.predict(self.features.take(keys_lab)).embedding_n_d.numpy()
+
+    def _arrays(self, pred: Prediction) -> dict[str, np.ndarray | None]:
+        arrays: dict[str, np.ndarray | None] = {
+            "embedding_n_d": pred.embedding_n_d.numpy(),
+            "probs_n_C": None if pred.probs_n_C is None else pred.probs_n_C.numpy(),
+        }
+        member = pred.extras.get("member_probs_n_M_C")
+        if member is not None:
+            arrays["member_probs_n_M_C"] = member.numpy()
+        return arrays
+
+    def _candidates(self, run_id: int, keys_lab: np.ndarray, selector: Any, learner: Learner | None,
+                    spec: RunSpec, k: int, cycle: int) -> tuple[Candidates, int]:
+        """The candidates the selector asked for, and how many items the learner scored."""
+        mask = self._pool_mask(run_id, keys_lab)
+        source = selector.candidate_source
+        m = spec.options.get("candidates") or 20 * max(k, 1)
+        m = max(m, k)
+        if source == "all":
+            return Candidates(keys_n=np.flatnonzero(mask).astype(np.int64)), 0
+        if source == "sample" or learner is None:
+            rng = np.random.default_rng(_seed(spec.seed, cycle, 3))
+            pool = np.flatnonzero(mask)
+            keys = np.sort(rng.choice(pool, size=min(m, len(pool)), replace=False)).astype(np.int64)
+            X = self.features.take(keys)
+            if learner is None:
+                emb = (X - X.mean(0)) / np.where(X.std(0) > 1e-8, X.std(0), 1.0)
+                cands = Candidates(keys_n=keys, scores_n=np.zeros(len(keys)), embedding_n_d=emb)
+            else:
+                pred = learner.predict(X)
+                a = self._arrays(pred)
+                cands = Candidates(keys_n=keys, scores_n=pred.epistemic_n.double().numpy(),
+                                   embedding_n_d=a.pop("embedding_n_d"), probs_n_C=a.pop("probs_n_C"),
+                                   extras={k2: v for k2, v in a.items() if v is not None})
+            cands.extras["features"] = X
+            strat = spec.options.get("stratify_by")
+            if strat:
+                cands.strata_n = self._strata(keys, strat)
+            return cands, 0 if learner is None else len(keys)
+        top = TopM(m)
+        with torch.no_grad():
+            for keys, X in self.features.iter_chunks(mask):
+                pred = learner.predict(X)
+                top.push(keys, pred.epistemic_n.double().numpy(), **self._arrays(pred))
+        return top.result(), top.n_seen
+
+    def _strata(self, keys: np.ndarray, column: str) -> np.ndarray:
+        df = pl.read_parquet(self.project.payload_path, columns=["key", column])
+        codes = df[column].cast(pl.Utf8).fill_null("<missing>").cast(pl.Categorical).to_physical().to_numpy()
+        return codes[keys].astype(np.int64)

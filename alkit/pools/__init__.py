@@ -1,0 +1,1 @@
+"""The pool store: SQL state (items, labels, runs, selections, cycles) and Parquet features."""

@@ -1,0 +1,70 @@
+"""Features in Parquet, read in record-batch chunks so the pool never sits in memory whole.
+
+Layout: one row per item in key order; column ``key`` (int64) and column ``x``, a fixed-size
+list of float32 (the feature vector).  Keys are row positions, so a row is found without an index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROW_GROUP = 65_536
+
+
+def write_features(path: Path, X_n_f: np.ndarray) -> None:
+    """Write features with keys 0..n-1, in row groups so chunked reads stay cheap."""
+    X = np.ascontiguousarray(X_n_f, dtype=np.float32)
+    n, f = X.shape
+    schema = pa.schema([("key", pa.int64()), ("x", pa.list_(pa.float32(), f))])
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, n, ROW_GROUP):
+            block = X[start : start + ROW_GROUP]
+            keys = pa.array(np.arange(start, start + len(block), dtype=np.int64))
+            values = pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), f)
+            writer.write_table(pa.Table.from_arrays([keys, values], schema=schema))
+
+
+class FeatureReader:
+    """Chunked access to a features.parquet file."""
+
+    def __init__(self, path: Path, chunk_rows: int = 16_384) -> None:
+        self.path = Path(path)
+        self.file = pq.ParquetFile(self.path)
+        self.n_items = self.file.metadata.num_rows
+        x_type = self.file.schema_arrow.field("x").type
+        self.n_features = x_type.list_size
+        self.chunk_rows = chunk_rows
+
+    def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield (keys_m, X_m_f) per record batch, only rows where ``mask_n[key]`` is True."""
+        for batch in self.file.iter_batches(batch_size=self.chunk_rows, columns=["key", "x"]):
+            keys = batch.column(0).to_numpy()
+            if mask_n is not None:
+                sel = mask_n[keys]
+                if not sel.any():
+                    continue
+            X = batch.column(1).values.to_numpy(zero_copy_only=False).reshape(-1, self.n_features)
+            if mask_n is not None and not sel.all():
+                keys, X = keys[sel], X[sel]
+            yield keys, X
+
+    def take(self, keys: np.ndarray) -> np.ndarray:
+        """Rows for ``keys`` in the given order; streams the file once."""
+        keys = np.asarray(keys, dtype=np.int64)
+        out = np.empty((len(keys), self.n_features), dtype=np.float32)
+        if len(keys) == 0:
+            return out
+        if keys.min() < 0 or keys.max() >= self.n_items:
+            raise KeyError("item key out of range of the feature file")
+        mask = np.zeros(self.n_items, dtype=bool)
+        mask[keys] = True
+        pos = {int(k): i for i, k in enumerate(keys)}
+        for chunk_keys, X in self.iter_chunks(mask):
+            idx = np.fromiter((pos[int(k)] for k in chunk_keys), dtype=np.int64, count=len(chunk_keys))
+            out[idx] = X
+        return out

@@ -1,0 +1,266 @@
+"""`alkit init`: turn a CSV or Parquet file into a project, or refuse with a named problem.
+
+Everything is validated before anything is written; files are written under temporary names and
+moved into place only after the store is filled, and alkit.toml is written last, so a failed
+init leaves no half-made project behind.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import polars as pl
+
+from alkit.config import (
+    CONFIG_NAME,
+    DEFAULT_DB,
+    FEATURES_NAME,
+    PAYLOAD_NAME,
+    ProjectConfig,
+    load_project,
+    resolve_store_url,
+    write_config,
+)
+from alkit.pools.features import write_features
+from alkit.pools.store import Store
+
+
+class InputError(ValueError):
+    """The input data cannot become a project; the message names the column/row at fault."""
+
+
+@dataclass
+class InitOptions:
+    id_col: str
+    label_col: str
+    features: list[str] | None = None
+    feature_col: str | None = None
+    task: Literal["classification", "regression"] | None = None
+    test_frac: float = 0.2
+    seed: int = 0
+    store: str | None = None
+    hide_labels: bool = False
+    initial_labeled: int = 0
+    max_classes: int = 100
+
+
+def read_table(path: Path) -> pl.DataFrame:
+    if not path.exists():
+        raise InputError(f"input file {path} does not exist")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            df = pl.read_csv(path, infer_schema_length=10_000)
+        elif suffix in (".parquet", ".pq"):
+            df = pl.read_parquet(path)
+        else:
+            raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv or .parquet")
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
+        raise InputError(f"cannot read {path}: {exc}") from exc
+    if df.height == 0:
+        raise InputError(f"{path} has no rows")
+    return df
+
+
+def _first_ids(df: pl.DataFrame, id_col: str, mask: pl.Series, n: int = 5) -> str:
+    ids = df.filter(mask)[id_col].head(n).cast(pl.Utf8).to_list()
+    return ", ".join(map(str, ids))
+
+
+def extract_features(df: pl.DataFrame, opts: InitOptions) -> tuple[np.ndarray, list[str]]:
+    """The (n, f) float32 matrix, checked for non-numeric and non-finite values."""
+    if opts.feature_col:
+        col = opts.feature_col
+        if col not in df.columns:
+            raise InputError(f"feature column {col!r} not found; columns: {', '.join(df.columns)}")
+        s = df[col]
+        if not isinstance(s.dtype, (pl.List, pl.Array)):
+            raise InputError(f"feature column {col!r} must be a list of numbers, found {s.dtype}")
+        inner = s.dtype.inner
+        if not inner.is_numeric():
+            raise InputError(f"feature column {col!r} holds {inner}, not numbers")
+        lengths = s.list.len() if isinstance(s.dtype, pl.List) else pl.Series([s.dtype.size] * len(s))
+        if s.null_count() or lengths.n_unique() != 1:
+            bad = s.is_null() | (lengths != lengths.mode()[0])
+            raise InputError(f"feature column {col!r} has missing or ragged vectors (ids: {_first_ids(df, opts.id_col, bad)})")
+        X = np.asarray(s.to_list(), dtype=np.float64)
+        names = [col]
+    else:
+        if opts.features:
+            names = list(opts.features)
+            missing = [c for c in names if c not in df.columns]
+            if missing:
+                raise InputError(f"feature columns not found: {', '.join(missing)}; columns: {', '.join(df.columns)}")
+        else:
+            names = [c for c in df.columns if c not in (opts.id_col, opts.label_col)]
+            if not names:
+                raise InputError("no feature columns: pass --features or --feature-col")
+        non_numeric = [c for c in names if not (df[c].dtype.is_numeric() or df[c].dtype == pl.Boolean)]
+        if non_numeric:
+            raise InputError(
+                f"non-numeric feature columns: {', '.join(non_numeric)} "
+                "(choose numeric columns with --features, or embed text/images with an encoder)"
+            )
+        X = df.select(pl.col(names).cast(pl.Float64)).to_numpy()
+        for c in names:
+            if df[c].null_count():
+                raise InputError(f"feature column {c!r} has missing values (ids: {_first_ids(df, opts.id_col, df[c].is_null())})")
+    finite = np.isfinite(X).all(axis=1)
+    if not finite.all():
+        bad = pl.Series(~finite)
+        cols = [names[j] for j in np.where(~np.isfinite(X).all(axis=0))[0]] if not opts.feature_col else names
+        raise InputError(
+            f"NaN or infinite feature values in {', '.join(cols)} (ids: {_first_ids(df, opts.id_col, bad)})"
+        )
+    if np.abs(X).max(initial=0.0) > np.finfo(np.float32).max:
+        raise InputError("feature values overflow float32")
+    return X.astype(np.float32), names
+
+
+def _label_strings(s: pl.Series, task: str) -> pl.Series:
+    if task == "regression":
+        if not s.dtype.is_numeric():
+            try:
+                s = s.cast(pl.Float64, strict=True)
+            except Exception:  # noqa: BLE001
+                raise InputError(f"regression labels must be numbers; column {s.name!r} holds {s.dtype}") from None
+        f = s.cast(pl.Float64)
+        if (~f.is_finite() & f.is_not_null()).any():
+            raise InputError(f"label column {s.name!r} has NaN or infinite values")
+        return f.map_elements(repr, return_dtype=pl.Utf8)
+    if s.dtype.is_float():
+        f = s.drop_nulls()
+        if (f != f.round(0)).any():
+            raise InputError(f"label column {s.name!r} holds non-integer numbers: use --task regression")
+        s = s.cast(pl.Int64)
+    return s.cast(pl.Utf8)
+
+
+def _infer_task(s: pl.Series, max_classes: int) -> str:
+    vals = s.drop_nulls()
+    if s.dtype.is_float() and (vals != vals.round(0)).any():
+        return "regression"
+    if s.dtype.is_numeric() and vals.n_unique() > max_classes:
+        return "regression"
+    return "classification"
+
+
+def _sorted_classes(values: list[str]) -> list[str]:
+    uniq = sorted(set(values))
+    try:
+        return sorted(uniq, key=lambda v: float(v))
+    except ValueError:
+        return uniq
+
+
+def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -> ProjectConfig:
+    """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input."""
+    data, root = Path(data), Path(project_dir)
+    if (root / CONFIG_NAME).exists():
+        raise InputError(f"{root / CONFIG_NAME} already exists: this directory already holds a project")
+    if not 0.0 <= opts.test_frac < 1.0:
+        raise InputError(f"--test-frac must be in [0, 1), got {opts.test_frac}")
+    df = read_table(data)
+    for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
+        if col not in df.columns:
+            raise InputError(f"{what} column {col!r} not found; columns: {', '.join(df.columns)}")
+    ids = df[opts.id_col]
+    if ids.null_count():
+        raise InputError(f"id column {opts.id_col!r} has {ids.null_count()} missing ids")
+    ids_str = ids.cast(pl.Utf8)
+    dup = ids_str.is_duplicated()
+    if dup.any():
+        raise InputError(f"duplicate ids in {opts.id_col!r}: {', '.join(ids_str.filter(dup).unique().head(5).to_list())}")
+    X, feature_names = extract_features(df, opts)
+
+    label_raw = df[opts.label_col]
+    task = opts.task or _infer_task(label_raw, opts.max_classes)
+    labels = _label_strings(label_raw, task)
+    has_label = labels.is_not_null().to_numpy()
+    classes = _sorted_classes(labels.drop_nulls().to_list()) if task == "classification" else []
+    if task == "classification" and len(classes) < 2:
+        raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}")
+    if task == "classification" and len(classes) > opts.max_classes:
+        raise InputError(f"{len(classes)} classes in {opts.label_col!r}; pass --task regression for a numeric target")
+
+    rng = np.random.default_rng(opts.seed)
+    n = df.height
+    split = np.full(n, "pool", dtype=object)
+    shared = np.zeros(n, dtype=bool)
+    if opts.hide_labels:
+        if not has_label.all():
+            raise InputError(
+                f"--hide-labels needs a label for every row; {int((~has_label).sum())} rows have none "
+                f"(ids: {_first_ids(df, opts.id_col, pl.Series(~has_label))})"
+            )
+        test_idx = rng.permutation(n)[: int(round(opts.test_frac * n))]
+        split[test_idx] = "test"
+    else:
+        labeled_idx = rng.permutation(np.where(has_label)[0])
+        if opts.initial_labeled > len(labeled_idx):
+            raise InputError(f"--initial-labeled {opts.initial_labeled} exceeds the {len(labeled_idx)} labeled rows")
+        shared[labeled_idx[: opts.initial_labeled]] = True
+        split[labeled_idx[opts.initial_labeled :]] = "test"
+    n_pool = int((split == "pool").sum())
+    if n_pool == 0:
+        raise InputError("the pool is empty: every row went to the test split")
+
+    label_list = labels.to_list()
+    items: list[dict[str, Any]] = []
+    shared_labels: list[dict[str, Any]] = []
+    for key in range(n):
+        lab = label_list[key]
+        visible = split[key] == "test" or opts.hide_labels
+        items.append({"key": key, "item_id": ids_str[key], "split": split[key],
+                      "state": "labeled" if shared[key] else "unlabeled",
+                      "label": lab if visible else None})
+        if shared[key]:
+            shared_labels.append({"item_key": key, "value": lab, "source": "init", "run_id": None})
+
+    payload_cols = [c for c in df.columns if c != opts.label_col and c not in (feature_names if not opts.feature_col else [opts.feature_col])]
+    store_token = opts.store or f"sqlite:///{DEFAULT_DB}"
+    root.mkdir(parents=True, exist_ok=True)
+    url = resolve_store_url(store_token, root)
+    cfg = ProjectConfig(
+        task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=n, n_features=X.shape[1],
+        store=store_token, classes=classes, feature_cols=feature_names if not opts.feature_col else [],
+        feature_col=opts.feature_col or "", hide_labels=opts.hide_labels, test_frac=opts.test_frac,
+        seed=opts.seed, source=str(data.resolve()), payload_cols=payload_cols,
+    )
+    tmp = Path(tempfile.mkdtemp(prefix=".alkit-init-", dir=root))
+    db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+    db_existed = db_file is not None and db_file.exists()
+    if db_existed:
+        shutil.rmtree(tmp)
+        raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
+    store = None
+    try:
+        write_features(tmp / FEATURES_NAME, X)
+        df.select(payload_cols).with_columns(pl.Series("key", np.arange(n, dtype=np.int64))).write_parquet(tmp / PAYLOAD_NAME)
+        store = Store(url, create=True)
+        store.initialise(items, shared_labels)
+        store.dispose()
+        for name in (FEATURES_NAME, PAYLOAD_NAME):
+            (tmp / name).replace(root / name)
+        write_config(root, cfg)
+    except BaseException:
+        if store is not None:
+            store.dispose()
+        if db_file is not None:
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db_file) + suffix).unlink(missing_ok=True)
+        for name in (FEATURES_NAME, PAYLOAD_NAME):
+            if not (root / CONFIG_NAME).exists():
+                (root / name).unlink(missing_ok=True)
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    load_project(root)  # round-trip check of what was written
+    return cfg

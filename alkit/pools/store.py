@@ -1,0 +1,245 @@
+"""Store: every state change of a project is one transaction here.
+
+SQLite (WAL mode, busy timeout) by default; any SQLAlchemy URL works, so PostgreSQL needs no
+code change.  The store never holds features: those live in Parquet (alkit/pools/features.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+from sqlalchemy import create_engine, event, func, insert, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow
+
+
+class StoreError(RuntimeError):
+    """A store operation was refused; the message names the problem.  Nothing was written."""
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")  # durable across process kills in WAL mode
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=60000")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 60})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What identifies a run and how it is driven (stored in runs.config)."""
+
+    name: str
+    strategy: str
+    scorer: str
+    seed: int
+    budget: int
+    batch_size: int
+    initial: int
+    options: dict[str, Any]
+
+
+class Store:
+    def __init__(self, url: str, *, create: bool = False) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        if create:
+            Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if not create:
+            self._check_schema()
+
+    def _check_schema(self) -> None:
+        try:
+            with self.session() as s:
+                v = s.get(Meta, "schema_version")
+        except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
+            raise StoreError(f"cannot open the alkit store at {self.url}: {exc}") from exc
+        if v is None or int(v.value) != SCHEMA_VERSION:
+            raise StoreError(f"{self.url} is not an alkit store of schema version {SCHEMA_VERSION}")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One transaction: committed on success, rolled back on any exception."""
+        with self._sessions() as s, s.begin():
+            yield s
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ init
+    def initialise(self, items: list[dict[str, Any]], shared_labels: list[dict[str, Any]]) -> None:
+        """Fill a new store in one transaction: items, then labels given at init."""
+        with self.session() as s:
+            if s.scalar(select(func.count()).select_from(Item)):
+                raise StoreError("the store already holds items; refusing to initialise it twice")
+            s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+            for start in range(0, len(items), 20_000):
+                s.execute(insert(Item), items[start : start + 20_000])
+            if shared_labels:
+                s.execute(insert(Label), shared_labels)
+
+    # ------------------------------------------------------------------ items
+    def counts(self) -> dict[str, int]:
+        with self.session() as s:
+            rows = s.execute(select(Item.split, Item.state, func.count()).group_by(Item.split, Item.state))
+            return {f"{split}:{state}": n for split, state, n in rows}
+
+    def n_items(self) -> int:
+        with self.session() as s:
+            return int(s.scalar(select(func.count()).select_from(Item)) or 0)
+
+    def test_set(self) -> tuple[np.ndarray, list[str]]:
+        """Keys and labels of the test split, in key order."""
+        with self.session() as s:
+            rows = s.execute(
+                select(Item.key, Item.label).where(Item.split == "test", Item.label.is_not(None)).order_by(Item.key)
+            ).all()
+        return np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows]
+
+    def pool_keys(self, states: Sequence[str] = ("unlabeled",)) -> np.ndarray:
+        with self.session() as s:
+            keys = s.scalars(
+                select(Item.key).where(Item.split == "pool", Item.state.in_(states)).order_by(Item.key)
+            ).all()
+        return np.asarray(keys, dtype=np.int64)
+
+    def hidden_labels(self, keys: Iterable[int]) -> dict[int, str | None]:
+        """The simulated oracle's answers: the stored (hidden) label of each pool item."""
+        keys = [int(k) for k in keys]
+        out: dict[int, str | None] = {}
+        with self.session() as s:
+            for start in range(0, len(keys), 5_000):
+                chunk = keys[start : start + 5_000]
+                for k, v in s.execute(select(Item.key, Item.label).where(Item.key.in_(chunk))):
+                    out[int(k)] = v
+        return out
+
+    def keys_for_ids(self, item_ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self.session() as s:
+            for start in range(0, len(item_ids), 5_000):
+                chunk = list(item_ids[start : start + 5_000])
+                out.update({i: int(k) for i, k in s.execute(select(Item.item_id, Item.key).where(Item.item_id.in_(chunk)))})
+        return out
+
+    def ids_for_keys(self, keys: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        keys = [int(k) for k in keys]
+        with self.session() as s:
+            for start in range(0, len(keys), 5_000):
+                chunk = keys[start : start + 5_000]
+                out.update({int(k): i for k, i in s.execute(select(Item.key, Item.item_id).where(Item.key.in_(chunk)))})
+        return out
+
+    def strata(self) -> dict[int, str]:
+        with self.session() as s:
+            return {int(k): v for k, v in s.execute(select(Item.key, Item.stratum).where(Item.stratum.is_not(None)))}
+
+    # ------------------------------------------------------------------ runs
+    def get_or_create_run(self, spec: RunSpec) -> Run:
+        """The run named ``spec.name``; created on first use.  Its identity must not change."""
+        with self.session() as s:
+            run = s.scalar(select(Run).where(Run.name == spec.name))
+            if run is None:
+                run = Run(
+                    name=spec.name, strategy=spec.strategy, scorer=spec.scorer, seed=spec.seed,
+                    budget=spec.budget, batch_size=spec.batch_size, initial=spec.initial,
+                    config=dict(spec.options), status="running",
+                )
+                s.add(run)
+                s.flush()
+                return run
+            fixed = {"strategy": spec.strategy, "scorer": spec.scorer, "seed": spec.seed,
+                     "batch_size": spec.batch_size, "initial": spec.initial}
+            for k, v in fixed.items():
+                if getattr(run, k) != v:
+                    raise StoreError(
+                        f"run {spec.name!r} exists with {k}={getattr(run, k)!r}, not {v!r}; "
+                        "use another --name or the original arguments"
+                    )
+            if spec.budget != run.budget:
+                run.budget = spec.budget  # a larger budget extends the run
+                if run.status == "complete":
+                    run.status = "running"
+            return run
+
+    def runs(self) -> list[Run]:
+        with self.session() as s:
+            return list(s.scalars(select(Run).order_by(Run.id)))
+
+    def set_run_status(self, run_id: int, status: str) -> None:
+        with self.session() as s:
+            s.execute(update(Run).where(Run.id == run_id).values(status=status))
+
+    def cycles(self, run_id: int | None = None) -> list[CycleRow]:
+        with self.session() as s:
+            q = select(CycleRow).order_by(CycleRow.run_id, CycleRow.cycle)
+            if run_id is not None:
+                q = q.where(CycleRow.run_id == run_id)
+            return list(s.scalars(q))
+
+    def next_cycle(self, run_id: int) -> int:
+        with self.session() as s:
+            last = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run_id))
+        return 0 if last is None else int(last) + 1
+
+    def labeled_set(self, run_id: int | None) -> tuple[np.ndarray, list[str]]:
+        """Keys and values of every label a run may learn from: its own and the shared ones."""
+        with self.session() as s:
+            q = select(Label.item_key, Label.value).order_by(Label.item_key)
+            q = q.where(Label.run_id.is_(None) | (Label.run_id == run_id)) if run_id is not None else q.where(Label.run_id.is_(None))
+            rows = s.execute(q).all()
+        return np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows]
+
+    def selected_keys(self, run_id: int) -> np.ndarray:
+        with self.session() as s:
+            keys = s.scalars(select(SelectionRow.item_key).where(SelectionRow.run_id == run_id)).all()
+        return np.asarray(keys, dtype=np.int64)
+
+    def n_spent(self, run_id: int) -> int:
+        """Labels this run has spent: items it selected (whatever their label state)."""
+        with self.session() as s:
+            return int(s.scalar(select(func.count()).select_from(SelectionRow).where(SelectionRow.run_id == run_id)) or 0)
+
+    def commit_cycle(
+        self,
+        run_id: int,
+        cycle: int,
+        *,
+        selections: list[dict[str, Any]],
+        oracle_labels: list[dict[str, Any]],
+        cycle_row: dict[str, Any],
+        run_status: str | None = None,
+    ) -> None:
+        """Record one cycle atomically: its selections, the oracle's labels and its metrics.
+
+        A kill before this returns leaves no trace of the cycle, so a resumed run redoes it.
+        """
+        with self.session() as s:
+            expected = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run_id))
+            expected = 0 if expected is None else int(expected) + 1
+            if cycle != expected:
+                raise StoreError(f"run {run_id}: cycle {cycle} out of order (next is {expected})")
+            if selections:
+                s.execute(insert(SelectionRow), [dict(r, run_id=run_id, cycle=cycle) for r in selections])
+            if oracle_labels:
+                s.execute(insert(Label), [dict(r, run_id=run_id, cycle=cycle, source="oracle") for r in oracle_labels])
+            s.execute(insert(CycleRow), [dict(cycle_row, run_id=run_id, cycle=cycle)])
+            if run_status is not None:
+                s.execute(update(Run).where(Run.id == run_id).values(status=run_status))

@@ -1,0 +1,65 @@
+"""Read-only views of a project's store: per-run summaries and the per-cycle log as a frame."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from alkit.pools.store import Store
+
+
+def curve_label(run_name: str) -> str:
+    """The learning-curve group of a run: its name without the batch and seed suffix."""
+    return re.sub(r"-b\d+-s\d+$", "", run_name)
+
+
+def run_summaries(store: Store) -> list[dict[str, Any]]:
+    """One entry per run: identity, progress and the latest metrics by name."""
+    cycles = store.cycles()
+    by_run: dict[int, list] = {}
+    for c in cycles:
+        by_run.setdefault(c.run_id, []).append(c)
+    out = []
+    for run in store.runs():
+        rows = by_run.get(run.id, [])
+        latest = next((c for c in reversed(rows) if c.metrics), None)
+        out.append({
+            "id": run.id,
+            "name": run.name,
+            "strategy": run.strategy,
+            "scorer": run.scorer,
+            "seed": run.seed,
+            "batch_size": run.batch_size,
+            "budget": run.budget,
+            "status": run.status,
+            "cycles": len(rows),
+            "n_labeled": rows[-1].n_labeled + rows[-1].n_selected if rows else 0,
+            "metrics_n_labeled": latest.n_labeled if latest else None,
+            "metrics": dict(latest.metrics) if latest else {},
+            "fit_s": sum(c.fit_s for c in rows),
+            "score_s": sum(c.score_s for c in rows),
+            "select_s": sum(c.select_s for c in rows),
+            "n_scored": sum(c.n_scored for c in rows),
+        })
+    return out
+
+
+def cycles_frame(store: Store) -> pl.DataFrame:
+    """Every cycle with metrics: run_id, run, strategy (curve group), seed, n_labeled, cycle,
+    timings, and one float column per metric."""
+    runs = {r.id: r for r in store.runs()}
+    rows = []
+    for c in store.cycles():
+        if not c.metrics:
+            continue
+        r = runs[c.run_id]
+        rows.append({"run_id": r.id, "run": r.name, "strategy": curve_label(r.name), "seed": r.seed,
+                     "cycle": c.cycle, "n_labeled": c.n_labeled, "fit_s": c.fit_s, "score_s": c.score_s,
+                     "select_s": c.select_s, "n_scored": c.n_scored,
+                     **{k: float(v) for k, v in c.metrics.items()}})
+    if not rows:
+        return pl.DataFrame(schema={"run_id": pl.Int64, "run": pl.Utf8, "strategy": pl.Utf8, "seed": pl.Int64,
+                                    "cycle": pl.Int64, "n_labeled": pl.Int64})
+    return pl.DataFrame(rows)
