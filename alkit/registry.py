@@ -31,6 +31,14 @@ def _mlp(task: Task, n_classes: int | None, **options: Any) -> Learner:
 
 SCORERS: dict[str, ScorerInfo] = {
     "none": ScorerInfo("none", "plain MLP, no uncertainty (the random baseline's model)", _mlp, True),
+    "vbll": ScorerInfo(
+        "vbll",
+        "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, "
+        "cov=dense|diagonal|shared)",
+        lambda task, n_classes, **options: __import__(
+            "alkit.acquisition.vbll", fromlist=["VBLLLearner"]
+        ).VBLLLearner(task, n_classes, **options),
+    ),
 }
 
 
