@@ -162,7 +162,7 @@ def _auroc(neg: np.ndarray, pos: np.ndarray) -> float:
 
 
 def test_ood_digits_mutual_information_alone():
-    """Trained on digits 0-4; the MI alone separates 5-9 (measured 0.87-0.92 over 3 seeds)."""
+    """Trained on digits 0-4; the MI alone separates 5-9 (measured 0.873 at this budget and seed; 0.87-0.92 fully trained, 3 seeds)."""
     from sklearn.datasets import load_digits
 
     from alkit.models.train import TrainConfig
@@ -178,6 +178,7 @@ def test_ood_digits_mutual_information_alone():
     learner.fit(Xi[:n_tr], yi[:n_tr], seed=0)
     p_in, p_out = learner.predict(Xi[n_tr:]), learner.predict(X[~ind])
     auc = _auroc(p_in.epistemic_n.numpy(), p_out.epistemic_n.numpy())
+    print("laplace MI OOD AUROC", auc)
     assert auc > 0.8, auc
     assert learner.posterior().cov_K_d_d.shape[0] == 5
     assert math.isfinite(float(p_in.extras["trace_n"].sum()))
