@@ -1,0 +1,101 @@
+"""MC dropout: one network trained with dropout, T stochastic passes at predict time.
+
+Why the masks are fixed: the pool is scored chunk by chunk, and BatchBALD needs the T passes to be
+the same T "posterior samples" for every item (consistent dropout, as in batchbald_redux).  So the
+T masks are drawn once per fit from a generator seeded by the run seed, one mask per pass and
+dropout layer shared by all items; an item's score then depends neither on the chunking nor on
+global RNG state.  Dropout sits in the ResidualMLP blocks (after the ReLU); the masks are applied
+with forward hooks on those layers while the network is in eval mode, so the backbone is used
+as is.  Cost: T forward passes per chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from alkit.acquisition.bald import classification_prediction, member_seeds, regression_prediction
+from alkit.distributions import GaussianPredictive
+from alkit.models.backbone import FeatureMap
+from alkit.models.learner import MLPLearner
+from alkit.models.train import TrainConfig, to_tensor
+from alkit.types import GaussianLastLayer, Prediction, Task
+
+
+class MCDropoutLearner:
+    """MLPLearner with dropout ``p`` in every residual block; ``T`` passes with fixed masks.
+
+    ``masks_T_B_w`` (T passes, B blocks, width) holds the scaled Bernoulli masks
+    (0 or 1/(1-p)).  The embedding is the mean of the T passes' features.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        n_classes: int | None = None,
+        *,
+        T: int = 20,
+        p: float = 0.1,
+        width: int = 128,
+        depth: int = 2,
+        feature_map: FeatureMap = "none",
+        train: TrainConfig | None = None,
+    ) -> None:
+        if T < 2:
+            raise ValueError(f"MC dropout needs T >= 2 passes, got {T}")
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout rate must be in [0, 1), got {p}")
+        if depth < 1:
+            raise ValueError("MC dropout needs at least one residual block (depth >= 1) to drop in")
+        self.task = task
+        self.T, self.p = T, p
+        self.net = MLPLearner(
+            task, n_classes, width=width, depth=depth, feature_map=feature_map, dropout=p, train=train
+        )
+        self.masks_T_B_w: torch.Tensor | None = None
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        report = self.net.fit(X_n_f, y_n, seed=seed)
+        gen = torch.Generator().manual_seed(member_seeds(seed, 1)[0])
+        shape = (self.T, len(self.net.backbone.blocks), self.net.width)
+        keep = torch.full(shape, 1.0 - self.p)
+        self.masks_T_B_w = torch.bernoulli(keep, generator=gen) / (1.0 - self.p)
+        return report
+
+    def _passes(self, x_n_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Head outputs (T, n, out) and features (T, n, d) of the T masked passes."""
+        backbone, head = self.net.backbone, self.net.head
+        backbone.eval()
+        t_now = [0]
+        hooks = [
+            block.dropout.register_forward_hook(
+                lambda _m, _inp, out, b=b: out * self.masks_T_B_w[t_now[0], b]
+            )
+            for b, block in enumerate(backbone.blocks)
+        ]
+        outs, feats = [], []
+        try:
+            for t in range(self.T):
+                t_now[0] = t
+                phi = backbone(x_n_f)
+                feats.append(phi)
+                outs.append(head(phi))
+        finally:
+            for h in hooks:
+                h.remove()
+        return torch.stack(outs), torch.stack(feats)
+
+    @torch.no_grad()
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        if self.masks_T_B_w is None:
+            raise RuntimeError("fit the learner before predicting")
+        out_T_n_k, phi_T_n_d = self._passes(to_tensor(X_n_f))
+        embedding = phi_T_n_d.mean(0)
+        if self.task == "classification":
+            return classification_prediction(out_T_n_k.softmax(-1).transpose(0, 1), embedding)
+        scaler = self.net.scaler
+        dist_T_n = GaussianPredictive(out_T_n_k[..., 0], out_T_n_k[..., 1].exp()).affine(scaler.shift, scaler.scale)
+        return regression_prediction(dist_T_n.mean_n.T, dist_T_n.var_n.T, embedding)
+
+    def posterior(self) -> GaussianLastLayer | None:
+        return None
