@@ -39,6 +39,30 @@ SCORERS: dict[str, ScorerInfo] = {
             "alkit.acquisition.vbll", fromlist=["VBLLLearner"]
         ).VBLLLearner(task, n_classes, **options),
     ),
+    "ensemble": ScorerInfo(
+        "ensemble",
+        "deep ensemble of M=5 MLPs, BALD / variance of member means (baseline; M passes per item)",
+        lambda task, n_classes, **options: __import__(
+            "alkit.acquisition.deep_ensemble", fromlist=["DeepEnsembleLearner"]
+        ).DeepEnsembleLearner(task, n_classes, **options),
+        True,
+    ),
+    "mc-dropout": ScorerInfo(
+        "mc-dropout",
+        "MC dropout, T=20 passes with fixed seeded masks, BALD / variance of pass means (baseline)",
+        lambda task, n_classes, **options: __import__(
+            "alkit.acquisition.mc_dropout", fromlist=["MCDropoutLearner"]
+        ).MCDropoutLearner(task, n_classes, **options),
+        True,
+    ),
+    "sve": ScorerInfo(
+        "sve",
+        "singular value ensemble, M=4 members sharing frozen U/V, BALD / variance (baseline)",
+        lambda task, n_classes, **options: __import__(
+            "alkit.acquisition.sve", fromlist=["SVELearner"]
+        ).SVELearner(task, n_classes, **options),
+        True,
+    ),
 }
 
 
