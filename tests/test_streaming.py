@@ -113,3 +113,14 @@ def test_reservoir_small_pool_and_errors() -> None:
     acc.push(np.arange(2), np.ones(2))
     with pytest.raises(ValueError, match="every chunk"):
         acc.push(np.arange(2, 4))
+
+
+def test_topm_carries_absent_arrays_as_none() -> None:
+    """The cycle passes probs_n_C=None for regression; it must stay None, not break the merge."""
+    acc = TopM(3)
+    for c in range(3):
+        acc.push(np.arange(c * 4, c * 4 + 4), np.arange(4.0) + c, embedding_n_d=np.zeros((4, 2)),
+                 probs_n_C=None, aleatoric_n=np.ones(4))
+    res = acc.result()
+    assert res.keys_n.tolist() == [11, 7, 10] and res.probs_n_C is None
+    assert res.embedding_n_d.shape == (3, 2) and list(res.extras) == ["aleatoric_n"]
