@@ -129,7 +129,7 @@ class VariationalLinear(nn.Module):
         phi = phi_N_d.double()
         N, d = phi.shape
         eye = torch.eye(d, dtype=torch.float64)
-        v = self.variance(phi.float()).double()
+        v = self.variance(phi.to(self.W_mean.dtype)).double()
         prec_prev = None
         it = 0
         for it in range(1, n_iter + 1):
@@ -319,22 +319,24 @@ class ClassificationHead(nn.Module):
 
     def refit_weights(self, phi_N_d: torch.Tensor) -> WeightFn:
         """w_ik = -2 d(bound_i)/d(v_ik) = ptilde_ik, ptilde = softmax(m + (v + sigma^2)/2)."""
-        m = self.layer.mean(phi_N_d.float()).double().detach()
+        m = self.layer.mean(phi_N_d.to(self.layer.W_mean.dtype)).double().detach()
         s2 = self.noise_var.double().detach()
         return lambda v: torch.softmax(m + 0.5 * (v + s2), dim=1)
 
     @torch.no_grad()
-    def refit(self, phi_N_d: torch.Tensor, y_N: torch.Tensor | None = None) -> int:
+    def refit(self, phi_N_d: torch.Tensor, y_N: torch.Tensor | None = None, n_iter: int = 30) -> int:
         """ELBO-optimal S for the trained mean (labels enter only through the trained mean)."""
-        return _refit_scaled(self.layer, phi_N_d, self.refit_weights(phi_N_d), self.reg_weight)
+        return _refit_scaled(self.layer, phi_N_d, self.refit_weights(phi_N_d), self.reg_weight, n_iter=n_iter)
 
 
-def _refit_scaled(layer: VariationalLinear, phi_N_d: torch.Tensor, weight_fn: WeightFn, reg_weight: float) -> int:
+def _refit_scaled(
+    layer: VariationalLinear, phi_N_d: torch.Tensor, weight_fn: WeightFn, reg_weight: float, n_iter: int = 30
+) -> int:
     """refit_cov for a loss normalised per item with KL weight lam: relative to the summed data
     term the KL has weight c = N lam, so the stationary precision is I/s0 + sum_i (w_ik / c) phi phi^T
     (a tempered posterior; exact Bayes for lam = 1/N)."""
     c = phi_N_d.shape[0] * reg_weight
-    return layer.refit_cov(phi_N_d, lambda v: weight_fn(v) / c)
+    return layer.refit_cov(phi_N_d, lambda v: weight_fn(v) / c, n_iter=n_iter)
 
 
 def class_scores(m_n_C: torch.Tensor, v_n_C: torch.Tensor, noise_C: torch.Tensor) -> dict[str, torch.Tensor]:
