@@ -1,0 +1,153 @@
+"""QR-VBLL and CR-VBLL: closed forms against Monte Carlo / brute force, reconstructions exact."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from alkit import metrics
+from alkit.acquisition.cr_vbll import bucket_of, make_edges, restore
+from alkit.acquisition.piecewise import PiecewiseLinearMixture
+from alkit.acquisition.qr_vbll import QuantileHead, expected_pinball, pinball
+from alkit.acquisition.vbll import VBLLLearner
+from alkit.models.train import TrainConfig
+
+torch.set_num_threads(1)
+FAST = TrainConfig(max_epochs=40, min_steps=150, patience=10)
+
+
+@pytest.mark.parametrize("m,v,tau", [(0.3, 0.5, 0.1), (-1.2, 2.0, 0.5), (0.0, 0.05, 0.9), (2.0, 0.01, 0.75)])
+def test_expected_pinball_matches_monte_carlo(m: float, v: float, tau: float) -> None:
+    g = torch.Generator().manual_seed(0)
+    r = m + math.sqrt(v) * torch.randn(400_000, generator=g, dtype=torch.float64)
+    mc = pinball(r, torch.tensor(tau, dtype=torch.float64))
+    closed = expected_pinball(torch.tensor(m, dtype=torch.float64), torch.tensor(v, dtype=torch.float64),
+                              torch.tensor(tau, dtype=torch.float64))
+    assert abs(float(closed) - float(mc.mean())) < 4 * float(mc.std()) / math.sqrt(len(r)) + 1e-6
+
+
+def test_expected_pinball_reduces_to_pinball_without_variance() -> None:
+    m = torch.linspace(-2, 2, 9, dtype=torch.float64)
+    tau = torch.tensor(0.3, dtype=torch.float64)
+    torch.testing.assert_close(expected_pinball(m, torch.zeros_like(m), tau), pinball(m, tau), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("cov", ["dense", "diagonal"])
+def test_quantile_refit_is_elbo_stationary(cov: str) -> None:
+    g = torch.Generator().manual_seed(1)
+    N, d = 200, 4
+    phi = torch.randn(N, d, generator=g, dtype=torch.float64)
+    y = phi[:, 0] + 0.5 * torch.randn(N, generator=g, dtype=torch.float64)
+    head = QuantileHead(d, 5, cov=cov, prior_var=1.0, reg_weight=1.0 / N, y_N=y.float()).double()
+    with torch.no_grad():
+        head.layer.W_mean[:, 0] = 1.0
+    head.refit(phi, y, n_iter=400)
+    head.zero_grad()
+    head.loss(phi, y).backward()
+    assert float(head.layer.W_logdiag.grad.abs().max()) < 1e-6
+    if cov == "dense":
+        assert float(head.layer.W_offdiag.grad.abs().max()) < 1e-6
+
+
+def _item_cdf(knots_J_P: torch.Tensor, levels: torch.Tensor, t_G: torch.Tensor) -> torch.Tensor:
+    """CDF of one item's mixture at many points (the item replicated G times)."""
+    return PiecewiseLinearMixture(knots_J_P[None].expand(len(t_G), -1, -1), levels).cdf(t_G)
+
+
+def test_piecewise_mixture_cdf_crps_mean_density_exact() -> None:
+    """Brute force on a grid that contains every knot and y: F is linear on each cell, so
+    Simpson's rule on (F - H)^2 and the trapezoid on 1 - F are exact (left limits at cell ends)."""
+    g = torch.Generator().manual_seed(2)
+    knots = torch.randn(3, 4, 6, generator=g, dtype=torch.float64).sort(-1).values
+    knots[0, 1, 2] = knots[0, 1, 1]  # a jump (point mass)
+    levels = torch.tensor([0.0, 0.1, 0.3, 0.55, 0.9, 1.0], dtype=torch.float64)
+    dist = PiecewiseLinearMixture(knots, levels)
+    y = torch.tensor([-0.3, 0.4, 5.0], dtype=torch.float64)
+    crps, mean = dist.crps(y), dist.mean()
+    for i in range(3):
+        lo, hi = float(knots[i].min()) - 1, 6.0
+        grid = torch.cat([knots[i].reshape(-1), y[i : i + 1], torch.linspace(lo, hi, 50, dtype=torch.float64)])
+        a, b = grid.unique()[:-1], grid.unique()[1:]
+        Fa, Fb = _item_cdf(knots[i], levels, a), _item_cdf(knots[i], levels, b - 1e-13 * (1 + b.abs()))
+        Fm = _item_cdf(knots[i], levels, 0.5 * (a + b))
+        assert torch.all(Fb >= Fa - 1e-12) and torch.all(Fa[1:] >= Fb[:-1] - 1e-12)  # monotone
+        H = lambda t: (t >= y[i]).double()  # noqa: E731
+        h = b - a
+        brute = (h / 6 * ((Fa - H(a)) ** 2 + 4 * (Fm - H(0.5 * (a + b))) ** 2 + (Fb - H(a)) ** 2)).sum()
+        assert abs(float(crps[i]) - float(brute)) < 1e-9
+        assert abs(float(mean[i]) - float(lo + (h * (2 - Fa - Fb) / 2).sum())) < 1e-9
+        dens = PiecewiseLinearMixture(knots[i][None].expand(len(a), -1, -1), levels).density(0.5 * (a + b))
+        torch.testing.assert_close(dens, (Fb - Fa) / h, atol=1e-6, rtol=1e-6)
+    # a point mass at the jump: the continuous density integrates to less than one there
+    cells = torch.linspace(-6, 6, 100001, dtype=torch.float64)
+    cont = PiecewiseLinearMixture(knots[0][None].expand(len(cells), -1, -1), levels).density(cells).sum() * 12e-5
+    assert float(cont) == pytest.approx(1 - 0.2 / 4, abs=2e-3)
+
+
+def test_qr_learner_cdf_monotone_masses_sum_to_one_and_epistemic_far() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (300, 1))
+    y = np.where(rng.random(300) < 0.5, 2.0, -2.0) + X[:, 0] + 0.3 * rng.normal(size=300)
+    learner = VBLLLearner("regression", head="quantile", n_quantiles=9, train=FAST)
+    learner.fit(X, y, seed=0)
+    pred = learner.predict(np.array([[0.0], [1.0], [9.0]]))
+    grid = np.linspace(y.min() - 1, y.max() + 1, 400)
+    F = np.stack([pred.dist.cdf(torch.full((3,), g, dtype=torch.float64)).numpy() for g in grid], 1)
+    assert np.all(np.diff(F, axis=1) >= -1e-12) and F[:, 0].max() == 0 and F[:, -1].min() == 1
+    masses = metrics.bucket_probs(pred.dist, metrics.bucket_edges(y, 10))
+    np.testing.assert_allclose(masses.sum(1), 1.0, atol=1e-9)
+    q = pred.extras["quantiles_n_K"]
+    assert pred.epistemic_n[2] > 3 * pred.epistemic_n[:2].max()
+    assert torch.isfinite(pred.dist.crps(torch.zeros(3, dtype=torch.float64))).all()
+    assert q.shape == (3, 9)
+
+
+def test_cr_restoration_exact_for_one_hot() -> None:
+    edges = torch.tensor([0.0, 1.0, 3.0, 4.0, 10.0], dtype=torch.float64)
+    probs = torch.eye(4, dtype=torch.float64)
+    r = restore(probs, edges)
+    centres = torch.tensor([0.5, 2.0, 3.5, 7.0], dtype=torch.float64)
+    torch.testing.assert_close(r["mean_n"], centres)
+    torch.testing.assert_close(r["median_n"], centres)
+    torch.testing.assert_close(r["mode_n"], centres)
+    torch.testing.assert_close(r["dist"].mean(), centres)
+    torch.testing.assert_close(r["dist"].density(centres), 1.0 / torch.diff(edges))
+    torch.testing.assert_close(r["dist"].cdf(edges[1:]), torch.ones(4, dtype=torch.float64))
+    # the bucket of each centre is the hot one
+    assert torch.equal(bucket_of(centres, edges), torch.arange(4))
+
+
+def test_cr_bucket_edges_and_delta_method_variance() -> None:
+    y = torch.tensor([0.0] * 50 + list(np.linspace(0.1, 5, 50)), dtype=torch.float64)
+    e_q = make_edges(y, 10, "quantile")
+    assert e_q[0] == 0 and e_q[-1] == 5 and torch.all(torch.diff(e_q) > 0) and len(e_q) < 11
+    e_u = make_edges(y, 10, "uniform")
+    assert len(e_u) == 11
+    # delta method: Var[yhat(z)] ~ sum_k v_k p_k^2 (c_k - yhat)^2 for small independent logit noise
+    g = torch.Generator().manual_seed(3)
+    m = torch.randn(4, generator=g, dtype=torch.float64)
+    v = torch.full((4,), 1e-3, dtype=torch.float64)
+    c = torch.tensor([0.0, 1.0, 2.5, 4.0], dtype=torch.float64)
+    z = m + v.sqrt() * torch.randn(200_000, 4, generator=g, dtype=torch.float64)
+    yhat = torch.softmax(z, -1) @ c
+    p = torch.softmax(m, -1)
+    delta = float((v * p**2 * (c - p @ c) ** 2).sum())
+    assert abs(float(yhat.var()) - delta) < 0.05 * delta
+
+
+def test_cr_learner_predicts_a_distribution_and_flags_far_inputs() -> None:
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, (300, 1))
+    y = np.where(rng.random(300) < 0.4, 0.0, np.exp(X[:, 0] + 0.3 * rng.normal(size=300)))
+    for epi in ("bald", "delta"):
+        learner = VBLLLearner("regression", head="buckets", n_buckets=10, cr_epistemic=epi, train=FAST)
+        learner.fit(X, y, seed=0)
+        pred = learner.predict(np.array([[0.0], [1.0], [9.0]]))
+        masses = pred.extras["bucket_probs_n_K"]
+        np.testing.assert_allclose(masses.sum(1).numpy(), 1.0, atol=1e-5)
+        assert torch.isfinite(pred.dist.crps(torch.ones(3, dtype=torch.float64))).all()
+        assert pred.epistemic_n[2] > pred.epistemic_n[:2].max()
+        assert float(pred.mean_n[0]) == pytest.approx(float(pred.dist.mean()[0]), rel=1e-5)
