@@ -25,6 +25,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
+
+
+@app.callback()
+def _global(
+    threads: int = typer.Option(1, "--threads", envvar="ALKIT_THREADS",
+                                help="torch CPU threads (1 is fastest for small networks on a busy machine)."),
+) -> None:
+    """alkit: active learning with analytic, single-pass epistemic uncertainty."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
 err = Console(stderr=True)
 
 USER_ERRORS = (InputError, LoopError, ConfigError, StoreError, ValueError, FileNotFoundError, KeyError)
@@ -139,6 +150,7 @@ def run(
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per cycle (default 200, early stopping)."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -148,7 +160,8 @@ def run(
         learner_options = {"head": head} if head else {}
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
-                         learner_options=learner_options)
+                         learner_options=learner_options,
+                         train={"max_epochs": max_epochs} if max_epochs else {})
         loop = ActiveLoop(proj)
         spec, _ = loop.resolve(req)
         t0 = time.perf_counter()

@@ -20,6 +20,7 @@ import torch
 
 from alkit import metrics
 from alkit.config import Project
+from alkit.models.train import TrainConfig
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.presets import Preset, get_preset
@@ -48,6 +49,7 @@ class RunRequest:
     candidates: int | None = None  # m for top-m / sampled candidates; default 20 x batch
     stratify_by: str | None = None
     learner_options: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields, e.g. max_epochs
     max_cycles: int | None = None  # stop after this many cycles in this call (resume later)
 
 
@@ -70,7 +72,7 @@ def run_name(req: RunRequest, scorer: str) -> str:
     if req.name:
         return req.name
     base = req.strategy if scorer in ("none", get_preset(req.strategy).default_scorer) else f"{req.strategy}-{scorer}"
-    opts = "".join(f"-{k}={v}" for k, v in sorted(req.learner_options.items()))
+    opts = "".join(f"-{v}" for _, v in sorted(req.learner_options.items()))
     return f"{base}{opts}-b{req.batch_size}-s{req.seed}"
 
 
@@ -105,7 +107,11 @@ class ActiveLoop:
             raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(self.cfg.payload_cols)}")
         for name in (preset.selector, preset.single_selector, preset.initial_selector):
             get_selector(name)
-        options = {"candidates": req.candidates, "stratify_by": req.stratify_by, "learner": dict(req.learner_options)}
+        unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
+        if unknown:
+            raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+        options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
+                   "learner": dict(req.learner_options), "train": dict(req.train)}
         spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
         return spec, preset
 
@@ -159,7 +165,9 @@ class ActiveLoop:
         self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
         if self._trainable(y_lab):
             t0 = time.perf_counter()
-            learner = make_learner(spec.scorer, self.cfg.task, self.cfg.n_classes, **spec.options.get("learner", {}))
+            learner = make_learner(spec.scorer, self.cfg.task, self.cfg.n_classes,
+                                   train=TrainConfig(**spec.options.get("train", {})),
+                                   **spec.options.get("learner", {}))
             X_lab = self.features.take(keys_lab)
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
             fit_s = time.perf_counter() - t0

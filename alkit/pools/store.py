@@ -69,7 +69,8 @@ class Store:
             with self.session() as s:
                 v = s.get(Meta, "schema_version")
         except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
-            raise StoreError(f"cannot open the alkit store at {self.url}: {exc}") from exc
+            reason = str(exc).splitlines()[0]
+            raise StoreError(f"{self.url} is not an alkit store (or cannot be opened): {reason}") from exc
         if v is None or int(v.value) != SCHEMA_VERSION:
             raise StoreError(f"{self.url} is not an alkit store of schema version {SCHEMA_VERSION}")
 

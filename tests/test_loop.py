@@ -1,0 +1,117 @@
+"""The cycle engine: budget, contiguity, no duplicates, resume, determinism, refused requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alkit.config import load_project
+from alkit.loop import ActiveLoop, LoopError, RunRequest
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.report import cycles_frame, run_summaries
+
+from conftest import FAST_TRAIN
+
+
+def _req(**kw: object) -> RunRequest:
+    base = dict(strategy="random", budget=40, batch_size=10, seed=0, train=FAST_TRAIN)
+    return RunRequest(**{**base, **kw})
+
+
+def _check_invariants(loop: ActiveLoop, run_id: int, budget: int) -> None:
+    cycles = loop.store.cycles(run_id)
+    assert [c.cycle for c in cycles] == list(range(len(cycles)))
+    sel = loop.store.selected_keys(run_id)
+    assert len(sel) == len(set(sel.tolist())) == budget
+    keys, _ = loop.store.labeled_set(run_id)
+    assert sorted(keys.tolist()) == sorted(sel.tolist())  # every selected item got its label
+    n_lab = 0
+    for c in cycles:
+        assert c.n_labeled == n_lab
+        n_lab += c.n_selected
+    assert cycles[-1].n_selected == 0 and cycles[-1].metrics
+
+
+def test_random_run_to_budget(digits_project: Path) -> None:
+    loop = ActiveLoop(load_project(digits_project))
+    res = loop.run(_req())
+    assert [r.n_selected for r in res] == [10, 10, 10, 10, 0]
+    assert [r.n_labeled for r in res] == [0, 10, 20, 30, 40]
+    assert res[0].metrics == {}  # nothing to train on before the first batch
+    assert set(res[-1].metrics) == {"accuracy", "nll", "ece"}
+    assert res[-1].metrics["accuracy"] > 0.5  # 40 digits labels beat chance (0.1) by far
+    run = loop.store.runs()[0]
+    _check_invariants(loop, run.id, 40)
+    assert run_summaries(loop.store)[0]["status"] == "complete"
+    # idempotent once the budget is reached
+    assert loop.run(_req()) == []
+    assert len(loop.store.cycles(run.id)) == 5
+
+
+def test_resume_between_cycles_and_extend(digits_project: Path) -> None:
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(_req(max_cycles=2))
+    assert loop.store.n_spent(loop.store.runs()[0].id) == 20
+    loop.run(_req())
+    run_id = loop.store.runs()[0].id
+    _check_invariants(loop, run_id, 40)
+    loop.run(_req(budget=60))  # a larger budget extends the same run
+    _check_invariants(loop, run_id, 60)
+    assert len(loop.store.runs()) == 1
+
+
+def test_same_seed_same_selections_other_seed_differs(tmp_path: Path, digits_csv: Path) -> None:
+    picks = []
+    for name in ("a", "b"):
+        init_project(digits_csv, tmp_path / name, InitOptions(id_col="id", label_col="label", hide_labels=True))
+        loop = ActiveLoop(load_project(tmp_path / name))
+        loop.run(_req(budget=20))
+        picks.append(loop.store.selected_keys(1).tolist())
+        if name == "b":
+            loop.run(_req(budget=20, seed=1))
+            other = loop.store.selected_keys(2).tolist()
+    assert picks[0] == picks[1]
+    assert other != picks[1]
+
+
+def test_cycles_frame_for_plots(digits_project: Path) -> None:
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(_req(budget=20))
+    df = cycles_frame(loop.store)
+    assert df["n_labeled"].to_list() == [10, 20] and df["strategy"].unique().to_list() == ["random"]
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(budget=10_000), "larger than the unlabeled pool"),
+        (dict(batch_size=0), "batch-size must be at least 1"),
+        (dict(budget=0), "budget must be at least 1"),
+        (dict(strategy="nope"), "unknown strategy 'nope'; known strategies: random, epistemic"),
+        (dict(scorer="nope"), "unknown scorer 'nope'"),
+        (dict(initial=50), "initial 50 is larger than --budget 40"),
+        (dict(stratify_by="zz"), "stratify-by 'zz' is not a column"),
+        (dict(train={"epochz": 3}), "unknown training options"),
+    ],
+)
+def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:
+    loop = ActiveLoop(load_project(digits_project))
+    with pytest.raises((LoopError, ValueError), match=match):
+        loop.run(_req(**kw))
+    assert loop.store.runs() == [] and loop.store.cycles() == []
+
+
+def test_regression_run_logs_regression_metrics(tmp_path: Path) -> None:
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=300)
+    pl.DataFrame({"id": np.arange(300), **{f"f{j}": X[:, j] for j in range(4)}, "y": y}).write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    res = loop.run(_req(budget=30))
+    assert {"mae", "rmse", "nll", "crps", "nll10", "ece10"} <= set(res[-1].metrics)
+    assert res[-1].metrics["mae"] < np.abs(y - y.mean()).mean()  # better than predicting the mean

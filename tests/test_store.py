@@ -1,0 +1,95 @@
+"""The SQL store: schema, run identity, and one-transaction cycles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy.exc import IntegrityError
+
+from alkit.pools.store import RunSpec, Store, StoreError
+
+
+def _store(tmp_path: Path, n: int = 10) -> Store:
+    s = Store(f"sqlite:///{tmp_path / 'a.db'}", create=True)
+    items = [{"key": k, "item_id": f"i{k}", "split": "test" if k >= n - 2 else "pool",
+              "state": "unlabeled", "label": str(k % 2)} for k in range(n)]
+    s.initialise(items, [])
+    return s
+
+
+SPEC = RunSpec("r", "random", "none", 0, 6, 2, 2, {})
+
+
+def test_wal_mode_and_reopen(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    with s.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    s.dispose()
+    again = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    assert again.n_items() == 10
+    assert again.counts() == {"pool:unlabeled": 8, "test:unlabeled": 2}
+
+
+def test_not_an_alkit_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="not an alkit store"):
+        Store(f"sqlite:///{tmp_path / 'empty.db'}")
+
+
+def test_initialise_twice_refused(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    with pytest.raises(StoreError, match="already holds items"):
+        s.initialise([{"key": 99, "item_id": "x", "split": "pool", "state": "unlabeled", "label": None}], [])
+    assert s.n_items() == 10
+
+
+def test_run_identity(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    a = s.get_or_create_run(SPEC)
+    b = s.get_or_create_run(SPEC)
+    assert a.id == b.id and len(s.runs()) == 1
+    with pytest.raises(StoreError, match="seed"):
+        s.get_or_create_run(RunSpec("r", "random", "none", 1, 6, 2, 2, {}))
+    bigger = s.get_or_create_run(RunSpec("r", "random", "none", 0, 8, 2, 2, {}))
+    assert bigger.budget == 8
+
+
+def test_cycle_commit_is_atomic(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    run = s.get_or_create_run(SPEC)
+    sel = [{"item_key": 0, "rank": 0, "score": 1.0, "utility": 1.0, "selector": "random"}]
+    lab = [{"item_key": 0, "value": "0", "annotator": "oracle"}]
+    row = {"n_labeled": 0, "n_selected": 1, "metrics": {}}
+    s.commit_cycle(run.id, 0, selections=sel, oracle_labels=lab, cycle_row=row)
+    # selecting item 0 again in the same run violates the invariant: nothing of cycle 1 is kept
+    bad = sel + [{"item_key": 1, "rank": 1, "score": 0.5, "utility": 0.5, "selector": "random"}]
+    with pytest.raises(IntegrityError):
+        s.commit_cycle(run.id, 1, selections=bad, oracle_labels=[{"item_key": 1, "value": "1", "annotator": "o"}],
+                       cycle_row=row)
+    assert s.next_cycle(run.id) == 1
+    assert sorted(s.selected_keys(run.id).tolist()) == [0]
+    keys, values = s.labeled_set(run.id)
+    assert keys.tolist() == [0] and values == ["0"]
+
+
+def test_cycles_must_be_contiguous(tmp_path: Path) -> None:
+    s = _store(tmp_path)
+    run = s.get_or_create_run(SPEC)
+    with pytest.raises(StoreError, match="out of order"):
+        s.commit_cycle(run.id, 1, selections=[], oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": 0})
+
+
+def test_labeled_set_sees_shared_and_own_labels_only(tmp_path: Path) -> None:
+    s = Store(f"sqlite:///{tmp_path / 'b.db'}", create=True)
+    items = [{"key": k, "item_id": f"i{k}", "split": "pool", "state": "unlabeled", "label": "1"} for k in range(6)]
+    s.initialise(items, [{"item_key": 5, "value": "1", "source": "init", "run_id": None}])
+    r1 = s.get_or_create_run(SPEC)
+    r2 = s.get_or_create_run(RunSpec("r2", "random", "none", 0, 6, 2, 2, {}))
+    s.commit_cycle(r1.id, 0, selections=[{"item_key": 0, "rank": 0, "score": 0, "utility": 0, "selector": "x"}],
+                   oracle_labels=[{"item_key": 0, "value": "1", "annotator": "o"}],
+                   cycle_row={"n_labeled": 1, "n_selected": 1})
+    assert s.labeled_set(r1.id)[0].tolist() == [0, 5]
+    assert s.labeled_set(r2.id)[0].tolist() == [5]
+    assert s.n_spent(r1.id) == 1 and s.n_spent(r2.id) == 0
+    assert np.array_equal(s.labeled_set(None)[0], np.array([5]))
