@@ -1,0 +1,77 @@
+"""The `alkit` command end to end, as a user types it, on real data (digits)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+ALKIT = [sys.executable, "-m", "alkit.cli"]
+
+
+def alkit(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+    proc = subprocess.run([*ALKIT, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"alkit {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
+    out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", cwd=tmp_path)
+    assert "300 pool items" in out.stdout or "320 pool items" in out.stdout
+    for seed in ("0", "1"):
+        alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", seed,
+              "--max-epochs", "20", cwd=tmp_path)
+    again = alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", "0",
+                  "--max-epochs", "20", "--json", cwd=tmp_path)
+    rows = json.loads(again.stdout)
+    assert rows[0]["cycles"] == 4 and rows[0]["n_labeled"] == 30  # idempotent rerun
+    st = json.loads(alkit("status", "--json", cwd=tmp_path).stdout)
+    assert [r["seed"] for r in st] == [0, 1]
+    for r in st:
+        assert r["strategy"] == "random" and r["scorer"] == "none" and r["cycles"] == 4 and r["n_labeled"] == 30
+        assert set(r["metrics"]) == {"accuracy", "nll", "ece"} and 0.0 <= r["metrics"]["accuracy"] <= 1.0
+    human = alkit("status", cwd=tmp_path).stdout
+    assert "random-b10-s0" in human and "accuracy" in human
+    alkit("plot", "--out", "curves.png", cwd=tmp_path)
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    alkit("plot", "--out", "curves.svg", cwd=tmp_path)
+    ElementTree.parse(tmp_path / "curves.svg")
+    listing = alkit("strategies", cwd=tmp_path).stdout
+    for name in ("random", "epistemic", "topk", "diverse", "kcenter", "badge", "coldstart"):
+        assert name in listing
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "--strategy", "bogus", "--budget", "10"], "unknown strategy 'bogus'; known strategies: random"),
+        (["run", "--strategy", "random", "--budget", "100000"], "larger than the unlabeled pool"),
+        (["run", "--strategy", "random", "--budget", "10", "--batch-size", "0"], "batch-size must be at least 1"),
+        (["plot", "--out", "x.pdf"], "no cycle has metrics yet"),
+    ],
+)
+def test_bad_run_arguments(tmp_path: Path, digits_csv: Path, args: list[str], message: str) -> None:
+    from alkit.pools.ingest import InitOptions, init_project
+
+    init_project(digits_csv, tmp_path, InitOptions(id_col="id", label_col="label", hide_labels=True))
+    proc = alkit(*args, cwd=tmp_path, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert message in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+    status = json.loads(alkit("status", "--json", cwd=tmp_path).stdout)
+    assert status == []
+
+
+def test_bad_init_exits_nonzero_and_writes_nothing(tmp_path: Path, digits_csv: Path) -> None:
+    proc = alkit("init", str(digits_csv), "--id-col", "nope", "--label-col", "label", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "id column 'nope' not found" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.csv"]
+    proc = alkit("run", "--budget", "5", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "no alkit project" in proc.stderr
