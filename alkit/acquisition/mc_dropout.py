@@ -63,7 +63,7 @@ class MCDropoutLearner:
         return report
 
     def _passes(self, x_n_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Head outputs (T, n, out) and features (T, n, d) of the T masked passes."""
+        """Head outputs (T, n, out) of the T masked passes and their mean features (n, d)."""
         backbone, head = self.net.backbone, self.net.head
         backbone.eval()
         t_now = [0]
@@ -73,24 +73,23 @@ class MCDropoutLearner:
             )
             for b, block in enumerate(backbone.blocks)
         ]
-        outs, feats = [], []
+        outs, phi_sum = [], None
         try:
             for t in range(self.T):
                 t_now[0] = t
                 phi = backbone(x_n_f)
-                feats.append(phi)
+                phi_sum = phi if phi_sum is None else phi_sum.add_(phi)
                 outs.append(head(phi))
         finally:
             for h in hooks:
                 h.remove()
-        return torch.stack(outs), torch.stack(feats)
+        return torch.stack(outs), phi_sum / self.T
 
     @torch.no_grad()
     def predict(self, X_n_f: np.ndarray) -> Prediction:
         if self.masks_T_B_w is None:
             raise RuntimeError("fit the learner before predicting")
-        out_T_n_k, phi_T_n_d = self._passes(to_tensor(X_n_f))
-        embedding = phi_T_n_d.mean(0)
+        out_T_n_k, embedding = self._passes(to_tensor(X_n_f))
         if self.task == "classification":
             return classification_prediction(out_T_n_k.softmax(-1).transpose(0, 1), embedding)
         scaler = self.net.scaler

@@ -88,11 +88,14 @@ class SVELinear(nn.Module):
         if mode == "auto":
             factored_flops = r * n * (1 if shared else n_members) + n_members * r * m
             mode = "factored" if factored_flops < n_members * m * n else "dense"
+        bias_M_1_m = self.b_M_m[:, None, :]
         if mode == "dense":
             W_M_m_n = (self.U_m_r[None] * s_M_r[:, None, :]) @ self.Vh_r_n
-            return torch.matmul(x, W_M_m_n.transpose(1, 2)) + self.b_M_m[:, None, :]
-        z = x @ self.Vh_r_n.T  # (n_items, r) or (M, n_items, r)
-        return (z * s_M_r[:, None, :]) @ self.U_m_r.T + self.b_M_m[:, None, :]
+            x_M = x.expand(n_members, -1, -1) if shared else x
+            return torch.baddbmm(bias_M_1_m, x_M, W_M_m_n.transpose(1, 2))
+        z = x @ self.Vh_r_n.T  # (n_items, r) shared, or (M, n_items, r)
+        Ut_M_r_m = self.U_m_r.T.expand(n_members, -1, -1)
+        return torch.baddbmm(bias_M_1_m, z * s_M_r[:, None, :], Ut_M_r_m)
 
 
 class SVENetwork(nn.Module):
@@ -135,7 +138,7 @@ class SVENetwork(nn.Module):
         """Per-member last-layer features (M, n, d); mirrors ResidualMLP.forward per member."""
         h = self.stem((x_n_f - self.x_mean) / self.x_std, self.mode)
         for block, coeff in zip(self.blocks, self.coeffs):
-            h = h + coeff * torch.relu(block(h, self.mode))
+            h = torch.add(h, torch.relu(block(h, self.mode)), alpha=coeff)
         if self.feature_map == "rff":
             return math.sqrt(2.0 / self.rff_W.shape[1]) * torch.cos(h @ self.rff_W + self.rff_b)
         if self.feature_map == "l2":
