@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from contextlib import contextmanager
@@ -236,7 +237,7 @@ def strategies() -> None:
     t.add_column("name")
     t.add_column("what it does")
     for n, cls in SELECTORS.items():
-        t.add_row(n, (cls.__doc__ or "").strip().splitlines()[0])
+        t.add_row(n, " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split()))
     console.print(t)
     t = Table(title="scorers (--scorer)")
     t.add_column("name")

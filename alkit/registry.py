@@ -8,6 +8,7 @@ Add a scorer by adding one entry here.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -25,6 +26,15 @@ class ScorerInfo:
     is_baseline: bool = False
 
 
+def _lazy(module: str, cls: str) -> LearnerFactory:
+    """A factory that imports its learner on first use, so `alkit --help` stays light."""
+
+    def factory(task: Task, n_classes: int | None, **options: Any) -> Learner:
+        return getattr(importlib.import_module(module), cls)(task, n_classes, **options)
+
+    return factory
+
+
 def _mlp(task: Task, n_classes: int | None, **options: Any) -> Learner:
     return MLPLearner(task, n_classes, **options)
 
@@ -35,32 +45,24 @@ SCORERS: dict[str, ScorerInfo] = {
         "vbll",
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, "
         "cov=dense|diagonal|shared)",
-        lambda task, n_classes, **options: __import__(
-            "alkit.acquisition.vbll", fromlist=["VBLLLearner"]
-        ).VBLLLearner(task, n_classes, **options),
+        _lazy("alkit.acquisition.vbll", "VBLLLearner"),
     ),
     "ensemble": ScorerInfo(
         "ensemble",
         "deep ensemble of M=5 MLPs, BALD / variance of member means (baseline; M passes per item)",
-        lambda task, n_classes, **options: __import__(
-            "alkit.acquisition.deep_ensemble", fromlist=["DeepEnsembleLearner"]
-        ).DeepEnsembleLearner(task, n_classes, **options),
+        _lazy("alkit.acquisition.deep_ensemble", "DeepEnsembleLearner"),
         True,
     ),
     "mc-dropout": ScorerInfo(
         "mc-dropout",
         "MC dropout, T=20 passes with fixed seeded masks, BALD / variance of pass means (baseline)",
-        lambda task, n_classes, **options: __import__(
-            "alkit.acquisition.mc_dropout", fromlist=["MCDropoutLearner"]
-        ).MCDropoutLearner(task, n_classes, **options),
+        _lazy("alkit.acquisition.mc_dropout", "MCDropoutLearner"),
         True,
     ),
     "sve": ScorerInfo(
         "sve",
         "singular value ensemble, M=4 members sharing frozen U/V, BALD / variance (baseline)",
-        lambda task, n_classes, **options: __import__(
-            "alkit.acquisition.sve", fromlist=["SVELearner"]
-        ).SVELearner(task, n_classes, **options),
+        _lazy("alkit.acquisition.sve", "SVELearner"),
         True,
     ),
 }

@@ -7,6 +7,7 @@ instance (strategies take no constructor arguments: every input is passed to ``s
 from __future__ import annotations
 
 from alkit.strategies.badge import BadgeStrategy
+from alkit.strategies.batchbald import BatchBALDStrategy
 from alkit.strategies.coldstart import ColdStartStrategy
 from alkit.strategies.diverse import DiverseStrategy
 from alkit.strategies.kcenter import KCenterStrategy
@@ -22,6 +23,7 @@ SELECTORS: dict[str, type] = {
     "kcenter": KCenterStrategy,
     "badge": BadgeStrategy,
     "coldstart": ColdStartStrategy,
+    "batchbald": BatchBALDStrategy,
 }
 
 
@@ -38,6 +40,7 @@ def get_selector(name: str) -> Strategy:
 __all__ = [
     "SELECTORS",
     "BadgeStrategy",
+    "BatchBALDStrategy",
     "ColdStartStrategy",
     "DiverseStrategy",
     "KCenterStrategy",
