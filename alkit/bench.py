@@ -1,0 +1,235 @@
+"""Strategies x seeds on the current project, and the label-efficiency tables (`alkit bench`).
+
+Why a runner of its own: a label-efficiency claim needs every strategy run with the same seeds,
+budget and batch size, and a table with the spread over seeds.  Each run goes through the
+ActiveLoop library API, so a bench killed at any point is resumed by calling it again: runs
+already complete at this budget are skipped, unfinished ones continue where they stopped.
+
+Outputs (``out_dir``, default ``<project>/bench``):
+- ``bench_summary.csv`` / ``bench_summary.md``: per strategy, over seeds (mean ± sample std):
+  the metric at fixed label counts, the normalised area under the learning curve (AULC), the
+  labels needed to reach a target value, and the scoring seconds per 1,000 scored items;
+- ``bench_cycles.csv``: every evaluated cycle of the bench's runs (the raw curves).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from alkit.config import Project, load_project
+from alkit.loop import ActiveLoop, LoopError, RunRequest
+from alkit.plots import summary_table, to_markdown
+from alkit.presets import PRESETS, get_preset
+from alkit.registry import SCORERS
+from alkit.report import cycles_frame
+from alkit.strategies import SELECTORS
+
+HIGHER_IS_BETTER = {"accuracy"}
+
+
+@dataclass
+class BenchResult:
+    """What a bench call did and wrote."""
+
+    table: pl.DataFrame
+    summary_csv: Path
+    summary_md: Path
+    cycles_csv: Path
+    metric: str
+    target: float | None
+    ran: list[str] = field(default_factory=list)  # runs started or resumed by this call
+    skipped: list[str] = field(default_factory=list)  # complete before this call
+    failed: dict[str, str] = field(default_factory=dict)  # run name -> error message
+    unavailable: dict[str, str] = field(default_factory=dict)  # strategy -> why it was left out
+
+
+def available_strategies(task: str) -> tuple[list[str], dict[str, str]]:
+    """Presets whose scorer and selectors are installed (and fit the task), and why others are not."""
+    usable, why = [], {}
+    for name, preset in PRESETS.items():
+        missing = [s for s in (preset.selector, preset.single_selector, preset.initial_selector) if s not in SELECTORS]
+        if preset.default_scorer not in SCORERS:
+            why[name] = f"scorer {preset.default_scorer!r} is not registered"
+        elif missing:
+            why[name] = f"selector {missing[0]!r} is not registered"
+        elif task == "regression" and preset.selector == "batchbald":
+            why[name] = "BatchBALD needs class probabilities (classification only)"
+        else:
+            usable.append(name)
+    return usable, why
+
+
+def _default_at(budget: int) -> list[int]:
+    return sorted({max(1, int(round(budget * f))) for f in (0.25, 0.5, 0.75, 1.0)})
+
+
+def _scoring_cost(df: pl.DataFrame) -> pl.DataFrame:
+    """Scoring seconds per 1,000 scored items per strategy: each run's total over its cycles,
+    then mean and sample std over the runs (seeds); null for model-free strategies."""
+    per_run = (
+        df.group_by("strategy", "run")
+        .agg(pl.col("score_s").sum(), pl.col("n_scored").sum())
+        .filter(pl.col("n_scored") > 0)
+        .with_columns((pl.col("score_s") / pl.col("n_scored") * 1000.0).alias("cost"))
+    )
+    return per_run.group_by("strategy").agg(
+        pl.col("cost").mean().alias("score_s_per_1k_mean"), pl.col("cost").std(ddof=1).alias("score_s_per_1k_std")
+    )
+
+
+def run_bench(
+    project: Project | str | Path = ".",
+    *,
+    budget: int,
+    strategies: Sequence[str] | None = None,
+    seeds: int | Sequence[int] = 3,
+    batch_size: int = 10,
+    initial: int | None = None,
+    train: dict[str, Any] | None = None,
+    metric: str | None = None,
+    at: Sequence[int] | None = None,
+    target: float | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+    console: Console | None = None,
+    command: str | None = None,
+) -> BenchResult:
+    """Run every strategy x seed to ``budget`` labels (resumable), then write the tables.
+
+    ``strategies``: preset names (default: every preset whose scorer and selectors are
+    registered).  ``seeds``: a count (0..n-1) or explicit seeds.  ``train``: TrainConfig fields
+    for every fit (e.g. ``{"max_epochs": 50}``).  ``metric``: default accuracy (classification) or
+    crps (regression).  ``at``: label counts for the fixed-budget columns (default 25/50/75/100 %
+    of the budget).  ``target``: the value for labels-to-target (default: the random baseline's
+    mean final value when random is benched, else 95 % of the best final mean, or 105 % for a
+    lower-is-better metric).  ``command``: the command line to print in the Markdown.
+    Bad arguments raise LoopError/ValueError before anything runs.
+    """
+    proj = project if isinstance(project, Project) else load_project(project)
+    task = proj.config.task
+    usable, unavailable = available_strategies(task)
+    names = list(strategies) if strategies is not None else usable
+    if not names:
+        raise LoopError("no strategy to bench")
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    if not seed_list or len(set(seed_list)) != len(seed_list):
+        raise LoopError(f"seeds must be a positive count or distinct integers, got {seeds!r}")
+    metric = metric or ("accuracy" if task == "classification" else "crps")
+    higher = metric in HIGHER_IS_BETTER
+    at_list = list(at) if at is not None else _default_at(budget)
+
+    loop = ActiveLoop(proj)
+    plan: list[tuple[RunRequest, str]] = []
+    for name in names:
+        get_preset(name)  # a clear error for an unknown name
+        if name in unavailable and strategies is not None:
+            raise LoopError(f"strategy {name!r} cannot run here: {unavailable[name]}")
+        for seed in seed_list:
+            req = RunRequest(strategy=name, budget=budget, batch_size=batch_size, seed=seed,
+                             initial=initial, train=dict(train or {}))
+            plan.append((req, loop.resolve(req)[0].name))  # validates every run before any starts
+
+    result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
+    failed: dict[str, str] = {}
+    existing = {r.name: r for r in loop.store.runs()}
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+        overall = bar.add_task(f"bench: {len(plan)} runs, labels", total=budget * len(plan))
+        current = bar.add_task("", total=budget)
+        now = {"run": ""}
+
+        def on_event(kind: str, payload: dict[str, Any]) -> None:
+            if kind == "run_start":
+                now["run"] = payload["run"]
+                bar.update(current, completed=payload["spent"], description=f"  {payload['run']}")
+                bar.advance(overall, payload["spent"])
+            elif kind == "phase":
+                bar.update(current, description=f"  {now['run']}: cycle {payload['cycle']} {payload['phase']}")
+            elif kind == "cycle_end":
+                bar.advance(current, payload["n_selected"])
+                bar.advance(overall, payload["n_selected"])
+
+        loop.on_event = on_event
+        for req, run_name in plan:
+            prev = existing.get(run_name)
+            if prev is not None and prev.status == "complete" and prev.budget == budget:
+                result_runs["skipped"].append(run_name)
+                bar.advance(overall, budget)
+                continue
+            result_runs["ran"].append(run_name)
+            try:
+                loop.run(req)
+            except LoopError:
+                raise
+            except Exception as exc:  # one broken strategy must not cost the other runs
+                failed[run_name] = f"{type(exc).__name__}: {exc}"
+                if console is not None:
+                    console.print(f"[red]failed[/] {run_name}: {failed[run_name]}")
+
+    bench_runs = {n for _, n in plan}
+    df = cycles_frame(loop.store)
+    if df.height:
+        df = df.filter(pl.col("run").is_in(list(bench_runs)) & (pl.col("n_labeled") <= budget))
+    if df.height == 0 or metric not in df.columns:
+        raise LoopError(f"no evaluated cycle with metric {metric!r} among the bench's runs")
+    if target is None:
+        target = _default_target(df, metric, higher)
+    table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher)
+    table = table.join(_scoring_cost(df), on="strategy", how="left")
+
+    out = Path(out_dir) if out_dir is not None else proj.root / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    paths = out / "bench_summary.csv", out / "bench_summary.md", out / "bench_cycles.csv"
+    table.write_csv(paths[0])
+    df.sort("run", "cycle").write_csv(paths[2])
+    paths[1].write_text(_markdown(proj, table, metric, higher, target, budget, batch_size, seed_list,
+                                  at_list, failed, command))
+    return BenchResult(table, *paths, metric=metric, target=target, ran=result_runs["ran"],
+                       skipped=result_runs["skipped"], failed=failed,
+                       unavailable={k: v for k, v in unavailable.items() if strategies is None})
+
+
+def _default_target(df: pl.DataFrame, metric: str, higher: bool) -> float | None:
+    """random's mean final value if benched, else 95 % (105 %) of the best strategy's final mean."""
+    last = df.sort("n_labeled").group_by("strategy", "run").agg(pl.col(metric).last())
+    finals = last.group_by("strategy").agg(pl.col(metric).mean())
+    by_strategy = dict(zip(finals["strategy"].to_list(), finals[metric].to_list()))
+    if "random" in by_strategy:
+        return float(by_strategy["random"])
+    values = [v for v in by_strategy.values() if v is not None and np.isfinite(v)]
+    if not values:
+        return None
+    return float(max(values) * 0.95) if higher else float(min(values) * 1.05)
+
+
+def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, target: float | None,
+              budget: int, batch_size: int, seeds: list[int], at: list[int], failed: dict[str, str],
+              command: str | None) -> str:
+    direction = "higher" if higher else "lower"
+    lines = [
+        f"# Label efficiency: {proj.root.name}",
+        "",
+        f"Task {proj.config.task}; budget {budget} labels in batches of {batch_size}; seeds "
+        f"{', '.join(map(str, seeds))}; metric {metric} on the held-out test split ({direction} is better). "
+        f"Columns: {metric} at {', '.join(map(str, at))} labels (the value at the largest evaluated "
+        f"label count not above it); AULC = mean {metric} over the learning curve; labels to target = "
+        f"first label count where {metric} reaches {target if target is None else f'{target:.4g}'} "
+        "(over the seeds that reached it, n reached of n seeds); score s per 1k = scoring seconds per "
+        "1,000 scored pool items. Values are mean ± sample std over seeds.",
+        "",
+    ]
+    if command:
+        lines += [f"Command: `{command}`", ""]
+    lines += [f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "", to_markdown(table)]
+    if failed:
+        lines += ["", "Failed runs (rerun to retry):", ""] + [f"- {k}: {v}" for k, v in failed.items()]
+    return "\n".join(lines) + "\n"
