@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from alkit.models.learner import entropy_n
 from alkit.types import Prediction
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -26,14 +27,10 @@ def member_seeds(seed: int, n_members: int) -> list[int]:
     return [int(c.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF) for c in children]
 
 
-def _entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
-    return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
-
-
 def expected_entropy_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
     """Aleatoric part: (1/M) sum_j H[p_j], float64 (n,)."""
     p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
-    return _entropy_n(p).mean(-1)
+    return entropy_n(p).mean(-1)
 
 
 def bald_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
@@ -44,7 +41,7 @@ def bald_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
     p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
     if p.ndim != 3:
         raise ValueError(f"member_probs must have shape (n, M, C), got {tuple(p.shape)}")
-    return (_entropy_n(p.mean(1)) - _entropy_n(p).mean(-1)).clamp_min(0.0)
+    return (entropy_n(p.mean(1)) - entropy_n(p).mean(-1)).clamp_min(0.0)
 
 
 def member_variance_n(member_means_n_M: torch.Tensor | np.ndarray) -> torch.Tensor:

@@ -24,14 +24,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from alkit.models.learner import entropy_n
 from alkit.strategies._common import check_batch
 from alkit.types import Candidates, Selection, SelectionContext
 
 PROBS_KEY = "member_probs_n_M_C"
-
-
-def _entropy(probs: torch.Tensor) -> torch.Tensor:
-    return -torch.special.xlogy(probs, probs).sum(-1)
 
 
 class _JointTable:
@@ -86,7 +83,7 @@ class _JointTable:
         for start in range(0, probs_m_K_C.shape[0], step):
             joint_m_R_C = torch.matmul(self.P_R_K, probs_m_K_C[start : start + step]) / K
             cond_m_R_C = joint_m_R_C / q_R[None, :, None]
-            out.append(_entropy(cond_m_R_C) @ w_R)
+            out.append(entropy_n(cond_m_R_C) @ w_R)
         return torch.cat(out)
 
 
@@ -96,7 +93,7 @@ def joint_entropy(member_probs_n_K_C: np.ndarray | torch.Tensor) -> float:
     table = _JointTable(p.shape[1], max_configs=np.iinfo(np.int64).max, num_samples=1, rng=np.random.default_rng(0))
     for p_K_C in p:
         table.add(p_K_C)
-    return float(_entropy(table.weights_R()))
+    return float(entropy_n(table.weights_R()))
 
 
 def _member_probs(candidates: Candidates) -> torch.Tensor:
@@ -132,7 +129,7 @@ class BatchBALDStrategy:
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         k = check_batch(batch_size, candidates)
         p_m_K_C = _member_probs(candidates)
-        ce_m = _entropy(p_m_K_C).mean(1)
+        ce_m = entropy_n(p_m_K_C).mean(1)
         table = _JointTable(p_m_K_C.shape[1], self.max_configs, self.num_samples, np.random.default_rng(ctx.seed))
         keys_m = np.asarray(candidates.keys_n)
         available = np.ones(len(candidates), dtype=bool)
