@@ -77,6 +77,9 @@ def init(
     store: Optional[str] = typer.Option(None, "--store", help="SQLAlchemy URL of the store (default: sqlite file alkit.db in the project)."),
     hide_labels: bool = typer.Option(False, "--hide-labels", help="Keep pool labels from the learner; the simulated oracle reveals them when items are selected (benchmarks)."),
     initial_labeled: int = typer.Option(0, "--initial-labeled", help="Without --hide-labels: labeled rows given to the learner up front instead of the test split."),
+    text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed with the frozen MiniLM encoder (extra: alkit[text])."),
+    image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed with EfficientNet-Lite0 (extra: alkit[image]); relative paths are relative to DATA."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
@@ -87,7 +90,8 @@ def init(
             raise ValueError("pass either --features or --feature-col, not both")
         opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
-                           initial_labeled=initial_labeled)
+                           initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
+                           cache_dir=cache_dir)
         cfg = init_project(data, project, opts)
         counts = Store(load_project(project).store_url).counts()
     pool = sum(v for k, v in counts.items() if k.startswith("pool:"))
@@ -137,6 +141,23 @@ def _summary_table(rows: list[dict[str, Any]], title: str) -> Table:
                   str(r["n_labeled"]), r["status"],
                   *[f"{r['metrics'][m]:.4f}" if m in r["metrics"] else "" for m in metric_names])
     return t
+
+
+@app.command()
+def embed(
+    data: Path = typer.Argument(..., help="CSV or Parquet file with a text or image-path column."),
+    out: Path = typer.Option(..., "--out", "-o", help="Parquet file to write: the input plus an 'embedding' list column."),
+    text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed (MiniLM, 384-d)."),
+    image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),
+    id_col: Optional[str] = typer.Option(None, "--id-col", help="Id column used to name bad rows in errors."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
+) -> None:
+    """Embed raw text or images once; then `alkit init OUT --feature-col embedding`."""
+    with user_errors():
+        from alkit.embed import embed_file
+
+        n, n_new = embed_file(data, out, text_col=text_col, image_col=image_col, id_col=id_col, cache_dir=cache_dir)
+    console.print(f"[green]wrote[/] {out}: {n} rows embedded ({n_new} encoded, {n - n_new} from the cache)")
 
 
 @app.command()
@@ -266,6 +287,10 @@ def demo(
         rows = run_summaries(Store(load_project(project).store_url))
     console.print(_summary_table(rows, f"demo runs in {project.resolve()}"))
     console.print(f"[green]learning curves:[/] {png}")
+
+
+from alkit.cli_queue import queue_app  # noqa: E402 - after user_errors, which it uses
+app.add_typer(queue_app, name="queue")
 
 
 def main() -> None:

