@@ -47,6 +47,22 @@ SCORERS: dict[str, ScorerInfo] = {
         "cov=dense|diagonal|shared)",
         _lazy("alkit.acquisition.vbll", "VBLLLearner"),
     ),
+    "laplace": ScorerInfo(
+        "laplace",
+        "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
+        "(options: epistemic=mi|trace, hessian=kfac|full)",
+        _lazy("alkit.acquisition.laplace", "LaplaceLearner"),
+    ),
+    "csd": ScorerInfo(
+        "csd",
+        "post-hoc contextual similarity distillation of the last-layer kernel: Theta(x,x) - g(x,x)",
+        _lazy("alkit.acquisition.csd", "CSDLearner"),
+    ),
+    "gradnorm": ScorerInfo(
+        "gradnorm",
+        "gradient norm of the predicted-class probability, closed form on the head (layers=last|all)",
+        _lazy("alkit.acquisition.gradnorm", "GradNormLearner"),
+    ),
     "ensemble": ScorerInfo(
         "ensemble",
         "deep ensemble of M=5 MLPs, BALD / variance of member means (baseline; M passes per item)",
