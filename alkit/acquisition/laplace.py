@@ -463,13 +463,16 @@ def fit_last_layer_laplace(
 class LaplaceLearner:
     """MLPLearner + post-hoc last-layer Laplace on its head (fitted on the labeled set).
 
-    ``epistemic='trace'`` ranks by the logit-covariance trace (regression: the variance of the
-    predicted mean, in target units), ``'mi'`` by the mutual information.  The network is trained
+    ``epistemic='mi'`` (default) ranks by the mutual information, ``'trace'`` by the logit-covariance
+    trace (regression: the variance of the predicted mean, in target units).  The trace is inverted
+    as an OOD score on the default feature map (digits AUROC 0.09-0.14: off-distribution features
+    have smaller norms, uq-math §0) but works with ``feature_map='l2'`` (0.90-0.94); MC MI gives
+    0.87-0.92 on both.  The network is trained
     exactly as the plain MLPLearner; ``posterior()`` is the Laplace GaussianLastLayer over
     ``Prediction.embedding_n_d`` with the bias 1 appended."""
 
     def __init__(self, task: str, n_classes: int | None = None, *, hessian: Hessian = "kfac",
-                 epistemic: Literal["trace", "mi"] = "trace", mi: MIMethod = "mc",
+                 epistemic: Literal["trace", "mi"] = "mi", mi: MIMethod = "mc",
                  prior_precision: float | None = None, **mlp_options: object) -> None:
         from alkit.models.learner import MLPLearner
 
