@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev]"
+.venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,text,image,data]"
