@@ -21,6 +21,7 @@ import torch
 from alkit import metrics
 from alkit.config import Project
 from alkit.models.train import TrainConfig
+from alkit.pools import queue
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.presets import Preset, get_preset
@@ -51,6 +52,7 @@ class RunRequest:
     learner_options: dict[str, Any] = field(default_factory=dict)
     train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields, e.g. max_epochs
     max_cycles: int | None = None  # stop after this many cycles in this call (resume later)
+    queue_file: str | None = None  # human oracle: where the queue is written (default queue.csv in the project)
 
 
 @dataclass
@@ -99,6 +101,8 @@ class ActiveLoop:
         if initial < 0:
             raise LoopError(f"--initial must be >= 0, got {initial}")
         n_pool = int(self.store.counts().get("pool:unlabeled", 0))
+        if not self.cfg.hide_labels:  # human oracle: this run's own picks have left the unlabeled pool
+            n_pool += queue.n_selected_by_name(self.store, run_name(req, scorer))
         if req.budget > n_pool:
             raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
         if initial > req.budget:
@@ -118,14 +122,13 @@ class ActiveLoop:
     # ----------------------------------------------------------------- run
     def run(self, req: RunRequest) -> list[CycleResult]:
         spec, preset = self.resolve(req)
-        if not self.cfg.hide_labels:
-            raise LoopError(
-                "this project's pool has no hidden labels for a simulated oracle; "
-                "label the queue with `alkit queue export`/`alkit queue import`"
-            )
         run = self.store.get_or_create_run(spec)
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
                                     "spent": self.store.n_spent(run.id)})
+        if not self.cfg.hide_labels:
+            human = self._run_human(run.id, run.name, spec, preset, req)
+            self.on_event("run_end", {"run": run.name, "run_id": run.id})
+            return human
         results: list[CycleResult] = []
         while True:
             if req.max_cycles is not None and len(results) >= req.max_cycles:
@@ -208,6 +211,10 @@ class ActiveLoop:
     def _commit(self, run_id: int, cycle: int, spec: RunSpec, sel: Selection | None, selector: str,
                 n_labeled: int, result_metrics: dict[str, float], fit_s: float, score_s: float,
                 select_s: float, n_scored: int) -> None:
+        if not self.cfg.hide_labels:
+            self._commit_human(run_id, cycle, sel, selector, n_labeled, result_metrics, fit_s, score_s,
+                               select_s, n_scored)
+            return
         selections, labels = [], []
         if sel is not None:
             answers = self.store.hidden_labels(sel.keys)
@@ -223,6 +230,53 @@ class ActiveLoop:
             cycle_row={"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
                        "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored},
             run_status="complete" if sel is None else None,
+        )
+
+    # ----------------------------------------------------------------- human oracle
+    def _run_human(self, run_id: int, name: str, spec: RunSpec, preset: Preset, req: RunRequest) -> list[CycleResult]:
+        """At most one cycle per call: people label between calls (export -> label -> import).
+
+        While this run's last batch is still queued nothing is selected; once the budget is spent
+        and labeled, one last cycle fits and evaluates on every label and completes the run.
+        """
+        cycle = self.store.next_cycle(run_id)
+        waiting = queue.n_waiting(self.store, run_id)
+        if waiting:
+            self.store.set_run_status(run_id, "waiting")
+            msg = f"waiting: {waiting} items still queued; `alkit queue import FILE`, then `alkit run`"
+            self.on_event("human_wait", {"run": name, "cycle": cycle - 1, "queued": waiting, "message": msg})
+            self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
+            return []
+        last = self.store.cycles(run_id)[-1:]
+        spent = self.store.n_spent(run_id)
+        if spent >= spec.budget and last and last[-1].n_selected == 0:
+            self.store.set_run_status(run_id, "complete")
+            return []
+        res = self._cycle(run_id, cycle, spec, preset, spent)
+        self.on_event("cycle_end", {"run": name, **res.__dict__})
+        if res.n_selected:
+            out = queue.export_queue(self.project, req.queue_file, store=self.store)
+            msg = f"{res.n_selected} queued in {out.path.name}: label, `alkit queue import FILE`, `alkit run`"
+            self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": res.n_selected,
+                                          "path": str(out.path), "message": msg})
+            self.on_event("phase", {"cycle": cycle, "phase": msg})
+        else:
+            self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
+        return [res]
+
+    def _commit_human(self, run_id: int, cycle: int, sel: Selection | None, selector: str, n_labeled: int,
+                      result_metrics: dict[str, float], fit_s: float, score_s: float, select_s: float,
+                      n_scored: int) -> None:
+        """Selections, items -> queued and the cycle row in one transaction; people answer later."""
+        selections = [] if sel is None else [
+            {"item_key": int(key), "rank": rank, "score": float(score), "utility": float(util), "selector": selector}
+            for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities))
+        ]
+        queue.commit_queued_cycle(
+            self.store, run_id, cycle, selections=selections,
+            cycle_row={"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
+                       "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored},
+            run_status="waiting" if selections else "complete",
         )
 
     # ----------------------------------------------------------------- pieces

@@ -1,0 +1,99 @@
+"""`alkit queue ...`: the labeling queue for people (export, import, status).  Thin: parse, call
+alkit.pools.queue, render with rich."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from alkit.config import load_project
+from alkit.pools.queue import FORMATS, ON_CONFLICT, SKIP_LABEL, export_queue, import_labels, queue_status
+
+queue_app = typer.Typer(
+    help="Label with people: export the queued items, import their labels, see progress.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
+
+
+def _cli():  # noqa: ANN202 - late import: alkit.cli imports this module to register queue_app
+    from alkit import cli
+
+    return cli
+
+
+@queue_app.command("export")
+def export_cmd(
+    fmt: str = typer.Option("csv", "--format", "-f", help=f"One of {', '.join(FORMATS)}."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: queue.<ext> in the project)."),
+    include: Optional[str] = typer.Option(None, "--include", help="Comma-separated payload columns to include (default: all)."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Write the queued items for labelers: id, payload, empty label/skip, score, rank, cycle and why."""
+    cli = _cli()
+    with cli.user_errors():
+        res = export_queue(load_project(project), out, fmt, cli._parse_csv(include))
+    if res.n_items == 0:
+        cli.console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} "
+                          "(`alkit run` queues the next batch)")
+        return
+    todo = ("import the tasks into Label Studio, label them, export its JSON and `alkit queue import` that file"
+            if res.format == "label-studio" else
+            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path.name}`")
+    cli.console.print(f"[green]exported[/] {res.n_items} queued items to {res.path} ({res.format}); {todo}",
+                      highlight=False)
+
+
+@queue_app.command("import")
+def import_cmd(
+    file: Path = typer.Argument(..., help="Labeled CSV, JSONL, Parquet, or Label Studio export (.json)."),
+    annotator: Optional[str] = typer.Option(None, "--annotator", help="Who labeled this file (overrides the file's annotator column)."),
+    on_conflict: str = typer.Option("error", "--on-conflict", help=f"An item already labeled differently: {', '.join(ON_CONFLICT)}."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Import labels for queued items, all or nothing; the same file twice changes nothing."""
+    cli = _cli()
+    with cli.user_errors():
+        res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict)
+    if json_out:
+        print(json.dumps({**asdict(res), "path": str(res.path)}))
+        return
+    parts = [f"{res.labeled} labeled", f"{res.skipped} skipped"]
+    parts += [f"{n} {what}" for n, what in ((res.replaced, "replaced"), (res.unchanged, "unchanged"),
+                                           (res.kept, "kept (conflicts)"), (res.pending, "without a label yet"))
+              if n]
+    cli.console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} items still queued"
+                      + ("" if res.still_queued else " — `alkit run` continues with the next cycle"), highlight=False)
+
+
+@queue_app.command("status")
+def status_cmd(
+    json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Queued, labeled and skipped pool items, and labels/skips by annotator."""
+    cli = _cli()
+    with cli.user_errors():
+        st = queue_status(load_project(project))
+    if json_out:
+        print(json.dumps(asdict(st)))
+        return
+    cli.console.print(f"pool: [bold]{st.queued}[/] queued, [bold]{st.labeled}[/] labeled, "
+                      f"[bold]{st.skipped}[/] skipped, {st.unlabeled} unlabeled")
+    if st.by_annotator:
+        t = Table(title="by annotator")
+        t.add_column("annotator")
+        t.add_column("labeled", justify="right")
+        t.add_column("skipped", justify="right")
+        for a in st.by_annotator:
+            t.add_row(a.annotator, str(a.labeled), str(a.skipped))
+        cli.console.print(t)

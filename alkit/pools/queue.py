@@ -1,0 +1,713 @@
+"""The human oracle: the labeling queue (DESIGN.md 'Store', 'Queue').
+
+`alkit run` on a project whose pool has no labels selects a batch and marks it *queued*; people
+label it outside alkit and the labels come back through :func:`import_labels`.  Labels from
+people are shared (``labels.run_id`` NULL, source ``import``) so every run learns from them.
+
+Every import is one transaction that first takes the store's write lock (a no-op UPDATE, so
+SQLite waits on its busy timeout and PostgreSQL on a row lock), then validates the whole file
+against the store and writes, or refuses with every offending row named and writes nothing.
+Re-importing a file changes nothing.  A skip leaves no label row (labels must be learnable);
+who skipped an item is kept in ``meta`` under ``skip:<key>``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from alkit.config import Project
+from alkit.pools.schema import CycleRow, Item, Label, Meta, Run, SelectionRow, utcnow
+from alkit.pools.store import Store, StoreError
+
+Format = Literal["csv", "jsonl", "parquet", "label-studio"]
+OnConflict = Literal["error", "keep", "replace"]
+FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")
+ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
+EXTENSIONS = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet", "label-studio": ".json"}
+SKIP_LABEL = "__skip__"
+WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
+RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0", ""}
+_MAX_LISTED = 20
+_CHUNK = 5_000
+_MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
+
+
+class QueueError(ValueError):
+    """An export or import was refused; the message names the offending rows.  Nothing was written."""
+
+
+# ---------------------------------------------------------------------------- typed results
+@dataclass(frozen=True)
+class QueuedItem:
+    """One queued item and why it was picked (its latest selection)."""
+
+    key: int
+    item_id: str
+    run: str
+    strategy: str
+    scorer: str
+    selector: str
+    cycle: int
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    format: str
+    n_items: int
+    columns: list[str]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What one import did.  ``pending`` rows had no label yet (their items stay queued)."""
+
+    path: Path
+    n_rows: int
+    labeled: int
+    skipped: int
+    replaced: int
+    unchanged: int
+    kept: int
+    pending: int
+    still_queued: int
+
+    @property
+    def changed(self) -> int:
+        return self.labeled + self.skipped + self.replaced
+
+
+@dataclass(frozen=True)
+class AnnotatorCount:
+    annotator: str
+    labeled: int
+    skipped: int
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """Pool items by state, and shared labels/skips by who gave them."""
+
+    queued: int
+    labeled: int
+    skipped: int
+    unlabeled: int
+    by_annotator: list[AnnotatorCount] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- store helpers
+def _write_lock(s: Session) -> None:
+    """Take the write lock before reading, so validate-then-write cannot race another import.
+
+    SQLite: the first statement of the transaction is a write, so it waits on busy_timeout for
+    the RESERVED lock instead of failing later on a stale read snapshot.  PostgreSQL: a row lock.
+    """
+    s.execute(update(Meta).where(Meta.key == "schema_version").values(value=Meta.value))
+
+
+def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(seq), n):
+        yield seq[start : start + n]
+
+
+def commit_queued_cycle(
+    store: Store,
+    run_id: int,
+    cycle: int,
+    *,
+    selections: list[dict[str, Any]],
+    cycle_row: dict[str, Any],
+    run_status: str | None,
+) -> None:
+    """Record a human-oracle cycle atomically: selections, items -> queued, the cycle row.
+
+    Refused (nothing written) if any selected item stopped being unlabeled meanwhile, e.g. another
+    run queued it first; the caller simply runs the cycle again.
+    """
+    with store.session() as s:
+        _write_lock(s)
+        last = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run_id))
+        expected = 0 if last is None else int(last) + 1
+        if cycle != expected:
+            raise StoreError(f"run {run_id}: cycle {cycle} out of order (next is {expected})")
+        keys = [int(r["item_key"]) for r in selections]
+        n = 0
+        for chunk in _chunks(keys):
+            res = s.execute(
+                update(Item)
+                .where(Item.key.in_(chunk), Item.split == "pool", Item.state == "unlabeled")
+                .values(state="queued")
+            )
+            n += int(res.rowcount)
+        if n != len(keys):
+            raise StoreError(
+                f"{len(keys) - n} selected items were queued or labeled by someone else meanwhile; "
+                "nothing was recorded: run again"
+            )
+        if selections:
+            s.execute(insert(SelectionRow), [dict(r, run_id=run_id, cycle=cycle) for r in selections])
+        s.execute(insert(CycleRow), [dict(cycle_row, run_id=run_id, cycle=cycle)])
+        if run_status is not None:
+            s.execute(update(Run).where(Run.id == run_id).values(status=run_status))
+
+
+def n_waiting(store: Store, run_id: int) -> int:
+    """Items this run selected that are still queued (waiting for people)."""
+    with store.session() as s:
+        return int(s.scalar(
+            select(func.count()).select_from(SelectionRow).join(Item, Item.key == SelectionRow.item_key)
+            .where(SelectionRow.run_id == run_id, Item.state == "queued")
+        ) or 0)
+
+
+def n_selected_by_name(store: Store, run_name: str) -> int:
+    """Selections of the run called ``run_name`` (0 if it does not exist yet)."""
+    with store.session() as s:
+        return int(s.scalar(
+            select(func.count()).select_from(SelectionRow).join(Run, Run.id == SelectionRow.run_id)
+            .where(Run.name == run_name)
+        ) or 0)
+
+
+def queued_items(store: Store) -> list[QueuedItem]:
+    """Every queued pool item with its latest selection, ordered by cycle, run and rank."""
+    with store.session() as s:
+        latest = (
+            select(SelectionRow.item_key, func.max(SelectionRow.id).label("sel_id"))
+            .group_by(SelectionRow.item_key).subquery()
+        )
+        rows = s.execute(
+            select(Item.key, Item.item_id, Run.name, Run.strategy, Run.scorer, SelectionRow.selector,
+                   SelectionRow.cycle, SelectionRow.rank, SelectionRow.score)
+            .join(latest, latest.c.item_key == Item.key)
+            .join(SelectionRow, SelectionRow.id == latest.c.sel_id)
+            .join(Run, Run.id == SelectionRow.run_id)
+            .where(Item.state == "queued", Item.split == "pool")
+            .order_by(SelectionRow.cycle, Run.id, SelectionRow.rank)
+        ).all()
+    return [QueuedItem(int(r[0]), r[1], r[2], r[3], r[4], r[5], int(r[6]), int(r[7]), float(r[8])) for r in rows]
+
+
+# ---------------------------------------------------------------------------- export
+def default_queue_path(project: Project, fmt: str = "csv") -> Path:
+    return project.root / f"queue{EXTENSIONS[fmt]}"
+
+
+def _payload_columns(project: Project, include: Sequence[str] | None) -> list[str]:
+    available = [c for c in project.config.payload_cols if c != project.config.id_col]
+    if include is None:
+        cols = available
+    else:
+        cols = list(dict.fromkeys(include))
+        unknown = [c for c in cols if c not in available]
+        if unknown:
+            raise QueueError(
+                f"--include: unknown payload columns {', '.join(unknown)}; "
+                f"available: {', '.join(available) or '(none)'}"
+            )
+    clash = [c for c in cols if c in RESERVED]
+    if clash:
+        raise QueueError(
+            f"payload columns {', '.join(clash)} clash with the queue's own columns "
+            f"({', '.join(RESERVED)}); leave them out with --include"
+        )
+    return cols
+
+
+def _atomic_write(path: Path, write: Any) -> None:
+    """Write through a temporary file in the same folder, so labelers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def export_queue(
+    project: Project,
+    out: str | Path | None = None,
+    fmt: str = "csv",
+    include: Sequence[str] | None = None,
+    store: Store | None = None,
+) -> ExportResult:
+    """Write every queued item for labelers: id, payload columns, an empty ``label`` (and
+    ``skip``) to fill in, and why it was picked (score, rank, cycle, run, strategy, scorer,
+    selector).  ``label-studio`` writes a JSON list of Label Studio tasks instead."""
+    if fmt not in FORMATS:
+        raise QueueError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+    store = store or Store(project.store_url)
+    cols = _payload_columns(project, include)
+    items = queued_items(store)
+    path = Path(out) if out is not None else default_queue_path(project, fmt)
+    keys = [q.key for q in items]
+    payload = (pl.scan_parquet(project.payload_path).select(["key", *cols])
+               .filter(pl.col("key").is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
+    by_key = {row["key"]: row for row in payload.to_dicts()}
+    records = []
+    for q in items:
+        p = by_key.get(q.key, {})
+        records.append({"id": q.item_id, **{c: p.get(c) for c in cols}, "label": None, "skip": None,
+                        "score": _finite(q.score), "rank": q.rank, "cycle": q.cycle, "run": q.run,
+                        "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
+    if fmt == "label-studio":
+        tasks = [{
+            "data": {"id": r["id"], **{c: r[c] for c in cols}},
+            "predictions": [{"model_version": f"alkit {r['strategy']}/{r['scorer']}/{r['selector']}",
+                             "score": r["score"], "result": []}],
+            "meta": {k: r[k] for k in WHY_COLS},
+        } for r in records]
+        _atomic_write(path, lambda p: p.write_text(json.dumps(tasks, indent=1, default=str), encoding="utf-8"))
+        return ExportResult(path, fmt, len(items), ["id", *cols])
+    schema: dict[str, Any] = {"id": pl.Utf8, **{c: payload.schema[c] for c in cols}, "label": pl.Utf8,
+                              "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
+                              "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
+    df = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
+    if fmt == "csv":
+        nested = [c for c in cols if isinstance(df.schema[c], (pl.List, pl.Array, pl.Struct))]
+        df = df.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str), return_dtype=pl.Utf8)
+                             for c in nested)
+        _atomic_write(path, lambda p: df.write_csv(p))
+    elif fmt == "jsonl":
+        _atomic_write(path, lambda p: p.write_text(
+            "".join(json.dumps(r, default=str) + "\n" for r in records), encoding="utf-8"))
+    else:
+        _atomic_write(path, lambda p: df.write_parquet(p))
+    return ExportResult(path, fmt, len(items), list(df.columns))
+
+
+# ---------------------------------------------------------------------------- import: parsing
+@dataclass(frozen=True)
+class _Row:
+    """One decision read from a file: where it is, which item, the raw label or a skip."""
+
+    where: str  # "line 3", "row 2", "task 5"
+    item_id: str | None
+    label: str | None
+    skip: bool
+    annotator: str | None
+
+    def name(self) -> str:
+        return f"{self.where} (id {self.item_id})" if self.item_id else self.where
+
+
+def _refuse(path: Path, problems: list[str]) -> QueueError:
+    shown = problems[:_MAX_LISTED]
+    more = f"\n  ... and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
+    return QueueError(f"{path.name}: refused, nothing imported:\n  " + "\n  ".join(shown) + more)
+
+
+def _decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise _refuse(path, [f"line {line}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8"]) from None
+
+
+def _as_text(v: Any) -> str | None:
+    """A cell as label text: None/empty stay None; whole floats lose their '.0' only via class matching."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return None if math.isnan(v) else repr(v)
+    s = str(v).strip()
+    return s or None
+
+
+def _as_skip(v: Any, where: str, problems: list[str]) -> bool:
+    if v is None or isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return bool(v)
+    s = str(v).strip().lower()
+    if s in _TRUE:
+        return True
+    if s in _FALSE:
+        return False
+    problems.append(f"{where}: skip must be true or false, not {v!r}")
+    return False
+
+
+def _check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
+    if "id" not in columns or not ({"label", "skip"} & set(columns)):
+        need = [c for c in ("id", "label") if c not in columns]
+        raise _refuse(path, [f"{where}: missing column {', '.join(need)}; found: {', '.join(columns) or '(none)'} "
+                             "(a queue file needs id and label, optionally skip and annotator)"])
+
+
+def _records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[_Row]:
+    rows = []
+    for where, rec in records:
+        item_id = _as_text(rec.get("id"))
+        if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
+            item_id = str(int(float(item_id)))
+        rows.append(_Row(where, item_id, _as_text(rec.get("label")), _as_skip(rec.get("skip"), where, problems),
+                         _as_text(rec.get("annotator"))))
+    return rows
+
+
+def _parse_csv(path: Path, data: bytes, problems: list[str]) -> list[_Row]:
+    text = _decode(path, data)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise _refuse(path, ["the file is empty (no header line)"])
+        header = [h.strip() for h in header]
+        _check_columns(path, header)
+        records = []
+        for fields in reader:
+            if not fields or all(not f.strip() for f in fields):
+                continue
+            where = f"line {reader.line_num}"
+            if len(fields) != len(header):
+                first = fields[header.index("id")] if len(fields) > header.index("id") else None
+                problems.append(f"{where}{f' (id {first})' if first else ''}: {len(fields)} fields, expected "
+                                f"{len(header)} (truncated or malformed file)")
+                continue
+            records.append((where, dict(zip(header, fields))))
+    except csv.Error as exc:
+        raise _refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
+    return _records_to_rows(path, records, problems)
+
+
+def _parse_jsonl(path: Path, data: bytes, problems: list[str]) -> list[_Row]:
+    text = _decode(path, data)
+    records = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {i}: invalid JSON ({exc.msg}; truncated or malformed file)")
+            continue
+        if not isinstance(rec, dict):
+            problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
+            continue
+        if "id" not in rec or not ({"label", "skip"} & set(rec)):
+            problems.append(f"line {i}: missing key {', '.join(k for k in ('id', 'label') if k not in rec)}")
+            continue
+        records.append((f"line {i}", rec))
+    if not records and not problems:
+        raise _refuse(path, ["the file holds no records"])
+    return _records_to_rows(path, records, problems)
+
+
+def _parse_parquet(path: Path, problems: list[str]) -> list[_Row]:
+    try:
+        df = pl.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+        raise _refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
+    _check_columns(path, df.columns, "columns")
+    keep = [c for c in ("id", "label", "skip", "annotator") if c in df.columns]
+    return _records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems)
+
+
+def _ls_label(result: Any) -> tuple[str | None, str | None]:
+    """(label text, problem) from one Label Studio annotation ``result`` list."""
+    if not isinstance(result, list):
+        return None, "annotation result is not a list"
+    for r in result:
+        value = r.get("value", {}) if isinstance(r, dict) else {}
+        for key in ("choices", "labels", "taxonomy", "text", "number", "rating"):
+            if key not in value:
+                continue
+            v = value[key]
+            if isinstance(v, list):
+                flat = [x[0] if isinstance(x, list) and x else x for x in v]
+                if len(flat) != 1:
+                    return None, f"{len(flat)} {key} in one annotation, expected exactly one"
+                v = flat[0]
+            return _as_text(v), None
+    return None, None
+
+
+def _ls_annotator(ann: dict[str, Any]) -> str | None:
+    by = ann.get("completed_by")
+    if isinstance(by, dict):
+        return _as_text(by.get("email") or by.get("username") or by.get("id"))
+    return None if by is None else f"label-studio user {by}"
+
+
+def _parse_label_studio(path: Path, data: bytes, problems: list[str]) -> list[_Row]:
+    text = _decode(path, data)
+    try:
+        tasks = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _refuse(path, [f"line {exc.lineno}: invalid JSON ({exc.msg}; truncated or malformed file)"]) from None
+    if not isinstance(tasks, list):
+        raise _refuse(path, [f"expected a JSON list of tasks, found {type(tasks).__name__}"])
+    if tasks and all(isinstance(t, dict) and "data" not in t and "annotations" not in t for t in tasks):
+        # a plain JSON list of {id, label, ...} records
+        for i, t in enumerate(tasks, start=1):
+            if "id" not in t or not ({"label", "skip"} & set(t)):
+                problems.append(f"record {i}: missing key {', '.join(k for k in ('id', 'label') if k not in t)}")
+        return _records_to_rows(path, ((f"record {i}", t) for i, t in enumerate(tasks, start=1)), problems)
+    rows: list[_Row] = []
+    for i, task in enumerate(tasks, start=1):
+        where = f"task {i}"
+        data_ = task.get("data") if isinstance(task, dict) else None
+        if not isinstance(data_, dict) or "id" not in data_:
+            problems.append(f"{where}: no data.id (export the tasks alkit wrote, which carry the item id in data.id)")
+            continue
+        item_id = _as_text(data_["id"])
+        anns = task.get("annotations") or []
+        if not isinstance(anns, list):
+            problems.append(f"{where} (id {item_id}): annotations is not a list")
+            continue
+        for j, ann in enumerate(anns, start=1):
+            w = f"{where} annotation {j}" if len(anns) > 1 else where
+            if not isinstance(ann, dict):
+                problems.append(f"{w} (id {item_id}): annotation is not an object")
+                continue
+            if ann.get("was_cancelled"):
+                rows.append(_Row(w, item_id, None, True, _ls_annotator(ann)))
+                continue
+            label, problem = _ls_label(ann.get("result", []))
+            if problem:
+                problems.append(f"{w} (id {item_id}): {problem}")
+                continue
+            rows.append(_Row(w, item_id, label, False, _ls_annotator(ann)))
+    return rows
+
+
+def read_queue_file(path: str | Path, problems: list[str]) -> list[_Row]:
+    """Parse a labeled queue file by its extension; structural problems raise, row problems append."""
+    path = Path(path)
+    if not path.is_file():
+        raise QueueError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return _parse_parquet(path, problems)
+    data = path.read_bytes()
+    if suffix == ".csv":
+        return _parse_csv(path, data, problems)
+    if suffix in (".jsonl", ".ndjson"):
+        return _parse_jsonl(path, data, problems)
+    if suffix == ".json":
+        return _parse_label_studio(path, data, problems)
+    raise QueueError(f"{path}: unsupported file type {suffix!r}; use .csv, .jsonl, .parquet or .json (Label Studio export)")
+
+
+# ---------------------------------------------------------------------------- import: checks
+def canonical_label(project: Project, raw: str) -> str:
+    """The stored form of a label, or ValueError: a known class, or a finite number as repr(float)."""
+    cfg = project.config
+    if cfg.task == "classification":
+        if raw in cfg.classes:
+            return raw
+        try:
+            x = float(raw)
+            match = [c for c in cfg.classes if _float_or_none(c) == x]
+        except ValueError:
+            match = []
+        if match:
+            return match[0]
+        shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
+        raise ValueError(f"unknown class {raw!r} (classes: {shown})")
+    try:
+        x = float(raw)
+    except ValueError:
+        raise ValueError(f"regression label {raw!r} is not a number") from None
+    if not math.isfinite(x):
+        raise ValueError(f"regression label {raw!r} is not a finite number")
+    return repr(x)
+
+
+def _float_or_none(s: str) -> float | None:
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+_SKIP = object()  # the decision "skip this item"
+
+
+def _decisions(project: Project, rows: list[_Row], problems: list[str]) -> dict[str, tuple[Any, _Row]]:
+    """item id -> (canonical label or _SKIP, first row saying so); pending rows dropped."""
+    out: dict[str, tuple[Any, _Row]] = {}
+    for r in rows:
+        if not r.item_id:
+            problems.append(f"{r.where}: missing id")
+            continue
+        if r.annotator is not None and len(r.annotator) > _MAX_ANNOTATOR:
+            problems.append(f"{r.name()}: annotator name longer than {_MAX_ANNOTATOR} characters")
+            continue
+        if r.label == SKIP_LABEL or (r.skip and r.label is None):
+            decision: Any = _SKIP
+        elif r.skip:
+            problems.append(f"{r.name()}: both a label {r.label!r} and skip=true; keep one")
+            continue
+        elif r.label is None:
+            continue  # not labeled yet: the item stays queued
+        else:
+            try:
+                decision = canonical_label(project, r.label)
+            except ValueError as exc:
+                problems.append(f"{r.name()}: {exc}")
+                continue
+        prev = out.get(r.item_id)
+        if prev is None:
+            out[r.item_id] = (decision, r)
+        elif prev[0] is not decision and prev[0] != decision:
+            problems.append(f"id {r.item_id}: conflicting labels in the file: {_show(prev[0])} at {prev[1].where}, "
+                            f"{_show(decision)} at {r.where}")
+    return out
+
+
+def _show(decision: Any) -> str:
+    return "skip" if decision is _SKIP else repr(decision)
+
+
+def import_labels(
+    project: Project,
+    path: str | Path,
+    annotator: str | None = None,
+    on_conflict: str = "error",
+    store: Store | None = None,
+) -> ImportResult:
+    """Import people's labels for queued items, all or nothing.
+
+    A row with an empty label (and no skip) is not labeled yet and leaves its item queued.
+    A skip (``skip`` true with an empty label, or the label ``__skip__``; Label Studio: a
+    cancelled annotation) moves the item to skipped.  ``--annotator`` names every row; without
+    it a row's ``annotator`` column (Label Studio: ``completed_by``) is used.  An item that
+    already has a label (or a skip) is unchanged by the same answer; a different answer is a
+    conflict: refused (``error``), ignored (``keep``) or overwritten (``replace``).
+    """
+    if on_conflict not in ON_CONFLICT:
+        raise QueueError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+    if annotator is not None and len(annotator) > _MAX_ANNOTATOR:
+        raise QueueError(f"--annotator is longer than {_MAX_ANNOTATOR} characters")
+    path = Path(path)
+    store = store or Store(project.store_url)
+    problems: list[str] = []
+    rows = read_queue_file(path, problems)
+    decisions = _decisions(project, rows, problems)
+    if problems:
+        raise _refuse(path, problems)
+    pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
+    counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
+    with store.session() as s:
+        _write_lock(s)
+        ids = list(decisions)
+        items: dict[str, Item] = {}
+        for chunk in _chunks(ids):
+            items.update({it.item_id: it for it in s.scalars(select(Item).where(Item.item_id.in_(chunk)))})
+        keys = [it.key for it in items.values()]
+        shared: dict[int, Label] = {}
+        cycles: dict[int, int] = {}
+        skip_keys: set[int] = set()
+        for chunk in _chunks(keys):
+            shared.update({lab.item_key: lab for lab in s.scalars(
+                select(Label).where(Label.item_key.in_(chunk), Label.run_id.is_(None)))})
+            cycles.update({int(k): int(c) for k, c in s.execute(
+                select(SelectionRow.item_key, func.max(SelectionRow.cycle))
+                .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
+            skip_keys.update(int(k[len("skip:"):]) for k in s.scalars(
+                select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
+        conflicts: list[str] = []
+        plan: list[tuple[str, Item, Any, _Row]] = []  # (action, item, decision, row)
+        for item_id, (decision, row) in decisions.items():
+            it = items.get(item_id)
+            if it is None:
+                problems.append(f"{row.name()}: unknown id")
+                continue
+            if it.split != "pool":
+                problems.append(f"{row.name()}: the item is in the {it.split} split, not the pool")
+                continue
+            existing: Any = None
+            if it.state == "labeled" and it.key in shared:
+                existing = shared[it.key].value
+            elif it.state == "skipped":
+                existing = _SKIP
+            elif it.state != "queued":
+                problems.append(f"{row.name()}: the item is not queued (state {it.state}); only queued items take labels")
+                continue
+            if existing is None:
+                plan.append(("new", it, decision, row))
+            elif existing is decision or existing == decision:
+                counts["unchanged"] += 1
+            elif on_conflict == "error":
+                conflicts.append(f"{row.name()}: {_show(decision)} conflicts with the stored {_show(existing)}")
+            elif on_conflict == "keep":
+                counts["kept"] += 1
+            else:
+                plan.append(("replace", it, decision, row))
+        if problems or conflicts:
+            if conflicts:
+                conflicts[0] += " (use --on-conflict keep or replace)"
+            raise _refuse(path, problems + conflicts)
+        now = utcnow()
+        for action, it, decision, row in plan:
+            who = annotator or row.annotator
+            if action == "replace":
+                if it.key in shared:
+                    s.execute(delete(Label).where(Label.id == shared[it.key].id))
+                if it.key in skip_keys:
+                    s.execute(delete(Meta).where(Meta.key == f"skip:{it.key}"))
+                counts["replaced"] += 1
+            if decision is _SKIP:
+                s.add(Meta(key=f"skip:{it.key}", value=json.dumps({"annotator": who, "time": now.isoformat()})))
+                it.state = "skipped"
+                counts["skipped"] += int(action == "new")
+            else:
+                s.add(Label(item_key=it.key, run_id=None, value=decision, source="import", annotator=who,
+                            cycle=cycles.get(it.key), created_at=now))
+                it.state = "labeled"
+                counts["labeled"] += int(action == "new")
+        s.flush()
+        still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
+    return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
+                        counts["unchanged"], counts["kept"], pending, still)
+
+
+# ---------------------------------------------------------------------------- status
+def queue_status(project: Project, store: Store | None = None) -> QueueStatus:
+    """Pool items queued/labeled/skipped, and people's labels and skips by annotator."""
+    store = store or Store(project.store_url)
+    with store.session() as s:
+        states = dict(s.execute(
+            select(Item.state, func.count()).where(Item.split == "pool").group_by(Item.state)).all())
+        labeled = s.execute(
+            select(Label.annotator, Label.source, func.count()).where(Label.run_id.is_(None))
+            .group_by(Label.annotator, Label.source)).all()
+        skips = [json.loads(v).get("annotator") for v in s.scalars(select(Meta.value).where(Meta.key.like("skip:%")))]
+    table: dict[str, list[int]] = {}
+    for who, source, n in labeled:
+        name = who or ("(given at init)" if source == "init" else "(unnamed)")
+        table.setdefault(name, [0, 0])[0] += int(n)
+    for who in skips:
+        table.setdefault(who or "(unnamed)", [0, 0])[1] += 1
+    by = [AnnotatorCount(k, v[0], v[1]) for k, v in sorted(table.items())]
+    return QueueStatus(int(states.get("queued", 0)), int(states.get("labeled", 0)), int(states.get("skipped", 0)),
+                       int(states.get("unlabeled", 0)), by)
