@@ -68,8 +68,12 @@ def available_strategies(task: str) -> tuple[list[str], dict[str, str]]:
     return usable, why
 
 
-def _default_at(budget: int) -> list[int]:
-    return sorted({max(1, int(round(budget * f))) for f in (0.25, 0.5, 0.75, 1.0)})
+def _default_at(df: pl.DataFrame, budget: int) -> list[int]:
+    """Evaluated label counts nearest below 25/50/75/100 % of the budget (no empty columns)."""
+    counts = np.unique(df["n_labeled"].to_numpy())
+    counts = counts[counts > 0] if (counts > 0).any() else counts
+    picks = {int(counts[max(0, np.searchsorted(counts, f * budget, side="right") - 1)]) for f in (0.25, 0.5, 0.75, 1.0)}
+    return sorted(picks)
 
 
 def _scoring_cost(df: pl.DataFrame) -> pl.DataFrame:
@@ -108,8 +112,8 @@ def run_bench(
     ``strategies``: preset names (default: every preset whose scorer and selectors are
     registered).  ``seeds``: a count (0..n-1) or explicit seeds.  ``train``: TrainConfig fields
     for every fit (e.g. ``{"max_epochs": 50}``).  ``metric``: default accuracy (classification) or
-    crps (regression).  ``at``: label counts for the fixed-budget columns (default 25/50/75/100 %
-    of the budget).  ``target``: the value for labels-to-target (default: the random baseline's
+    crps (regression).  ``at``: label counts for the fixed-budget columns (default: the evaluated
+    label counts nearest below 25/50/75/100 % of the budget).  ``target``: the value for labels-to-target (default: the random baseline's
     mean final value when random is benched, else 95 % of the best final mean, or 105 % for a
     lower-is-better metric).  ``command``: the command line to print in the Markdown.
     Bad arguments raise LoopError/ValueError before anything runs.
@@ -125,7 +129,6 @@ def run_bench(
         raise LoopError(f"seeds must be a positive count or distinct integers, got {seeds!r}")
     metric = metric or ("accuracy" if task == "classification" else "crps")
     higher = metric in HIGHER_IS_BETTER
-    at_list = list(at) if at is not None else _default_at(budget)
 
     loop = ActiveLoop(proj)
     plan: list[tuple[RunRequest, str]] = []
@@ -181,6 +184,7 @@ def run_bench(
         df = df.filter(pl.col("run").is_in(list(bench_runs)) & (pl.col("n_labeled") <= budget))
     if df.height == 0 or metric not in df.columns:
         raise LoopError(f"no evaluated cycle with metric {metric!r} among the bench's runs")
+    at_list = list(at) if at is not None else _default_at(df, budget)
     if target is None:
         target = _default_target(df, metric, higher)
     table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher)

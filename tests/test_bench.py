@@ -31,6 +31,9 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     assert set(table["strategy"]) == {"random", "ensemble"}
     assert {"accuracy@20_mean", "accuracy@20_std", "aulc_mean", "labels_to_target_mean",
             "n_reached", "score_s_per_1k_mean", "score_s_per_1k_std"} <= set(table.columns)
+    assert [c for c in table.columns if c.startswith("accuracy@")] == [
+        "accuracy@10_mean", "accuracy@10_std", "accuracy@20_mean", "accuracy@20_std"]  # evaluated counts only
+    assert table["accuracy@10_mean"].null_count() == 0
     row = {r["strategy"]: r for r in table.iter_rows(named=True)}
     assert row["random"]["score_s_per_1k_mean"] is None  # random scores nothing
     assert row["ensemble"]["score_s_per_1k_mean"] > 0
