@@ -11,7 +11,7 @@ from alkit.bench import available_strategies, run_bench
 from alkit.config import load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 
-TINY_TRAIN = {"max_epochs": 5, "min_steps": 10, "patience": 2}
+TINY_TRAIN = {"max_epochs": 3, "min_steps": 5, "patience": 1}
 ARGS = dict(budget=20, batch_size=10, seeds=2, train=TINY_TRAIN, progress=False)
 
 
@@ -19,8 +19,8 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     # one run half done beforehand: the bench must resume it, not restart or duplicate it
     loop = ActiveLoop(load_project(digits_project))
     loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=1, train=TINY_TRAIN, max_cycles=1))
-    res = run_bench(digits_project, strategies=["random", "ensemble"], **ARGS)
-    assert sorted(res.ran) == ["ensemble-b10-s0", "ensemble-b10-s1", "random-b10-s0", "random-b10-s1"]
+    res = run_bench(digits_project, strategies=["random", "mc-dropout"], **ARGS)
+    assert sorted(res.ran) == ["mc-dropout-b10-s0", "mc-dropout-b10-s1", "random-b10-s0", "random-b10-s1"]
     assert not res.failed and res.metric == "accuracy"
     runs = {r.name: r for r in loop.store.runs()}
     assert len(runs) == 4 and all(r.status == "complete" for r in runs.values())
@@ -28,7 +28,7 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
 
     table = pl.read_csv(res.summary_csv)
     assert table["strategy"].to_list() == res.table["strategy"].to_list()
-    assert set(table["strategy"]) == {"random", "ensemble"}
+    assert set(table["strategy"]) == {"random", "mc-dropout"}
     assert {"accuracy@20_mean", "accuracy@20_std", "aulc_mean", "labels_to_target_mean",
             "n_reached", "score_s_per_1k_mean", "score_s_per_1k_std"} <= set(table.columns)
     assert [c for c in table.columns if c.startswith("accuracy@")] == [
@@ -36,16 +36,16 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     assert table["accuracy@10_mean"].null_count() == 0
     row = {r["strategy"]: r for r in table.iter_rows(named=True)}
     assert row["random"]["score_s_per_1k_mean"] is None  # random scores nothing
-    assert row["ensemble"]["score_s_per_1k_mean"] > 0
+    assert row["mc-dropout"]["score_s_per_1k_mean"] > 0
     assert row["random"]["n_seeds"] == 2
     # the target defaults to random's mean final accuracy, so the mean random seed reaches it
     cycles = pl.read_csv(res.cycles_csv)
     finals = cycles.filter(pl.col("strategy") == "random").sort("n_labeled").group_by("run").agg(pl.col("accuracy").last())
     assert res.target == pytest.approx(finals["accuracy"].mean())
     md = res.summary_md.read_text()
-    assert "| strategy |" in md and "ensemble" in md and "±" in md
+    assert "| strategy |" in md and "mc-dropout" in md and "±" in md
 
-    again = run_bench(digits_project, strategies=["random", "ensemble"], **ARGS)
+    again = run_bench(digits_project, strategies=["random", "mc-dropout"], **ARGS)
     assert again.ran == [] and len(again.skipped) == 4
     assert len(loop.store.cycles()) == len(ActiveLoop(load_project(digits_project)).store.cycles())
 
