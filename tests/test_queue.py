@@ -1,0 +1,497 @@
+"""The human oracle: `alkit run` queues a batch, people label it (export -> label -> import),
+the next `alkit run` learns from it.  Real files in every format, every refused input (with the
+offending rows named and the store unchanged), idempotence, partial imports, skips, and two
+processes importing into one SQLite store at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from alkit.cli import app
+from alkit.config import Project, load_project
+from alkit.loop import ActiveLoop, RunRequest
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.pools.queue import (
+    QueueError,
+    commit_queued_cycle,
+    export_queue,
+    import_labels,
+    queue_status,
+    queued_items,
+)
+from alkit.pools.schema import CycleRow, Item, Label, Meta, SelectionRow
+from alkit.pools.store import RunSpec, Store
+
+from conftest import FAST_TRAIN, digits_frame
+
+PX = [f"px{j}" for j in range(64)]
+N_TEST = 60
+
+
+# ---------------------------------------------------------------------------- fixtures
+def _digits_human(tmp_path: Path, n: int = 160) -> tuple[Project, dict[str, str]]:
+    """Digits with labels on the first N_TEST rows only (the test split), the rest an unlabeled pool;
+    returns the project and the true label of every id (what a labeler would answer)."""
+    df = digits_frame(n)
+    truth = {i: str(y) for i, y in zip(df["id"], df["label"])}
+    df = df.with_columns(
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"),
+        pl.format("img/{}.png", pl.col("id")).alias("path"),
+        (pl.int_range(pl.len()) % 3).alias("batch"),
+    )
+    src = tmp_path / "digits_pool.csv"
+    df.write_csv(src)
+    init_project(src, tmp_path / "proj", InitOptions(id_col="id", label_col="label", features=PX))
+    return load_project(tmp_path / "proj"), truth
+
+
+@pytest.fixture
+def human(tmp_path: Path) -> tuple[Project, dict[str, str]]:
+    return _digits_human(tmp_path)
+
+
+def queue_batch(project: Project, n: int, cycle: int = 0, run: str = "manual") -> list[str]:
+    """Queue the first n unlabeled pool items as if a run had selected them (no training: fast)."""
+    store = Store(project.store_url)
+    r = store.get_or_create_run(RunSpec(run, "random", "none", 0, 1000, 10, 10, {}))
+    keys = store.pool_keys()[:n]
+    commit_queued_cycle(
+        store, r.id, cycle,
+        selections=[{"item_key": int(k), "rank": i, "score": 1.0 - i / 100, "utility": 0.5, "selector": "random"}
+                    for i, k in enumerate(keys)],
+        cycle_row={"n_labeled": 0, "n_selected": n, "metrics": {}}, run_status="waiting",
+    )
+    return list(store.ids_for_keys(keys.tolist()).values())
+
+
+def snapshot(project: Project) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row an import may touch, to prove a refused one changed nothing."""
+    store = Store(project.store_url)
+    with store.session() as s:
+        return {
+            "items": [tuple(r) for r in s.execute(select(Item.key, Item.state).order_by(Item.key))],
+            "labels": [tuple(r) for r in s.execute(select(Label.item_key, Label.run_id, Label.value, Label.source,
+                                                          Label.annotator, Label.cycle, Label.created_at).order_by(Label.id))],
+            "meta": [tuple(r) for r in s.execute(select(Meta.key, Meta.value).order_by(Meta.key))],
+            "selections": [tuple(r) for r in s.execute(select(SelectionRow.item_key, SelectionRow.run_id))],
+            "cycles": [tuple(r) for r in s.execute(select(CycleRow.run_id, CycleRow.cycle))],
+        }
+
+
+def shared_labels(project: Project) -> dict[str, tuple[str, str, str | None]]:
+    """item id -> (value, source, annotator) of every shared (run_id NULL) label."""
+    store = Store(project.store_url)
+    with store.session() as s:
+        rows = s.execute(select(Item.item_id, Label.value, Label.source, Label.annotator, Label.run_id)
+                         .join(Label, Label.item_key == Item.key)).all()
+    assert all(r[4] is None for r in rows)
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def states(project: Project, ids: list[str]) -> dict[str, str]:
+    store = Store(project.store_url)
+    with store.session() as s:
+        return dict(s.execute(select(Item.item_id, Item.state).where(Item.item_id.in_(ids))).all())
+
+
+def invoke(*args: str) -> Any:
+    res = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    res.text = " ".join((res.stdout + (res.stderr or "")).split())
+    return res
+
+
+# ---------------------------------------------------------------------------- export
+def test_export_every_format_has_payload_score_and_why(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    project, _ = human
+    ids = queue_batch(project, 6)
+    res = export_queue(project)  # default: queue.csv in the project
+    assert res.path == project.root / "queue.csv" and res.n_items == 6
+    df = pl.read_csv(res.path, infer_schema=False)
+    assert df.columns == ["id", "path", "batch", "label", "skip", "score", "rank", "cycle", "run", "strategy",
+                          "scorer", "selector"]
+    assert df["id"].to_list() == ids
+    assert df["path"].to_list() == [f"img/{i}.png" for i in ids]
+    assert df["rank"].to_list() == [str(i) for i in range(6)]
+    assert [float(x) for x in df["score"]] == pytest.approx([1.0 - i / 100 for i in range(6)])
+    assert set(df["cycle"]) == {"0"} and set(df["run"]) == {"manual"} and set(df["strategy"]) == {"random"}
+    assert set(df["scorer"]) == {"none"} and set(df["selector"]) == {"random"}
+    assert df["label"].null_count() == 6
+
+    jl = export_queue(project, tmp_path / "q.jsonl", "jsonl", include=["path"])
+    recs = [json.loads(line) for line in jl.path.read_text().splitlines()]
+    assert [r["id"] for r in recs] == ids and all("batch" not in r and r["label"] is None for r in recs)
+    assert recs[2]["path"] == f"img/{ids[2]}.png" and recs[2]["rank"] == 2 and recs[2]["selector"] == "random"
+
+    pq = export_queue(project, tmp_path / "q.parquet", "parquet", include=[])
+    frame = pl.read_parquet(pq.path)
+    assert frame.columns == ["id", "label", "skip", "score", "rank", "cycle", "run", "strategy", "scorer", "selector"]
+    assert frame["rank"].to_list() == list(range(6))
+
+    ls = export_queue(project, tmp_path / "q.json", "label-studio")
+    tasks = json.loads(ls.path.read_text())
+    assert [t["data"]["id"] for t in tasks] == ids
+    assert set(tasks[0]["data"]) == {"id", "path", "batch"} and tasks[0]["data"]["path"] == f"img/{ids[0]}.png"
+    assert tasks[1]["predictions"][0]["score"] == pytest.approx(0.99)
+    assert tasks[1]["predictions"][0]["result"] == [] and "random" in tasks[1]["predictions"][0]["model_version"]
+    assert tasks[1]["meta"]["rank"] == 1 and tasks[1]["meta"]["selector"] == "random"
+
+    with pytest.raises(QueueError, match="unknown payload columns nope; available: path, batch"):
+        export_queue(project, include=["nope"])
+    with pytest.raises(QueueError, match="unknown format"):
+        export_queue(project, fmt="xlsx")
+
+
+# ---------------------------------------------------------------------------- import, every format
+def _write_labeled(fmt: str, path: Path, rows: list[dict[str, Any]], tasks: list[dict[str, Any]] | None = None) -> Path:
+    if fmt == "csv":
+        pl.DataFrame(rows).write_csv(path)
+    elif fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif fmt == "parquet":
+        pl.DataFrame(rows).write_parquet(path)
+    else:  # Label Studio's JSON export of the tasks alkit wrote
+        by_id = {r["id"]: r for r in rows}
+        out = []
+        for n, t in enumerate(tasks or [], start=1):
+            r = by_id[t["data"]["id"]]
+            ann = {"id": 100 + n, "completed_by": {"id": 7, "email": "ls@example.org"}, "was_cancelled": False,
+                   "ground_truth": False, "lead_time": 2.5,
+                   "result": [{"id": f"r{n}", "type": "choices", "from_name": "digit", "to_name": "image",
+                               "origin": "manual", "value": {"choices": [r["label"]]}}]}
+            out.append({"id": n, **t, "annotations": [ann], "drafts": [], "project": 3})
+        path.write_text(json.dumps(out))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet", "label-studio"])
+def test_import_each_format_then_reimport_changes_nothing(human: tuple[Project, dict[str, str]], tmp_path: Path,
+                                                          fmt: str) -> None:
+    project, truth = human
+    ids = queue_batch(project, 8)
+    tasks = json.loads(export_queue(project, tmp_path / "tasks.json", "label-studio").path.read_text())
+    ext = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", "label-studio": "json"}[fmt]
+    rows = [{"id": i, "label": truth[i]} for i in ids]
+    if fmt == "parquet":  # typed labels come back as their class
+        rows = [{"id": i, "label": int(truth[i])} for i in ids]
+    path = _write_labeled(fmt, tmp_path / f"labeled.{ext}", rows, tasks)
+    res = import_labels(project, path, annotator="alice" if fmt != "label-studio" else None)
+    assert (res.labeled, res.skipped, res.unchanged, res.pending, res.still_queued) == (8, 0, 0, 0, 0)
+    got = shared_labels(project)
+    who = "ls@example.org" if fmt == "label-studio" else "alice"
+    assert got == {i: (truth[i], "import", who) for i in ids}
+    assert set(states(project, ids).values()) == {"labeled"}
+    # shared labels: every run (and a new one) learns from them
+    keys, values = Store(project.store_url).labeled_set(None)
+    assert sorted(values) == sorted(truth[i] for i in ids) and len(keys) == 8
+
+    before = snapshot(project)
+    again = import_labels(project, path, annotator="bob")
+    assert (again.labeled, again.unchanged) == (0, 8)
+    assert snapshot(project) == before
+
+
+# ---------------------------------------------------------------------------- partial, skip, status
+def test_partial_import_skip_and_status(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    project, truth = human
+    ids = queue_batch(project, 6)
+    csv_path = tmp_path / "part.csv"
+    csv_path.write_text(
+        "id,label,skip,annotator\n"
+        f"{ids[0]},{truth[ids[0]]},,ann\n"
+        f"{ids[1]},,true,ann\n"          # explicit skip: empty label + skip=true
+        f"{ids[2]},__skip__,,\n"          # explicit skip: the literal label
+        f"{ids[3]},,,\n"                  # not labeled yet: stays queued
+        f"{ids[4]},{truth[ids[4]]}.0,false,\n"  # '3.0' is class '3'
+    )
+    res = import_labels(project, csv_path, annotator=None)
+    assert (res.labeled, res.skipped, res.pending, res.still_queued) == (2, 2, 1, 2)
+    st = states(project, ids)
+    assert [st[i] for i in ids] == ["labeled", "skipped", "skipped", "queued", "labeled", "queued"]
+    assert shared_labels(project)[ids[4]] == (truth[ids[4]], "import", None)
+    status = queue_status(project)
+    assert (status.queued, status.labeled, status.skipped) == (2, 2, 2)
+    by = {a.annotator: (a.labeled, a.skipped) for a in status.by_annotator}
+    assert by == {"ann": (1, 1), "(unnamed)": (1, 1)}
+    assert [q.item_id for q in queued_items(Store(project.store_url))] == [ids[3], ids[5]]
+
+    out = invoke("queue", "status", "--json", "--project", str(project.root))
+    assert out.exit_code == 0 and json.loads(out.stdout)["queued"] == 2
+    out = invoke("queue", "status", "--project", str(project.root))
+    assert "2 queued, 2 labeled, 2 skipped" in out.text and "ann" in out.text
+
+    # the rest, later: skipped and labeled items are unchanged by the same answers
+    rest = tmp_path / "rest.jsonl"
+    rest.write_text(json.dumps({"id": ids[3], "label": int(truth[ids[3]])}) + "\n"
+                    + json.dumps({"id": ids[1], "label": None, "skip": True}) + "\n"
+                    + json.dumps({"id": ids[5], "label": "__skip__", "annotator": "cy"}) + "\n")
+    res = import_labels(project, rest)
+    assert (res.labeled, res.skipped, res.unchanged, res.still_queued) == (1, 1, 1, 0)
+
+
+def test_on_conflict_keep_and_replace(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    project, truth = human
+    ids = queue_batch(project, 3)
+    first = tmp_path / "first.csv"
+    pl.DataFrame({"id": ids, "label": [truth[i] for i in ids]}).write_csv(first)
+    import_labels(project, first, annotator="a")
+    wrong = {i: str((int(truth[i]) + 1) % 10) for i in ids}
+    second = tmp_path / "second.csv"
+    pl.DataFrame({"id": ids, "label": [wrong[ids[0]], truth[ids[1]], "__skip__"]}).write_csv(second)
+
+    before = snapshot(project)
+    with pytest.raises(QueueError) as exc:
+        import_labels(project, second, annotator="b")
+    msg = str(exc.value)
+    assert f"line 2 (id {ids[0]}): '{wrong[ids[0]]}' conflicts with the stored '{truth[ids[0]]}'" in msg
+    assert f"line 4 (id {ids[2]}): skip conflicts with the stored '{truth[ids[2]]}'" in msg
+    assert ids[1] not in msg and "--on-conflict keep or replace" in msg
+    assert snapshot(project) == before
+
+    kept = import_labels(project, second, annotator="b", on_conflict="keep")
+    assert (kept.kept, kept.unchanged, kept.replaced) == (2, 1, 0) and snapshot(project) == before
+
+    rep = import_labels(project, second, annotator="b", on_conflict="replace")
+    assert (rep.replaced, rep.unchanged) == (2, 1)
+    got = shared_labels(project)
+    assert got[ids[0]] == (wrong[ids[0]], "import", "b") and ids[2] not in got
+    assert states(project, ids) == {ids[0]: "labeled", ids[1]: "labeled", ids[2]: "skipped"}
+    back = import_labels(project, first, annotator="c", on_conflict="replace")  # skip -> label again
+    assert back.replaced == 2 and states(project, [ids[2]]) == {ids[2]: "labeled"}
+    assert not [m for m in snapshot(project)["meta"] if m[0].startswith("skip:")]
+
+
+# ---------------------------------------------------------------------------- refused files
+def _bad_files(ids: list[str], truth: dict[str, str], test_id: str, unqueued_id: str, tmp: Path) -> list[tuple[str, Path, list[str]]]:
+    """(case, file, fragments the refusal must contain)."""
+    ok = f"{ids[0]},{truth[ids[0]]}\n"
+    cases: list[tuple[str, Path, list[str]]] = []
+
+    def add(case: str, name: str, content: bytes | str, must: list[str]) -> None:
+        p = tmp / name
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+        cases.append((case, p, must))
+
+    add("unknown id", "unknown.csv", "id,label\n" + ok + "nope1,3\nnope2,4\n",
+        ["line 3 (id nope1): unknown id", "line 4 (id nope2): unknown id"])
+    add("not queued", "unqueued.csv", "id,label\n" + ok + f"{unqueued_id},1\n",
+        [f"line 3 (id {unqueued_id}): the item is not queued (state unlabeled)"])
+    add("test split", "testsplit.csv", "id,label\n" + ok + f"{test_id},1\n",
+        [f"line 3 (id {test_id}): the item is in the test split"])
+    add("unknown class", "class.csv", "id,label\n" + ok + f"{ids[1]},cat\n{ids[2]},12\n",
+        [f"line 3 (id {ids[1]}): unknown class 'cat' (classes: 0, 1, 2", f"line 4 (id {ids[2]}): unknown class '12'"])
+    add("conflict in file", "dup.csv", f"id,label\n{ids[1]},1\n{ids[1]},2\n{ids[2]},5\n{ids[2]},5\n",
+        [f"id {ids[1]}: conflicting labels in the file: '1' at line 2, '2' at line 3"])
+    add("label and skip", "both.csv", f"id,label,skip\n{ids[1]},1,true\n{ids[2]},1,maybe\n",
+        [f"line 2 (id {ids[1]}): both a label '1' and skip=true", "line 3: skip must be true or false, not 'maybe'"])
+    add("missing column", "nolabel.csv", f"id,answer\n{ids[1]},1\n", ["missing column label; found: id, answer"])
+    add("missing id column", "noid.jsonl", json.dumps({"item": ids[1], "label": "1"}) + "\n",
+        ["line 1: missing key id"])
+    add("truncated csv", "cut.csv", "id,label,annotator\n" + f"{ids[0]},{truth[ids[0]]},a\n{ids[1]},3,a\n{ids[2]}",
+        [f"line 4 (id {ids[2]}): 1 fields, expected 3 (truncated or malformed file)"])
+    add("unterminated quote", "quote.csv", f'id,label\n{ids[1]},"3\n', ["line 2", "truncated or malformed"])
+    add("truncated jsonl", "cut.jsonl", json.dumps({"id": ids[0], "label": truth[ids[0]]}) + "\n" + '{"id": "' + ids[1] + '", "lab',
+        ["line 2: invalid JSON", "truncated"])
+    add("truncated label studio", "cut.json", '[{"id": 1, "data": {"id": "' + ids[1] + '"}, "annotations": [{"result": [',
+        ["line 1: invalid JSON", "truncated"])
+    add("label studio without ids", "noid.json", json.dumps([{"id": 1, "data": {"path": "x"}, "annotations": []}]),
+        ["task 1: no data.id"])
+    add("latin-1", "latin1.csv", f"id,label,annotator\n{ids[1]},3,Jos\xe9\n".encode("latin-1"),
+        ["line 2: not valid UTF-8", "save the file as UTF-8"])
+    full = tmp / "full.parquet"
+    pl.DataFrame({"id": ids, "label": [truth[i] for i in ids]}).write_parquet(full)
+    add("truncated parquet", "cut.parquet", full.read_bytes()[: len(full.read_bytes()) // 2],
+        ["not a readable Parquet file", "truncated"])
+    return cases
+
+
+def test_every_bad_file_is_refused_naming_rows_and_changes_nothing(human: tuple[Project, dict[str, str]],
+                                                                  tmp_path: Path) -> None:
+    project, truth = human
+    ids = queue_batch(project, 5)
+    store = Store(project.store_url)
+    test_id = store.ids_for_keys([int(store.test_set()[0][0])])[int(store.test_set()[0][0])]
+    unqueued = store.ids_for_keys([int(store.pool_keys()[0])])[int(store.pool_keys()[0])]
+    before = snapshot(project)
+    cases = _bad_files(ids, truth, test_id, unqueued, tmp_path)
+    for case, path, must in cases:
+        with pytest.raises(QueueError) as exc:
+            import_labels(project, path, annotator="x")
+        msg = str(exc.value)
+        assert msg.startswith(f"{path.name}: refused, nothing imported"), (case, msg)
+        for fragment in must:
+            assert fragment in msg, (case, fragment, msg)
+        assert snapshot(project) == before, case
+    # the same refusals through the CLI: exit code 2, the rows named, no traceback
+    for case, path, must in cases[:3] + cases[-2:]:
+        res = invoke("queue", "import", str(path), "--project", str(project.root))
+        assert res.exit_code == 2, (case, res.text)
+        assert must[0] in res.text and "Traceback" not in res.text, (case, res.text)
+    assert snapshot(project) == before
+
+
+def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    df = pl.DataFrame({"id": [f"r{i}" for i in range(40)], "a": X[:, 0], "b": X[:, 1], "c": X[:, 2],
+                       "y": [float(v) if i < 15 else None for i, v in enumerate(y)]})
+    df.write_csv(tmp_path / "reg.csv")
+    init_project(tmp_path / "reg.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", task="regression"))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 4)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"id,label\n{ids[0]},1.5\n{ids[1]},abc\n{ids[2]},nan\n{ids[3]},inf\n")
+    before = snapshot(project)
+    with pytest.raises(QueueError) as exc:
+        import_labels(project, bad)
+    msg = str(exc.value)
+    assert f"line 3 (id {ids[1]}): regression label 'abc' is not a number" in msg
+    assert f"line 4 (id {ids[2]}): regression label 'nan' is not a finite number" in msg
+    assert f"line 5 (id {ids[3]}): regression label 'inf' is not a finite number" in msg
+    assert ids[0] not in msg and snapshot(project) == before
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps({"id": i, "label": v}) + "\n" for i, v in zip(ids, [1.5, -2, "3e-1", 4])))
+    assert import_labels(project, good).labeled == 4
+    assert {k: v[0] for k, v in shared_labels(project).items()} == dict(zip(ids, ["1.5", "-2.0", "0.3", "4.0"]))
+    assert import_labels(project, good).unchanged == 4  # -2 == -2.0: the same label
+
+
+# ---------------------------------------------------------------------------- two processes at once
+_IMPORTER = """
+import sys, time
+from pathlib import Path
+from alkit.config import load_project
+from alkit.pools.queue import import_labels
+root, file, who, go = sys.argv[1:5]
+while not Path(go).exists():
+    time.sleep(0.005)
+res = import_labels(load_project(root), file, annotator=who)
+print(res.labeled, res.unchanged)
+"""
+
+
+def _concurrent(project: Project, files: list[Path], tmp: Path, tag: str) -> list[str]:
+    go = tmp / f"go-{tag}"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    procs = [subprocess.Popen([sys.executable, "-c", _IMPORTER, str(project.root), str(f), f"p{n}", str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for n, f in enumerate(files)]
+    time.sleep(1.0)  # both interpreters up and polling
+    go.touch()
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        outs.append(out.strip())
+    return outs
+
+
+def test_two_processes_import_at_once_and_no_label_is_lost(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    project, truth = human
+    ids = queue_batch(project, 80)
+    halves = [ids[::2], ids[1::2]]
+    files = []
+    for n, half in enumerate(halves):
+        files.append(tmp_path / f"half{n}.csv")
+        pl.DataFrame({"id": half, "label": [truth[i] for i in half]}).write_csv(files[-1])
+    assert _concurrent(project, files, tmp_path, "halves") == ["40 0", "40 0"]
+    got = shared_labels(project)
+    assert {i: v[0] for i, v in got.items()} == {i: truth[i] for i in ids}
+    assert {i: v[2] for i, v in got.items()} == {**{i: "p0" for i in halves[0]}, **{i: "p1" for i in halves[1]}}
+    assert queue_status(project).queued == 0
+
+    # the same new file from two processes at once: one labels, the other finds it unchanged
+    more = queue_batch(project, 20, cycle=1)
+    both = tmp_path / "both.csv"
+    pl.DataFrame({"id": more, "label": [truth[i] for i in more]}).write_csv(both)
+    outs = sorted(_concurrent(project, [both, both], tmp_path, "same"))
+    assert outs == ["0 20", "20 0"]
+    assert len(shared_labels(project)) == 100
+
+
+# ---------------------------------------------------------------------------- the loop, library form
+def test_loop_queues_waits_and_continues_on_imported_labels(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    project, truth = human
+    loop = ActiveLoop(project)
+    events: list[tuple[str, dict[str, Any]]] = []
+    loop.on_event = lambda kind, p: events.append((kind, p))
+    req = RunRequest(strategy="random", budget=20, batch_size=10, seed=0, train=FAST_TRAIN)
+    first = loop.run(req)
+    assert [(r.cycle, r.n_labeled, r.n_selected) for r in first] == [(0, 0, 10)]
+    run = loop.store.runs()[0]
+    assert run.status == "waiting" and queue_status(project).queued == 10
+    queued = [q.item_id for q in queued_items(loop.store)]
+    assert pl.read_csv(project.root / "queue.csv", infer_schema=False)["id"].to_list() == queued
+    assert any(k == "human_queue" and p["queued"] == 10 for k, p in events)
+
+    events.clear()
+    assert loop.run(req) == []  # still queued: nothing more is selected
+    assert loop.store.n_spent(run.id) == 10 and len(loop.store.cycles(run.id)) == 1
+    assert any(k == "human_wait" and p["queued"] == 10 for k, p in events)
+
+    part = tmp_path / "part.csv"
+    pl.DataFrame({"id": queued, "label": [truth[i] for i in queued[:7]] + [None] * 3}).write_csv(part)
+    import_labels(project, part)
+    assert loop.run(req) == []  # 3 still queued
+    pl.DataFrame({"id": queued, "label": [truth[i] for i in queued[:9]] + ["__skip__"]}).write_csv(part)
+    import_labels(project, part)
+
+    second = loop.run(req)
+    assert [(r.cycle, r.n_labeled, r.n_selected) for r in second] == [(1, 9, 10)]
+    assert set(second[0].metrics) == {"accuracy", "nll", "ece"}
+    again = [q.item_id for q in queued_items(loop.store)]
+    assert not set(again) & set(queued)
+    pl.DataFrame({"id": again, "label": [truth[i] for i in again]}).write_csv(part)
+    import_labels(project, part)
+    last = loop.run(req)  # budget spent and labeled: a final fit and evaluation, then complete
+    assert [(r.cycle, r.n_labeled, r.n_selected) for r in last] == [(2, 19, 0)] and last[0].metrics
+    assert loop.store.runs()[0].status == "complete"
+    assert loop.run(req) == []
+
+
+# ---------------------------------------------------------------------------- end to end, through the CLI
+def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
+    df = digits_frame(160)
+    truth = {i: int(y) for i, y in zip(df["id"], df["label"])}
+    df.with_columns(pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label")) \
+        .write_csv(tmp_path / "pool.csv")
+    proj = str(tmp_path / "proj")
+    assert invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label",
+                  "--project", proj).exit_code == 0
+    run_args = ("run", "--budget", "20", "--batch-size", "10", "--max-epochs", "20", "--project", proj)
+    out = invoke(*run_args)
+    assert out.exit_code == 0, out.text
+    assert "10 queued in queue.csv" in out.text and "alkit queue import" in out.text
+    assert "waiting" in invoke(*run_args).text  # nothing more is selected while the batch is queued
+
+    export = invoke("queue", "export", "--format", "jsonl", "--out", str(tmp_path / "batch.jsonl"), "--project", proj)
+    assert export.exit_code == 0 and "exported 10 queued items" in export.text
+    lines = [json.loads(line) for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
+    assert {r["selector"] for r in lines} == {"coldstart"} and {r["strategy"] for r in lines} == {"epistemic"}
+    for r in lines:  # the labeling "team"
+        r["label"] = truth[r["id"]]
+    (tmp_path / "batch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    imp = invoke("queue", "import", str(tmp_path / "batch.jsonl"), "--annotator", "script", "--project", proj)
+    assert imp.exit_code == 0 and "10 labeled" in imp.text and "0 items still queued" in imp.text
+
+    out = invoke(*run_args)
+    assert out.exit_code == 0, out.text
+    st = json.loads(invoke("status", "--json", "--project", proj).stdout)
+    assert len(st) == 1 and st[0]["cycles"] == 2 and st[0]["status"] == "waiting"
+    assert st[0]["metrics_n_labeled"] == 10  # the second cycle trained on the imported labels
+    assert set(st[0]["metrics"]) == {"accuracy", "nll", "ece"} and st[0]["metrics"]["accuracy"] > 0.1
+    qs = json.loads(invoke("queue", "status", "--json", "--project", proj).stdout)
+    assert (qs["queued"], qs["labeled"]) == (10, 10)
+    assert qs["by_annotator"] == [{"annotator": "script", "labeled": 10, "skipped": 0}]
