@@ -37,3 +37,170 @@ def digits_project(tmp_path: Path, digits_csv: Path) -> Path:
     root = tmp_path / "proj"
     init_project(digits_csv, root, InitOptions(id_col="id", label_col="label", hide_labels=True, test_frac=0.25))
     return root
+
+
+# --------------------------------------------------------------------------- PostgreSQL
+# A throwaway PostgreSQL server for the test session, from the distribution's binaries
+# (Debian: apt-get install postgresql).  initdb into a private temp dir, listen on a unix socket
+# only (no port to collide with other test sessions on the machine), trust auth, fsync off.
+# Each test gets a fresh database.  Set ALKIT_TEST_PG_URL to use an existing server instead
+# (a superuser URL; databases are created and dropped on it).  ALKIT_REQUIRE_POSTGRES=1 (CI)
+# turns "no PostgreSQL found" into a failure instead of a skip.
+
+import glob as _glob
+import os as _os
+import shutil as _shutil
+import subprocess as _subprocess
+import tempfile as _tempfile
+import uuid as _uuid
+from collections.abc import Callable, Iterator
+
+
+def _pg_bindir() -> Path | None:
+    """Directory holding initdb and pg_ctl: PATH first, then Debian's /usr/lib/postgresql/N/bin."""
+    found = _shutil.which("initdb")
+    if found and _shutil.which("pg_ctl"):
+        return Path(found).resolve().parent
+    versions = sorted(_glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+                      key=lambda p: int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0)
+    return Path(versions[-1]).parent if versions else None
+
+
+def _pg_unavailable(reason: str) -> None:
+    if _os.environ.get("ALKIT_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"ALKIT_REQUIRE_POSTGRES=1 but {reason}")
+    pytest.skip(reason)
+
+
+class PgServer:
+    """A running PostgreSQL server; ``database()`` creates an empty database and returns its URL."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url  # a URL of the server's maintenance database
+
+    def _url(self, dbname: str) -> str:
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.admin_url).set(database=dbname).render_as_string(hide_password=False)
+
+    def _admin(self, sql: str) -> None:
+        from sqlalchemy import create_engine, text
+
+        eng = create_engine(self.admin_url, isolation_level="AUTOCOMMIT")
+        try:
+            with eng.connect() as c:
+                c.execute(text(sql))
+        finally:
+            eng.dispose()
+
+    def database(self) -> str:
+        name = f"alkit_test_{_uuid.uuid4().hex[:12]}"
+        self._admin(f'CREATE DATABASE "{name}"')
+        return self._url(name)
+
+    def drop(self, url: str) -> None:
+        from sqlalchemy.engine import make_url
+
+        self._admin(f'DROP DATABASE IF EXISTS "{make_url(url).database}" WITH (FORCE)')
+
+
+def _start_local_pg() -> tuple[PgServer, Callable[[], None]]:
+    """initdb + pg_ctl start as a non-root user (PostgreSQL refuses to run as root)."""
+    bindir = _pg_bindir()
+    if bindir is None:
+        _pg_unavailable("no PostgreSQL server binaries (initdb, pg_ctl) found; "
+                        "install them with `apt-get install postgresql` to run the PostgreSQL store tests")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _pg_unavailable("psycopg is not installed; `pip install -e '.[postgres]'` to run the PostgreSQL store tests")
+    base = Path(_tempfile.mkdtemp(prefix="alkit-pg-"))
+    data, sock = base / "data", base / "sock"
+    data.mkdir()
+    sock.mkdir()
+    prefix: list[str] = []
+    if _os.geteuid() == 0:
+        import pwd
+
+        user = next((u for u in ("postgres", "nobody") if _has_user(u)), None)
+        if user is None:
+            _pg_unavailable("running as root and no 'postgres' or 'nobody' user to run PostgreSQL as")
+        pw = pwd.getpwnam(user)
+        for p in (base, data, sock):
+            _os.chown(p, pw.pw_uid, pw.pw_gid)
+        base.chmod(0o755)
+        runner = _shutil.which("runuser")
+        prefix = [runner, "-u", user, "--"] if runner else ["su", user, "-s", "/bin/sh", "-c"]
+    env = {**_os.environ, "LC_ALL": "C", "LANG": "C"}
+
+    def as_pg(args: list[str]) -> None:
+        cmd = prefix + args if not prefix or prefix[0] != "su" else prefix + [" ".join(map(_shquote, args))]
+        res = _subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=base)
+        if res.returncode != 0:
+            raise RuntimeError(f"{' '.join(args[:2])} failed ({res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
+
+    as_pg([str(bindir / "initdb"), "-D", str(data), "-U", "alkit", "--auth=trust", "-E", "UTF8",
+           "--no-sync", "--no-instructions"])
+    opts = (f"-c listen_addresses='' -c unix_socket_directories='{sock}' -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50 -c shared_buffers=32MB")
+    as_pg([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-o", opts, "-w", "-t", "60", "start"])
+
+    def stop() -> None:
+        try:
+            as_pg([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
+        finally:
+            _shutil.rmtree(base, ignore_errors=True)
+
+    return PgServer(f"postgresql+psycopg://alkit@/postgres?host={sock}"), stop
+
+
+def _has_user(name: str) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def _shquote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """The session's PostgreSQL server (started on first use, stopped at the end)."""
+    external = _os.environ.get("ALKIT_TEST_PG_URL")
+    if external:
+        yield PgServer(external)
+        return
+    server, stop = _start_local_pg()
+    try:
+        yield server
+    finally:
+        stop()
+
+
+@pytest.fixture
+def pg_database(pg_server: PgServer) -> Iterator[Callable[[], str]]:
+    """Factory of fresh, empty PostgreSQL databases (URLs); all dropped after the test."""
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(pg_server.database())
+        return made[-1]
+
+    yield make
+    for url in made:
+        pg_server.drop(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty store URL on each backend: a SQLite file in tmp_path, or a fresh PG database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("pg_database")()

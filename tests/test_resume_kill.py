@@ -3,6 +3,7 @@
 After every kill the same command continues the run.  At the end: cycles contiguous, no item
 selected twice, every selection labeled, budget exactly spent, and the selections identical to
 an uninterrupted run with the same seed (a killed cycle is redone, not altered).
+Run against a SQLite and a PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from alkit.config import load_project
 from alkit.loop import ActiveLoop, RunRequest
@@ -39,10 +41,14 @@ def _invariants(loop: ActiveLoop, run_id: int) -> None:
     assert sum(c.n_selected for c in cycles) == len(sel)
 
 
-def test_kill_and_resume(tmp_path: Path, digits_csv: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kill_and_resume(tmp_path: Path, digits_csv: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    """The killed run's store is SQLite or PostgreSQL; the reference is always SQLite, so the
+    PostgreSQL case also checks that the backend does not change what is selected."""
     killed_dir, ref_dir = tmp_path / "killed", tmp_path / "ref"
-    for d in (killed_dir, ref_dir):
-        init_project(digits_csv, d, InitOptions(id_col="id", label_col="label", hide_labels=True))
+    killed_url = request.getfixturevalue("pg_database")() if backend == "postgresql" else None
+    init_project(digits_csv, killed_dir, InitOptions(id_col="id", label_col="label", hide_labels=True, store=killed_url))
+    init_project(digits_csv, ref_dir, InitOptions(id_col="id", label_col="label", hide_labels=True))
     rng = np.random.default_rng(12345)
     kills = 0
     progress = []

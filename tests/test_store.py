@@ -1,8 +1,6 @@
-"""The SQL store: schema, run identity, and one-transaction cycles."""
+"""The SQL store: schema, run identity, and one-transaction cycles, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +9,8 @@ from sqlalchemy.exc import IntegrityError
 from alkit.pools.store import RunSpec, Store, StoreError
 
 
-def _store(tmp_path: Path, n: int = 10) -> Store:
-    s = Store(f"sqlite:///{tmp_path / 'a.db'}", create=True)
+def _store(url: str, n: int = 10) -> Store:
+    s = Store(url, create=True)
     items = [{"key": k, "item_id": f"i{k}", "split": "test" if k >= n - 2 else "pool",
               "state": "unlabeled", "label": str(k % 2)} for k in range(n)]
     s.initialise(items, [])
@@ -22,30 +20,31 @@ def _store(tmp_path: Path, n: int = 10) -> Store:
 SPEC = RunSpec("r", "random", "none", 0, 6, 2, 2, {})
 
 
-def test_wal_mode_and_reopen(tmp_path: Path) -> None:
-    s = _store(tmp_path)
-    with s.engine.connect() as c:
-        assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+def test_wal_mode_and_reopen(store_url: str) -> None:
+    s = _store(store_url)
+    if store_url.startswith("sqlite"):
+        with s.engine.connect() as c:
+            assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     s.dispose()
-    again = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    again = Store(store_url)
     assert again.n_items() == 10
     assert again.counts() == {"pool:unlabeled": 8, "test:unlabeled": 2}
 
 
-def test_not_an_alkit_store(tmp_path: Path) -> None:
+def test_not_an_alkit_store(store_url: str) -> None:
     with pytest.raises(StoreError, match="not an alkit store"):
-        Store(f"sqlite:///{tmp_path / 'empty.db'}")
+        Store(store_url)
 
 
-def test_initialise_twice_refused(tmp_path: Path) -> None:
-    s = _store(tmp_path)
+def test_initialise_twice_refused(store_url: str) -> None:
+    s = _store(store_url)
     with pytest.raises(StoreError, match="already holds items"):
         s.initialise([{"key": 99, "item_id": "x", "split": "pool", "state": "unlabeled", "label": None}], [])
     assert s.n_items() == 10
 
 
-def test_run_identity(tmp_path: Path) -> None:
-    s = _store(tmp_path)
+def test_run_identity(store_url: str) -> None:
+    s = _store(store_url)
     a = s.get_or_create_run(SPEC)
     b = s.get_or_create_run(SPEC)
     assert a.id == b.id and len(s.runs()) == 1
@@ -55,8 +54,8 @@ def test_run_identity(tmp_path: Path) -> None:
     assert bigger.budget == 8
 
 
-def test_cycle_commit_is_atomic(tmp_path: Path) -> None:
-    s = _store(tmp_path)
+def test_cycle_commit_is_atomic(store_url: str) -> None:
+    s = _store(store_url)
     run = s.get_or_create_run(SPEC)
     sel = [{"item_key": 0, "rank": 0, "score": 1.0, "utility": 1.0, "selector": "random"}]
     lab = [{"item_key": 0, "value": "0", "annotator": "oracle"}]
@@ -73,15 +72,15 @@ def test_cycle_commit_is_atomic(tmp_path: Path) -> None:
     assert keys.tolist() == [0] and values == ["0"]
 
 
-def test_cycles_must_be_contiguous(tmp_path: Path) -> None:
-    s = _store(tmp_path)
+def test_cycles_must_be_contiguous(store_url: str) -> None:
+    s = _store(store_url)
     run = s.get_or_create_run(SPEC)
     with pytest.raises(StoreError, match="out of order"):
         s.commit_cycle(run.id, 1, selections=[], oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": 0})
 
 
-def test_labeled_set_sees_shared_and_own_labels_only(tmp_path: Path) -> None:
-    s = Store(f"sqlite:///{tmp_path / 'b.db'}", create=True)
+def test_labeled_set_sees_shared_and_own_labels_only(store_url: str) -> None:
+    s = Store(store_url, create=True)
     items = [{"key": k, "item_id": f"i{k}", "split": "pool", "state": "unlabeled", "label": "1"} for k in range(6)]
     s.initialise(items, [{"item_key": 5, "value": "1", "source": "init", "run_id": None}])
     r1 = s.get_or_create_run(SPEC)

@@ -13,6 +13,7 @@ cycles     one row per completed cycle: labels at fit time, metrics, timings.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -24,6 +25,7 @@ from sqlalchemy import (
     Integer,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     text,
 )
@@ -34,6 +36,29 @@ SCHEMA_VERSION = 1
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """TIMESTAMP WITH TIME ZONE that always reads back as an aware UTC datetime.
+
+    PostgreSQL returns aware datetimes in the session's time zone; SQLite keeps no zone and
+    returns naive ones.  Storing UTC and tagging on read makes both backends return the same value.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)  # naive = UTC (datetime.utcnow() style)
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 class Base(DeclarativeBase):
@@ -69,7 +94,7 @@ class Run(Base):
     initial: Mapped[int] = mapped_column(Integer)
     config: Mapped[dict] = mapped_column(JSON, default=dict)
     status: Mapped[str] = mapped_column(String(16), default="running")  # running|waiting|complete
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class Label(Base):
@@ -81,7 +106,7 @@ class Label(Base):
     source: Mapped[str] = mapped_column(String(16))  # oracle|init|import
     annotator: Mapped[str | None] = mapped_column(String(128), nullable=True)
     cycle: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     __table_args__ = (
         UniqueConstraint("run_id", "item_key", name="uq_labels_run_item"),
         Index(
@@ -104,7 +129,7 @@ class SelectionRow(Base):
     score: Mapped[float] = mapped_column(Float)
     utility: Mapped[float] = mapped_column(Float)
     selector: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     __table_args__ = (UniqueConstraint("run_id", "item_key", name="uq_selections_run_item"),)
 
 
@@ -119,4 +144,4 @@ class CycleRow(Base):
     score_s: Mapped[float] = mapped_column(Float, default=0.0)
     select_s: Mapped[float] = mapped_column(Float, default=0.0)
     n_scored: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

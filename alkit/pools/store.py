@@ -6,6 +6,8 @@ code change.  The store never holds features: those live in Parquet (alkit/pools
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +15,8 @@ from typing import Any, Iterator
 
 import numpy as np
 from sqlalchemy import create_engine, event, func, insert, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow
@@ -32,12 +35,67 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _encode_nonfinite(value: Any) -> Any:
+    """NaN/inf -> "NaN"/"Infinity"/"-Infinity", recursively (PostgreSQL's json refuses the bare tokens)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _encode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode_nonfinite(v) for v in value]
+    return value
+
+
+def _decode_nonfinite(value: Any) -> Any:
+    if isinstance(value, str):
+        return _NONFINITE.get(value, value)
+    if isinstance(value, dict):
+        return {k: _decode_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decode_nonfinite(v) for v in value]
+    return value
+
+
+def _pg_json_dumps(value: Any) -> str:
+    return json.dumps(_encode_nonfinite(value))
+
+
+def _pg_json_loads(text_: str | Any) -> Any:
+    return _decode_nonfinite(json.loads(text_) if isinstance(text_, (str, bytes)) else text_)
+
+
 def make_engine(url: str) -> Engine:
+    """An engine for the store URL.  SQLite: WAL and a busy timeout so concurrent processes wait
+    instead of failing.  PostgreSQL (``postgresql+psycopg://``): pre-ping so a restarted server
+    is survived; NaN/inf in JSON (a metric can be undefined) round-trip through the strings
+    "NaN"/"Infinity"/"-Infinity", which its json type accepts, so both backends read back floats."""
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if url.startswith("postgresql"):
+        try:
+            return create_engine(url, pool_pre_ping=True, json_serializer=_pg_json_dumps,
+                                 json_deserializer=_pg_json_loads)
+        except ModuleNotFoundError as exc:
+            raise StoreError(
+                f"{exc.name} is needed for a PostgreSQL store: pip install 'alkit[postgres]'"
+            ) from None
     return create_engine(url, pool_pre_ping=True)
+
+
+def _check_lengths(rows: list[dict[str, Any]], columns: dict[str, Any]) -> None:
+    """Refuse values longer than their VARCHAR: PostgreSQL enforces the length, SQLite does not,
+    so checking here gives one clear error on every backend instead of a driver error on one."""
+    for name, col in columns.items():
+        limit = col.type.length
+        for row in rows:
+            v = row.get(name)
+            if v is not None and len(str(v)) > limit:
+                raise StoreError(f"{name} {str(v)[:40]!r}... is {len(str(v))} characters; the store allows {limit}")
 
 
 @dataclass(frozen=True)
@@ -59,10 +117,19 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         if create:
-            Base.metadata.create_all(self.engine)
+            try:
+                Base.metadata.create_all(self.engine)
+            except OperationalError as exc:
+                self.engine.dispose()
+                reason = str(exc.orig or exc).strip().splitlines()[0]
+                raise StoreError(f"cannot create the store at {self._safe_url()}: {reason}") from exc
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if not create:
             self._check_schema()
+
+    def _safe_url(self) -> str:
+        """The URL with any password masked, for messages."""
+        return make_url(self.url).render_as_string(hide_password=True)
 
     def _check_schema(self) -> None:
         try:
@@ -70,9 +137,9 @@ class Store:
                 v = s.get(Meta, "schema_version")
         except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
             reason = str(exc).splitlines()[0]
-            raise StoreError(f"{self.url} is not an alkit store (or cannot be opened): {reason}") from exc
+            raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}") from exc
         if v is None or int(v.value) != SCHEMA_VERSION:
-            raise StoreError(f"{self.url} is not an alkit store of schema version {SCHEMA_VERSION}")
+            raise StoreError(f"{self._safe_url()} is not an alkit store of schema version {SCHEMA_VERSION}")
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -89,6 +156,8 @@ class Store:
         with self.session() as s:
             if s.scalar(select(func.count()).select_from(Item)):
                 raise StoreError("the store already holds items; refusing to initialise it twice")
+            _check_lengths(items, {"item_id": Item.item_id, "stratum": Item.stratum})
+            _check_lengths(shared_labels, {"annotator": Label.annotator})
             s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
             for start in range(0, len(items), 20_000):
                 s.execute(insert(Item), items[start : start + 20_000])
@@ -203,14 +272,19 @@ class Store:
     def labeled_set(self, run_id: int | None) -> tuple[np.ndarray, list[str]]:
         """Keys and values of every label a run may learn from: its own and the shared ones."""
         with self.session() as s:
-            q = select(Label.item_key, Label.value).order_by(Label.item_key)
+            q = select(Label.item_key, Label.value).order_by(Label.item_key, Label.id)
             q = q.where(Label.run_id.is_(None) | (Label.run_id == run_id)) if run_id is not None else q.where(Label.run_id.is_(None))
             rows = s.execute(q).all()
         return np.array([r[0] for r in rows], dtype=np.int64), [r[1] for r in rows]
 
     def selected_keys(self, run_id: int) -> np.ndarray:
+        """Keys a run selected, in pick order (cycle, rank): explicit, since row order without
+        ORDER BY differs between backends (SQLite walks an index, PostgreSQL the heap)."""
         with self.session() as s:
-            keys = s.scalars(select(SelectionRow.item_key).where(SelectionRow.run_id == run_id)).all()
+            keys = s.scalars(
+                select(SelectionRow.item_key).where(SelectionRow.run_id == run_id)
+                .order_by(SelectionRow.cycle, SelectionRow.rank)
+            ).all()
         return np.asarray(keys, dtype=np.int64)
 
     def n_spent(self, run_id: int) -> int:

@@ -1,0 +1,121 @@
+"""The store on PostgreSQL through the same SQLAlchemy code: what differs from SQLite is pinned.
+
+Each test runs on both backends (``store_url``), so a behaviour that only one of them has
+(time zones, NaN in JSON, VARCHAR lengths, 64-bit keys, row order) is caught here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from datetime import timezone
+from pathlib import Path
+
+import pytest
+
+from alkit.pools.store import RunSpec, Store, StoreError
+from alkit.report import cycles_frame
+
+SPEC = RunSpec("r", "random", "none", 0, 6, 2, 2, {"note": "x"})
+
+
+def _items(n: int, big: bool = False) -> list[dict]:
+    base = 2**40 if big else 0
+    return [{"key": base + k, "item_id": f"i{k}", "split": "pool", "state": "unlabeled", "label": str(k % 2)}
+            for k in range(n)]
+
+
+def test_datetimes_read_back_aware_utc(store_url: str) -> None:
+    s = Store(store_url, create=True)
+    s.initialise(_items(4), [])
+    run = s.get_or_create_run(SPEC)
+    s.commit_cycle(run.id, 0, selections=[], oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": 0})
+    for value in (s.runs()[0].created_at, s.cycles(run.id)[0].created_at):
+        assert value.tzinfo is not None and value.utcoffset() == timezone.utc.utcoffset(None)
+    s.dispose()
+
+
+def test_nonfinite_metrics_round_trip(store_url: str) -> None:
+    """PostgreSQL's json refuses NaN/Infinity; an undefined metric must still be stored and read."""
+    s = Store(store_url, create=True)
+    s.initialise(_items(4), [])
+    run = s.get_or_create_run(SPEC)
+    metrics = {"accuracy": 0.5, "nll": math.inf, "ece": math.nan, "neg": -math.inf}
+    s.commit_cycle(run.id, 0, selections=[], oracle_labels=[],
+                   cycle_row={"n_labeled": 2, "n_selected": 0, "metrics": metrics})
+    got = s.cycles(run.id)[0].metrics
+    assert got["accuracy"] == 0.5 and got["nll"] == math.inf and got["neg"] == -math.inf and math.isnan(got["ece"])
+    assert s.runs()[0].config == {"note": "x"}  # ordinary strings are left alone
+    assert cycles_frame(s).height == 1
+    s.dispose()
+
+
+def test_64bit_keys_and_batched_insert(store_url: str) -> None:
+    """Keys beyond 2**31 (BigInteger) and more items than one insert batch (20,000)."""
+    s = Store(store_url, create=True)
+    s.initialise(_items(25_000, big=True), [{"item_key": 2**40 + 7, "value": "1", "source": "init", "run_id": None}])
+    assert s.n_items() == 25_000
+    assert s.pool_keys()[[0, -1]].tolist() == [2**40, 2**40 + 24_999]
+    assert s.labeled_set(None)[0].tolist() == [2**40 + 7]
+    assert s.keys_for_ids(["i24999"]) == {"i24999": 2**40 + 24_999}
+    s.dispose()
+
+
+def test_too_long_id_refused_on_every_backend(store_url: str) -> None:
+    """PostgreSQL enforces VARCHAR(512), SQLite does not: the store checks, so both refuse alike."""
+    s = Store(store_url, create=True)
+    items = _items(3)
+    items[1]["item_id"] = "x" * 513
+    with pytest.raises(StoreError, match="item_id .* 513 characters; the store allows 512"):
+        s.initialise(items, [])
+    assert s.n_items() == 0
+    s.initialise(_items(3), [])  # nothing was written, so a corrected init succeeds
+    assert s.n_items() == 3
+    s.dispose()
+
+
+def test_shared_label_unique_per_item(store_url: str) -> None:
+    """The partial unique index (run_id IS NULL) exists on both backends."""
+    from sqlalchemy.exc import IntegrityError
+
+    s = Store(store_url, create=True)
+    lab = {"item_key": 1, "value": "1", "source": "init", "run_id": None}
+    with pytest.raises(IntegrityError):
+        s.initialise(_items(3), [lab, dict(lab, value="0")])
+    assert s.n_items() == 0
+    s.dispose()
+
+
+def test_missing_database_is_a_clear_error(pg_database) -> None:  # noqa: ANN001 - fixture factory
+    url = pg_database()
+    missing = url.replace("/alkit_test_", "/alkit_missing_", 1)
+    with pytest.raises(StoreError, match="cannot create the store"):
+        Store(missing, create=True)
+    with pytest.raises(StoreError, match="not an alkit store"):
+        Store(missing)
+
+
+def _alkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "alkit.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, f"alkit {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def test_cli_init_and_run_on_postgres(tmp_path: Path, digits_csv: Path, pg_database) -> None:  # noqa: ANN001
+    url = pg_database()
+    out = _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                 "--store", url, cwd=tmp_path)
+    assert "pool items" in out.stdout
+    assert not (tmp_path / "alkit.db").exists()
+    rows = json.loads(_alkit("run", "--strategy", "random", "--budget", "20", "--batch-size", "10",
+                             "--max-epochs", "10", "--json", cwd=tmp_path).stdout)
+    assert len(rows) == 1 and rows[0]["n_labeled"] == 20 and rows[0]["cycles"] == 3
+    assert set(rows[0]["metrics"]) == {"accuracy", "nll", "ece"}
+    s = Store(url)
+    assert s.counts()["pool:unlabeled"] > 0 and len(s.selected_keys(rows[0]["id"])) == 20
+    s.dispose()
