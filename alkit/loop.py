@@ -239,6 +239,8 @@ class ActiveLoop:
         While this run's last batch is still queued nothing is selected; once the budget is spent
         and labeled, one last cycle fits and evaluates on every label and completes the run.
         """
+        if req.max_cycles is not None and req.max_cycles < 1:
+            return []
         cycle = self.store.next_cycle(run_id)
         waiting = queue.n_waiting(self.store, run_id)
         if waiting:
