@@ -135,15 +135,22 @@ class SVENetwork(nn.Module):
         self.mode: ForwardMode = "factored"
 
     def features(self, x_n_f: torch.Tensor) -> torch.Tensor:
-        """Per-member last-layer features (M, n, d); mirrors ResidualMLP.forward per member."""
+        """Per-member last-layer features (M, n, d); mirrors ResidualMLP.forward per member.
+
+        Without autograd the (M, n, width) activations are updated in place: scoring a chunk is
+        memory-bound, and every fresh M-times-larger temporary costs as much as a matmul."""
+        inplace = not torch.is_grad_enabled()
         h = self.stem((x_n_f - self.x_mean) / self.x_std, self.mode)
         for block, coeff in zip(self.blocks, self.coeffs):
-            h = torch.add(h, torch.relu(block(h, self.mode)), alpha=coeff)
+            if inplace:
+                h.add_(torch.relu_(block(h, self.mode)), alpha=coeff)
+            else:
+                h = torch.add(h, torch.relu(block(h, self.mode)), alpha=coeff)
         if self.feature_map == "rff":
             return math.sqrt(2.0 / self.rff_W.shape[1]) * torch.cos(h @ self.rff_W + self.rff_b)
         if self.feature_map == "l2":
             return h / h.norm(dim=-1, keepdim=True).clamp_min(1e-12) * math.sqrt(h.shape[-1])
-        return torch.relu(h)
+        return torch.relu_(h) if inplace else torch.relu(h)
 
     def forward(self, x_n_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         phi_M_n_d = self.features(x_n_f)
