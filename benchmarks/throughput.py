@@ -1,0 +1,184 @@
+"""Scoring throughput: every registered scorer on a synthetic 1,000,000 x 128 pool, chunk by chunk.
+
+What is measured is cost, not accuracy: each learner is fitted briefly on a small random labeled
+set (so every network has its fitted shapes and statistics) and then scores the pool with
+``predict``, 50,000 rows at a time.  Each scorer runs in its own subprocess, so its peak RSS
+(ru_maxrss) is its own, and that subprocess also times the plain deterministic forward pass
+(backbone + head of an MLPLearner of the same width) on the same chunks, interleaved with the
+scorer, so the ratio "scorer / plain forward" is measured under the same machine load.
+The pool is generated chunk by chunk from a seeded generator and never held whole; generation is
+not timed.
+
+    .venv/bin/python benchmarks/throughput.py                   # all scorers, writes the results
+    .venv/bin/python benchmarks/throughput.py --scorer sve --json --n-pool 200000   # one, JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from alkit.models.learner import MLPLearner  # noqa: E402
+from alkit.models.train import TrainConfig  # noqa: E402
+from alkit.registry import SCORERS, make_learner  # noqa: E402
+
+DIM, CHUNK, N_CLASSES, N_LABELED, THREADS = 128, 50_000, 10, 500, 1
+BRIEF = TrainConfig(max_epochs=2, min_steps=4, patience=1, batch_size=128)
+
+
+def chunks(n_pool: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    for lo in range(0, n_pool, CHUNK):
+        yield rng.standard_normal((min(CHUNK, n_pool - lo), DIM), dtype=np.float32)
+
+
+def fitted(scorer: str):
+    """The scorer's learner, fitted briefly on random labels (its cost does not depend on them)."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((N_LABELED, DIM), dtype=np.float32)
+    y = rng.integers(0, N_CLASSES, N_LABELED)
+    try:
+        learner = make_learner(scorer, "classification", N_CLASSES, train=BRIEF)
+    except TypeError:  # a scorer without a training budget option
+        learner = make_learner(scorer, "classification", N_CLASSES)
+    learner.fit(X, y, seed=0)
+    return learner
+
+
+def child(scorer: str, n_pool: int) -> dict[str, float]:
+    torch.set_num_threads(THREADS)
+    t0 = time.perf_counter()
+    plain = fitted("none")
+    learner = plain if scorer == "plain" else fitted(scorer)
+    fit_s = time.perf_counter() - t0
+    rss_after_fit = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    plain_c, method_c = [], []
+    checksum = 0.0
+
+    def plain_forward(x_t: torch.Tensor) -> float:
+        t = time.perf_counter()
+        with torch.no_grad():
+            out = plain.head(plain.backbone(x_t))
+        nonlocal checksum
+        checksum += float(out[0, 0])
+        return time.perf_counter() - t
+
+    for x in chunks(n_pool):
+        x_t = torch.from_numpy(x)
+        before = plain_forward(x_t)
+        if scorer == "plain":
+            method_c.append(before)
+            plain_c.append(plain_forward(x_t))
+            continue
+        t = time.perf_counter()
+        pred = learner.predict(x)
+        method_c.append(time.perf_counter() - t)
+        checksum += float(pred.epistemic_n[0])
+        del pred
+        plain_c.append(min(before, plain_forward(x_t)))  # the plain pass bracketing the scorer's
+    plain_a, method_a = np.array(plain_c), np.array(method_c)
+    return {
+        "n_pool": float(n_pool),
+        "fit_s": fit_s,
+        "plain_s": float(plain_a.sum()),
+        "method_s": float(method_a.sum()),
+        "items_per_s": n_pool / float(method_a.sum()),
+        "plain_items_per_s": n_pool / float(plain_a.sum()),
+        "ratio_total": float(method_a.sum() / plain_a.sum()),
+        "ratio_median": float(np.median(method_a / plain_a)),
+        "ratio_min": float(method_a.min() / plain_a.min()),
+        "rss_after_fit_mb": rss_after_fit,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "checksum": checksum,
+    }
+
+
+def spawn(scorer: str, n_pool: int) -> dict[str, float]:
+    cmd = [sys.executable, __file__, "--scorer", scorer, "--json", "--n-pool", str(n_pool)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"rc {proc.returncode}"}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scorer", help="one scorer name (or 'plain'); default: plain + every registered scorer")
+    ap.add_argument("--n-pool", type=int, default=1_000_000)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput.md"))
+    args = ap.parse_args()
+    if args.scorer:
+        res = child(args.scorer, args.n_pool)
+        print(json.dumps(res) if args.json else res)
+        return
+    rows = []
+    for scorer in ["plain", *SCORERS]:
+        res = spawn(scorer, args.n_pool)
+        rows.append((scorer, res))
+        print(scorer, res, flush=True)
+    write_report(Path(args.out), rows, args.n_pool)
+
+
+def write_report(path: Path, rows: list[tuple[str, dict]], n_pool: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = "`.venv/bin/python benchmarks/throughput.py" + ("`" if n_pool == 1_000_000 else f" --n-pool {n_pool}`")
+    lines = [
+        "# Scoring throughput",
+        "",
+        f"Synthetic pool of {n_pool:,} x {DIM} float32 rows, scored {CHUNK:,} rows at a time by "
+        f"`Learner.predict` ({N_CLASSES}-class classification, default options of each scorer: "
+        "width 128, depth 2). Each learner was fitted for a couple of epochs on "
+        f"{N_LABELED} random labeled rows: the cost is measured, not the accuracy. Each scorer runs "
+        "in its own subprocess, which also times the plain forward (backbone + head of an "
+        "MLPLearner, no softmax) on each chunk just before and just after the scorer (the faster "
+        "of the two counts). 'x plain' columns: the median over chunks of (scorer time / plain "
+        "time) of the same chunk, the ratio of the fastest chunks (least disturbed by other load), "
+        f"and the ratio of the totals. torch.set_num_threads({THREADS}) on a machine shared with "
+        "other work, so absolute times are indicative and the per-chunk ratios are the result.",
+        "",
+        f"Command: {cmd}",
+        "",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}, "
+        f"torch {torch.__version__}, date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs.",
+        "",
+        "| scorer | summary | items/s | x plain (median chunk) | x plain (fastest chunks) | "
+        "x plain (totals) | scoring s | plain s (same process) | peak RSS MiB | RSS after fit MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scorer, r in rows:
+        summary = "plain forward: backbone + head, no_grad" if scorer == "plain" else SCORERS[scorer].summary
+        summary = summary.replace("|", "\\|")
+        if "error" in r:
+            lines.append(f"| {scorer} | {summary} | failed: {r['error']} | | | | | | | |")
+            continue
+        lines.append(
+            f"| {scorer} | {summary} | {r['items_per_s']:,.0f} | {r['ratio_median']:.2f} | {r['ratio_min']:.2f} | "
+            f"{r['ratio_total']:.2f} | {r['method_s']:.1f} | {r['plain_s']:.1f} | {r['peak_rss_mb']:.0f} | "
+            f"{r['rss_after_fit_mb']:.0f} |"
+        )
+    lines += [
+        "",
+        "'none' is MLPLearner.predict (forward + softmax + entropy + Prediction), the model of the "
+        "random baseline. Peak RSS is the whole subprocess (interpreter, torch, the fitted "
+        "networks, one chunk and its Prediction); the pool itself is never held.",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
