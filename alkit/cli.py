@@ -173,6 +173,8 @@ def run(
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per cycle (default 200, early stopping)."),
+    engine: str = typer.Option("local", "--engine", help="Where pool scoring runs: local (this process) or ray (map/reduce over Parquet row groups; same picks)."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: cluster address (e.g. auto, ray://host:10001); default starts Ray locally."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -183,7 +185,8 @@ def run(
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
-                         train={"max_epochs": max_epochs} if max_epochs else {})
+                         train={"max_epochs": max_epochs} if max_epochs else {},
+                         engine=engine, ray_address=ray_address)
         loop = ActiveLoop(proj)
         spec, _ = loop.resolve(req)
         t0 = time.perf_counter()
@@ -238,6 +241,46 @@ def plot(
             raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'score_s', 'select_s', 'n_scored'))}")
         path = plot_learning_curves(df, metric, out, title=f"{proj.root.name}: {metric}")
     console.print(f"[green]wrote[/] {path}")
+
+
+@app.command()
+def bench(
+    budget: int = typer.Option(..., "--budget", "-b", help="Labels per run."),
+    strategies_: Optional[str] = typer.Option(None, "--strategies", help="Comma-separated presets (default: every installed one)."),
+    seeds: int = typer.Option(3, "--seeds", help="Seeds per strategy (0..N-1)."),
+    batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
+    initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per fit."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression)."),
+    at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
+    target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Where the tables go (default: <project>/bench)."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Every strategy x seed on this project (resumable), then the label-efficiency table and plot."""
+    import sys
+
+    with user_errors():
+        from alkit.bench import run_bench
+        from alkit.plots import plot_learning_curves, to_markdown
+        from alkit.report import cycles_frame
+
+        res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
+                        batch_size=batch_size, initial=initial,
+                        train={"max_epochs": max_epochs} if max_epochs else None, metric=metric,
+                        at=[int(a) for a in _parse_csv(at)] if at else None, target=target, out_dir=out_dir,
+                        console=console, command="alkit " + " ".join(sys.argv[1:]))
+        png = res.summary_md.with_name("bench_curves.png")
+        plot_learning_curves(cycles_frame(Store(load_project(project).store_url)), res.metric, png,
+                             title=f"{res.metric} vs labels")
+    for name, why in res.unavailable.items():
+        console.print(f"[yellow]left out[/] {name}: {why}")
+    for name, why in res.failed.items():
+        err.print(f"[bold red]failed[/] {name}: {why}")
+    console.print(to_markdown(res.table))
+    console.print(f"[green]wrote[/] {res.summary_csv}, {res.summary_md}, {res.cycles_csv}, {png}")
+    if res.failed:
+        raise typer.Exit(code=1)
 
 
 @app.command()
