@@ -20,6 +20,7 @@ import torch
 
 from alkit import metrics
 from alkit.config import Project
+from alkit.engines import ENGINES, get_engine
 from alkit.models.train import TrainConfig
 from alkit.pools import queue
 from alkit.pools.features import FeatureReader
@@ -53,6 +54,8 @@ class RunRequest:
     train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields, e.g. max_epochs
     max_cycles: int | None = None  # stop after this many cycles in this call (resume later)
     queue_file: str | None = None  # human oracle: where the queue is written (default queue.csv in the project)
+    engine: str = "local"  # where top-m scoring runs: 'local' or 'ray' (alkit/engines); same picks either way
+    ray_address: str | None = None  # engine='ray': cluster address (None: reuse ray.init() or start a local one)
 
 
 @dataclass
@@ -114,8 +117,11 @@ class ActiveLoop:
         unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
         if unknown:
             raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+        if req.engine not in ENGINES:
+            raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
         options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
-                   "learner": dict(req.learner_options), "train": dict(req.train)}
+                   "learner": dict(req.learner_options), "train": dict(req.train),
+                   "engine": req.engine, "ray_address": req.ray_address}
         spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
         return spec, preset
 
@@ -349,6 +355,9 @@ class ActiveLoop:
             if strat:
                 cands.strata_n = self._strata(keys, strat)
             return cands, 0 if learner is None else len(keys)
+        if spec.options.get("engine", "local") != "local":
+            engine = get_engine(spec.options["engine"], address=spec.options.get("ray_address"))
+            return engine(learner, self.features.path, mask, m, self.features.chunk_rows)
         top = TopM(m)
         with torch.no_grad():
             for keys, X in self.features.iter_chunks(mask):

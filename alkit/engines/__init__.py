@@ -1,0 +1,147 @@
+"""Scoring engines: where the top-m map/reduce of a cycle runs (DESIGN.md 'Scale').
+
+An engine scores every pool item the mask allows with a fitted learner and returns the m
+best-scoring items with the arrays a strategy needs (``Candidates``) and how many items it scored.
+
+    engine(learner, features_path, pool_mask_n, m, chunk_rows) -> (Candidates, n_scored)
+
+``local`` streams features.parquet through ``learner.predict`` in this process (what ActiveLoop
+does itself); ``ray`` maps row-group ranges of the file over Ray tasks, each returning its local
+top-m, and merges them (alkit/engines/ray_engine.py).  TopM's result is the first m rows of the
+(score desc, key asc) order whatever the chunking, and both engines cut the file into the same
+chunks, so for the same learner they return identical candidates and the strategy then picks the
+same batch.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+from torch.nn.utils import parametrize
+
+from alkit.strategies.streaming import TopM
+from alkit.types import Candidates, Learner, Prediction
+
+TopMEngine = Callable[[Learner, Path, np.ndarray, int, int], tuple[Candidates, int]]
+ENGINES = ("local", "ray")
+
+
+class EngineError(ValueError):
+    """An engine cannot run (not installed, cannot connect); the message says what to do."""
+
+
+def prediction_arrays(pred: Prediction) -> dict[str, np.ndarray | None]:
+    """The arrays carried with each candidate (as ActiveLoop._arrays): embedding, class
+    probabilities, and ensemble member probabilities where the learner has them."""
+    arrays: dict[str, np.ndarray | None] = {
+        "embedding_n_d": pred.embedding_n_d.numpy(),
+        "probs_n_C": None if pred.probs_n_C is None else pred.probs_n_C.numpy(),
+    }
+    member = pred.extras.get("member_probs_n_M_C")
+    if member is not None:
+        arrays["member_probs_n_M_C"] = member.numpy()
+    return arrays
+
+
+class _LearnerPickler(pickle.Pickler):
+    """Pickles a fitted learner whole, including parametrized modules (spectral norm), which
+    torch refuses to pickle: a copy of such a module with each parametrization replaced by the
+    weight it computes now is pickled instead.  A fitted learner only predicts, and in eval mode
+    the parametrization is a pure function of stored tensors, so the copy computes the same
+    outputs bit for bit."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.nn.Module) and parametrize.is_parametrized(obj):
+            return _same, (_frozen_copy(obj),)
+        return NotImplemented
+
+
+def _frozen_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of a parametrized module, of its original class, holding each parametrized tensor
+    as a plain parameter with the value the parametrization gives now.  (torch's
+    remove_parametrizations cannot be used on a copy: the copy shares the injected class, whose
+    properties it would delete from the original too.)"""
+    clone = copy.deepcopy(module)
+    with torch.no_grad():
+        values = {name: getattr(clone, name).detach().clone() for name in clone.parametrizations}
+    grads = {name: plist.original.requires_grad for name, plist in clone.parametrizations.items()}
+    del clone._modules["parametrizations"]
+    clone.__class__ = type(module).__bases__[0]
+    for name, value in values.items():
+        clone.register_parameter(name, torch.nn.Parameter(value, requires_grad=grads[name]))
+    return clone
+
+
+def _same(obj: Any) -> Any:
+    return obj
+
+
+def dumps_learner(learner: Learner) -> bytes:
+    """The fitted learner's state as bytes, to ship to worker processes (``pickle.loads`` it)."""
+    buf = io.BytesIO()
+    _LearnerPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(learner)
+    return buf.getvalue()
+
+
+def candidate_arrays(c: Candidates) -> dict[str, np.ndarray | None]:
+    """A TopM result's arrays in the form ``TopM.push`` takes, so results can be merged."""
+    return {"embedding_n_d": c.embedding_n_d, "probs_n_C": c.probs_n_C, **c.extras}
+
+
+def iter_masked_batches(
+    file: pq.ParquetFile, chunk_rows: int, mask_n: np.ndarray | None, row_groups: list[int] | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(keys_m, X_m_f) per record batch of ``chunk_rows`` rows, keeping rows where mask_n[key].
+
+    Same cut and filter as FeatureReader.iter_chunks; with ``row_groups`` starting at a multiple
+    of chunk_rows the batches are exactly the whole-file batches of that range.
+    """
+    n_features = file.schema_arrow.field("x").type.list_size
+    for batch in file.iter_batches(batch_size=chunk_rows, columns=["key", "x"], row_groups=row_groups):
+        keys = batch.column(0).to_numpy()
+        if mask_n is not None:
+            sel = mask_n[keys]
+            if not sel.any():
+                continue
+        X = batch.column(1).values.to_numpy(zero_copy_only=False).reshape(-1, n_features)
+        if mask_n is not None and not sel.all():
+            keys, X = keys[sel], X[sel]
+        yield keys, X
+
+
+def score_batches(learner: Learner, batches: Iterator[tuple[np.ndarray, np.ndarray]], m: int) -> tuple[Candidates, int]:
+    """Predict each batch and keep the m best epistemic scores with their arrays."""
+    top = TopM(m)
+    with torch.no_grad():
+        for keys, X in batches:
+            pred = learner.predict(X)
+            top.push(keys, pred.epistemic_n.double().numpy(), **prediction_arrays(pred))
+    return top.result(), top.n_seen
+
+
+def local_topm(
+    learner: Learner, features_path: Path, pool_mask_n: np.ndarray, m: int, chunk_rows: int = 16_384
+) -> tuple[Candidates, int]:
+    """Single-process engine: stream the file once in this process."""
+    file = pq.ParquetFile(features_path)
+    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n), m)
+
+
+def get_engine(name: str, **options: Any) -> TopMEngine:
+    """The engine called ``name``; ``options`` go to it (ray: ``address``, ``tasks_per_cpu``)."""
+    if name == "local":
+        return local_topm
+    if name == "ray":
+        from alkit.engines.ray_engine import ray_topm
+
+        return partial(ray_topm, **{k: v for k, v in options.items() if v is not None})
+    raise ValueError(f"unknown engine {name!r}; known engines: {', '.join(ENGINES)}")

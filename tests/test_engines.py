@@ -1,0 +1,145 @@
+"""Scoring engines: the Ray map/reduce returns exactly the single-process candidates and the loop
+selects the same batch with either engine (topk, and diverse on the VBLL Gaussian posterior)."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from alkit.config import load_project
+from alkit.engines import dumps_learner, get_engine, local_topm, prediction_arrays
+from alkit.loop import ActiveLoop, LoopError, RunRequest
+from alkit.models.train import TrainConfig
+from alkit.pools import features as features_mod
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.registry import make_learner
+
+from conftest import FAST_TRAIN
+
+
+@pytest.fixture(scope="module")
+def ray_local() -> Iterator[object]:
+    """Ray in local mode, 2 CPUs, once for the module (starting it takes seconds)."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024**2)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, object]:
+    """A 3,000 x 12 pool in row groups of 256 rows, and a VBLL classifier fitted on 150 items."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 12)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(np.int64)
+    path = tmp_path_factory.mktemp("engines") / "features.parquet"
+    old = features_mod.ROW_GROUP
+    features_mod.ROW_GROUP = 256
+    try:
+        features_mod.write_features(path, X)
+    finally:
+        features_mod.ROW_GROUP = old
+    torch.set_num_threads(1)
+    learner = make_learner("vbll", "classification", 2, train=TrainConfig(max_epochs=5, min_steps=20, patience=3))
+    learner.fit(X[:150], y[:150], seed=0)
+    return path, X, learner
+
+
+def _mask(n: int) -> np.ndarray:
+    mask = np.ones(n, dtype=bool)
+    mask[:150] = False  # labeled
+    mask[np.random.default_rng(1).choice(n, 400, replace=False)] = False  # selected earlier
+    mask[512:768] = False  # a whole row group with nothing left to score
+    return mask
+
+
+def test_pickled_learner_predicts_bit_for_bit(pool: tuple) -> None:
+    """The spectral-normalised backbone cannot be pickled by torch; dumps_learner freezes it."""
+    _, X, learner = pool
+    with pytest.raises(RuntimeError, match="parametrized"):
+        pickle.dumps(learner)
+    clone = pickle.loads(dumps_learner(learner))
+    with torch.no_grad():
+        a, b = learner.predict(X[:500]), clone.predict(X[:500])
+    assert torch.equal(a.epistemic_n, b.epistemic_n) and torch.equal(a.embedding_n_d, b.embedding_n_d)
+    assert clone.posterior() is not None
+    with torch.no_grad():  # the original still works (only a copy was frozen); same batch, same bits
+        assert torch.equal(learner.predict(X[:500]).epistemic_n, a.epistemic_n)
+
+
+def test_plan_ranges_align_with_chunks(pool: tuple) -> None:
+    from alkit.engines.ray_engine import plan_ranges
+
+    path, X, _ = pool
+    meta = pq.ParquetFile(path).metadata
+    starts = np.cumsum([0] + [meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+    ranges = plan_ranges(path, 512, 4)
+    assert [g for r in ranges for g in r] == list(range(meta.num_row_groups))  # contiguous, complete
+    assert all(starts[r[0]] % 512 == 0 for r in ranges) and len(ranges) == 3  # cuts at 1024, 2048
+    mask = np.zeros(len(X), dtype=bool)
+    mask[2900] = True
+    assert plan_ranges(path, 512, 4, mask) == [ranges[-1]]  # ranges with nothing to score are skipped
+
+
+def test_local_engine_matches_the_loop_arrays(pool: tuple) -> None:
+    path, X, learner = pool
+    with torch.no_grad():
+        pred = learner.predict(X[:20])
+    mine, loops = prediction_arrays(pred), ActiveLoop._arrays(None, pred)  # type: ignore[arg-type]
+    assert mine.keys() == loops.keys()
+    cands, n = local_topm(learner, path, _mask(len(X)), 100, 512)
+    assert n == int(_mask(len(X)).sum()) and len(cands) == 100
+    assert np.all(np.diff(cands.scores_n) <= 0)
+
+
+def test_ray_engine_equals_local(pool: tuple, ray_local: object) -> None:
+    path, X, learner = pool
+    mask = _mask(len(X))
+    for m, chunk in ((100, 512), (3000, 256)):  # m larger than the pool: every item comes back
+        want, n_want = local_topm(learner, path, mask, m, chunk)
+        got, n_got = get_engine("ray")(learner, path, mask, m, chunk)
+        assert n_got == n_want == int(mask.sum())
+        assert np.array_equal(got.keys_n, want.keys_n)
+        assert np.array_equal(got.scores_n, want.scores_n)
+        assert np.array_equal(got.embedding_n_d, want.embedding_n_d)
+        assert np.array_equal(got.probs_n_C, want.probs_n_C)
+    empty, n = get_engine("ray")(learner, path, np.zeros(len(X), dtype=bool), 10, 512)
+    assert len(empty) == 0 and n == 0
+
+
+def test_unknown_engine_refused(digits_project: Path) -> None:
+    loop = ActiveLoop(load_project(digits_project))
+    with pytest.raises(LoopError, match="--engine must be one of local, ray"):
+        loop.resolve(RunRequest(strategy="topk", budget=20, engine="spark"))
+    assert loop.store.runs() == []
+
+
+@pytest.mark.parametrize("strategy", ["topk", "diverse"])
+def test_loop_selects_the_same_batch_on_ray(strategy: str, tmp_path: Path, digits_csv: Path,
+                                            ray_local: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same seed, same project: the Ray engine's cycles pick exactly the local engine's items.
+    Row groups of 64 rows and chunks of 64 make the Ray map several tasks."""
+    monkeypatch.setattr(features_mod, "ROW_GROUP", 64)
+    picks = {}
+    for engine in ("local", "ray"):
+        root = tmp_path / engine
+        init_project(digits_csv, root, InitOptions(id_col="id", label_col="label", hide_labels=True))
+        loop = ActiveLoop(load_project(root))
+        loop.features.chunk_rows = 64
+        n_pool = loop.store.counts()["pool:unlabeled"]
+        loop.run(RunRequest(strategy=strategy, budget=30, batch_size=10, seed=4, train=FAST_TRAIN,
+                            candidates=40, max_cycles=3, engine=engine))
+        run = loop.store.runs()[0]
+        picks[engine] = loop.store.selected_keys(run.id).tolist()
+        assert [c.n_scored for c in loop.store.cycles(run.id)][1:] == [n_pool - 10, n_pool - 20]
+        loop.store.dispose()
+    assert len(picks["local"]) == 30
+    assert picks["ray"] == picks["local"]
