@@ -105,3 +105,19 @@ def test_ood_digits_gradient_norm_alone():
     print("gradnorm OOD AUROC", auc)
     assert auc > 0.78, auc
     assert learner.posterior() is None
+
+
+def test_post_hoc_learners_on_regression():
+    from alkit.acquisition.csd import CSDConfig, CSDLearner
+    from alkit.models.train import TrainConfig
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (120, 2))
+    y = X[:, 0] - X[:, 1] ** 2
+    far = np.full((10, 2), 5.0)
+    for learner in (G.GradNormLearner("regression", train=TrainConfig(max_epochs=10)),
+                    CSDLearner("regression", csd=CSDConfig(steps=100, hidden=32), train=TrainConfig(max_epochs=10))):
+        learner.fit(X, y, seed=0)
+        p_in, p_far = learner.predict(X[:20]), learner.predict(far)
+        assert p_in.mean_n.shape == (20,) and (p_in.aleatoric_n > 0).all()
+        assert float(p_far.epistemic_n.mean()) > float(p_in.epistemic_n.mean())

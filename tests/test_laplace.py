@@ -182,3 +182,22 @@ def test_ood_digits_mutual_information_alone():
     assert auc > 0.8, auc
     assert learner.posterior().cov_K_d_d.shape[0] == 5
     assert math.isfinite(float(p_in.extras["trace_n"].sum()))
+
+
+def test_regression_learner_variance_grows_away_from_the_data():
+    from alkit.models.train import TrainConfig
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (200, 1))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=200)
+    learner = L.LaplaceLearner("regression", epistemic="trace", train=TrainConfig(max_epochs=30))
+    learner.fit(X, y, seed=0)
+    p_in, p_far = learner.predict(X[:50]), learner.predict(np.full((50, 1), 4.0))
+    assert float(p_far.epistemic_n.mean()) > 3 * float(p_in.epistemic_n.mean())
+    assert (p_in.epistemic_n > 0).all()
+    post = learner.posterior()
+    assert post.cov_K_d_d.shape == (1, 129, 129)
+    # the posterior's variance of the mean output is the reported one (standardised units)
+    phi = post.features(p_in.embedding_n_d).double()
+    v = torch.einsum("ni,ij,nj->n", phi, post.cov_K_d_d[0].double(), phi)
+    torch.testing.assert_close(v.float() * learner.base.scaler.scale**2, p_in.epistemic_n, rtol=1e-3, atol=1e-7)

@@ -144,7 +144,7 @@ class CSDNet(nn.Module):
 class CSDConfig:
     """Training budget of g: Adam on random (labeled x, context c) minibatch grids."""
 
-    steps: int = 2000
+    steps: int = 1000
     batch_x: int = 256
     batch_c: int = 256
     lr: float = 1e-3
