@@ -201,3 +201,22 @@ def test_regression_learner_variance_grows_away_from_the_data():
     phi = post.features(p_in.embedding_n_d).double()
     v = torch.einsum("ni,ij,nj->n", phi, post.cov_K_d_d[0].double(), phi)
     torch.testing.assert_close(v.float() * learner.base.scaler.scale**2, p_in.epistemic_n, rtol=1e-3, atol=1e-7)
+
+
+def test_kronecker_posterior_is_the_damped_kronecker_inverse():
+    net = _net(3, 4, 3, seed=5)
+    X = torch.randn(25, 3)
+    lap = L.fit_last_layer_laplace(net, None, X, hessian="kfac")
+    post = lap.posterior(kronecker=True)
+    assert post.cov_K_d_d.shape == (1, 5, 5) and post.scale_K.shape == (3,)
+    r = math.sqrt(lap.prior_precision)
+    G = (lap.Q_G * lap.eig_G) @ lap.Q_G.T
+    A = (lap.Q_A * lap.eig_A) @ lap.Q_A.T
+    dense = torch.linalg.inv(torch.kron(G + r * torch.eye(3, dtype=torch.float64),
+                                        A + r * torch.eye(5, dtype=torch.float64)))
+    # in the G eigenbasis the blocks are scale_k * S
+    Qk = torch.kron(lap.Q_G, torch.eye(5, dtype=torch.float64))
+    rot = Qk.T @ dense @ Qk
+    for k in range(3):
+        blk = rot[5 * k : 5 * k + 5, 5 * k : 5 * k + 5].contiguous()
+        torch.testing.assert_close(blk.float(), post.scale_K[k] * post.cov_K_d_d[0], rtol=1e-4, atol=1e-7)
