@@ -142,7 +142,7 @@ def _start_local_pg() -> tuple[PgServer, Callable[[], None]]:
     as_pg([str(bindir / "initdb"), "-D", str(data), "-U", "alkit", "--auth=trust", "-E", "UTF8",
            "--no-sync", "--no-instructions"])
     opts = (f"-c listen_addresses='' -c unix_socket_directories='{sock}' -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50 -c shared_buffers=32MB")
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=32MB")
     as_pg([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "log"), "-o", opts, "-w", "-t", "60", "start"])
 
     def stop() -> None:

@@ -1,7 +1,7 @@
 """The human oracle: `alkit run` queues a batch, people label it (export -> label -> import),
 the next `alkit run` learns from it.  Real files in every format, every refused input (with the
 offending rows named and the store unchanged), idempotence, partial imports, skips, and two
-processes importing into one SQLite store at once."""
+processes importing into one store at once; on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ N_TEST = 60
 
 
 # ---------------------------------------------------------------------------- fixtures
-def _digits_human(tmp_path: Path, n: int = 160) -> tuple[Project, dict[str, str]]:
+def _digits_human(tmp_path: Path, n: int = 160, store: str | None = None) -> tuple[Project, dict[str, str]]:
     """Digits with labels on the first N_TEST rows only (the test split), the rest an unlabeled pool;
     returns the project and the true label of every id (what a labeler would answer)."""
     df = digits_frame(n)
@@ -53,13 +53,15 @@ def _digits_human(tmp_path: Path, n: int = 160) -> tuple[Project, dict[str, str]
     )
     src = tmp_path / "digits_pool.csv"
     df.write_csv(src)
-    init_project(src, tmp_path / "proj", InitOptions(id_col="id", label_col="label", features=PX))
+    init_project(src, tmp_path / "proj", InitOptions(id_col="id", label_col="label", features=PX, store=store))
     return load_project(tmp_path / "proj"), truth
 
 
-@pytest.fixture
-def human(tmp_path: Path) -> tuple[Project, dict[str, str]]:
-    return _digits_human(tmp_path)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def human(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Project, dict[str, str]]:
+    """The project on a SQLite store and on a PostgreSQL one (conftest's throwaway server)."""
+    url = request.getfixturevalue("pg_database")() if request.param == "postgresql" else None
+    return _digits_human(tmp_path, store=url)
 
 
 def queue_batch(project: Project, n: int, cycle: int = 0, run: str = "manual") -> list[str]:
