@@ -48,7 +48,7 @@ def run(feature_map: str, seed: int) -> tuple[dict[str, float], dict[str, float]
     t = time.perf_counter()
     base.fit(Xtr, ytr, seed=seed)
     secs["fit MLP"] = time.perf_counter() - t
-    model = nn.Sequential(base.backbone, base.head)
+    model = nn.Sequential(base.backbone, base.head).eval()
     probs = base.predict(Xev).probs_n_C
     auc["predictive entropy (reference, not epistemic)"] = roc_auc_score(
         lab, -(probs * probs.clamp_min(1e-12).log()).sum(1))

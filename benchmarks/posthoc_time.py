@@ -64,7 +64,7 @@ def main() -> None:
     gn = GradNormLearner("classification", C, train=TINY)
     gn.fit(X_lab, y_lab, seed=0)
     L = lap.laplace
-    model = torch.nn.Sequential(net, head)
+    model = torch.nn.Sequential(net, head).eval()
 
     rows: list[tuple[str, float]] = []
     base = timed(over_pool(pool, lambda x: head(net(torch.as_tensor(x)))))

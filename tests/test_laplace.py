@@ -220,3 +220,14 @@ def test_kronecker_posterior_is_the_damped_kronecker_inverse():
     for k in range(3):
         blk = rot[5 * k : 5 * k + 5, 5 * k : 5 * k + 5].contiguous()
         torch.testing.assert_close(blk.float(), post.scale_K[k] * post.cov_K_d_d[0], rtol=1e-4, atol=1e-7)
+
+
+def test_scoring_leaves_every_module_in_its_mode():
+    """A wrapper Sequential is in train mode by default; scoring must not flip the fitted
+    backbone into train mode (spectral-norm power iterations would then change it per call)."""
+    from alkit.models.backbone import ResidualMLP
+
+    bb = ResidualMLP(3, 8, 1).eval()
+    model = nn.Sequential(bb, nn.Linear(8, 2))  # wrapper left in train mode
+    L.layer_io(model, model[1], torch.randn(5, 3))
+    assert not bb.training and not bb.blocks[0].training and model.training

@@ -268,7 +268,7 @@ class CSDLearner:
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.base.fit(X_n_f, y_n, seed=seed)
-        model = nn.Sequential(self.base.backbone, self.base.head)
+        model = nn.Sequential(self.base.backbone, self.base.head).eval()
         cfg = dataclasses.replace(self.config, seed=seed)
         self.scorer = CSDScorer.from_model(model, X_n_f, contexts=self.contexts, last_layer=self.base.head, config=cfg)
         report["csd_loss"] = self.scorer.train_loss

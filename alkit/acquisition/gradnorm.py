@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.acquisition.laplace import find_last_linear, layer_io
+from alkit.acquisition.laplace import eval_mode, find_last_linear, layer_io, restore_modes
 from alkit.types import GaussianLastLayer
 
 Target = Literal["classification", "regression"]
@@ -91,15 +91,14 @@ def per_example_gradnorm_sq(
         return out[mean_index]
 
     per_example = torch.func.vmap(torch.func.grad(target), in_dims=(None, 0))
-    was_training = model.training
-    model.eval()
+    modes = eval_mode(model)
     parts = []
     try:
         for s in range(0, x.shape[0], chunk):
             g = per_example(params, x[s : s + chunk])
             parts.append(sum(v.reshape(v.shape[0], -1).pow(2).sum(1) for v in g.values()))
     finally:
-        model.train(was_training)
+        restore_modes(modes)
     return torch.cat(parts)
 
 
@@ -160,7 +159,7 @@ class GradNormLearner:
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.base.fit(X_n_f, y_n, seed=seed)
-        model = nn.Sequential(self.base.backbone, self.base.head)
+        model = nn.Sequential(self.base.backbone, self.base.head).eval()
         self.scorer = GradNormScorer.from_model(model, last_layer=self.base.head, task=self.task,  # type: ignore[arg-type]
                                                 layers=self.layers)
         return report

@@ -225,6 +225,19 @@ def find_last_linear(model: nn.Module, last_layer: str | nn.Module | None = None
     return name, layer
 
 
+def eval_mode(model: nn.Module) -> list[tuple[nn.Module, bool]]:
+    """Put every submodule in eval mode; return their previous modes (a wrapper built around
+    fitted modules is in train mode by default, so only per-module restoring is safe)."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    return modes
+
+
+def restore_modes(modes: list[tuple[nn.Module, bool]]) -> None:
+    for m, training in modes:
+        m.training = training
+
+
 @torch.no_grad()
 def layer_io(
     model: nn.Module, layer: nn.Linear, X: torch.Tensor | np.ndarray, *, chunk: int = _CHUNK
@@ -234,14 +247,13 @@ def layer_io(
     ins: list[torch.Tensor] = []
     outs: list[torch.Tensor] = []
     hook = layer.register_forward_hook(lambda m, i, o: (ins.append(i[0].detach()), outs.append(o.detach())))
-    was_training = model.training
-    model.eval()
+    modes = eval_mode(model)
     try:
         for s in range(0, x.shape[0], chunk):
             model(x[s : s + chunk])
     finally:
         hook.remove()
-        model.train(was_training)
+        restore_modes(modes)
     return torch.cat(ins).reshape(x.shape[0], -1), torch.cat(outs).reshape(x.shape[0], -1)
 
 
@@ -496,7 +508,7 @@ class LaplaceLearner:
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.base.fit(X_n_f, y_n, seed=seed)
-        model = nn.Sequential(self.base.backbone, self.base.head)
+        model = nn.Sequential(self.base.backbone, self.base.head).eval()
         likelihood: Likelihood = "classification" if self.task == "classification" else "heteroscedastic"
         self.laplace = LastLayerLaplace.from_model(
             model, X_n_f, None, last_layer=self.base.head, likelihood=likelihood,
