@@ -119,3 +119,33 @@ def test_cli_init_and_run_on_postgres(tmp_path: Path, digits_csv: Path, pg_datab
     s = Store(url)
     assert s.counts()["pool:unlabeled"] > 0 and len(s.selected_keys(rows[0]["id"])) == 20
     s.dispose()
+
+
+def test_two_cli_queue_imports_at_once_on_postgres(tmp_path: Path, pg_database) -> None:  # noqa: ANN001
+    """Two `alkit queue import` processes against one PostgreSQL store at once: every label of
+    both files lands, with its annotator; the same file twice labels once."""
+    import polars as pl
+    from test_queue import _digits_human, queue_batch, shared_labels
+
+    project, truth = _digits_human(tmp_path, store=pg_database())
+    ids = queue_batch(project, 60)
+    more = ids[40:]
+    files = []
+    for n, part in enumerate((ids[:40:2], ids[1:40:2], more, more)):
+        files.append(tmp_path / f"part{n}.csv")
+        pl.DataFrame({"id": part, "label": [truth[i] for i in part]}).write_csv(files[-1])
+    env = {**os.environ, "ALKIT_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-m", "alkit.cli", "queue", "import", str(f), "--annotator", f"p{n}",
+                               "--json", "--project", str(project.root)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for n, f in enumerate(files)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert [r["labeled"] for r in results[:2]] == [20, 20]
+    assert sorted((r["labeled"], r["unchanged"]) for r in results[2:]) == [(0, 20), (20, 0)]
+    got = shared_labels(project)
+    assert {i: v[0] for i, v in got.items()} == {i: truth[i] for i in ids}
+    assert {got[i][2] for i in ids[:40:2]} == {"p0"} and {got[i][2] for i in ids[1:40:2]} == {"p1"}
