@@ -283,6 +283,9 @@ def test_epistemic_scores_grow_off_the_fitted_subspace() -> None:
         o_out = vlm.zero_shot(PreProjection(z_out), prompts, covariance=cov)
         assert _auroc(o_in.var_n, o_out.var_n) > 0.9
         assert _auroc(o_in.mi_n, o_out.mi_n) > 0.8
+        assert _auroc(o_in.score("embed"), o_out.score("embed")) > 0.95
+        k = vlm.image_post.scale_n(z_in)
+        torch.testing.assert_close(o_in.embed_n, k * vlm.image_post.B_inv_D_D.diagonal().sum())
         torch.testing.assert_close(o_in.probs_n_C.sum(-1), torch.ones(100, dtype=f64))
     assert vlm.image_post.prior_precision > 0 and math.isfinite(vlm.image_post.log_evidence)
 

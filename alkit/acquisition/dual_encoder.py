@@ -39,7 +39,9 @@ ProbCosine (expected norms, exact moments of the inner product of independent Ga
 
 Predictive: probit softmax(m / sqrt(1 + pi/8 v)).  Epistemic scores: 'var' = sum_c v_c (the
 reference's), 'mi' = mutual information between the label and the projections (fixed-seed Monte
-Carlo in logit space, shared eps across items).  float64 for every inverse and log-determinant.
+Carlo in logit space, shared eps across items), 'embed' = tr Cov(g | a) = (a^T A~^-1 a) tr B~^-1
+(the image embedding's own uncertainty; unlike the cosine scores it keeps the feature's scale,
+which is what separated unseen classes best in examples/dual_encoder_fashion).  float64 for every inverse and log-determinant.
 
 Entry points::
 
@@ -76,7 +78,7 @@ from alkit.types import GaussianLastLayer, Prediction
 
 Loss = Literal["infonce", "siglip"]
 Covariance = Literal["diag", "full"]
-Score = Literal["var", "mi"]
+Score = Literal["var", "mi", "embed"]
 
 __all__ = [
     "BayesVLM", "DualEncoderLearner", "DualEncoderOutput", "HFDualEncoder", "KronFactors",
@@ -449,8 +451,16 @@ class DualEncoderOutput:
     embedding_mean_n_D: torch.Tensor
     embedding_var_n_D: torch.Tensor
 
+    @property
+    def embed_n(self) -> torch.Tensor:
+        """'embed' score: trace of the image embedding covariance, k tr(B~^-1) (representation
+        uncertainty, before the cosine normalises the embedding's scale away)."""
+        return self.embedding_var_n_D.sum(-1)
+
     def score(self, name: Score) -> torch.Tensor:
-        return {"var": self.var_n, "mi": self.mi_n}[name]
+        if name not in ("var", "mi", "embed"):
+            raise ValueError(f"unknown score {name!r}; expected 'var', 'mi' or 'embed'")
+        return {"var": self.var_n, "mi": self.mi_n, "embed": self.embed_n}[name]
 
 
 @dataclass
@@ -685,19 +695,29 @@ class DualEncoderLearner:
     covariance: Covariance = "diag"
     finetune_steps: int = 200
     finetune_lr: float = 1e-2
+    finetune_prior_precision: float | None = None  # None: the evidence-tuned zero-shot prior
     task: str = "classification"
     model: BayesVLM | None = field(default=None, init=False)
+    _zero_shot_lam: float | None = field(default=None, init=False, repr=False)
 
     def _class_emb(self) -> torch.Tensor:
         return self.base.text_proj(self.class_prompts).double()
 
+    def _anchor(self) -> float:
+        if self.finetune_prior_precision is not None:
+            return self.finetune_prior_precision
+        if self._zero_shot_lam is None:
+            self._zero_shot_lam = fit_kron_posterior(
+                self.pretrain_factors, self.base.image_proj, n_pseudo=self.n_pseudo
+            ).prior_precision
+        return self._zero_shot_lam
+
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         x = PreProjection(torch.as_tensor(np.asarray(X_n_f), dtype=torch.float32))
         y = torch.as_tensor(np.asarray(y_n)).long()
-        temp = fit_kron_posterior(self.pretrain_factors, self.base.image_proj, n_pseudo=self.n_pseudo)
         proj = finetune_projection(
             self.base.image_proj, x, y, self._class_emb(), self.base.logit_scale,
-            prior_precision=temp.prior_precision, steps=self.finetune_steps, lr=self.finetune_lr, seed=seed,
+            prior_precision=self._anchor(), steps=self.finetune_steps, lr=self.finetune_lr, seed=seed,
         )
         factors = self.pretrain_factors
         if len(x):
@@ -721,7 +741,7 @@ class DualEncoderLearner:
             embedding_n_d=a,
             probs_n_C=probs,
             extras={"logits_n_C": out.logit_mean_n_C.float(), "logit_var_n_C": out.logit_var_n_C.float(),
-                    "var_n": out.var_n.float(), "mi_n": out.mi_n.float(),
+                    "var_n": out.var_n.float(), "mi_n": out.mi_n.float(), "embed_n": out.embed_n.float(),
                     "image_embedding_n_D": out.embedding_mean_n_D.float()},
         )
 
