@@ -42,6 +42,13 @@ def expected_pinball(m: torch.Tensor, v: torch.Tensor, tau: torch.Tensor) -> tor
     return m * (tau - 1 + torch.special.ndtr(u)) + s * pdf
 
 
+def _interp_levels(q_sorted_n_K: torch.Tensor, tau_K: torch.Tensor, level: float) -> torch.Tensor:
+    """The level-quantile of the (rearranged) mean quantile curve by linear interpolation, (n,)."""
+    k = int(torch.searchsorted(tau_K, torch.tensor([level], dtype=tau_K.dtype)).clamp(1, len(tau_K) - 1))
+    w = float((level - tau_K[k - 1]) / (tau_K[k] - tau_K[k - 1]))
+    return q_sorted_n_K[:, k - 1] + w * (q_sorted_n_K[:, k] - q_sorted_n_K[:, k - 1])
+
+
 class QuantileHead(nn.Module):
     """K VBLL quantile heads at levels tau_k = (k - 1/2)/K on standardised targets."""
 
@@ -118,5 +125,9 @@ class QuantileHead(nn.Module):
         q_mean = q.mean(1, keepdim=True)
         epi = v.mean(1) * scale**2
         alea = ((q - q_mean) ** 2).mean(1) * scale**2
-        extras = {"quantiles_n_K": shift + scale * q, "var_n_K": v * scale**2, "median_n": dist.quantile(0.5).float()}
+        q_sorted = q.sort(1).values.double()
+        median = _interp_levels(q_sorted, self.tau_K.double(), 0.5)
+        extras = {
+            "quantiles_n_K": shift + scale * q, "var_n_K": v * scale**2, "median_n": (shift + scale * median).float(),
+        }
         return Prediction(epi.float(), alea.float(), phi_n_d, mean_n=dist.mean().float(), dist=dist, extras=extras)

@@ -56,10 +56,12 @@ class VariationalLinear(nn.Module):
         if cov not in ("dense", "diagonal", "shared"):
             raise ValueError(f"unknown cov {cov!r}; use dense, diagonal or shared")
         self.d, self.K, self.cov = d, K, cov
-        self.prior_var = float(prior_var)
+        # log s0: a parameter so the prior scale can be fitted by the ELBO (empirical Bayes) when
+        # requires_grad is switched on; fixed otherwise
+        self.log_prior_var = nn.Parameter(torch.tensor(math.log(prior_var)), requires_grad=False)
         self.n_cov = 1 if cov == "shared" else K
         self.W_mean = nn.Parameter(torch.randn(K, d) * math.sqrt(2.0 / d))
-        init_logdiag = 0.5 * math.log(self.prior_var) - 0.5 * math.log(d)
+        init_logdiag = 0.5 * math.log(prior_var) - 0.5 * math.log(d)
         self.W_logdiag = nn.Parameter(torch.full((self.n_cov, d), init_logdiag) + 1e-3 * torch.randn(self.n_cov, d))
         if cov != "diagonal":
             self.W_offdiag = nn.Parameter(1e-3 * torch.randn(self.n_cov, d, d) / d)
@@ -67,6 +69,10 @@ class VariationalLinear(nn.Module):
             self.register_parameter("W_offdiag", None)
         # optional point-estimate offset per output (quantile levels, bucket priors): no variance
         self.bias = nn.Parameter(torch.zeros(K)) if bias else None
+
+    @property
+    def prior_var(self) -> float:
+        return float(self.log_prior_var.detach().exp())
 
     def chol(self) -> torch.Tensor:
         """L (n_cov, d, d) with S = L L^T (diagonal: the diagonal matrix of std devs)."""
@@ -95,12 +101,13 @@ class VariationalLinear(nn.Module):
 
     def kl(self) -> torch.Tensor:
         """KL(q || p) summed over the K rows (a shared S counts once per row)."""
-        s0, d = self.prior_var, self.d
+        log_s0, d = self.log_prior_var.to(self.W_mean.dtype), self.d
+        s0 = log_s0.exp()
         L = self.chol()
         tr_S = (L**2).sum((-1, -2))  # (n_cov,)
         logdet_S = 2 * self.W_logdiag.sum(-1)  # (n_cov,)
         rows = self.K // self.n_cov
-        cov_part = rows * (tr_S / s0 - logdet_S + d * math.log(s0) - d).sum()
+        cov_part = rows * (tr_S / s0 - logdet_S + d * log_s0 - d).sum()
         return 0.5 * ((self.W_mean**2).sum() / s0 + cov_part)
 
     @torch.no_grad()
@@ -395,8 +402,14 @@ class VBLLLearner:
     regression: 'gaussian' (VBLL regression), 'quantile' (QR-VBLL) or 'buckets' (CR-VBLL);
     targets are standardised as in MLPLearner.
     The default feature map 'l2' was chosen by the digits OOD measurement
-    (benchmarks/results/vbll_ood.md).  ``prior_scale`` sets the prior predictive variance of the
-    last layer on the training inputs at initialisation (s0 = prior_scale / mean ||phi||^2).
+    (benchmarks/results/vbll_ood.md): with 'none' the Laplace-bridge MI is as good but the
+    posterior variance itself is inverted off-distribution (AUROC ~0.1), which would mislead the
+    batch-information strategy that uses only Phi S Phi^T; 'rff' is unstable across seeds and
+    untrainable with few labels.  ``prior_scale`` sets the prior predictive variance of the last
+    layer on the training inputs at initialisation (s0 = prior_scale / mean ||phi||^2); default 1
+    for standardised regression targets and 30 for logits (with 1 the 1/N-weighted KL keeps the
+    logits too small to fit 40 labels; 30 keeps the OOD AUROC and lifts small-N accuracy).
+    ``learn_prior`` fits s0 by the ELBO as well (empirical Bayes); off by default.
     """
 
     def __init__(
@@ -410,7 +423,7 @@ class VBLLLearner:
         width: int = 128,
         depth: int = 2,
         rff_dim: int = 256,
-        prior_scale: float = 1.0,
+        prior_scale: float | None = None,
         reg_weight: float | None = None,
         class_score: ClassScore = "mi",
         n_quantiles: int = 19,
@@ -418,6 +431,7 @@ class VBLLLearner:
         buckets: Literal["uniform", "quantile"] = "uniform",
         cr_epistemic: Literal["bald", "delta"] = "bald",
         refit: bool = True,
+        learn_prior: bool = False,
         train: TrainConfig | None = None,
     ) -> None:
         if task == "classification" and (n_classes is None or n_classes < 2):
@@ -429,10 +443,12 @@ class VBLLLearner:
         self.task, self.n_classes, self.head_kind, self.cov = task, n_classes, head, cov
         self.feature_map: FeatureMap = feature_map or _default_feature_map()
         self.width, self.depth, self.rff_dim = width, depth, rff_dim
+        if prior_scale is None:  # measured on digits (benchmarks/results/vbll_ood.md)
+            prior_scale = 30.0 if task == "classification" else 1.0
         self.prior_scale, self.reg_weight = prior_scale, reg_weight
         self.class_score, self.cr_epistemic = class_score, cr_epistemic
         self.n_quantiles, self.n_buckets, self.buckets = n_quantiles, n_buckets, buckets
-        self.do_refit = refit
+        self.do_refit, self.learn_prior = refit, learn_prior
         self.train_config = train or TrainConfig()
         self.backbone: ResidualMLP | None = None
         self.head: nn.Module | None = None
@@ -476,6 +492,7 @@ class VBLLLearner:
             prior_var = self.prior_scale / float((phi0**2).sum(1).mean().clamp_min(1e-8))
         lam = self.reg_weight if self.reg_weight is not None else 1.0 / N
         self.head = self._build_head(self.backbone.out_dim, prior_var, lam, y)
+        self.head.layer.log_prior_var.requires_grad_(self.learn_prior)
         backbone, head = self.backbone, self.head
 
         def loss_fn(x_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
