@@ -27,10 +27,18 @@ def member_seeds(seed: int, n_members: int) -> list[int]:
     return [int(c.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF) for c in children]
 
 
+def _bald_parts(member_probs_n_M_C: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """(BALD, expected entropy), float64 (n,), from one pass over the member entropies."""
+    p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
+    if p.ndim != 3:
+        raise ValueError(f"member_probs must have shape (n, M, C), got {tuple(p.shape)}")
+    expected_n = entropy_n(p).mean(-1)
+    return (entropy_n(p.mean(1)) - expected_n).clamp_min(0.0), expected_n
+
+
 def expected_entropy_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
     """Aleatoric part: (1/M) sum_j H[p_j], float64 (n,)."""
-    p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
-    return entropy_n(p).mean(-1)
+    return _bald_parts(member_probs_n_M_C)[1]
 
 
 def bald_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
@@ -38,10 +46,7 @@ def bald_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
 
     Zero exactly when all members agree; the clamp removes the ~1e-16 rounding of that case.
     """
-    p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
-    if p.ndim != 3:
-        raise ValueError(f"member_probs must have shape (n, M, C), got {tuple(p.shape)}")
-    return (entropy_n(p.mean(1)) - entropy_n(p).mean(-1)).clamp_min(0.0)
+    return _bald_parts(member_probs_n_M_C)[0]
 
 
 def member_variance_n(member_means_n_M: torch.Tensor | np.ndarray) -> torch.Tensor:
@@ -109,9 +114,10 @@ def classification_prediction(member_probs_n_M_C: torch.Tensor, embedding_n_d: t
     """One Prediction from M members: mean probabilities, BALD as epistemic, expected entropy as
     aleatoric, and the member probabilities in extras (for BatchBALD)."""
     member_probs_n_M_C = member_probs_n_M_C.float()
+    bald, expected = _bald_parts(member_probs_n_M_C)
     return Prediction(
-        epistemic_n=bald_n(member_probs_n_M_C).float(),
-        aleatoric_n=expected_entropy_n(member_probs_n_M_C).float(),
+        epistemic_n=bald.float(),
+        aleatoric_n=expected.float(),
         embedding_n_d=embedding_n_d,
         probs_n_C=member_probs_n_M_C.mean(1),
         extras={"member_probs_n_M_C": member_probs_n_M_C},

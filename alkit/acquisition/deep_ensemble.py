@@ -13,9 +13,10 @@ import numpy as np
 import torch
 
 from alkit.acquisition.bald import classification_prediction, member_seeds, regression_prediction
+from alkit.distributions import GaussianPredictive
 from alkit.models.backbone import FeatureMap
 from alkit.models.learner import MLPLearner
-from alkit.models.train import TrainConfig
+from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
 
 
@@ -58,12 +59,21 @@ class DeepEnsembleLearner:
     def predict(self, X_n_f: np.ndarray) -> Prediction:
         if not self._fitted:
             raise RuntimeError("fit the learner before predicting")
-        preds = [m.predict(X_n_f) for m in self.members]
+        x = to_tensor(X_n_f)
+        outs, embedding = [], None
+        for member in self.members:  # head outputs only: per-member Predictions would cost ~20 %
+            phi = member.backbone(x)
+            embedding = phi if embedding is None else embedding
+            outs.append(member.head(phi))
         if self.task == "classification":
-            return classification_prediction(torch.stack([p.probs_n_C for p in preds], 1), preds[0].embedding_n_d)
-        means_n_M = torch.stack([p.mean_n for p in preds], 1)
-        vars_n_M = torch.stack([p.dist.var_n for p in preds], 1)
-        return regression_prediction(means_n_M, vars_n_M, preds[0].embedding_n_d)
+            return classification_prediction(torch.stack(outs, 1).softmax(-1), embedding)
+        dists = [
+            GaussianPredictive(out[:, 0], out[:, 1].exp()).affine(m.scaler.shift, m.scaler.scale)
+            for out, m in zip(outs, self.members)
+        ]
+        means_n_M = torch.stack([d.mean_n for d in dists], 1)
+        vars_n_M = torch.stack([d.var_n for d in dists], 1)
+        return regression_prediction(means_n_M, vars_n_M, embedding)
 
     def posterior(self) -> GaussianLastLayer | None:
         return None

@@ -5,8 +5,9 @@ the same T "posterior samples" for every item (consistent dropout, as in batchba
 T masks are drawn once per fit from a generator seeded by the run seed, one mask per pass and
 dropout layer shared by all items; an item's score then depends neither on the chunking nor on
 global RNG state.  Dropout sits in the ResidualMLP blocks (after the ReLU); the masks are applied
-with forward hooks on those layers while the network is in eval mode, so the backbone is used
-as is.  Cost: T forward passes per chunk.
+with forward hooks on those layers while the network is in eval mode (in place: under no_grad the
+eval-mode dropout passes on the ReLU's fresh output), so the backbone is used as is.
+Cost: T forward passes per chunk.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class MCDropoutLearner:
         t_now = [0]
         hooks = [
             block.dropout.register_forward_hook(
-                lambda _m, _inp, out, b=b: out * self.masks_T_B_w[t_now[0], b]
+                lambda _m, _inp, out, b=b: out.mul_(self.masks_T_B_w[t_now[0], b])
             )
             for b, block in enumerate(backbone.blocks)
         ]
