@@ -46,6 +46,7 @@ class BenchResult:
     cycles_csv: Path
     metric: str
     target: float | None
+    runs: list[str] = field(default_factory=list)  # every run of this bench (to filter plots by)
     ran: list[str] = field(default_factory=list)  # runs started or resumed by this call
     skipped: list[str] = field(default_factory=list)  # complete before this call
     failed: dict[str, str] = field(default_factory=dict)  # run name -> error message
@@ -197,7 +198,8 @@ def run_bench(
     df.sort("run", "cycle").write_csv(paths[2])
     paths[1].write_text(_markdown(proj, table, metric, higher, target, budget, batch_size, seed_list,
                                   at_list, failed, command))
-    return BenchResult(table, *paths, metric=metric, target=target, ran=result_runs["ran"],
+    return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan],
+                       ran=result_runs["ran"],
                        skipped=result_runs["skipped"], failed=failed,
                        unavailable={k: v for k, v in unavailable.items() if strategies is None})
 

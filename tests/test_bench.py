@@ -21,7 +21,7 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=1, train=TINY_TRAIN, max_cycles=1))
     res = run_bench(digits_project, strategies=["random", "mc-dropout"], **ARGS)
     assert sorted(res.ran) == ["mc-dropout-b10-s0", "mc-dropout-b10-s1", "random-b10-s0", "random-b10-s1"]
-    assert not res.failed and res.metric == "accuracy"
+    assert not res.failed and res.metric == "accuracy" and sorted(res.runs) == sorted(res.ran)
     runs = {r.name: r for r in loop.store.runs()}
     assert len(runs) == 4 and all(r.status == "complete" for r in runs.values())
     assert all(loop.store.n_spent(r.id) == 20 for r in runs.values())
