@@ -89,6 +89,23 @@ def test_plan_ranges_align_with_chunks(pool: tuple) -> None:
     assert plan_ranges(path, 512, 4, mask) == [ranges[-1]]  # ranges with nothing to score are skipped
 
 
+def test_a_pass_holds_one_chunk_not_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow memory during a pass stays at a few row groups; pyarrow's default pre-buffering
+    would keep every range read so far (the whole 16 MB file by the end)."""
+    import pyarrow as pa
+
+    from alkit.engines import iter_masked_batches, open_features
+
+    monkeypatch.setattr(features_mod, "ROW_GROUP", 4096)
+    path = tmp_path / "f.parquet"
+    features_mod.write_features(path, np.random.default_rng(0).normal(size=(262_144, 16)).astype(np.float32))
+    base, peak, n = pa.total_allocated_bytes(), 0, 0
+    for keys, X in iter_masked_batches(open_features(path), 4096, np.ones(262_144, dtype=bool)):
+        peak = max(peak, pa.total_allocated_bytes() - base)
+        n += len(keys)
+    assert n == 262_144 and peak < 2 * 2**20  # one row group is 256 KiB; the file is 16 MiB
+
+
 def test_local_engine_matches_the_loop_arrays(pool: tuple) -> None:
     path, X, learner = pool
     with torch.no_grad():

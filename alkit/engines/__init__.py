@@ -97,6 +97,13 @@ def candidate_arrays(c: Candidates) -> dict[str, np.ndarray | None]:
     return {"embedding_n_d": c.embedding_n_d, "probs_n_C": c.probs_n_C, **c.extras}
 
 
+def open_features(path: Path | str) -> pq.ParquetFile:
+    """The feature file for one streaming pass.  ``pre_buffer=False``: with pyarrow's default
+    (True) the reader caches every range it has read until the pass ends, so a pass over the pool
+    holds the whole decompressed file (memory grows with the pool, 2M x 64 -> +550 MB)."""
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
 def iter_masked_batches(
     file: pq.ParquetFile, chunk_rows: int, mask_n: np.ndarray | None, row_groups: list[int] | None = None
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -132,7 +139,7 @@ def local_topm(
     learner: Learner, features_path: Path, pool_mask_n: np.ndarray, m: int, chunk_rows: int = 16_384
 ) -> tuple[Candidates, int]:
     """Single-process engine: stream the file once in this process."""
-    file = pq.ParquetFile(features_path)
+    file = open_features(features_path)
     return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n), m)
 
 

@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from alkit.engines import EngineError, candidate_arrays, dumps_learner, iter_masked_batches, score_batches
+from alkit.engines import (
+    EngineError,
+    candidate_arrays,
+    dumps_learner,
+    iter_masked_batches,
+    open_features,
+    score_batches,
+)
 from alkit.strategies.streaming import TopM
 from alkit.types import Candidates, Learner
 
@@ -53,7 +60,7 @@ def _score_range(learner_blob: bytes, path: str, row_groups: list[int], pool_mas
 
     torch.set_num_threads(1)  # one task per CPU; more threads would oversubscribe the node
     learner = pickle.loads(learner_blob)
-    file = pq.ParquetFile(path)
+    file = open_features(path)
     return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n, row_groups), m)
 
 
