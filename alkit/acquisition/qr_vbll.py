@@ -101,10 +101,13 @@ class QuantileHead(nn.Module):
         return self.log_beta.exp() ** 2
 
     @torch.no_grad()
-    def distribution(self, q_n_K: torch.Tensor, v_n_K: torch.Tensor, shift: float, scale: float) -> PiecewiseLinearMixture:
-        """Average of J piecewise-linear CDFs through sorted posterior draws of the quantiles."""
+    def distribution(
+        self, q_n_K: torch.Tensor, v_n_K: torch.Tensor, shift: float, scale: float, n_draws: int | None = None
+    ) -> PiecewiseLinearMixture:
+        """Average of J piecewise-linear CDFs through sorted posterior draws of the quantiles
+        (J = 0: the rearranged mean quantiles only)."""
         n, K = q_n_K.shape
-        J = self.n_draws
+        J = self.n_draws if n_draws is None else n_draws
         if J > 0:
             gen = torch.Generator().manual_seed(0)
             eps_J_K = torch.randn(J, K, generator=gen, dtype=torch.float64)
@@ -121,7 +124,7 @@ class QuantileHead(nn.Module):
     @torch.no_grad()
     def predict(self, phi_n_d: torch.Tensor, shift: float, scale: float, **_: object) -> Prediction:
         q, v = self(phi_n_d)
-        dist = self.distribution(q, v, shift, scale)
+        dist = QuantilePredictive(self, q, v, shift, scale)
         q_mean = q.mean(1, keepdim=True)
         epi = v.mean(1) * scale**2
         alea = ((q - q_mean) ** 2).mean(1) * scale**2
@@ -130,4 +133,41 @@ class QuantileHead(nn.Module):
         extras = {
             "quantiles_n_K": shift + scale * q, "var_n_K": v * scale**2, "median_n": (shift + scale * median).float(),
         }
-        return Prediction(epi.float(), alea.float(), phi_n_d, mean_n=dist.mean().float(), dist=dist, extras=extras)
+        mean_n = self.distribution(q, v, shift, scale, n_draws=0).mean()
+        return Prediction(epi.float(), alea.float(), phi_n_d, mean_n=mean_n.float(), dist=dist, extras=extras)
+
+
+class QuantilePredictive:
+    """QR-VBLL's predictive distribution, built on first use: scoring a pool needs only the
+    epistemic variances, so the O(J K log K) per-item CDF reconstruction is paid only by callers
+    that evaluate the distribution (metrics).  ``Prediction.mean_n`` is the mean of the rearranged
+    mean-quantile CDF (J = 0), ``mean()`` that of the posterior-averaged one."""
+
+    def __init__(self, head: QuantileHead, q_n_K: torch.Tensor, v_n_K: torch.Tensor, shift: float, scale: float):
+        self._args = (head, q_n_K, v_n_K, shift, scale)
+        self._mix: PiecewiseLinearMixture | None = None
+
+    @property
+    def mixture(self) -> PiecewiseLinearMixture:
+        if self._mix is None:
+            head, q, v, shift, scale = self._args
+            self._mix = head.distribution(q, v, shift, scale)
+        return self._mix
+
+    def mean(self) -> torch.Tensor:
+        return self.mixture.mean()
+
+    def cdf(self, y_n: torch.Tensor) -> torch.Tensor:
+        return self.mixture.cdf(y_n)
+
+    def nll(self, y_n: torch.Tensor) -> torch.Tensor:
+        return self.mixture.nll(y_n)
+
+    def crps(self, y_n: torch.Tensor) -> torch.Tensor:
+        return self.mixture.crps(y_n)
+
+    def density(self, y_n: torch.Tensor) -> torch.Tensor:
+        return self.mixture.density(y_n)
+
+    def quantile(self, tau: float) -> torch.Tensor:
+        return self.mixture.quantile(tau)
