@@ -106,12 +106,15 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=quiet)
     task_ids: dict[str, Any] = {}
+    messages: list[str] = []
 
     def on_event(kind: str, p: dict[str, Any]) -> None:
         if kind == "run_start":
             task_ids[p["run"]] = progress.add_task(p["run"], total=p["budget"], completed=p["spent"], info="")
         elif kind == "phase":
             progress.update(task_ids_last(), info=f"cycle {p['cycle']}: {p['phase']}")
+        elif kind in ("human_queue", "human_wait"):
+            messages.append(p["message"])
         elif kind == "cycle_end":
             m = p["metrics"]
             main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "mae") if k in m), "")
@@ -122,7 +125,10 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
 
     loop.on_event = on_event
     with progress:
-        return loop.run(req)
+        results = loop.run(req)
+    for msg in messages:
+        (err if quiet else console).print(f"[bold cyan]next:[/] {msg}", highlight=False)
+    return results
 
 
 def _summary_table(rows: list[dict[str, Any]], title: str) -> Table:

@@ -264,7 +264,8 @@ class ActiveLoop:
         self.on_event("cycle_end", {"run": name, **res.__dict__})
         if res.n_selected:
             out = queue.export_queue(self.project, req.queue_file, store=self.store)
-            msg = f"{res.n_selected} queued in {out.path.name}: label, `alkit queue import FILE`, `alkit run`"
+            msg = (f"{res.n_selected} items queued in {out.path}: fill in their 'label' column (or export another "
+                   f"format with `alkit queue export`), then `alkit queue import {out.path.name}` and `alkit run` again")
             self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": res.n_selected,
                                           "path": str(out.path), "message": msg})
             self.on_event("phase", {"cycle": cycle, "phase": msg})

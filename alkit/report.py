@@ -35,7 +35,7 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             "budget": run.budget,
             "status": run.status,
             "cycles": len(rows),
-            "n_labeled": rows[-1].n_labeled + rows[-1].n_selected if rows else 0,
+            "n_labeled": len(store.labeled_set(run.id)[0]),
             "metrics_n_labeled": latest.n_labeled if latest else None,
             "metrics": dict(latest.metrics) if latest else {},
             "fit_s": sum(c.fit_s for c in rows),

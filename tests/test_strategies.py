@@ -266,13 +266,13 @@ def test_coldstart_kmeans_covers_every_blob() -> None:
 # ---------------------------------------------------------------- shared contract
 
 def test_registry() -> None:
-    assert set(SELECTORS) == {"random", "topk", "diverse", "kcenter", "badge", "coldstart"}
+    assert set(SELECTORS) == {"random", "topk", "diverse", "kcenter", "badge", "coldstart", "batchbald"}
     for name, cls in SELECTORS.items():
         s = get_selector(name)
         assert isinstance(s, cls) and s.name == name
         assert s.candidate_source in ("all", "topm", "sample")
         assert isinstance(s.needs_model, bool)
-    with pytest.raises(ValueError, match="badge, coldstart, diverse, kcenter, random, topk"):
+    with pytest.raises(ValueError, match="badge, batchbald, coldstart, diverse, kcenter, random, topk"):
         get_selector("bald")
 
 
@@ -291,6 +291,7 @@ def test_topk_order_ties_and_errors() -> None:
 @pytest.mark.parametrize("name", sorted(SELECTORS))
 def test_deterministic_for_seed_and_seed_dependent_where_random(name: str) -> None:
     cands = _pool(n=60, d=4)
+    cands.extras["member_probs_n_M_C"] = np.random.default_rng(7).dirichlet(np.ones(3), size=(60, 5))
     strat = get_selector(name)
     post = GaussianLastLayer(cov_K_d_d=torch.eye(4)[None], noise_var_K=torch.tensor([0.5]))
     run = lambda seed: strat.select(cands, 12, SelectionContext(seed=seed, posterior=post))  # noqa: E731
@@ -298,7 +299,7 @@ def test_deterministic_for_seed_and_seed_dependent_where_random(name: str) -> No
     assert np.array_equal(a.keys, b.keys) and np.array_equal(a.utilities, b.utilities)
     assert len(a.keys) == 12 and len(np.unique(a.keys)) == 12
     others = [run(s).keys for s in (1, 2, 3)]
-    if name in ("random", "badge", "coldstart"):
+    if name in ("random", "badge", "coldstart", "batchbald"):  # batchbald samples joint configurations here
         assert any(not np.array_equal(a.keys, o) for o in others)
     else:
         assert all(np.array_equal(a.keys, o) for o in others)
