@@ -475,7 +475,8 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     run_args = ("run", "--budget", "20", "--batch-size", "10", "--max-epochs", "20", "--project", proj)
     out = invoke(*run_args)
     assert out.exit_code == 0, out.text
-    assert "10 queued in queue.csv" in out.text and "alkit queue import" in out.text
+    flat = " ".join(out.text.split())
+    assert "next: 10 items queued in" in flat and "queue.csv" in flat and "alkit queue import" in flat
     assert "waiting" in invoke(*run_args).text  # nothing more is selected while the batch is queued
 
     export = invoke("queue", "export", "--format", "jsonl", "--out", str(tmp_path / "batch.jsonl"), "--project", proj)
