@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Image classification from image files: EfficientNet-Lite0 features, random vs epistemic (VBLL), 3 seeds.
+# Run from the repository root after `bash scripts/setup.sh`:  bash examples/fashion_images/run.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+ALKIT=${ALKIT:-../../.venv/bin/alkit}
+PY=${PY:-../../.venv/bin/python}
+BUDGET=${BUDGET:-300}
+BATCH=${BATCH:-30}
+[ -f fashion.csv ] || "$PY" prepare.py
+rm -rf project
+"$ALKIT" init fashion.csv --id-col id --label-col label --image-col path --hide-labels --test-frac 0.25 -p project
+for seed in 0 1 2; do
+  "$ALKIT" run -p project --strategy random --scorer vbll --budget "$BUDGET" --batch-size "$BATCH" --seed "$seed"
+  "$ALKIT" run -p project --strategy epistemic --budget "$BUDGET" --batch-size "$BATCH" --seed "$seed"
+done
+"$ALKIT" status -p project
+"$ALKIT" plot -p project --out learning_curves.png
