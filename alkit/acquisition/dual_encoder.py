@@ -49,11 +49,12 @@ Entry points::
     img = feats.image_inputs(pixel_values)             # PreProjection(a, offset)
     txt = feats.text_inputs(input_ids, attention_mask)
     # or, from precomputed features: LinearProjection(W_D_p, b_D) + PreProjection(a_n_p)
-    fac = infonce_kfac(img.a_n_p, proj, img_targets_T_D, scale)   # KronFactors (sums)
-    post = fit_kron_posterior(fac, proj, n_pseudo=1.0)             # tunes lam by evidence
-    vlm = BayesVLM(img_proj, txt_proj, post_img, post_txt, logit_scale)
-    out = vlm.zero_shot(img, class_prompts)            # DualEncoderOutput: probs, logit var, scores
-    learner = DualEncoderLearner(...)                  # Learner: fine-tunes P on labels, refits
+    P, Q = feats.image_projection(), feats.text_projection()
+    fac = infonce_kfac(img, P, Q(txt), feats.logit_scale)      # KronFactors (sums); siglip_kfac too
+    post_img = fit_kron_posterior(fac, P, n_pseudo=1.0)         # tunes lam by the evidence
+    vlm = feats.bayes_vlm(post_img, post_txt)                   # or BayesVLM(P, Q, post_img, post_txt, s)
+    out = vlm.zero_shot(img, class_prompts)    # DualEncoderOutput: probit/MC probs, logit var, scores
+    learner = DualEncoderLearner(vlm, class_prompts, fac)       # Learner: fine-tunes P on labels
 
 ``DualEncoderLearner`` is the Learner (alkit/types.py) for a pool of pre-projection image features
 with fixed class prompts: ``fit`` fine-tunes the image projection from its pretrained value on the

@@ -265,7 +265,7 @@ def active_learning(
             "aulc_mean": float(np.mean([metrics.aulc(n_lab, r) for r in runs])),
             "aulc_std": float(np.std([metrics.aulc(n_lab, r) for r in runs])),
         }
-    return {"n_labeled": n_lab, "strategies": summary}
+    return {"n_labeled": n_lab, "strategies": summary, "curves": curves}
 
 
 def main() -> None:
@@ -306,33 +306,59 @@ def main() -> None:
     Xa_t = torch.from_numpy(std(Xa))
     T_t = torch.from_numpy(T.astype(np.float32))
 
-    t1 = time.time()
-    P, Q, s = train_projections(Xa_t, torch.from_numpy(ya), T_t, dim=args.dim, steps=args.align_steps, seed=0)
-    vlm, img_fac = fit_bayes_vlm(PreProjection(Xa_t.double()), torch.from_numpy(ya), T_t.double(), P, Q, s, seed=0)
-    t_fit = time.time() - t1
     prompts = PreProjection(T_t.double().mean(1))  # one prompt per class: the mean description feature
-
     Xt, yt = feats["test"]
-    zs = zero_shot_report(vlm, torch.from_numpy(std(Xt)).double(), yt, prompts)
-    print(f"alignment + Laplace in {t_fit:.0f}s", flush=True)
-    print(json.dumps(zs, indent=1), flush=True)
-
-    t2 = time.time()
     Xp, yp = feats["pool"]
-    al = active_learning(
-        vlm, img_fac, prompts, std(Xp), yp, std(Xt), yt, strategies=args.strategies.split(","),
-        seeds=list(range(args.seeds)), cycles=args.cycles, batch=args.batch, finetune_steps=args.finetune_steps,
-        finetune_prior=args.finetune_prior,
-    )
-    t_al = time.time() - t2
-    print("active learning (test accuracy, mean over seeds):")
-    for strat, r in al["strategies"].items():
-        print(f"  {strat:9s} " + " ".join(f"{m:.3f}" for m in r["mean"]) + f"   AULC {r['aulc_mean']:.4f} ± {r['aulc_std']:.4f}")
-    timing = {"encode_s": t_enc, "align_laplace_s": t_fit, "active_learning_s": t_al, "total_s": time.time() - t0}
+    Xt_s, Xp_s = std(Xt), std(Xp)
+    strategies = args.strategies.split(",")
+    zero_shot, al_runs = [], []
+    t_fit = t_al = 0.0
+    for seed in range(args.seeds):  # each seed: its own alignment, posterior and AL runs
+        t1 = time.time()
+        P, Q, s = train_projections(Xa_t, torch.from_numpy(ya), T_t, dim=args.dim, steps=args.align_steps, seed=seed)
+        vlm, img_fac = fit_bayes_vlm(PreProjection(Xa_t.double()), torch.from_numpy(ya), T_t.double(), P, Q, s, seed=seed)
+        zero_shot.append(zero_shot_report(vlm, torch.from_numpy(Xt_s).double(), yt, prompts))
+        t_fit += time.time() - t1
+        z = zero_shot[-1]
+        print(f"seed {seed}: zero-shot acc {z['acc_all']:.3f} (seen {z['acc_seen']:.3f}, unseen {z['acc_unseen']:.3f}); "
+              "OOD AUROC " + ", ".join(f"{k} {v:.3f}" for k, v in z["ood_auroc"].items()), flush=True)
+        t2 = time.time()
+        al_runs.append(active_learning(
+            vlm, img_fac, prompts, Xp_s, yp, Xt_s, yt, strategies=strategies, seeds=[seed], cycles=args.cycles,
+            batch=args.batch, finetune_steps=args.finetune_steps, finetune_prior=args.finetune_prior,
+        ))
+        t_al += time.time() - t2
+
+    zs = summarise_zero_shot(zero_shot)
+    print("zero-shot (mean ± std over seeds):")
+    print(json.dumps(zs, indent=1, ensure_ascii=False))
+    n_lab = al_runs[0]["n_labeled"]
+    al = {"n_labeled": n_lab, "strategies": {}}
+    print(f"active learning, test accuracy at {n_lab} labels (mean ± std over {args.seeds} seeds):")
+    for strat in strategies:
+        curves = np.array([r["curves"][strat][0] for r in al_runs])
+        aulcs = [metrics.aulc(n_lab, c) for c in curves]
+        al["strategies"][strat] = {"mean": curves.mean(0).round(4).tolist(), "std": curves.std(0).round(4).tolist(),
+                                   "aulc_mean": float(np.mean(aulcs)), "aulc_std": float(np.std(aulcs))}
+        print(f"  {strat:10s} " + " ".join(f"{m:.3f}±{sd_:.3f}" for m, sd_ in zip(curves.mean(0), curves.std(0)))
+              + f"   AULC {np.mean(aulcs):.4f} ± {np.std(aulcs):.4f}")
+    timing = {"encode_s": t_enc, "align_laplace_eval_s": t_fit, "active_learning_s": t_al, "total_s": time.time() - t0}
     print(f"timing: {json.dumps({k: round(v, 1) for k, v in timing.items()})}")
     if args.out:
-        args.out.write_text(json.dumps({"zero_shot": zs, "active_learning": al, "timing": timing, "args": {
-            k: str(v) for k, v in vars(args).items()}}, indent=1))
+        args.out.write_text(json.dumps({"zero_shot": zs, "zero_shot_per_seed": zero_shot, "active_learning": al,
+                                        "timing": timing, "args": {k: str(v) for k, v in vars(args).items()}}, indent=1))
+
+
+def summarise_zero_shot(reports: list[dict]) -> dict:
+    """Mean and std over seeds of every number in the per-seed reports (nested dicts kept)."""
+    out: dict = {}
+    for key, val in reports[0].items():
+        if isinstance(val, dict):
+            out[key] = summarise_zero_shot([r[key] for r in reports])
+        else:
+            vals = np.array([r[key] for r in reports], dtype=float)
+            out[key] = f"{vals.mean():.3f} ± {vals.std():.3f}"
+    return out
 
 
 if __name__ == "__main__":
