@@ -45,7 +45,10 @@ Library use on any module::
 Mutual information: ``mi='mc'`` (default) draws S = 64 fixed-seed samples in logit space,
 z = m + Q_G (sqrt(m_eig) * eps), and computes H[mean p] - mean H[p]; ``mi='probit'`` is the
 sample-free proxy H[softmax(kappa * m)] - H[softmax(m)] (uq-math §2 (f)).  The default was chosen
-by OOD AUROC on digits 0-4 vs 5-9 (benchmarks/results/posthoc_ood.md).
+by OOD AUROC on digits 0-4 vs 5-9 (benchmarks/results/posthoc_ood*.md, 3 seeds, MLPLearner default
+backbone): MC MI 0.898 ± 0.018, probit proxy 0.710, logit-covariance trace 0.123 (inverted: OOD
+features have smaller norms, uq-math §0; the trace works with ``feature_map='l2'``).  The MC eps are
+shared by all items, so the ranking is deterministic; S = 64 costs O(S C^2) per item.
 """
 
 from __future__ import annotations
