@@ -10,6 +10,9 @@ Last layer z = W h + b, p = softmax(z) has the closed form (O(C + d) per item, n
 
 Any set of layers or the whole network: per-example gradients with torch.func
 (vmap(grad(p_c)) over the items, ``per_example_gradnorm_sq``).
+Measured (digits 0-4 vs 5-9, epistemic score alone, 3 seeds; benchmarks/results/posthoc_ood*.md):
+last layer 0.889 ± 0.011, whole network 0.905 ± 0.021 (feature_map 'l2': 0.927 / 0.931), next
+to a 5-member ensemble's MI 0.903 / 0.919; the whole network costs a vmap'd backward per item.
 Regression: the gradient of the predicted mean (output ``mean_index`` of the last layer), whose
 last-layer norm is ||h||^2 + 1; aleatoric is the model's predicted variance.
 
