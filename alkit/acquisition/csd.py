@@ -12,8 +12,8 @@ Here (documented choices, measured in benchmarks/results/posthoc_ood.md and test
   ``features='trained'`` (default) uses the fitted network, ``'init'`` a re-initialised copy (the
   seed's random-network kernel).  Trained features separated OOD digits better, both in the closed
   form (ridge 0.01: 0.928 / 0.915 vs 0.908 / 0.896 at init, seeds 0 / 1) and distilled (0.91-0.92
-  vs 0.88-0.89): the trained backbone's features are where the head's uncertainty lives, and the
-  spectral-normalised backbone keeps them distance-aware.
+  vs 0.88-0.89, the latter at ridge 1/mean||varphi||^2): the trained backbone's features are where
+  the head's uncertainty lives, and the spectral-normalised backbone keeps them distance-aware.
 - g(x,c) = phi(x)^T psi(c).  The x tower ``x_tower='features'`` (default) is phi(x) = varphi(x):
   the tower whose NTK with respect to psi's output (the context's "last-layer weights") is exactly
   Theta, so g learns the labeled-set projection of the kernel; ``'mlp'`` is a trainable MLP tower on
