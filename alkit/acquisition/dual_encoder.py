@@ -41,7 +41,10 @@ Predictive: probit softmax(m / sqrt(1 + pi/8 v)).  Epistemic scores: 'var' = sum
 reference's), 'mi' = mutual information between the label and the projections (fixed-seed Monte
 Carlo in logit space, shared eps across items), 'embed' = tr Cov(g | a) = (a^T A~^-1 a) tr B~^-1
 (the image embedding's own uncertainty; unlike the cosine scores it keeps the feature's scale,
-which is what separated unseen classes best in examples/dual_encoder_fashion).  float64 for every inverse and log-determinant.
+which is what separated unseen classes best in examples/dual_encoder_fashion).  The per-logit
+probit is accurate when the classes' logit variances are comparable (tested against Monte Carlo);
+when they differ widely it is no better than the MAP softmax, so the Monte Carlo predictive is
+returned alongside (``probs_mc_n_C``).  float64 for every inverse and log-determinant.
 
 Entry points::
 
@@ -58,7 +61,9 @@ Entry points::
 
 ``DualEncoderLearner`` is the Learner (alkit/types.py) for a pool of pre-projection image features
 with fixed class prompts: ``fit`` fine-tunes the image projection from its pretrained value on the
-labeled items (cross-entropy over the class prompts, Gaussian prior at the pretrained weights),
+labeled items (cross-entropy over the class prompts, Gaussian anchor at the pretrained weights
+with precision ``finetune_prior_precision``; None takes the evidence-tuned zero-shot prior, which
+is strong: pass a small value, e.g. 1, when a few labels should move the projection),
 refits the Laplace posterior with the pretraining and labeled curvature, and ``predict`` returns
 the probit predictive with the epistemic score.  Its ``Prediction.embedding_n_d`` is the
 pre-projection feature a (the posterior's phi), the projected mean embedding is in ``extras``.
@@ -356,7 +361,9 @@ def fit_kron_posterior(
     eig_A, Q_A = eigh64(factors.A_q_q)
     eig_B, Q_B = eigh64(factors.B_D_D)
     theta_sq = float((theta**2).sum())
-    lam = prior_precision or tune_kron_prior_precision(eig_A, eig_B, theta_sq, n_pseudo)
+    if prior_precision is not None and prior_precision <= 0:
+        raise ValueError(f"prior_precision must be positive, got {prior_precision}")
+    lam = prior_precision if prior_precision is not None else tune_kron_prior_precision(eig_A, eig_B, theta_sq, n_pseudo)
     r, s = math.sqrt(n_pseudo), math.sqrt(lam)
     return KronPosterior(
         theta_D_q=theta,
@@ -479,7 +486,10 @@ class BayesVLM:
     logit_bias: float = 0.0
 
     @staticmethod
-    def _embed(x: PreProjection, proj: LinearProjection, post: KronPosterior | None):
+    def _embed(
+        x: PreProjection, proj: LinearProjection, post: KronPosterior | None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mean (n, D), diagonal variance (n, D) and the Kronecker scale k (n,), float64."""
         mu = proj(PreProjection(x.a_n_p.double(), None if x.offset_n_D is None else x.offset_n_D.double()))
         if post is None:
             return mu, torch.zeros_like(mu), torch.zeros(len(x), dtype=torch.float64)
@@ -502,7 +512,8 @@ class BayesVLM:
         if covariance == "diag":
             mean, var = prob_cosine(mg, vg, mh, vh)
         elif covariance == "full":
-            Bg = self.image_post.B_inv_D_D if self.image_post is not None else torch.zeros(mg.shape[1], mg.shape[1], dtype=torch.float64)
+            D = mg.shape[1]
+            Bg = self.image_post.B_inv_D_D if self.image_post is not None else torch.zeros(D, D, dtype=torch.float64)
             Bh = self.text_post.B_inv_D_D if self.text_post is not None else None
             mean, var = prob_cosine_kron(mg, kg, Bg, mh, kh if Bh is not None else None, Bh)
         else:
