@@ -378,3 +378,18 @@ def test_hf_adapter_reproduces_model_features(transformers_mod, kind: str) -> No
 def test_hf_adapter_rejects_other_models() -> None:
     with pytest.raises(ValueError, match="CLIPModel or SiglipModel"):
         de.hf_dual_encoder(torch.nn.Linear(2, 2))
+
+
+def test_learner_posterior_feeds_the_diverse_strategy() -> None:
+    from alkit.strategies import get_selector
+    from alkit.types import Candidates, SelectionContext
+
+    gen = _gen(13)
+    vlm, img, prompts, basis, fac = _toy_vlm(gen)
+    learner = DualEncoderLearner(vlm, prompts, fac, finetune_steps=20)
+    learner.fit(np.zeros((0, 12), np.float32), np.zeros(0, np.int64), seed=0)
+    X = torch.randn(30, 12, generator=gen).numpy()
+    pred = learner.predict(X)
+    cands = Candidates(keys_n=np.arange(30), scores_n=pred.epistemic_n.numpy(), embedding_n_d=pred.embedding_n_d.numpy())
+    sel = get_selector("diverse").select(cands, 5, SelectionContext(seed=0, posterior=learner.posterior()))
+    assert len(sel.keys) == 5 and np.all(np.diff(sel.utilities) <= 1e-9)  # gains shrink greedily
