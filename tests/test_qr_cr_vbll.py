@@ -103,6 +103,10 @@ def test_qr_learner_cdf_monotone_masses_sum_to_one_and_epistemic_far() -> None:
     assert pred.epistemic_n[2] > 3 * pred.epistemic_n[:2].max()
     assert torch.isfinite(pred.dist.crps(torch.zeros(3, dtype=torch.float64))).all()
     assert q.shape == (3, 9)
+    post = learner.posterior()
+    phi = post.features(pred.embedding_n_d).double()
+    v_K = torch.einsum("nd,kde,ne->nk", phi, post.cov_K_d_d, phi)
+    torch.testing.assert_close(v_K.mean(1), pred.epistemic_n.double(), rtol=1e-3, atol=1e-8)
 
 
 def test_cr_restoration_exact_for_one_hot() -> None:
@@ -151,3 +155,9 @@ def test_cr_learner_predicts_a_distribution_and_flags_far_inputs() -> None:
         assert torch.isfinite(pred.dist.crps(torch.ones(3, dtype=torch.float64))).all()
         assert pred.epistemic_n[2] > pred.epistemic_n[:2].max()
         assert float(pred.mean_n[0]) == pytest.approx(float(pred.dist.mean()[0]), rel=1e-5)
+        post = learner.posterior()
+        K = masses.shape[1]
+        assert post.cov_K_d_d.shape[0] == K and post.noise_var_K.shape == (K,)
+        phi = post.features(pred.embedding_n_d).double()
+        v_K = torch.einsum("nd,kde,ne->nk", phi, post.cov_K_d_d, phi)
+        torch.testing.assert_close(v_K, pred.extras["logit_var_n_K"].double(), rtol=1e-3, atol=1e-8)

@@ -543,7 +543,7 @@ class VBLLLearner:
         if self.head is None:
             return None
         noise = self.head.noise_var.detach()
-        if self.task == "regression":
+        if self.task == "regression" and self.head_kind != "buckets":  # buckets: logit space, no units
             noise = noise * self.scale**2
             post = posterior_of(self.head.layer, noise)
             post.cov_K_d_d = post.cov_K_d_d * self.scale**2
