@@ -31,7 +31,6 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from alkit.models.learner import MLPLearner  # noqa: E402
 from alkit.models.train import TrainConfig  # noqa: E402
 from alkit.registry import SCORERS, make_learner  # noqa: E402
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from alkit.models.learner import entropy_n
+from alkit.distributions import GaussianPredictive
+from alkit.models.learner import TargetScaler, entropy_n
 from alkit.types import Prediction
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -138,3 +139,10 @@ def regression_prediction(
         dist=dist,
         extras={"member_means_n_M": dist.means_n_M, "member_vars_n_M": dist.vars_n_M},
     )
+
+
+def regression_from_outputs(out_M_n_2: torch.Tensor, scaler: TargetScaler, embedding_n_d: torch.Tensor) -> Prediction:
+    """Members' (mean, log variance) head outputs on standardised targets -> one Prediction in
+    the original target units (as MLPLearner.predict undoes its scaling)."""
+    dist_M_n = GaussianPredictive(out_M_n_2[..., 0], out_M_n_2[..., 1].exp()).affine(scaler.shift, scaler.scale)
+    return regression_prediction(dist_M_n.mean_n.T, dist_M_n.var_n.T, embedding_n_d)

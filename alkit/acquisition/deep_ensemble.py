@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from alkit.acquisition.bald import classification_prediction, member_seeds, regression_prediction
-from alkit.distributions import GaussianPredictive
+from alkit.acquisition.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import FeatureMap
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
@@ -67,13 +66,8 @@ class DeepEnsembleLearner:
             outs.append(member.head(phi))
         if self.task == "classification":
             return classification_prediction(torch.stack(outs, 1).softmax(-1), embedding)
-        dists = [
-            GaussianPredictive(out[:, 0], out[:, 1].exp()).affine(m.scaler.shift, m.scaler.scale)
-            for out, m in zip(outs, self.members)
-        ]
-        means_n_M = torch.stack([d.mean_n for d in dists], 1)
-        vars_n_M = torch.stack([d.var_n for d in dists], 1)
-        return regression_prediction(means_n_M, vars_n_M, embedding)
+        # every member standardised the same targets, so member 0's scaler is everyone's
+        return regression_from_outputs(torch.stack(outs), self.members[0].scaler, embedding)
 
     def posterior(self) -> GaussianLastLayer | None:
         return None

@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from alkit.acquisition.bald import classification_prediction, member_seeds, regression_prediction
-from alkit.distributions import GaussianPredictive
+from alkit.acquisition.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import FeatureMap
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
@@ -93,9 +92,7 @@ class MCDropoutLearner:
         out_T_n_k, embedding = self._passes(to_tensor(X_n_f))
         if self.task == "classification":
             return classification_prediction(out_T_n_k.softmax(-1).transpose(0, 1), embedding)
-        scaler = self.net.scaler
-        dist_T_n = GaussianPredictive(out_T_n_k[..., 0], out_T_n_k[..., 1].exp()).affine(scaler.shift, scaler.scale)
-        return regression_prediction(dist_T_n.mean_n.T, dist_T_n.var_n.T, embedding)
+        return regression_from_outputs(out_T_n_k, self.net.scaler, embedding)
 
     def posterior(self) -> GaussianLastLayer | None:
         return None

@@ -35,8 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from alkit.acquisition.bald import classification_prediction, member_seeds, regression_prediction
-from alkit.distributions import GaussianPredictive
+from alkit.acquisition.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import FeatureMap, ResidualMLP
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor, train_module
@@ -228,9 +227,7 @@ class SVELearner:
         embedding = phi_M_n_d.mean(0)
         if self.task == "classification":
             return classification_prediction(out_M_n_k.softmax(-1).transpose(0, 1), embedding)
-        scaler = self.base.scaler
-        dist_M_n = GaussianPredictive(out_M_n_k[..., 0], out_M_n_k[..., 1].exp()).affine(scaler.shift, scaler.scale)
-        return regression_prediction(dist_M_n.mean_n.T, dist_M_n.var_n.T, embedding)
+        return regression_from_outputs(out_M_n_k, self.base.scaler, embedding)
 
     def posterior(self) -> GaussianLastLayer | None:
         return None
