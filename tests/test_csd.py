@@ -77,7 +77,7 @@ def _auroc(neg: np.ndarray, pos: np.ndarray) -> float:
 
 
 def test_ood_digits_csd_variance_alone():
-    """Trained on digits 0-4; the CSD variance alone separates 5-9 (measured 0.869 with this
+    """Trained on digits 0-4; the CSD variance alone separates 5-9 (measured 0.880 with this
     budget and seed; 0.91 with 1000 steps and a fully trained network)."""
     from sklearn.datasets import load_digits
 
@@ -89,8 +89,8 @@ def test_ood_digits_csd_variance_alone():
     ind = y < 5
     Xi, yi = X[ind], y[ind]
     n_tr = int(0.7 * len(Xi))
-    learner = CSDLearner("classification", 5, csd=CSDConfig(steps=600, hidden=128),
-                         train=TrainConfig(max_epochs=60))
+    learner = CSDLearner("classification", 5, csd=CSDConfig(steps=600, hidden=64),
+                         train=TrainConfig(max_epochs=30))
     learner.fit(Xi[:n_tr], yi[:n_tr], seed=0)
     p_in, p_out = learner.predict(Xi[n_tr:]), learner.predict(X[~ind])
     auc = _auroc(p_in.epistemic_n.numpy(), p_out.epistemic_n.numpy())

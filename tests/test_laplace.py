@@ -231,3 +231,15 @@ def test_scoring_leaves_every_module_in_its_mode():
     model = nn.Sequential(bb, nn.Linear(8, 2))  # wrapper left in train mode
     L.layer_io(model, model[1], torch.randn(5, 3))
     assert not bb.training and not bb.blocks[0].training and model.training
+
+
+def test_eigenbasis_mc_equals_general_mc():
+    g = torch.Generator().manual_seed(0)
+    Q, _ = torch.linalg.qr(torch.randn(4, 4, generator=g, dtype=torch.float64))
+    m = torch.rand(6, 4, generator=g, dtype=torch.float64) * 3
+    logits = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    L_n = Q[None] * m.sqrt()[:, None, :]
+    a, pa = L.mc_mutual_information(logits, L_n, n_samples=32)
+    b, pb = L.mc_mutual_information_eig(logits, Q, m, n_samples=32)
+    torch.testing.assert_close(a, b)
+    torch.testing.assert_close(pa, pb)

@@ -151,7 +151,7 @@ class CSDConfig:
     batch_x: int = 256
     batch_c: int = 256
     lr: float = 1e-3
-    hidden: int = 256
+    hidden: int = 64
     ridge: float = 0.01
     x_tower: XTower = "features"
     features: FeatureSource = "trained"

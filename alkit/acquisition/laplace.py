@@ -167,9 +167,12 @@ def full_ggn(a_n_p: torch.Tensor, H_n_C_C: torch.Tensor) -> torch.Tensor:
 def kfac_logit_eigvar(
     a_n_p: torch.Tensor, Q_A: torch.Tensor, eig_A: torch.Tensor, eig_G: torch.Tensor, delta: float
 ) -> torch.Tensor:
-    """m (n, C): the logit covariance's eigenvalues in the G eigenbasis, Cov(z) = Q_G diag(m) Q_G^T."""
-    r2 = (a_n_p.double() @ Q_A) ** 2
-    inv = 1.0 / (torch.outer(eig_G, eig_A) + delta)  # (C, p)
+    """m (n, C): the logit covariance's eigenvalues in the G eigenbasis, Cov(z) = Q_G diag(m) Q_G^T.
+
+    Computed in the dtype of ``a_n_p`` (float32 pool features score at float32 speed; the factors
+    themselves were decomposed in float64)."""
+    r2 = (a_n_p @ Q_A.to(a_n_p.dtype)) ** 2
+    inv = (1.0 / (torch.outer(eig_G, eig_A) + delta)).to(a_n_p.dtype)  # (C, p)
     return r2 @ inv.T
 
 
@@ -187,12 +190,30 @@ def mc_mutual_information(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BALD in logit space, z = m + L eps with the same fixed-seed eps for every item.
 
-    Returns (mutual information (n,), MC predictive (n, C)); float64 inside."""
+    Returns (mutual information (n,), MC predictive (n, C)), in the dtype of ``logits_n_C``."""
+    eps_S_C = fixed_eps(n_samples, logits_n_C.shape[1], seed, logits_n_C.dtype)
+    z = logits_n_C[:, None, :] + torch.matmul(chol_n_C_C.to(logits_n_C.dtype), eps_S_C.T).transpose(1, 2)
+    return _bald(z)
+
+
+def mc_mutual_information_eig(
+    logits_n_C: torch.Tensor, Q_C_C: torch.Tensor, eigvar_n_C: torch.Tensor, *, n_samples: int = 64, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``mc_mutual_information`` for Cov(z) = Q diag(m) Q^T (the KFAC form): one GEMM,
+    z = m + (sqrt(m) * eps) Q^T, O(S C^2) per item."""
+    dt = logits_n_C.dtype
+    eps_S_C = fixed_eps(n_samples, logits_n_C.shape[1], seed, dt)
+    scaled = eigvar_n_C.to(dt).clamp_min(0).sqrt()[:, None, :] * eps_S_C[None]
+    return _bald(logits_n_C[:, None, :] + scaled @ Q_C_C.to(dt).T)
+
+
+def fixed_eps(n_samples: int, C: int, seed: int, dtype: torch.dtype) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
-    C = logits_n_C.shape[1]
-    eps_S_C = torch.randn(n_samples, C, generator=gen, dtype=torch.float64)
-    z = logits_n_C.double()[:, None, :] + torch.einsum("ncd,sd->nsc", chol_n_C_C.double(), eps_S_C)
-    logp = z.log_softmax(-1)
+    return torch.randn(n_samples, C, generator=gen, dtype=torch.float64).to(dtype)
+
+
+def _bald(z_n_S_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    logp = z_n_S_C.log_softmax(-1)
     p = logp.exp()
     mean_p = p.mean(1)
     exp_ent = -(p * logp).sum(-1).mean(1)
@@ -371,16 +392,21 @@ class LastLayerLaplace:
         return cov, V * e.clamp_min(0).sqrt()[:, None, :]
 
     def logit_var(self, h_n_d: torch.Tensor) -> torch.Tensor:
-        """Diagonal of Cov(z), (n, C) float64, O(p^2 + C p) per item for KFAC."""
+        """Diagonal of Cov(z), (n, C), O(p^2 + C p) per item for KFAC (input dtype; float64 for 'full')."""
         if self.hessian == "kfac":
-            a = with_bias(h_n_d.double(), self.bias)
-            m = kfac_logit_eigvar(a, self.Q_A, self.eig_A, self.eig_G, self.prior_precision)
-            return m @ (self.Q_G**2).T
+            m = self.eigvar(h_n_d)
+            return m @ (self.Q_G**2).to(m.dtype).T
         return self.logit_cov(h_n_d)[0].diagonal(dim1=1, dim2=2)
+
+    def eigvar(self, h_n_d: torch.Tensor) -> torch.Tensor:
+        """KFAC: the logit covariance's eigenvalues m (n, C) in the G eigenbasis, input dtype."""
+        a = with_bias(h_n_d, self.bias)
+        return kfac_logit_eigvar(a, self.Q_A, self.eig_A, self.eig_G, self.prior_precision)
 
     def predict_features(self, h_n_d: torch.Tensor, logits_n_C: torch.Tensor) -> LaplaceOutput:
         """Scores from layer inputs and outputs already computed (no forward pass)."""
-        var = self.logit_var(h_n_d)
+        m = self.eigvar(h_n_d) if self.hessian == "kfac" else None
+        var = self.logit_var(h_n_d) if m is None else m @ (self.Q_G**2).to(m.dtype).T
         if self.likelihood == "heteroscedastic":
             var_mean = var[:, 0]
             sig2 = logits_n_C[:, 1].double().exp()
@@ -390,12 +416,14 @@ class LastLayerLaplace:
             trace = var.sum(1)
             mi = 0.5 * torch.log1p(var / self.sigma_noise**2).sum(1)
             return LaplaceOutput(logits_n_C, var.float(), trace.float(), mi.float(), None, h_n_d)
-        probs = probit_probs(logits_n_C.double(), var)
-        if self.mi == "mc":
-            _, L = self.logit_cov(h_n_d)
-            mi, _ = mc_mutual_information(logits_n_C, L, n_samples=self.mc_samples)
+        logits = logits_n_C.to(var.dtype)
+        probs = probit_probs(logits, var)
+        if self.mi == "mc" and self.hessian == "kfac":
+            mi, _ = mc_mutual_information_eig(logits, self.Q_G, m, n_samples=self.mc_samples)
+        elif self.mi == "mc":
+            mi, _ = mc_mutual_information(logits, self.logit_cov(h_n_d)[1], n_samples=self.mc_samples)
         else:
-            mi = probit_mutual_information(logits_n_C.double(), var)
+            mi = probit_mutual_information(logits, var)
         return LaplaceOutput(logits_n_C, var.float(), var.sum(1).float(), mi.float(), probs.float(), h_n_d)
 
     def predict(self, X: torch.Tensor | np.ndarray, *, chunk: int = _CHUNK) -> LaplaceOutput:
