@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 
 from alkit.acquisition.piecewise import PiecewiseLinearMixture
-from alkit.acquisition.vbll import ClassificationHead, Cov, class_scores, laplace_bridge_mi
+from alkit.acquisition.vbll import ClassificationHead, Cov, VariationalLinear, class_scores, laplace_bridge_mi
 from alkit.types import Prediction
 
 
@@ -74,8 +74,6 @@ class BucketHead(ClassificationHead):
         edges = make_edges(y_N, n_buckets, scheme)
         super().__init__(d, edges.shape[0] - 1, cov=cov, prior_var=prior_var, reg_weight=reg_weight)
         self.register_buffer("edges", edges)
-        from alkit.acquisition.vbll import VariationalLinear
-
         self.layer = VariationalLinear(d, edges.shape[0] - 1, cov, prior_var, bias=True)
         with torch.no_grad():
             counts = torch.bincount(bucket_of(y_N, edges), minlength=edges.shape[0] - 1).float()
