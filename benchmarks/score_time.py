@@ -5,8 +5,9 @@ one thread.  Baseline: ResidualMLP (width 128, depth 2, the VBLL default feature
 nn.Linear head, i.e. MLPLearner's deterministic forward.  For each head two times are reported:
 'score' = backbone + the head's mean and epistemic score (what a strategy ranks by), and
 'Prediction' = the learner's full ``predict`` (probabilities / predictive distribution, extras).
-Times are the median of 3 passes over the pool (the baseline: the faster of two medians, taken
-before and after the heads); ratios are taken within this one run.
+Every scorer is timed on each chunk in turn (interleaved), so load drift on a shared machine
+hits all of them alike; times are summed over the pool, median over ``--reps`` passes; ratios
+are taken within this one run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/score_time.py
 """
@@ -59,10 +60,9 @@ def main() -> None:
     def plain(x: np.ndarray) -> object:
         return mlp.forward(torch.from_numpy(x))
 
-    timed(plain, pool, args.chunk, 1)  # warm-up
-    base = timed(plain, pool, args.chunk, args.reps)
-    rows = []
-
+    learners: dict[str, tuple[Callable[[np.ndarray], object], Callable[[np.ndarray], object]]] = {
+        "plain forward (MLP, 10 logits)": (plain, plain)
+    }
     configs = [("classification C=10", "classification", "gaussian", cov) for cov in ("dense", "diagonal", "shared")]
     configs += [("regression gaussian", "regression", "gaussian", cov) for cov in ("dense", "diagonal")]
     configs += [("QR-VBLL K=19", "regression", "quantile", cov) for cov in ("dense", "diagonal", "shared")]
@@ -79,12 +79,27 @@ def main() -> None:
                 return laplace_bridge_mi(m, v)
             return v.mean(1)
 
-        t_score = timed(score, pool, args.chunk, args.reps)
-        t_pred = timed(learner.predict, pool, args.chunk, args.reps)
-        rows.append((f"{label}, cov={cov}", t_score, t_pred))
-        print(rows[-1], flush=True)
-    base = min(base, timed(plain, pool, args.chunk, args.reps))  # again at the end: drift on a shared box
-    rows.insert(0, ("plain forward (MLP, 10 logits)", base, base))
+        learners[f"{label}, cov={cov}"] = (score, learner.predict)
+
+    # interleaved per chunk, so load drift on a shared machine hits every scorer alike
+    for fns in learners.values():
+        fns[0](pool[: args.chunk]), fns[1](pool[: args.chunk])  # warm-up
+    t_score = {k: [0.0] * args.reps for k in learners}
+    t_pred = {k: [0.0] * args.reps for k in learners}
+    for r in range(args.reps):
+        for s in range(0, len(pool), args.chunk):
+            x = pool[s : s + args.chunk]
+            for name, (fs, fp) in learners.items():
+                t = time.perf_counter()
+                fs(x)
+                t_score[name][r] += time.perf_counter() - t
+                t = time.perf_counter()
+                fp(x)
+                t_pred[name][r] += time.perf_counter() - t
+    base_name = "plain forward (MLP, 10 logits)"
+    base = statistics.median(t_score[base_name] + t_pred[base_name])
+    rows = [(k, statistics.median(t_score[k]), statistics.median(t_pred[k])) for k in learners]
+    rows[0] = (base_name, base, base)
     print(f"\npool {args.n} x {args.features}, chunk {args.chunk}, threads {args.threads}, median of {args.reps}\n")
     print("| scorer | score s | score / forward | Prediction s | Prediction / forward |\n|---|---|---|---|---|")
     for name, ts, tp in rows:
