@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install alkit with every extra its tests exercise (dev, postgres, ray).
+# Create .venv and install alkit with every extra its tests exercise (dev, postgres, ray, text,
+# image, data, vlm).
 # torch is pinned in the same pip command so no other package can pull a CUDA build here;
 # pyproject.toml keeps an ordinary range for users elsewhere.
 # PostgreSQL server binaries (for the PostgreSQL store tests, which start a throwaway server)
@@ -10,16 +11,17 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
 have_pg() { command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }
-if ! have_pg && [ "${ALKIT_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1; then
+have_fashion() { [ -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ]; }
+if { ! have_pg || ! have_fashion; } && [ "${ALKIT_SKIP_APT:-0}" != 1 ] && command -v apt-get >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+        apt-get install -y -qq --no-install-recommends postgresql dataset-fashion-mnist >/dev/null
     else
-        echo "setup.sh: PostgreSQL not found and not root; run 'sudo apt-get install postgresql' for the PostgreSQL store tests" >&2
+        echo "setup.sh: not root; run 'sudo apt-get install postgresql dataset-fashion-mnist' for the PostgreSQL store and Fashion-MNIST tests" >&2
     fi
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,postgres,ray]"
+.venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,postgres,ray,text,image,data,vlm]"
