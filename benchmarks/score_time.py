@@ -5,9 +5,9 @@ one thread.  Baseline: ResidualMLP (width 128, depth 2, the VBLL default feature
 nn.Linear head, i.e. MLPLearner's deterministic forward.  For each head two times are reported:
 'score' = backbone + the head's mean and epistemic score (what a strategy ranks by), and
 'Prediction' = the learner's full ``predict`` (probabilities / predictive distribution, extras).
-Every scorer is timed on each chunk in turn (interleaved), so load drift on a shared machine
-hits all of them alike; times are summed over the pool, median over ``--reps`` passes; ratios
-are taken within this one run.
+Times are CPU seconds of this (single-threaded) process (``time.process_time``), so other jobs on
+a shared machine do not inflate them; every scorer is timed on each chunk in turn (interleaved);
+times are summed over the pool, median over ``--reps`` passes; ratios are taken within this run.
 
     PYTHONPATH=. .venv/bin/python benchmarks/score_time.py
 """
@@ -32,10 +32,10 @@ TINY = TrainConfig(max_epochs=1, min_steps=1, val_frac=0.0)
 def timed(fn: Callable[[np.ndarray], object], pool: np.ndarray, chunk: int, reps: int) -> float:
     times = []
     for _ in range(reps):
-        t = time.perf_counter()
+        t = time.process_time()
         for s in range(0, len(pool), chunk):
             fn(pool[s : s + chunk])
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return statistics.median(times)
 
 
@@ -90,12 +90,12 @@ def main() -> None:
         for s in range(0, len(pool), args.chunk):
             x = pool[s : s + args.chunk]
             for name, (fs, fp) in learners.items():
-                t = time.perf_counter()
+                t = time.process_time()
                 fs(x)
-                t_score[name][r] += time.perf_counter() - t
-                t = time.perf_counter()
+                t_score[name][r] += time.process_time() - t
+                t = time.process_time()
                 fp(x)
-                t_pred[name][r] += time.perf_counter() - t
+                t_pred[name][r] += time.process_time() - t
     base_name = "plain forward (MLP, 10 logits)"
     base = statistics.median(t_score[base_name] + t_pred[base_name])
     rows = [(k, statistics.median(t_score[k]), statistics.median(t_pred[k])) for k in learners]
