@@ -8,7 +8,8 @@ already complete at this budget are skipped, unfinished ones continue where they
 Outputs (``out_dir``, default ``<project>/bench``):
 - ``bench_summary.csv`` / ``bench_summary.md``: per strategy, over seeds (mean ± sample std):
   the metric at fixed label counts, the normalised area under the learning curve (AULC), the
-  labels needed to reach a target value, and the scoring seconds per 1,000 scored items;
+  labels needed to reach a target value, the scoring seconds per 1,000 scored items and the
+  selection seconds per run;
 - ``bench_cycles.csv``: every evaluated cycle of the bench's runs (the raw curves).
 """
 
@@ -77,17 +78,20 @@ def _default_at(df: pl.DataFrame, budget: int) -> list[int]:
     return sorted(picks)
 
 
-def _scoring_cost(df: pl.DataFrame) -> pl.DataFrame:
-    """Scoring seconds per 1,000 scored items per strategy: each run's total over its cycles,
-    then mean and sample std over the runs (seeds); null for model-free strategies."""
-    per_run = (
-        df.group_by("strategy", "run")
-        .agg(pl.col("score_s").sum(), pl.col("n_scored").sum())
-        .filter(pl.col("n_scored") > 0)
-        .with_columns((pl.col("score_s") / pl.col("n_scored") * 1000.0).alias("cost"))
+def _timings(df: pl.DataFrame) -> pl.DataFrame:
+    """Per strategy, mean and sample std over its runs (seeds) of: scoring seconds per 1,000
+    scored items (null for model-free strategies) and selection seconds per run (batch-aware
+    selectors such as BatchBALD cost here, not in scoring).  Cycles without metrics (the first,
+    model-free batch) are not in ``df`` and not counted."""
+    per_run = df.group_by("strategy", "run").agg(pl.col("score_s").sum(), pl.col("n_scored").sum(),
+                                                pl.col("select_s").sum())
+    per_run = per_run.with_columns(
+        pl.when(pl.col("n_scored") > 0).then(pl.col("score_s") / pl.col("n_scored") * 1000.0).alias("cost")
     )
     return per_run.group_by("strategy").agg(
-        pl.col("cost").mean().alias("score_s_per_1k_mean"), pl.col("cost").std(ddof=1).alias("score_s_per_1k_std")
+        pl.col("cost").mean().alias("score_s_per_1k_mean"), pl.col("cost").std(ddof=1).alias("score_s_per_1k_std"),
+        pl.col("select_s").mean().alias("select_s_per_run_mean"),
+        pl.col("select_s").std(ddof=1).alias("select_s_per_run_std"),
     )
 
 
@@ -189,7 +193,7 @@ def run_bench(
     if target is None:
         target = _default_target(df, metric, higher)
     table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher)
-    table = table.join(_scoring_cost(df), on="strategy", how="left")
+    table = table.join(_timings(df), on="strategy", how="left")
 
     out = Path(out_dir) if out_dir is not None else proj.root / "bench"
     out.mkdir(parents=True, exist_ok=True)
@@ -230,7 +234,8 @@ def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, tar
         f"label count not above it); AULC = mean {metric} over the learning curve; labels to target = "
         f"first label count where {metric} reaches {target if target is None else f'{target:.4g}'} "
         "(over the seeds that reached it, n reached of n seeds); score s per 1k = scoring seconds per "
-        "1,000 scored pool items. Values are mean ± sample std over seeds.",
+        "1,000 scored pool items; select s per run = selection seconds per run after the first, "
+        "model-free batch. Values are mean ± sample std over seeds.",
         "",
     ]
     if command:

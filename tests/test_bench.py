@@ -37,6 +37,7 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     row = {r["strategy"]: r for r in table.iter_rows(named=True)}
     assert row["random"]["score_s_per_1k_mean"] is None  # random scores nothing
     assert row["mc-dropout"]["score_s_per_1k_mean"] > 0
+    assert row["random"]["select_s_per_run_mean"] >= 0 and "select_s_per_run_std" in table.columns
     assert row["random"]["n_seeds"] == 2
     # the target defaults to random's mean final accuracy, so the mean random seed reaches it
     cycles = pl.read_csv(res.cycles_csv)
