@@ -57,7 +57,7 @@ def main() -> None:
     y_lab = rng.integers(0, C, 2000)
     pool = rng.normal(size=(N_POOL, F)).astype(np.float32)
 
-    lap = LaplaceLearner("classification", C, train=TINY, mi="mc")
+    lap = LaplaceLearner("classification", C, train=TINY, mi="mc")  # default S = 16
     lap.fit(X_lab, y_lab, seed=0)
     net, head = lap.base.backbone, lap.base.head
     csd = CSDLearner("classification", C, train=TINY, csd=CSDConfig(steps=200))
@@ -80,6 +80,8 @@ def main() -> None:
     L.mi = "probit"
     rows.append(("laplace: LaplaceLearner.predict, MI probit proxy", timed(over_pool(pool, lap.predict))))
     L.mi = "mc"
+    rows.append(("laplace: LaplaceLearner.predict, MI Monte Carlo S=16 (default)", timed(over_pool(pool, lap.predict))))
+    L.mc_samples = 64
     rows.append(("laplace: LaplaceLearner.predict, MI Monte Carlo S=64", timed(over_pool(pool, lap.predict))))
     rows.append(("csd: CSDLearner.predict", timed(over_pool(pool, csd.predict))))
     rows.append(("gradnorm: GradNormLearner.predict (last layer, closed form)", timed(over_pool(pool, gn.predict))))
