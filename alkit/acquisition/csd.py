@@ -26,8 +26,9 @@ Here (documented choices, measured in benchmarks/results/posthoc_ood.md and test
   ``ridge`` is the noise variance of a unit-prior Bayesian linear model on the normalised kernel
   features (mean ||varphi||^2 = 1 on the labeled set).  Small ridges separate OOD digits best
   (closed form on trained features: 0.92-0.94 at 0.001-0.01, 0.70-0.75 at 1); below ~0.01 the
-  regression for g gets too ill-conditioned to learn in a few thousand steps, hence 0.01.  Without the ridge term the limit is the pseudo-inverse projection, ~0
-  everywhere once the labeled features span R^d (uq-math §6 caveat).
+  regression for g gets too ill-conditioned to learn in a few thousand steps, hence 0.01.
+  Without the ridge term the limit is the pseudo-inverse projection, ~0 everywhere once the
+  labeled features span R^d (uq-math §6 caveat).
 - Contexts: the labeled inputs and ``n_noise`` Gaussian-noise copies of them (CSD-Aug, noise
   ``noise_scale`` x per-feature std), plus optionally an unlabeled pool sample (CSD-OOD,
   ``contexts=``).  Measured on digits (0-4 vs 5-9, 1000 steps): CSD-Aug 0.91 AUROC, CSD-OOD with
