@@ -73,17 +73,23 @@ class _JointTable:
             self.P_R_K = self.P_R_K / self.P_R_K.amax(1, keepdim=True).clamp_min(1e-300)
 
     def conditional_entropy_m(self, probs_m_K_C: torch.Tensor, chunk_elems: int) -> torch.Tensor:
-        """E_{y_B}[H(y_x | y_B)] for each candidate x, (m,)."""
+        """E_{y_B}[H(y_x | y_B)] for each candidate x, (m,).
+
+        With joint j_rc = p(row r, y_x = c) and sum_c j_rc = q_r (the row's probability),
+        H(y_x | r) = log q_r - (1/q_r) sum_c j_rc log j_rc, so the conditional table is never
+        divided out: one xlogy pass over (m, R, C) per pick.
+        """
         R, K = self.P_R_K.shape
         w_R = self.weights_R()
         q_R = self.P_R_K.mean(1).clamp_min(1e-300)
+        const = float((w_R * q_R.log()).sum())
+        scale_R = w_R / q_R
         C = probs_m_K_C.shape[2]
         step = max(1, chunk_elems // max(1, R * C))
         out = []
         for start in range(0, probs_m_K_C.shape[0], step):
-            joint_m_R_C = torch.matmul(self.P_R_K, probs_m_K_C[start : start + step]) / K
-            cond_m_R_C = joint_m_R_C / q_R[None, :, None]
-            out.append(entropy_n(cond_m_R_C) @ w_R)
+            joint_m_R_C = torch.matmul(self.P_R_K, probs_m_K_C[start : start + step]).div_(K)
+            out.append(const - torch.special.xlogy(joint_m_R_C, joint_m_R_C).sum(-1) @ scale_R)
         return torch.cat(out)
 
 
