@@ -277,8 +277,8 @@ def bench(
                         at=[int(a) for a in _parse_csv(at)] if at else None, target=target, out_dir=out_dir,
                         console=console, command="alkit " + " ".join(sys.argv[1:]))
         png = res.summary_md.with_name("bench_curves.png")
-        plot_learning_curves(cycles_frame(Store(load_project(project).store_url)), res.metric, png,
-                             title=f"{res.metric} vs labels")
+        df = cycles_frame(Store(load_project(project).store_url))
+        plot_learning_curves(df.filter(df["run"].is_in(res.runs)), res.metric, png, title=f"{res.metric} vs labels")
     for name, why in res.unavailable.items():
         console.print(f"[yellow]left out[/] {name}: {why}")
     for name, why in res.failed.items():

@@ -16,18 +16,17 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import torch
 
 from alkit import metrics
 from alkit.config import Project
-from alkit.engines import ENGINES, get_engine
+from alkit.engines import ENGINES, get_engine, prediction_arrays
 from alkit.models.train import TrainConfig
 from alkit.pools import queue
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.presets import Preset, get_preset
 from alkit.registry import get_scorer, make_learner
-from alkit.strategies import TopM, get_selector
+from alkit.strategies import get_selector
 from alkit.types import Candidates, Learner, Prediction, Selection, SelectionContext
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -318,16 +317,6 @@ class ActiveLoop:
             return None
         return learner.predict(self.features.take(keys_lab)).embedding_n_d.numpy()
 
-    def _arrays(self, pred: Prediction) -> dict[str, np.ndarray | None]:
-        arrays: dict[str, np.ndarray | None] = {
-            "embedding_n_d": pred.embedding_n_d.numpy(),
-            "probs_n_C": None if pred.probs_n_C is None else pred.probs_n_C.numpy(),
-        }
-        member = pred.extras.get("member_probs_n_M_C")
-        if member is not None:
-            arrays["member_probs_n_M_C"] = member.numpy()
-        return arrays
-
     def _candidates(self, run_id: int, keys_lab: np.ndarray, selector: Any, learner: Learner | None,
                     spec: RunSpec, k: int, cycle: int) -> tuple[Candidates, int]:
         """The candidates the selector asked for, and how many items the learner scored."""
@@ -347,7 +336,7 @@ class ActiveLoop:
                 cands = Candidates(keys_n=keys, scores_n=np.zeros(len(keys)), embedding_n_d=emb)
             else:
                 pred = learner.predict(X)
-                a = self._arrays(pred)
+                a = prediction_arrays(pred)
                 cands = Candidates(keys_n=keys, scores_n=pred.epistemic_n.double().numpy(),
                                    embedding_n_d=a.pop("embedding_n_d"), probs_n_C=a.pop("probs_n_C"),
                                    extras={k2: v for k2, v in a.items() if v is not None})
@@ -356,15 +345,8 @@ class ActiveLoop:
             if strat:
                 cands.strata_n = self._strata(keys, strat)
             return cands, 0 if learner is None else len(keys)
-        if spec.options.get("engine", "local") != "local":
-            engine = get_engine(spec.options["engine"], address=spec.options.get("ray_address"))
-            return engine(learner, self.features.path, mask, m, self.features.chunk_rows)
-        top = TopM(m)
-        with torch.no_grad():
-            for keys, X in self.features.iter_chunks(mask):
-                pred = learner.predict(X)
-                top.push(keys, pred.epistemic_n.double().numpy(), **self._arrays(pred))
-        return top.result(), top.n_seen
+        engine = get_engine(spec.options.get("engine", "local"), address=spec.options.get("ray_address"))
+        return engine(learner, self.features.path, mask, m, self.features.chunk_rows)
 
     def _strata(self, keys: np.ndarray, column: str) -> np.ndarray:
         df = pl.read_parquet(self.project.payload_path, columns=["key", column])

@@ -34,7 +34,8 @@ class FeatureReader:
 
     def __init__(self, path: Path, chunk_rows: int = 16_384) -> None:
         self.path = Path(path)
-        self.file = pq.ParquetFile(self.path)
+        # pre_buffer=False: pyarrow would otherwise keep every row group read until the pass ends
+        self.file = pq.ParquetFile(self.path, pre_buffer=False)
         self.n_items = self.file.metadata.num_rows
         x_type = self.file.schema_arrow.field("x").type
         self.n_features = x_type.list_size
