@@ -114,8 +114,9 @@ def run_bench(
 ) -> BenchResult:
     """Run every strategy x seed to ``budget`` labels (resumable), then write the tables.
 
-    ``strategies``: preset names (default: every preset whose scorer and selectors are
-    registered).  ``seeds``: a count (0..n-1) or explicit seeds.  ``train``: TrainConfig fields
+    ``strategies``: preset names, or ``preset:scorer`` for a preset with another scorer (e.g.
+    ``epistemic:laplace``, ``random:vbll``); default: every preset whose scorer and selectors are
+    registered.  ``seeds``: a count (0..n-1) or explicit seeds.  ``train``: TrainConfig fields
     for every fit (e.g. ``{"max_epochs": 50}``).  ``metric``: default accuracy (classification) or
     crps (regression).  ``at``: label counts for the fixed-budget columns (default: the evaluated
     label counts nearest below 25/50/75/100 % of the budget).  ``target``: the value for labels-to-target (default: the random baseline's
@@ -137,13 +138,14 @@ def run_bench(
 
     loop = ActiveLoop(proj)
     plan: list[tuple[RunRequest, str]] = []
-    for name in names:
+    for entry in names:
+        name, _, scorer = entry.partition(":")  # "epistemic:laplace" = preset with another scorer
         get_preset(name)  # a clear error for an unknown name
-        if name in unavailable and strategies is not None:
+        if name in unavailable and strategies is not None and not scorer:
             raise LoopError(f"strategy {name!r} cannot run here: {unavailable[name]}")
         for seed in seed_list:
             req = RunRequest(strategy=name, budget=budget, batch_size=batch_size, seed=seed,
-                             initial=initial, train=dict(train or {}))
+                             initial=initial, train=dict(train or {}), scorer=scorer or None)
             plan.append((req, loop.resolve(req)[0].name))  # validates every run before any starts
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}

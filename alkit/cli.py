@@ -252,7 +252,7 @@ def plot(
 @app.command()
 def bench(
     budget: int = typer.Option(..., "--budget", "-b", help="Labels per run."),
-    strategies_: Optional[str] = typer.Option(None, "--strategies", help="Comma-separated presets (default: every installed one)."),
+    strategies_: Optional[str] = typer.Option(None, "--strategies", help="Comma-separated presets, or preset:scorer (e.g. epistemic:laplace); default: every installed one."),
     seeds: int = typer.Option(3, "--seeds", help="Seeds per strategy (0..N-1)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),

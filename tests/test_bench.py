@@ -64,3 +64,13 @@ def test_bench_rejects_bad_arguments_before_running(digits_project: Path) -> Non
 def test_available_strategies_explains_what_is_left_out() -> None:
     usable, why = available_strategies("regression")
     assert "random" in usable and "batchbald" not in usable and "batchbald" in why
+
+
+def test_bench_preset_with_another_scorer(digits_project: Path) -> None:
+    res = run_bench(digits_project, strategies=["random:gradnorm"], **{**ARGS, "seeds": 1})
+    assert res.ran == ["random-gradnorm-b10-s0"]
+    run = ActiveLoop(load_project(digits_project)).store.runs()[0]
+    assert (run.strategy, run.scorer) == ("random", "gradnorm")
+    assert res.table["strategy"].to_list() == ["random-gradnorm"]
+    with pytest.raises(ValueError, match="unknown scorer 'nope'"):
+        run_bench(digits_project, strategies=["epistemic:nope"], **ARGS)
