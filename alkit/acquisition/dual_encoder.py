@@ -79,7 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.acquisition.laplace import eigh64, entropy_n, kron_logdet, probit_probs, sym
+from alkit.acquisition.laplace import argmax_log10, eigh64, entropy_n, kron_logdet, probit_probs, sym
 from alkit.types import GaussianLastLayer, Prediction
 
 Loss = Literal["infonce", "siglip"]
@@ -285,24 +285,8 @@ def tune_kron_prior_precision(
 ) -> float:
     """argmax of ``kron_log_evidence`` over lam: a 361-point grid on log10 lam, then golden
     section inside the best cell (deterministic; the evidence is smooth and one-humped here)."""
-    f = lambda t: kron_log_evidence(10.0**t, eig_A_q, eig_B_D, theta_sq, n_pseudo)  # noqa: E731
-    grid = np.linspace(*log10_range, 361)
-    vals = np.array([f(t) for t in grid])
-    k = int(vals.argmax())
-    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]
-    inv_phi = (math.sqrt(5) - 1) / 2
-    c, d = hi - inv_phi * (hi - lo), lo + inv_phi * (hi - lo)
-    fc, fd = f(c), f(d)
-    while hi - lo > 1e-8:
-        if fc > fd:
-            hi, d, fd = d, c, fc
-            c = hi - inv_phi * (hi - lo)
-            fc = f(c)
-        else:
-            lo, c, fc = c, d, fd
-            d = lo + inv_phi * (hi - lo)
-            fd = f(d)
-    return float(10.0 ** (0.5 * (lo + hi)))
+    return argmax_log10(lambda t: kron_log_evidence(10.0**t, eig_A_q, eig_B_D, theta_sq, n_pseudo),
+                        log10_range, 361, 1e-8)
 
 
 @dataclass

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 import torch
@@ -108,21 +108,17 @@ def log_marglik(eig_H: torch.Tensor, theta_sq: float, delta: float) -> float:
     )
 
 
-def tune_prior_precision(
-    eig_H: torch.Tensor, theta_sq: float, *, log10_range: tuple[float, float] = (-6.0, 8.0)
-) -> float:
-    """The prior precision maximising ``log_marglik``: 281-point grid on log10 delta, then golden
-    section in the best grid cell.  Deterministic and exact to ~1e-6 in log10 delta."""
-    eig_H = eig_H.double().reshape(-1)
-    grid = torch.linspace(*log10_range, 281, dtype=torch.float64)
-    vals = torch.tensor([log_marglik(eig_H, theta_sq, 10 ** float(t)) for t in grid])
-    k = int(vals.argmax())
-    lo, hi = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, len(grid) - 1)])
-    f = lambda t: log_marglik(eig_H, theta_sq, 10**t)  # noqa: E731
+def argmax_log10(f: Callable[[float], float], log10_range: tuple[float, float], n_grid: int, tol: float) -> float:
+    """10**t maximising f(t): an n_grid-point grid on t, then golden section in the best cell.
+
+    Deterministic; used for prior precisions, whose log evidence is smooth and one-humped in t."""
+    grid = np.linspace(*log10_range, n_grid)
+    k = int(np.argmax([f(float(t)) for t in grid]))
+    lo, hi = float(grid[max(k - 1, 0)]), float(grid[min(k + 1, n_grid - 1)])
     inv_phi = (math.sqrt(5) - 1) / 2
     c, d = hi - inv_phi * (hi - lo), lo + inv_phi * (hi - lo)
     fc, fd = f(c), f(d)
-    while hi - lo > 1e-7:
+    while hi - lo > tol:
         if fc > fd:
             hi, d, fd = d, c, fc
             c = hi - inv_phi * (hi - lo)
@@ -131,7 +127,16 @@ def tune_prior_precision(
             lo, c, fc = c, d, fd
             d = lo + inv_phi * (hi - lo)
             fd = f(d)
-    return 10 ** (0.5 * (lo + hi))
+    return float(10.0 ** (0.5 * (lo + hi)))
+
+
+def tune_prior_precision(
+    eig_H: torch.Tensor, theta_sq: float, *, log10_range: tuple[float, float] = (-6.0, 8.0)
+) -> float:
+    """The prior precision maximising ``log_marglik``: 281-point grid on log10 delta, then golden
+    section in the best grid cell.  Deterministic and exact to ~1e-6 in log10 delta."""
+    eig_H = eig_H.double().reshape(-1)
+    return argmax_log10(lambda t: log_marglik(eig_H, theta_sq, 10**t), log10_range, 281, 1e-7)
 
 
 def output_ggn_n_C_C(out_n_C: torch.Tensor, likelihood: Likelihood, sigma_noise: float = 1.0) -> torch.Tensor:
