@@ -37,6 +37,7 @@ _BASELINE_STYLE: dict[str, tuple[str, object]] = {
     "sve": ("0.6", (0, (5, 2, 1, 2))),
     "batchbald": ("#8aa89a", (0, (1, 1))),
 }
+_VARIANT_MARKERS = ("s", "^", "v", "D")
 _ANALYTIC_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple",
                     "tab:cyan", "tab:brown", "tab:pink", "tab:olive")
 _REQUIRED = ("run_id", "strategy", "seed", "n_labeled")
@@ -166,19 +167,23 @@ def plot_learning_curves(
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     n_analytic = 0
+    variants: dict[str, int] = {}
     for strategy, s in stats.items():
         base = _baseline_key(strategy)
+        marker = "o" if len(s.n_labeled) == 1 else None
         if base is None:
             color, style, width = _ANALYTIC_COLORS[n_analytic % len(_ANALYTIC_COLORS)], "-", 2.0
             n_analytic += 1
         else:
             (color, style), width = _BASELINE_STYLE[base], 1.6
+            if strategy != base:  # e.g. random-vbll next to random: same family, own marker
+                variants[base] = variants.get(base, 0) + 1
+                marker = _VARIANT_MARKERS[(variants[base] - 1) % len(_VARIANT_MARKERS)]
         poly = ax.fill_between(s.n_labeled, s.lower, s.upper, color=color, alpha=0.18, linewidth=0)
         poly.set_gid(_svg_id("band", strategy))
         seeds = f"{s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}"
         (line,) = ax.plot(s.n_labeled, s.mean, color=color, linestyle=style, linewidth=width,
-                          marker="o" if len(s.n_labeled) == 1 else None,
-                          label=f"{strategy} ({seeds})")
+                          marker=marker, markersize=4, label=f"{strategy} ({seeds})")
         line.set_gid(_svg_id("curve", strategy))
     band_text = "mean ± 1 std over seeds" if band == "std" else "mean, band = min–max over seeds"
     ax.legend(title=band_text, fontsize="small", title_fontsize="small", frameon=False)
