@@ -175,6 +175,7 @@ def run(
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[str] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
     head: Optional[str] = typer.Option(None, "--head", help="VBLL regression head: gaussian, quantile or buckets."),
+    cov: Optional[str] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),
@@ -187,7 +188,7 @@ def run(
     """Run active learning until the budget is spent; the same command resumes an interrupted run."""
     with user_errors():
         proj = load_project(project)
-        learner_options = {"head": head} if head else {}
+        learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,

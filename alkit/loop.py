@@ -116,6 +116,11 @@ class ActiveLoop:
         unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
         if unknown:
             raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+        try:  # build one (unfitted) learner now, so a bad option is refused before anything is written
+            make_learner(scorer, self.cfg.task, self.cfg.n_classes, train=TrainConfig(**req.train),
+                         **req.learner_options)
+        except (TypeError, ValueError) as exc:
+            raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
         if req.engine not in ENGINES:
             raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
         options = {"candidates": req.candidates, "stratify_by": req.stratify_by,

@@ -94,6 +94,8 @@ def test_cycles_frame_for_plots(digits_project: Path) -> None:
         (dict(initial=50), "initial 50 is larger than --budget 40"),
         (dict(stratify_by="zz"), "stratify-by 'zz' is not a column"),
         (dict(train={"epochz": 3}), "unknown training options"),
+        (dict(strategy="epistemic", learner_options={"cov": "bogus"}), "invalid options for scorer 'vbll'.*cov"),
+        (dict(learner_options={"nope": 1}), "invalid options for scorer 'none'"),
     ],
 )
 def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:

@@ -440,6 +440,8 @@ class VBLLLearner:
             raise ValueError("classification uses the Gaussian-logit head (head='gaussian')")
         if head not in ("gaussian", "quantile", "buckets"):
             raise ValueError(f"unknown head {head!r}; use gaussian, quantile or buckets")
+        if cov not in ("dense", "diagonal", "shared"):
+            raise ValueError(f"unknown cov {cov!r}; use dense, diagonal or shared")
         self.task, self.n_classes, self.head_kind, self.cov = task, n_classes, head, cov
         self.feature_map: FeatureMap = feature_map or _default_feature_map()
         self.width, self.depth, self.rff_dim = width, depth, rff_dim
