@@ -184,7 +184,7 @@ class ActiveLoop:
             X_lab = self.features.take(keys_lab)
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
             fit_s = time.perf_counter() - t0
-            result_metrics = self._evaluate(learner, y_lab)
+            result_metrics = self._evaluate(learner)
         selection = None
         if k > 0:
             selector_name = (
@@ -194,7 +194,8 @@ class ActiveLoop:
             self.on_event("phase", {"cycle": cycle, "phase": "score", "selector": selector_name})
             selector = get_selector(selector_name)
             t0 = time.perf_counter()
-            cands, n_scored = self._candidates(run_id, keys_lab, selector, learner, spec, k, cycle)
+            mask = self._pool_mask(run_id, keys_lab)
+            cands, n_scored = self._candidates(mask, selector, learner, spec, k, cycle)
             score_s = time.perf_counter() - t0
             self.on_event("phase", {"cycle": cycle, "phase": "select", "selector": selector_name})
             t0 = time.perf_counter()
@@ -202,7 +203,7 @@ class ActiveLoop:
                 seed=_seed(spec.seed, cycle, 2),
                 posterior=learner.posterior() if learner is not None else None,
                 labeled_embedding_n_d=self._labeled_embedding(learner, keys_lab) if selector_name == "kcenter" else None,
-                n_pool=int(self._pool_mask(run_id, keys_lab).sum()),
+                n_pool=int(mask.sum()),
             )
             selection = selector.select(cands, k, ctx)
             select_s = time.perf_counter() - t0
@@ -301,31 +302,27 @@ class ActiveLoop:
         mask[self.store.selected_keys(run_id)] = False
         return mask
 
-    def _evaluate(self, learner: Learner, y_lab: np.ndarray) -> dict[str, float]:
+    def _evaluate(self, learner: Learner) -> dict[str, float]:
         keys_test, values = self.store.test_set()
         if len(keys_test) == 0:
             return {}
         y_test = np.array([self.project.encode_label(v) for v in values])
-        pred = self._predict_all(learner, self.features.take(keys_test))
+        pred = learner.predict(self.features.take(keys_test))
         if self.cfg.task == "classification":
             return metrics.classification_metrics(pred.probs_n_C.numpy(), y_test)
         # Fixed per project (from the test targets) so nll10/ece10 compare across cycles and runs.
         edges = metrics.bucket_edges(y_test, 10) if len(np.unique(y_test)) > 1 else None
         return metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_test, edges)
 
-    @staticmethod
-    def _predict_all(learner: Learner, X: np.ndarray) -> Prediction:
-        return learner.predict(X)
-
     def _labeled_embedding(self, learner: Learner | None, keys_lab: np.ndarray) -> np.ndarray | None:
         if learner is None or len(keys_lab) == 0:
             return None
         return learner.predict(self.features.take(keys_lab)).embedding_n_d.numpy()
 
-    def _candidates(self, run_id: int, keys_lab: np.ndarray, selector: Any, learner: Learner | None,
+    def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None,
                     spec: RunSpec, k: int, cycle: int) -> tuple[Candidates, int]:
-        """The candidates the selector asked for, and how many items the learner scored."""
-        mask = self._pool_mask(run_id, keys_lab)
+        """The candidates the selector asked for among the ``mask``ed pool items, and how many
+        items the learner scored."""
         source = selector.candidate_source
         m = spec.options.get("candidates") or 20 * max(k, 1)
         m = max(m, k)

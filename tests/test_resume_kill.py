@@ -52,9 +52,16 @@ def test_kill_and_resume(tmp_path: Path, digits_csv: Path, backend: str, request
     rng = np.random.default_rng(12345)
     kills = 0
     progress = []
-    for attempt in range(5):
+    probe = ActiveLoop(load_project(killed_dir))
+    for attempt in range(4):
+        # Kill at a random moment shortly after the run has committed at least one more cycle,
+        # so every attempt lands mid-run however fast or slow this machine is.
+        n_before = len(probe.store.cycles())
         proc = _start(killed_dir)
-        time.sleep(float(rng.uniform(2.0, 7.0)))
+        deadline = time.time() + 300
+        while proc.poll() is None and len(probe.store.cycles()) <= n_before and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(float(rng.uniform(0.0, 0.6)))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -67,6 +74,7 @@ def test_kill_and_resume(tmp_path: Path, digits_csv: Path, backend: str, request
             _invariants(loop, runs[0].id)
             progress.append(loop.store.n_spent(runs[0].id))
         loop.store.dispose()
+    probe.store.dispose()
     assert kills >= 3, "the run finished too fast to be killed mid-way"
     final = _start(killed_dir)
     assert final.wait(timeout=600) == 0, final.stderr.read().decode()
