@@ -222,26 +222,27 @@ class ActiveLoop:
     def _commit(self, run_id: int, cycle: int, spec: RunSpec, sel: Selection | None, selector: str,
                 n_labeled: int, result_metrics: dict[str, float], fit_s: float, score_s: float,
                 select_s: float, n_scored: int) -> None:
+        """Record the cycle in one transaction: with the simulated oracle its answers go in too;
+        with people the selected items become queued."""
+        selections = [] if sel is None else [
+            {"item_key": int(key), "rank": rank, "score": float(score), "utility": float(util), "selector": selector}
+            for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities))
+        ]
+        cycle_row = {"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
+                     "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored}
         if not self.cfg.hide_labels:
-            self._commit_human(run_id, cycle, sel, selector, n_labeled, result_metrics, fit_s, score_s,
-                               select_s, n_scored)
+            queue.commit_queued_cycle(self.store, run_id, cycle, selections=selections, cycle_row=cycle_row,
+                                      run_status="waiting" if selections else "complete")
             return
-        selections, labels = [], []
-        if sel is not None:
-            answers = self.store.hidden_labels(sel.keys)
-            for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities)):
-                selections.append({"item_key": int(key), "rank": rank, "score": float(score),
-                                   "utility": float(util), "selector": selector})
-                value = answers.get(int(key))
-                if value is None:
-                    raise LoopError(f"the simulated oracle has no label for item key {int(key)}")
-                labels.append({"item_key": int(key), "value": value, "annotator": "oracle"})
-        self.store.commit_cycle(
-            run_id, cycle, selections=selections, oracle_labels=labels,
-            cycle_row={"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
-                       "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored},
-            run_status="complete" if sel is None else None,
-        )
+        answers = self.store.hidden_labels([r["item_key"] for r in selections])
+        labels = []
+        for row in selections:
+            value = answers.get(row["item_key"])
+            if value is None:
+                raise LoopError(f"the simulated oracle has no label for item key {row['item_key']}")
+            labels.append({"item_key": row["item_key"], "value": value, "annotator": "oracle"})
+        self.store.commit_cycle(run_id, cycle, selections=selections, oracle_labels=labels, cycle_row=cycle_row,
+                                run_status="complete" if sel is None else None)
 
     # ----------------------------------------------------------------- human oracle
     def _run_human(self, run_id: int, name: str, spec: RunSpec, preset: Preset, req: RunRequest) -> list[CycleResult]:
@@ -277,21 +278,6 @@ class ActiveLoop:
         else:
             self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
         return [res]
-
-    def _commit_human(self, run_id: int, cycle: int, sel: Selection | None, selector: str, n_labeled: int,
-                      result_metrics: dict[str, float], fit_s: float, score_s: float, select_s: float,
-                      n_scored: int) -> None:
-        """Selections, items -> queued and the cycle row in one transaction; people answer later."""
-        selections = [] if sel is None else [
-            {"item_key": int(key), "rank": rank, "score": float(score), "utility": float(util), "selector": selector}
-            for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities))
-        ]
-        queue.commit_queued_cycle(
-            self.store, run_id, cycle, selections=selections,
-            cycle_row={"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
-                       "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored},
-            run_status="waiting" if selections else "complete",
-        )
 
     # ----------------------------------------------------------------- pieces
     def _pool_mask(self, run_id: int, keys_lab: np.ndarray) -> np.ndarray:

@@ -10,9 +10,4 @@ BATCH=${BATCH:-30}
 [ -f fashion.csv ] || "$PY" prepare.py
 rm -rf project
 "$ALKIT" init fashion.csv --id-col id --label-col label --image-col path --hide-labels --test-frac 0.25 -p project
-for seed in 0 1 2; do
-  "$ALKIT" run -p project --strategy random --scorer vbll --budget "$BUDGET" --batch-size "$BATCH" --seed "$seed"
-  "$ALKIT" run -p project --strategy epistemic --budget "$BUDGET" --batch-size "$BATCH" --seed "$seed"
-done
-"$ALKIT" status -p project
-"$ALKIT" plot -p project --out learning_curves.png
+BUDGET=$BUDGET BATCH=$BATCH ALKIT=$ALKIT bash ../compare_random_epistemic.sh project
