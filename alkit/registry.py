@@ -45,40 +45,40 @@ SCORERS: dict[str, ScorerInfo] = {
         "vbll",
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, "
         "cov=dense|diagonal|shared)",
-        _lazy("alkit.acquisition.vbll", "VBLLLearner"),
+        _lazy("alkit.learners.vbll", "VBLLLearner"),
     ),
     "laplace": ScorerInfo(
         "laplace",
         "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
         "(options: epistemic=mi|trace, hessian=kfac|full)",
-        _lazy("alkit.acquisition.laplace", "LaplaceLearner"),
+        _lazy("alkit.learners.laplace", "LaplaceLearner"),
     ),
     "csd": ScorerInfo(
         "csd",
         "post-hoc contextual similarity distillation of the last-layer kernel: Theta(x,x) - g(x,x)",
-        _lazy("alkit.acquisition.csd", "CSDLearner"),
+        _lazy("alkit.learners.csd", "CSDLearner"),
     ),
     "gradnorm": ScorerInfo(
         "gradnorm",
         "gradient norm of the predicted-class probability, closed form on the head (layers=last|all)",
-        _lazy("alkit.acquisition.gradnorm", "GradNormLearner"),
+        _lazy("alkit.learners.gradnorm", "GradNormLearner"),
     ),
     "ensemble": ScorerInfo(
         "ensemble",
         "deep ensemble of M=5 MLPs, BALD / variance of member means (baseline; M passes per item)",
-        _lazy("alkit.acquisition.deep_ensemble", "DeepEnsembleLearner"),
+        _lazy("alkit.learners.deep_ensemble", "DeepEnsembleLearner"),
         True,
     ),
     "mc-dropout": ScorerInfo(
         "mc-dropout",
         "MC dropout, T=20 passes with fixed seeded masks, BALD / variance of pass means (baseline)",
-        _lazy("alkit.acquisition.mc_dropout", "MCDropoutLearner"),
+        _lazy("alkit.learners.mc_dropout", "MCDropoutLearner"),
         True,
     ),
     "sve": ScorerInfo(
         "sve",
         "singular value ensemble, M=4 members sharing frozen U/V, BALD / variance (baseline)",
-        _lazy("alkit.acquisition.sve", "SVELearner"),
+        _lazy("alkit.learners.sve", "SVELearner"),
         True,
     ),
 }

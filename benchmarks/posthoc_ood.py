@@ -21,10 +21,10 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
-from alkit.acquisition.csd import CSDConfig, CSDScorer
-from alkit.acquisition.deep_ensemble import DeepEnsembleLearner
-from alkit.acquisition.gradnorm import GradNormScorer
-from alkit.acquisition.laplace import LastLayerLaplace
+from alkit.learners.csd import CSDConfig, CSDScorer
+from alkit.learners.deep_ensemble import DeepEnsembleLearner
+from alkit.learners.gradnorm import GradNormScorer
+from alkit.learners.laplace import LastLayerLaplace
 from alkit.models.learner import MLPLearner
 
 
@@ -75,7 +75,7 @@ def run(feature_map: str, seed: int) -> tuple[dict[str, float], dict[str, float]
         auc[name] = roc_auc_score(lab, csd.score(Xev))
     vl = csd.kernel_features(torch.as_tensor(Xtr)) / math.sqrt(csd.scale)
     ve = csd.kernel_features(torch.as_tensor(Xev)) / math.sqrt(csd.scale)
-    from alkit.acquisition.csd import ridge_variance
+    from alkit.learners.csd import ridge_variance
 
     auc["closed-form ridge variance (what csd distils)"] = roc_auc_score(lab, ridge_variance(vl, ve, csd.ridge))
 

@@ -21,9 +21,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from alkit.acquisition.csd import CSDConfig, CSDLearner
-from alkit.acquisition.gradnorm import GradNormLearner, per_example_gradnorm_sq
-from alkit.acquisition.laplace import LaplaceLearner, layer_io
+from alkit.learners.csd import CSDConfig, CSDLearner
+from alkit.learners.gradnorm import GradNormLearner, per_example_gradnorm_sq
+from alkit.learners.laplace import LaplaceLearner, layer_io
 from alkit.models.train import TrainConfig
 
 TINY = TrainConfig(max_epochs=2, min_steps=1, val_frac=0.0)

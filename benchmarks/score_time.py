@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from alkit.acquisition.vbll import VBLLLearner, laplace_bridge_mi
+from alkit.learners.vbll import VBLLLearner, laplace_bridge_mi
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig
 

@@ -20,7 +20,7 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 
-from alkit.acquisition.vbll import VBLLLearner, entropy_n
+from alkit.learners.vbll import VBLLLearner, entropy_n
 from alkit.models.learner import MLPLearner
 
 

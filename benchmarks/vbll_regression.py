@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from alkit import metrics
-from alkit.acquisition.vbll import VBLLLearner
+from alkit.learners.vbll import VBLLLearner
 from alkit.models.learner import MLPLearner
 
 RANDHIE_FEATURES = [

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from alkit.acquisition.bald import bald_n
+from alkit.learners.bald import bald_n
 from alkit.strategies.batchbald import BatchBALDStrategy, _JointTable, joint_entropy
 from alkit.types import Candidates, SelectionContext
 

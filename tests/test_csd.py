@@ -7,7 +7,7 @@ import torch
 from scipy.stats import spearmanr
 from torch import nn
 
-from alkit.acquisition.csd import CSDConfig, CSDLearner, CSDScorer, reinitialised_copy, ridge_variance
+from alkit.learners.csd import CSDConfig, CSDLearner, CSDScorer, reinitialised_copy, ridge_variance
 
 torch.set_num_threads(1)
 

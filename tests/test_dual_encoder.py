@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from alkit.acquisition import dual_encoder as de
-from alkit.acquisition.dual_encoder import (
+from alkit.learners import dual_encoder as de
+from alkit.learners.dual_encoder import (
     BayesVLM, DualEncoderLearner, KronFactors, LinearProjection, PreProjection,
     fit_kron_posterior, infonce_ggn, infonce_kfac, kron_log_evidence, mc_mutual_information,
     prob_cosine, prob_cosine_kron, probit_probs, siglip_ggn, siglip_kfac, tune_kron_prior_precision,

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from alkit.acquisition.bald import (
+from alkit.learners.bald import (
     GaussianMixturePredictive,
     bald_n,
     expected_entropy_n,
     member_seeds,
     member_variance_n,
 )
-from alkit.acquisition.deep_ensemble import DeepEnsembleLearner
-from alkit.acquisition.mc_dropout import MCDropoutLearner
-from alkit.acquisition.sve import SVELearner, SVELinear, SVENetwork
+from alkit.learners.deep_ensemble import DeepEnsembleLearner
+from alkit.learners.mc_dropout import MCDropoutLearner
+from alkit.learners.sve import SVELearner, SVELinear, SVENetwork
 from alkit.distributions import GaussianPredictive
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from alkit.acquisition import gradnorm as G
+from alkit.learners import gradnorm as G
 from alkit.models.backbone import ResidualMLP
 
 torch.set_num_threads(1)
@@ -109,7 +109,7 @@ def test_ood_digits_gradient_norm_alone():
 
 
 def test_post_hoc_learners_on_regression():
-    from alkit.acquisition.csd import CSDConfig, CSDLearner
+    from alkit.learners.csd import CSDConfig, CSDLearner
     from alkit.models.train import TrainConfig
 
     rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from alkit.acquisition import laplace as L
+from alkit.learners import laplace as L
 
 torch.set_num_threads(1)
 

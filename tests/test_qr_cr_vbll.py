@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from alkit import metrics
-from alkit.acquisition.cr_vbll import bucket_of, make_edges, restore
-from alkit.acquisition.piecewise import PiecewiseLinearMixture
-from alkit.acquisition.qr_vbll import QuantileHead, expected_pinball, pinball
-from alkit.acquisition.vbll import VBLLLearner
+from alkit.learners.cr_vbll import bucket_of, make_edges, restore
+from alkit.learners.piecewise import PiecewiseLinearMixture
+from alkit.learners.qr_vbll import QuantileHead, expected_pinball, pinball
+from alkit.learners.vbll import VBLLLearner
 from alkit.models.train import TrainConfig
 
 torch.set_num_threads(1)

@@ -11,7 +11,7 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 
-from alkit.acquisition.vbll import (
+from alkit.learners.vbll import (
     ClassificationHead,
     GaussianHead,
     VBLLLearner,

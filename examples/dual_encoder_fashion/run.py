@@ -5,7 +5,7 @@
    Features are cached under .cache/ (gitignored), so reruns skip the encoders.
 2. Two linear projections (image 1280 -> D, text 384 -> D) are trained contrastively (InfoNCE,
    both directions) on an alignment split that holds only 7 of the 10 classes.
-3. BayesVLM (alkit.acquisition.dual_encoder): KFAC Laplace on both projections, evidence-tuned
+3. BayesVLM (alkit.learners.dual_encoder): KFAC Laplace on both projections, evidence-tuned
    prior, ProbCosine + probit.  Zero-shot over all 10 class prompts on the test split: accuracy
    (seen / unseen classes), NLL, ECE; AUROC of the epistemic scores for unseen-class (OOD) images
    and for misclassifications.
@@ -32,7 +32,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from alkit import metrics
-from alkit.acquisition.dual_encoder import (
+from alkit.learners.dual_encoder import (
     BayesVLM, DualEncoderLearner, LinearProjection, PreProjection, fit_kron_posterior, infonce_kfac,
 )
 from alkit.encoders import encode_images, encode_texts

@@ -79,7 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.acquisition.laplace import argmax_log10, eigh64, entropy_n, kron_logdet, probit_probs, sym
+from alkit.learners.laplace import argmax_log10, eigh64, entropy_n, kron_logdet, probit_probs, sym
 from alkit.types import GaussianLastLayer, Prediction
 
 Loss = Literal["infonce", "siglip"]

@@ -20,8 +20,8 @@ from typing import Literal
 
 import torch
 
-from alkit.acquisition.piecewise import PiecewiseLinearMixture
-from alkit.acquisition.vbll import ClassificationHead, Cov, VariationalLinear, class_scores, laplace_bridge_mi
+from alkit.learners.piecewise import PiecewiseLinearMixture
+from alkit.learners.vbll import ClassificationHead, Cov, VariationalLinear, class_scores, laplace_bridge_mi
 from alkit.types import Prediction
 
 

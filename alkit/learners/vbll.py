@@ -462,10 +462,10 @@ class VBLLLearner:
         if self.head_kind == "gaussian":
             return GaussianHead(d, 1, cov=self.cov, prior_var=prior_var, reg_weight=lam)
         if self.head_kind == "quantile":
-            from alkit.acquisition.qr_vbll import QuantileHead
+            from alkit.learners.qr_vbll import QuantileHead
 
             return QuantileHead(d, self.n_quantiles, cov=self.cov, prior_var=prior_var, reg_weight=lam, y_N=y_std_N)
-        from alkit.acquisition.cr_vbll import BucketHead
+        from alkit.learners.cr_vbll import BucketHead
 
         return BucketHead(
             d, y_std_N, n_buckets=self.n_buckets, scheme=self.buckets, cov=self.cov, prior_var=prior_var,

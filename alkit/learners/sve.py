@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils import parametrize
 
-from alkit.acquisition.bald import classification_prediction, member_seeds, regression_from_outputs
+from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import FeatureMap, ResidualMLP
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor, train_module

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.acquisition.laplace import eval_mode, find_last_linear, layer_io, restore_modes
+from alkit.learners.laplace import eval_mode, find_last_linear, layer_io, restore_modes
 from alkit.types import GaussianLastLayer
 
 Target = Literal["classification", "regression"]

@@ -22,8 +22,8 @@ import math
 import torch
 from torch import nn
 
-from alkit.acquisition.piecewise import PiecewiseLinearMixture
-from alkit.acquisition.vbll import Cov, VariationalLinear, _refit_scaled
+from alkit.learners.piecewise import PiecewiseLinearMixture
+from alkit.learners.vbll import Cov, VariationalLinear, _refit_scaled
 from alkit.types import Prediction
 
 _SQRT_2PI = math.sqrt(2 * math.pi)

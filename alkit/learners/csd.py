@@ -55,7 +55,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.acquisition.laplace import find_last_linear, layer_io
+from alkit.learners.laplace import find_last_linear, layer_io
 from alkit.types import GaussianLastLayer
 
 FeatureSource = Literal["trained", "init"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from alkit.acquisition.bald import classification_prediction, member_seeds, regression_from_outputs
+from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import FeatureMap
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
