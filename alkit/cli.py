@@ -72,7 +72,7 @@ def init(
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated numeric feature columns (default: all other columns)."),
     feature_col: Optional[str] = typer.Option(None, "--feature-col", help="One list column holding the feature vector."),
     task: Optional[str] = typer.Option(None, "--task", help="classification or regression (default: inferred from the labels)."),
-    test_frac: float = typer.Option(0.2, "--test-frac", help="With --hide-labels: fraction of rows held out as the test split."),
+    test_frac: Optional[float] = typer.Option(None, "--test-frac", help="With --hide-labels: fraction of rows held out as the test split (default 0.2; stratified by class for classification)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the test split."),
     store: Optional[str] = typer.Option(None, "--store", help="SQLAlchemy URL of the store (default: sqlite file alkit.db in the project)."),
     hide_labels: bool = typer.Option(False, "--hide-labels", help="Keep pool labels from the learner; the simulated oracle reveals them when items are selected (benchmarks)."),
@@ -80,9 +80,13 @@ def init(
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed with the frozen MiniLM encoder (extra: alkit[text])."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed with EfficientNet-Lite0 (extra: alkit[image]); relative paths are relative to DATA."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
+    split_col: Optional[str] = typer.Option(None, "--split-col", help="Column marking each row test or pool (or train): the test split, instead of --test-frac."),
+    image_shape: Optional[str] = typer.Option(None, "--image-shape", help="H,W or C,H,W: the features are the pixels of an image of that shape (row-major, channels first)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
+    from alkit.pools.ingest import parse_image_shape
+
     with user_errors():
         if task not in (None, "classification", "regression"):
             raise ValueError(f"--task must be classification or regression, not {task!r}")
@@ -91,7 +95,8 @@ def init(
         opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
-                           cache_dir=cache_dir)
+                           cache_dir=cache_dir, split_col=split_col,
+                           image_shape=parse_image_shape(image_shape) if image_shape is not None else None)
         cfg = init_project(data, project, opts)
         counts = Store(load_project(project).store_url).counts()
     pool = sum(v for k, v in counts.items() if k.startswith("pool:"))

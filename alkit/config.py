@@ -36,12 +36,21 @@ class ProjectConfig:
     source: str = ""
     payload_cols: list[str] = field(default_factory=list)
     encoder: str = ""  # text/image encoder used to compute the features, if any
+    split_col: str = ""  # column whose test/pool marks gave the test split (init --split-col), if any
+    image_shape: list[int] = field(default_factory=list)  # [C, H, W] of pixel features (row-major), if any
 
     def __post_init__(self) -> None:
         if self.task not in ("classification", "regression"):
             raise ConfigError(f"task must be classification or regression, not {self.task!r}")
         if self.task == "classification" and len(self.classes) < 2:
             raise ConfigError("a classification project needs at least 2 classes")
+        if self.image_shape:
+            shape = self.image_shape
+            if len(shape) != 3 or any(not isinstance(v, int) or v < 1 for v in shape):
+                raise ConfigError(f"image_shape must be 3 positive integers [C, H, W], not {shape}")
+            if shape[0] * shape[1] * shape[2] != self.n_features:
+                raise ConfigError(f"image_shape {shape} holds {shape[0] * shape[1] * shape[2]} values "
+                                  f"but the project has {self.n_features} features")
 
     @property
     def n_classes(self) -> int | None:

@@ -98,3 +98,134 @@ def test_existing_project_refused(tmp_path: Path, digits_csv: Path) -> None:
     with pytest.raises(InputError, match="already holds a project"):
         init_project(digits_csv, root, InitOptions(**OPTS, hide_labels=True))
     assert (root / "alkit.db").stat().st_size == before
+
+
+def _split_frame(n: int = 120) -> tuple[pl.DataFrame, list[str]]:
+    """Digits with a split column in mixed case and spacing; returns the frame and the split of each row."""
+    df = digits_frame(n)
+    marks = [("test", " TEST", "pool", "Train ", "POOL")[i % 5] for i in range(n)]
+    want = ["test" if m.strip().lower() == "test" else "pool" for m in marks]
+    return df.with_columns(pl.Series("split", marks)), want
+
+
+def _test_ids(root: Path) -> set[str]:
+    proj = load_project(root)
+    keys, _ = Store(proj.store_url).test_set()
+    ids = pl.read_parquet(proj.payload_path).sort("key")[proj.config.id_col].cast(pl.Utf8).to_list()
+    return {ids[k] for k in keys}
+
+
+def test_split_col_hidden_labels(tmp_path: Path) -> None:
+    df, want = _split_frame()
+    df.write_csv(tmp_path / "d.csv")
+    root = tmp_path / "p"
+    cfg = init_project(tmp_path / "d.csv", root, InitOptions(**OPTS, hide_labels=True, split_col="split"))
+    n_test = want.count("test")
+    assert Store(load_project(root).store_url).counts() == {"pool:unlabeled": 120 - n_test, "test:unlabeled": n_test}
+    assert _test_ids(root) == {i for i, s in zip(df["id"], want) if s == "test"}
+    assert "split" not in cfg.feature_cols and cfg.n_features == 64 and "split" in cfg.payload_cols
+    assert load_project(root).config.split_col == "split"
+    assert pl.read_parquet(root / "payload.parquet")["split"].to_list() == df["split"].to_list()
+
+
+def test_split_col_without_hidden_labels(tmp_path: Path) -> None:
+    """Test rows keep their labels as the test split; labeled pool rows go to the learner, unlabeled ones are the pool."""
+    df, want = _split_frame()
+    pool_unlabeled = [s == "pool" and i % 3 == 0 for i, s in enumerate(want)]
+    df = df.with_columns(pl.Series("label", [None if u else y for u, y in zip(pool_unlabeled, df["label"])]))
+    df.write_csv(tmp_path / "d.csv")
+    root = tmp_path / "p"
+    init_project(tmp_path / "d.csv", root, InitOptions(**OPTS, split_col="split"))
+    store = Store(load_project(root).store_url)
+    n_test, n_unl = want.count("test"), sum(pool_unlabeled)
+    assert store.counts() == {"test:unlabeled": n_test, "pool:unlabeled": n_unl, "pool:labeled": 120 - n_test - n_unl}
+    assert _test_ids(root) == {i for i, s in zip(df["id"], want) if s == "test"}
+    keys, values = store.labeled_set(None)
+    truth = df["label"].cast(pl.Utf8).to_list()
+    assert len(keys) == 120 - n_test - n_unl and all(want[k] == "pool" and truth[k] == v for k, v in zip(keys, values))
+    # a test row without a label is refused, naming it
+    bad = df.with_columns(pl.when(pl.col("id") == df["id"][5]).then(None).otherwise(pl.col("label")).alias("label"))
+    (tmp_path / "q").mkdir()
+    _bad(tmp_path / "q", bad, rf"1 rows marked test in split column 'split' have no label \(ids: {df['id'][5]}\)",
+         hide_labels=False, split_col="split")
+
+
+def test_split_col_refusals(tmp_path: Path) -> None:
+    df, _ = _split_frame(30)
+    marks = df["split"].to_list()
+    marks[3], marks[9], marks[12] = "tst", "tst", None
+    ids = df["id"].to_list()
+    _bad(tmp_path, df.with_columns(pl.Series("split", marks)),
+         rf"split column 'split' has values other than test/pool/train: 'tst', missing \(ids: {ids[3]}, {ids[9]}, {ids[12]}\)",
+         split_col="split")
+    _bad(tmp_path, df, "split column 'nope' not found", split_col="nope")
+    _bad(tmp_path, df, "drop --test-frac", split_col="split", test_frac=0.3)
+    _bad(tmp_path, df, "drop --initial-labeled", split_col="split", initial_labeled=2, hide_labels=False)
+    _bad(tmp_path, df, "split column 'split' cannot also be a feature", split_col="split", features=["px1", "split"])
+    _bad(tmp_path, df.with_columns(pl.lit("test").alias("split")), "the pool is empty", split_col="split")
+
+
+def test_stratified_test_split(tmp_path: Path) -> None:
+    df = digits_frame(400)
+    # unequal classes (drop most of class 0 and half of class 1) and a class of one row
+    keep = [not ((y == 0 and i % 5) or (y == 1 and i % 2)) for i, y in enumerate(df["label"])]
+    df = df.filter(pl.Series(keep))
+    single = df.filter(pl.col("label") == 2)["id"][0]
+    df = df.filter((pl.col("label") != 2) | (pl.col("id") == single))
+    df.write_csv(tmp_path / "d.csv")
+    n, frac = df.height, 0.3
+    sizes = dict(zip(*np.unique(df["label"].to_numpy(), return_counts=True)))
+    splits = {}
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        init_project(tmp_path / "d.csv", tmp_path / name, InitOptions(**OPTS, hide_labels=True, test_frac=frac, seed=seed))
+        splits[name] = _test_ids(tmp_path / name)
+    assert splits["a"] == splits["b"] and splits["a"] != splits["c"]  # deterministic per seed
+    label_of = dict(zip(df["id"], df["label"]))
+    for test in splits.values():
+        assert len(test) == round(frac * n)
+        assert single not in test  # a class of one row stays in the pool
+        for c, size in sizes.items():
+            if size > 1:
+                got = sum(label_of[i] == c for i in test)
+                assert abs(got - frac * size) < 1 + 1e-9 and got < size, (c, got, size)
+    # regression keeps the plain seeded permutation
+    rng = np.random.default_rng(0)
+    reg = pl.DataFrame({"id": [f"r{i}" for i in range(50)], "x": rng.normal(size=50), "y": rng.normal(size=50)})
+    reg.write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "r", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    perm = np.random.default_rng(0).permutation(50)[:10]
+    assert _test_ids(tmp_path / "r") == {f"r{i}" for i in perm}
+
+
+def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
+    init_project(digits_csv, tmp_path / "a", InitOptions(**OPTS, hide_labels=True, image_shape=(8, 8)))
+    assert load_project(tmp_path / "a").config.image_shape == [1, 8, 8]
+    init_project(digits_csv, tmp_path / "b", InitOptions(**OPTS, hide_labels=True, image_shape=(4, 4, 4)))
+    assert load_project(tmp_path / "b").config.image_shape == [4, 4, 4]
+    df = digits_frame(30)
+    _bad(tmp_path, df, r"--image-shape 28,28 holds 784 values but the data has 64 features", image_shape=(28, 28))
+    _bad(tmp_path, df, r"--image-shape must be H,W or C,H,W", image_shape=(64,))
+    _bad(tmp_path, df, r"--image-shape describes pixel features.*--text-col", image_shape=(8, 8), text_col="id")
+    from alkit.pools.ingest import parse_image_shape
+
+    assert parse_image_shape("28,28") == (28, 28) and parse_image_shape(" 1, 28,28") == (1, 28, 28)
+    for text in ("28x28", "28", "0,28", "1,2,3,4", "a,b"):
+        with pytest.raises(InputError, match="--image-shape must be H,W or C,H,W"):
+            parse_image_shape(text)
+
+
+def test_cli_split_col_and_image_shape(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+
+    df, want = _split_frame(60)
+    df.write_csv(tmp_path / "d.csv")
+    run = lambda *a: CliRunner().invoke(app, ["init", str(tmp_path / "d.csv"), "--id-col", "id", "--label-col", "label", *a])  # noqa: E731
+    bad = run("--hide-labels", "--image-shape", "8x8", "--project", str(tmp_path / "q"))
+    assert bad.exit_code == 2 and "--image-shape must be H,W or C,H,W" in " ".join(bad.output.split())
+    assert _listing(tmp_path / "q") == []
+    out = run("--hide-labels", "--split-col", "split", "--image-shape", "8,8", "--project", str(tmp_path / "p"))
+    assert out.exit_code == 0, out.output
+    assert f"{want.count('test')} test items" in out.output
+    assert load_project(tmp_path / "p").config.image_shape == [1, 8, 8]

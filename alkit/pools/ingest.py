@@ -41,7 +41,7 @@ class InitOptions:
     features: list[str] | None = None
     feature_col: str | None = None
     task: Literal["classification", "regression"] | None = None
-    test_frac: float = 0.2
+    test_frac: float | None = None  # None: DEFAULT_TEST_FRAC; an explicit value conflicts with split_col
     seed: int = 0
     store: str | None = None
     hide_labels: bool = False
@@ -50,7 +50,24 @@ class InitOptions:
     text_col: str | None = None  # encode this column with the frozen text encoder
     image_col: str | None = None  # encode the image paths in this column with the image encoder
     cache_dir: Path | None = None  # embedding cache (default: .alkit-cache beside the data file)
+    split_col: str | None = None  # column of test/pool(/train) marks: a given test split instead of --test-frac
+    image_shape: tuple[int, ...] | None = None  # (H, W) or (C, H, W): the features are pixels of that image
     progress: bool = True
+
+
+DEFAULT_TEST_FRAC = 0.2
+SPLIT_VALUES = {"test": "test", "pool": "pool", "train": "pool"}  # split-column value -> split
+
+
+def parse_image_shape(text: str) -> tuple[int, ...]:
+    """'28,28' or '1,28,28' -> a tuple of ints; the rest of the checks need the data (init_project)."""
+    try:
+        shape = tuple(int(v.strip()) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {text!r}") from None
+    if len(shape) not in (2, 3) or min(shape) < 1:
+        raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {text!r}")
+    return shape
 
 
 def read_table(path: Path) -> pl.DataFrame:
@@ -132,8 +149,10 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
             missing = [c for c in names if c not in df.columns]
             if missing:
                 raise InputError(f"feature columns not found: {', '.join(missing)}; columns: {', '.join(df.columns)}")
+            if opts.split_col in names:
+                raise InputError(f"split column {opts.split_col!r} cannot also be a feature column")
         else:
-            names = [c for c in df.columns if c not in (opts.id_col, opts.label_col)]
+            names = [c for c in df.columns if c not in (opts.id_col, opts.label_col, opts.split_col)]
             if not names:
                 raise InputError("no feature columns: pass --features or --feature-col")
         non_numeric = [c for c in names if not (df[c].dtype.is_numeric() or df[c].dtype == pl.Boolean)]
@@ -194,17 +213,82 @@ def _sorted_classes(values: list[str]) -> list[str]:
         return uniq
 
 
+def _split_column(df: pl.DataFrame, opts: InitOptions) -> np.ndarray:
+    """Rows marked test in --split-col (bool mask); any value but test/pool/train refuses the whole file."""
+    col = opts.split_col
+    assert col is not None
+    if col not in df.columns:
+        raise InputError(f"split column {col!r} not found; columns: {', '.join(df.columns)}")
+    if col in (opts.id_col, opts.label_col):
+        raise InputError(f"split column {col!r} is also the id or label column")
+    raw = df[col].cast(pl.Utf8)
+    norm = raw.str.strip_chars().str.to_lowercase()
+    bad = (~norm.is_in(list(SPLIT_VALUES)) | norm.is_null()).fill_null(True)
+    if bad.any():
+        shown = [repr(v) if v is not None else "missing" for v in raw.filter(bad).unique(maintain_order=True).head(5)]
+        raise InputError(f"split column {col!r} has values other than test/pool/train: {', '.join(shown)} "
+                         f"(ids: {_first_ids(df, opts.id_col, bad)})")
+    return (norm == "test").to_numpy()
+
+
+def _stratified_test_mask(labels: list[str], test_frac: float, rng: np.random.Generator) -> np.ndarray:
+    """Test rows with the same share of every class as the pool, so test metrics weigh classes as the data does.
+
+    Each class gets floor(test_frac * size) rows, the rest of round(test_frac * n) goes by largest
+    remainder (ties seeded); a class keeps at least one row in the pool, so single-row classes
+    stay there and their share goes to the others.
+    """
+    n = len(labels)
+    classes, inverse, counts = np.unique(np.asarray(labels, dtype=str), return_inverse=True, return_counts=True)
+    total = int(round(test_frac * n))
+    cap = counts - 1
+    quota = test_frac * counts
+    take = np.minimum(np.floor(quota + 1e-9).astype(np.int64), cap)  # 1e-9: 0.3 * 10 is 2.9999999999999996
+    order = np.lexsort((rng.random(len(classes)), -(quota - take)))
+    left = total - int(take.sum())
+    while left > 0 and (take < cap).any():
+        for c in order:
+            if left > 0 and take[c] < cap[c]:
+                take[c] += 1
+                left -= 1
+    mask = np.zeros(n, dtype=bool)
+    for c in range(len(classes)):
+        members = np.flatnonzero(inverse == c)
+        mask[rng.permutation(members)[: take[c]]] = True
+    return mask
+
+
+def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
+    """(H, W) or (C, H, W) -> [C, H, W], checked against the feature count (row-major, channels first)."""
+    if len(shape) not in (2, 3) or any(int(v) != v or v < 1 for v in shape):
+        raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {','.join(map(str, shape))}")
+    dims = [1, *map(int, shape)] if len(shape) == 2 else list(map(int, shape))
+    size = int(np.prod(dims))
+    if size != n_features:
+        raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
+    return dims
+
+
 def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -> ProjectConfig:
     """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input."""
     data, root = Path(data), Path(project_dir)
     if (root / CONFIG_NAME).exists():
         raise InputError(f"{root / CONFIG_NAME} already exists: this directory already holds a project")
-    if not 0.0 <= opts.test_frac < 1.0:
-        raise InputError(f"--test-frac must be in [0, 1), got {opts.test_frac}")
+    test_frac = DEFAULT_TEST_FRAC if opts.test_frac is None else opts.test_frac
+    if not 0.0 <= test_frac < 1.0:
+        raise InputError(f"--test-frac must be in [0, 1), got {test_frac}")
+    if opts.split_col and opts.test_frac is not None:
+        raise InputError("--split-col and --test-frac both choose the test split: drop --test-frac")
+    if opts.split_col and opts.initial_labeled:
+        raise InputError("--split-col and --initial-labeled both choose the learner's first labels: drop "
+                         "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")
+    if opts.image_shape is not None and (opts.text_col or opts.image_col):
+        raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
     df = read_table(data)
     for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
         if col not in df.columns:
             raise InputError(f"{what} column {col!r} not found; columns: {', '.join(df.columns)}")
+    marked_test = _split_column(df, opts) if opts.split_col else None
     ids = df[opts.id_col]
     if ids.null_count():
         raise InputError(f"id column {opts.id_col!r} has {ids.null_count()} missing ids")
@@ -213,6 +297,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     if dup.any():
         raise InputError(f"duplicate ids in {opts.id_col!r}: {', '.join(ids_str.filter(dup).unique().head(5).to_list())}")
     X, feature_names = extract_features(df, opts, data.resolve().parent)
+    image_shape = _image_shape(opts.image_shape, X.shape[1]) if opts.image_shape is not None else []
 
     label_raw = df[opts.label_col]
     task = opts.task or _infer_task(label_raw, opts.max_classes)
@@ -234,8 +319,19 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
                 f"--hide-labels needs a label for every row; {int((~has_label).sum())} rows have none "
                 f"(ids: {_first_ids(df, opts.id_col, pl.Series(~has_label))})"
             )
-        test_idx = rng.permutation(n)[: int(round(opts.test_frac * n))]
-        split[test_idx] = "test"
+        if marked_test is not None:
+            split[marked_test] = "test"
+        elif task == "classification":
+            split[_stratified_test_mask(labels.to_list(), test_frac, rng)] = "test"
+        else:
+            split[rng.permutation(n)[: int(round(test_frac * n))]] = "test"
+    elif marked_test is not None:
+        unlabeled_test = marked_test & ~has_label
+        if unlabeled_test.any():
+            raise InputError(f"{int(unlabeled_test.sum())} rows marked test in split column {opts.split_col!r} have no "
+                             f"label (ids: {_first_ids(df, opts.id_col, pl.Series(unlabeled_test))})")
+        split[marked_test] = "test"
+        shared = ~marked_test & has_label  # labeled pool rows: the learner's first labels
     else:
         labeled_idx = rng.permutation(np.where(has_label)[0])
         if opts.initial_labeled > len(labeled_idx):
@@ -265,9 +361,12 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     cfg = ProjectConfig(
         task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=n, n_features=X.shape[1],
         store=store_token, classes=classes, feature_cols=feature_names if not opts.feature_col else [],
-        feature_col=opts.feature_col or "", hide_labels=opts.hide_labels, test_frac=opts.test_frac,
+        feature_col=opts.feature_col or "", hide_labels=opts.hide_labels,
+        # with --split-col, the share of rows the column put in the test split
+        test_frac=float(marked_test.mean()) if marked_test is not None else test_frac,
         seed=opts.seed, source=str(data.resolve()), payload_cols=payload_cols,
         encoder="text:all-MiniLM-L6-v2" if opts.text_col else "image:efficientnet-lite0" if opts.image_col else "",
+        split_col=opts.split_col or "", image_shape=image_shape,
     )
     tmp = Path(tempfile.mkdtemp(prefix=".alkit-init-", dir=root))
     db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
