@@ -187,6 +187,8 @@ def run(
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per cycle (default 200, early stopping)."),
     engine: str = typer.Option("local", "--engine", help="Where pool scoring runs: local (this process) or ray (map/reduce over Parquet row groups; same picks)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: cluster address (e.g. auto, ray://host:10001); default starts Ray locally."),
+    acquisition: Optional[str] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them): epistemic, bald, epig, margin, entropy, least-confident."),
+    initial_selector: Optional[str] = typer.Option(None, "--initial-selector", help="Model-free selector of the first batch (default: the strategy's): random or coldstart."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -198,7 +200,8 @@ def run(
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
                          train={"max_epochs": max_epochs} if max_epochs else {},
-                         engine=engine, ray_address=ray_address)
+                         engine=engine, ray_address=ray_address, acquisition=acquisition,
+                         initial_selector=initial_selector)
         loop = ActiveLoop(proj)
         spec, _ = loop.resolve(req)
         t0 = time.perf_counter()
@@ -302,12 +305,22 @@ def strategies() -> None:
     from alkit.registry import SCORERS
     from alkit.strategies import SELECTORS
 
+    from alkit.acquisition import ACQUISITIONS, BASELINE_ACQUISITIONS, summary
+
     t = Table(title="strategies (--strategy)")
     t.add_column("name")
     t.add_column("scorer")
+    t.add_column("acquisition")
     t.add_column("what it does")
     for p in PRESETS.values():
-        t.add_row(p.name, p.default_scorer, p.summary)
+        t.add_row(p.name, p.default_scorer, p.acquisition if p.selector != "random" else "-", p.summary)
+    console.print(t)
+    t = Table(title="acquisitions (--acquisition)")
+    t.add_column("name")
+    t.add_column("needs")
+    t.add_column("what it does")
+    for n, cls in ACQUISITIONS.items():
+        t.add_row(n, ", ".join(cls.needs), summary(n) + (" [baseline]" if n in BASELINE_ACQUISITIONS else ""))
     console.print(t)
     t = Table(title="selectors (used by the presets)")
     t.add_column("name")

@@ -18,16 +18,22 @@ import numpy as np
 import polars as pl
 
 from alkit import metrics
+from alkit.acquisition import ACQUISITIONS, AcquisitionError, EPIGTargets, get_acquisition
 from alkit.config import Project
-from alkit.engines import ENGINES, get_engine, prediction_arrays
+from alkit.engines import ENGINES, AcquisitionScorer, get_engine
+from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.models.train import TrainConfig
 from alkit.pools import queue
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.presets import Preset, get_preset
-from alkit.registry import get_scorer, make_learner
+from alkit.registry import check_acquisition, get_scorer, make_learner
 from alkit.strategies import get_selector
-from alkit.types import Candidates, Learner, Prediction, Selection, SelectionContext
+from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
+
+POOL_CANDIDATES = 50_000  # 'pool' source (badge, kcenter): the whole pool up to this many, else the top by score
+N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
+STATS_SAMPLE = 4096  # pool items the image filters are learned from
 
 EventFn = Callable[[str, dict[str, Any]], None]
 
@@ -55,6 +61,8 @@ class RunRequest:
     queue_file: str | None = None  # human oracle: where the queue is written (default queue.csv in the project)
     engine: str = "local"  # where top-m scoring runs: 'local' or 'ray' (alkit/engines); same picks either way
     ray_address: str | None = None  # engine='ray': cluster address (None: reuse ray.init() or start a local one)
+    acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
+    initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
 
 
 @dataclass
@@ -75,7 +83,12 @@ def _seed(*parts: int) -> int:
 def run_name(req: RunRequest, scorer: str) -> str:
     if req.name:
         return req.name
-    base = req.strategy if scorer in ("none", get_preset(req.strategy).default_scorer) else f"{req.strategy}-{scorer}"
+    preset = get_preset(req.strategy)
+    base = req.strategy if scorer in ("none", preset.default_scorer) else f"{req.strategy}-{scorer}"
+    if req.acquisition and req.acquisition != preset.acquisition:
+        base += f"-{req.acquisition}"
+    if req.initial_selector and req.initial_selector != preset.initial_selector:
+        base += f"-init{req.initial_selector}"
     opts = "".join(f"-{v}" for _, v in sorted(req.learner_options.items()))
     return f"{base}{opts}-b{req.batch_size}-s{req.seed}"
 
@@ -89,6 +102,7 @@ class ActiveLoop:
         self.store = store or Store(project.store_url)
         self.features = FeatureReader(project.features_path)
         self.on_event = on_event or (lambda kind, payload: None)
+        self._input: InputSpec | None = None
 
     # ----------------------------------------------------------------- spec
     def resolve(self, req: RunRequest) -> tuple[RunSpec, Preset]:
@@ -111,8 +125,20 @@ class ActiveLoop:
             raise LoopError(f"--initial {initial} is larger than --budget {req.budget}")
         if req.stratify_by and req.stratify_by not in self.cfg.payload_cols:
             raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(self.cfg.payload_cols)}")
-        for name in (preset.selector, preset.single_selector, preset.initial_selector):
+        initial_selector = req.initial_selector or preset.initial_selector
+        for name in (preset.selector, preset.single_selector, initial_selector):
             get_selector(name)
+        if get_selector(initial_selector).needs_model:
+            raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
+                            "without one (use random or coldstart)")
+        acquisition = req.acquisition or preset.acquisition
+        if acquisition not in ACQUISITIONS:
+            raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
+        if preset.selector != "random":
+            try:
+                check_acquisition(acquisition, scorer, self.cfg.task)
+            except ValueError as exc:
+                raise LoopError(str(exc)) from None
         unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
         if unknown:
             raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
@@ -125,7 +151,8 @@ class ActiveLoop:
             raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
         options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
                    "learner": dict(req.learner_options), "train": dict(req.train),
-                   "engine": req.engine, "ray_address": req.ray_address}
+                   "engine": req.engine, "ray_address": req.ray_address,
+                   "acquisition": acquisition, "initial_selector": initial_selector}
         spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
         return spec, preset
 
@@ -179,7 +206,7 @@ class ActiveLoop:
         if self._trainable(y_lab):
             t0 = time.perf_counter()
             learner = make_learner(spec.scorer, self.cfg.task, self.cfg.n_classes,
-                                   train=TrainConfig(**spec.options.get("train", {})),
+                                   train=TrainConfig(**spec.options.get("train", {})), input=self.input_spec(),
                                    **spec.options.get("learner", {}))
             X_lab = self.features.take(keys_lab)
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
@@ -188,21 +215,24 @@ class ActiveLoop:
         selection = None
         if k > 0:
             selector_name = (
-                preset.initial_selector if learner is None
+                spec.options.get("initial_selector") or preset.initial_selector if learner is None
                 else preset.single_selector if spec.batch_size == 1 else preset.selector
             )
             self.on_event("phase", {"cycle": cycle, "phase": "score", "selector": selector_name})
             selector = get_selector(selector_name)
             t0 = time.perf_counter()
             mask = self._pool_mask(run_id, keys_lab)
-            cands, n_scored = self._candidates(mask, selector, learner, spec, k, cycle)
+            acq_ctx = self._acquisition_context(learner, spec, mask, cycle)
+            cands, n_scored = self._candidates(mask, selector, learner, spec, k, cycle, acq_ctx)
+            cands.targets = acq_ctx.targets if acq_ctx is not None else None
             score_s = time.perf_counter() - t0
             self.on_event("phase", {"cycle": cycle, "phase": "select", "selector": selector_name})
             t0 = time.perf_counter()
             ctx = SelectionContext(
                 seed=_seed(spec.seed, cycle, 2),
                 posterior=learner.posterior() if learner is not None else None,
-                labeled_embedding_n_d=self._labeled_embedding(learner, keys_lab) if selector_name == "kcenter" else None,
+                labeled_embedding_n_d=(self._labeled_embedding(learner, keys_lab)
+                                       if getattr(selector, "needs_labeled_embedding", False) else None),
                 n_pool=int(mask.sum()),
             )
             selection = selector.select(cands, k, ctx)
@@ -305,15 +335,59 @@ class ActiveLoop:
             return None
         return learner.predict(self.features.take(keys_lab)).embedding_n_d.numpy()
 
-    def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None,
-                    spec: RunSpec, k: int, cycle: int) -> tuple[Candidates, int]:
+    def input_spec(self) -> InputSpec:
+        """The pool's input statistics (every pool item, never the test split), exact and
+        streamed; for image projects also the PatchConv filters from a seeded pool sample.
+        Computed once per loop: the pool's items do not change."""
+        if self._input is None:
+            keys = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))
+            mask = np.zeros(self.features.n_items, dtype=bool)
+            mask[keys] = True
+            n, s1, s2 = 0, np.zeros(self.features.n_features), np.zeros(self.features.n_features)
+            for _, X in self.features.iter_chunks(mask):
+                X64 = X.astype(np.float64)
+                n, s1, s2 = n + len(X64), s1 + X64.sum(0), s2 + (X64 * X64).sum(0)
+            mean = s1 / max(n, 1)
+            std = np.sqrt(np.maximum(s2 / max(n, 1) - mean**2, 0.0))
+            shape = tuple(self.cfg.image_shape) if self.cfg.image_shape else None
+            sample = None
+            if shape is not None:
+                rng = np.random.default_rng(0)
+                sample = self.features.take(np.sort(rng.choice(keys, min(len(keys), STATS_SAMPLE), replace=False)))
+            self._input = pool_input_spec(sample, shape, mean_f=mean, std_f=std) if shape else InputSpec(mean, std)
+        return self._input
+
+    def _acquisition_context(self, learner: Learner | None, spec: RunSpec, mask: np.ndarray,
+                             cycle: int) -> AcquisitionContext | None:
+        """The cycle's acquisition inputs: the posterior, and EPIG's target sample of the pool
+        (``N_TARGETS`` items still in the pool, seeded by (seed, cycle)), predicted once."""
+        if learner is None:
+            return None
+        acquisition = get_acquisition(spec.options.get("acquisition") or "epistemic")
+        posterior = learner.posterior()
+        targets = None
+        if getattr(acquisition, "uses_targets", False):
+            pool = np.flatnonzero(mask)
+            rng = np.random.default_rng(_seed(spec.seed, cycle, 4))
+            keys = np.sort(rng.choice(pool, size=min(N_TARGETS, len(pool)), replace=False))
+            try:
+                targets = EPIGTargets.from_prediction(learner.predict(self.features.take(keys)), posterior)
+            except AcquisitionError as exc:
+                raise LoopError(str(exc)) from None
+        return AcquisitionContext(posterior=posterior, targets=targets, seed=_seed(spec.seed, cycle, 5))
+
+    def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None, spec: RunSpec, k: int,
+                    cycle: int, acq_ctx: AcquisitionContext | None) -> tuple[Candidates, int]:
         """The candidates the selector asked for among the ``mask``ed pool items, and how many
-        items the learner scored."""
+        items the learner scored.  Scores are the run's acquisition of each item's Prediction."""
         source = selector.candidate_source
-        m = spec.options.get("candidates") or 20 * max(k, 1)
+        m = spec.options.get("candidates") or (POOL_CANDIDATES if source == "pool" else 20 * max(k, 1))
         m = max(m, k)
         if source == "all":
             return Candidates(keys_n=np.flatnonzero(mask).astype(np.int64)), 0
+        scorer = None
+        if learner is not None:
+            scorer = AcquisitionScorer(get_acquisition(spec.options.get("acquisition") or "epistemic"), acq_ctx)
         if source == "sample" or learner is None:
             rng = np.random.default_rng(_seed(spec.seed, cycle, 3))
             pool = np.flatnonzero(mask)
@@ -323,18 +397,16 @@ class ActiveLoop:
                 emb = (X - X.mean(0)) / np.where(X.std(0) > 1e-8, X.std(0), 1.0)
                 cands = Candidates(keys_n=keys, scores_n=np.zeros(len(keys)), embedding_n_d=emb)
             else:
-                pred = learner.predict(X)
-                a = prediction_arrays(pred)
-                cands = Candidates(keys_n=keys, scores_n=pred.epistemic_n.double().numpy(),
-                                   embedding_n_d=a.pop("embedding_n_d"), probs_n_C=a.pop("probs_n_C"),
-                                   extras={k2: v for k2, v in a.items() if v is not None})
+                scores, a = scorer(learner.predict(X))
+                cands = Candidates(keys_n=keys, scores_n=scores, embedding_n_d=a.pop("embedding_n_d"),
+                                   probs_n_C=a.pop("probs_n_C"), extras={k2: v for k2, v in a.items() if v is not None})
             cands.extras["features"] = X
             strat = spec.options.get("stratify_by")
             if strat:
                 cands.strata_n = self._strata(keys, strat)
             return cands, 0 if learner is None else len(keys)
         engine = get_engine(spec.options.get("engine", "local"), address=spec.options.get("ray_address"))
-        return engine(learner, self.features.path, mask, m, self.features.chunk_rows)
+        return engine(learner, self.features.path, mask, m, self.features.chunk_rows, scorer=scorer)
 
     def _strata(self, keys: np.ndarray, column: str) -> np.ndarray:
         df = pl.read_parquet(self.project.payload_path, columns=["key", column])

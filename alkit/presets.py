@@ -1,8 +1,11 @@
-"""`--strategy` presets: which scorer trains the model and which selector picks each batch.
+"""`--strategy` presets: which scorer trains the model, which acquisition scores the pool and which
+selector picks each batch.
 
-A preset composes three stateless parts: the scorer (the learner and its epistemic score,
-alkit/registry.py), the selector used once a model can be trained, and the model-free selector
-used while the labeled set is too small to train one (the cold start).
+A preset composes four stateless parts: the scorer (the learner, alkit/registry.py), the
+acquisition (a score per item from the learner's Prediction, alkit/acquisition/), the selector
+used once a model can be trained, and the model-free selector used while the labeled set is too
+small to train one (the cold start).  ``--acquisition`` and ``--initial-selector`` override a
+preset's choices for one run.
 """
 
 from __future__ import annotations
@@ -19,17 +22,23 @@ class Preset:
     single_selector: str  # used when batch_size == 1
     initial_selector: str  # model-free, for the first batch when nothing is labeled
     is_baseline: bool = False
+    acquisition: str = "epistemic"  # the score the selectors rank or diversify
 
 
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
         Preset("random", "uniform random batches (the baseline every curve is compared with)", "none", "random", "random", "random", True),
-        Preset("epistemic", "analytic epistemic score of --scorer; batch-diverse selection; cold-start strata first", "vbll", "diverse", "topk", "coldstart"),
+        Preset("epistemic", "posterior-driven: EPIG from the VBLL last-layer posterior, batch by greedy EPIG with the posterior conditioned on each pick; cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="epig"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),
         Preset("kcenter", "core-set: furthest-first in the last-layer embedding", "vbll", "kcenter", "kcenter", "random"),
         Preset("badge", "k-means++ on gradient embeddings (BADGE)", "vbll", "badge", "badge", "random"),
+        Preset("bald", "BALD (mutual information with the model) of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="bald"),
+        Preset("epig", "EPIG (predictive information about a pool sample) of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="epig"),
+        Preset("margin", "smallest top-2 probability margin first (baseline; no posterior)", "vbll", "topk", "topk", "random", True, "margin"),
+        Preset("entropy", "highest predictive entropy first (baseline; no posterior)", "vbll", "topk", "topk", "random", True, "entropy"),
+        Preset("least-confident", "lowest top-class probability first (baseline; no posterior)", "vbll", "topk", "topk", "random", True, "least-confident"),
         Preset("coldstart", "stratified sampling (k-means strata or --stratify-by) on every cycle", "none", "coldstart", "coldstart", "coldstart"),
         Preset("ensemble", "deep ensemble (M=5) BALD, top-k", "ensemble", "topk", "topk", "random", True),
         Preset("mc-dropout", "MC dropout (T=20, fixed masks) BALD, top-k", "mc-dropout", "topk", "topk", "random", True),

@@ -24,6 +24,7 @@ class ScorerInfo:
     summary: str
     factory: LearnerFactory
     is_baseline: bool = False
+    provides: frozenset[str] = frozenset()  # 'posterior' (Gaussian last layer) and/or 'members' (ensembles)
 
 
 def _lazy(module: str, cls: str) -> LearnerFactory:
@@ -46,12 +47,14 @@ SCORERS: dict[str, ScorerInfo] = {
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, "
         "cov=dense|diagonal|shared)",
         _lazy("alkit.learners.vbll", "VBLLLearner"),
+        provides=frozenset({"posterior"}),
     ),
     "laplace": ScorerInfo(
         "laplace",
         "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
         "(options: epistemic=mi|trace, hessian=kfac|full)",
         _lazy("alkit.learners.laplace", "LaplaceLearner"),
+        provides=frozenset({"posterior"}),
     ),
     "csd": ScorerInfo(
         "csd",
@@ -68,18 +71,21 @@ SCORERS: dict[str, ScorerInfo] = {
         "deep ensemble of M=5 MLPs, BALD / variance of member means (baseline; M passes per item)",
         _lazy("alkit.learners.deep_ensemble", "DeepEnsembleLearner"),
         True,
+        frozenset({"members"}),
     ),
     "mc-dropout": ScorerInfo(
         "mc-dropout",
         "MC dropout, T=20 passes with fixed seeded masks, BALD / variance of pass means (baseline)",
         _lazy("alkit.learners.mc_dropout", "MCDropoutLearner"),
         True,
+        frozenset({"members"}),
     ),
     "sve": ScorerInfo(
         "sve",
         "singular value ensemble, M=4 members sharing frozen U/V, BALD / variance (baseline)",
         _lazy("alkit.learners.sve", "SVELearner"),
         True,
+        frozenset({"members"}),
     ),
 }
 
@@ -88,6 +94,27 @@ def get_scorer(name: str) -> ScorerInfo:
     if name not in SCORERS:
         raise ValueError(f"unknown scorer {name!r}; known scorers: {', '.join(sorted(SCORERS))}")
     return SCORERS[name]
+
+
+def check_acquisition(acquisition: str, scorer: str, task: Task) -> None:
+    """Refuse, by name, an acquisition the scorer's Predictions cannot feed (before a run starts)."""
+    from alkit.acquisition import ACQUISITIONS
+
+    needs = ACQUISITIONS[acquisition].needs
+    have = set(get_scorer(scorer).provides) | {"epistemic_n"}
+    if task == "classification":
+        have.add("probs")
+    else:
+        have.discard("members")  # regression members carry means, not label distributions
+    for need in needs:
+        options = {alt.strip() for alt in need.split("|")}
+        if not options & have:
+            what = {"probs": "class probabilities (a classification project)",
+                    "posterior": "a Gaussian last-layer posterior (scorers vbll, laplace)",
+                    "members": "ensemble members (scorers ensemble, mc-dropout, sve)"}
+            missing = " or ".join(what.get(o, o) for o in sorted(options))
+            raise ValueError(f"acquisition {acquisition!r} needs {missing}; scorer {scorer!r} "
+                             f"on a {task} project has none of it")
 
 
 def make_learner(scorer: str, task: Task, n_classes: int | None, **options: Any) -> Learner:

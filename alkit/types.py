@@ -1,6 +1,6 @@
 """The records that flow through one cycle (DESIGN.md vocabulary).
 
-Learner.predict -> Prediction -> acquisition score -> Candidates -> Strategy.select -> Selection.
+Learner.predict -> Prediction -> Acquisition.score -> Candidates -> Strategy.select -> Selection.
 Tensors are float32 torch tensors on CPU unless a name says otherwise; shapes are in the names or
 docstrings (n items, C classes, K outputs/heads, d last-layer features).
 """
@@ -81,6 +81,42 @@ class Prediction:
 
 
 @dataclass
+class AcquisitionContext:
+    """What an acquisition may use besides the chunk's Prediction, fixed for one cycle.
+
+    ``posterior``: the learner's Gaussian last layer (BALD, EPIG); ``targets``: the prepared
+    target set of EPIG (a seeded sample of pool items standing for where predictions matter;
+    alkit/acquisition/epig.py builds it); ``seed``: for acquisitions that sample.
+    """
+
+    posterior: GaussianLastLayer | None = None
+    targets: object | None = None
+    seed: int = 0
+
+
+@dataclass
+class Scores:
+    """An acquisition's output for a chunk: one score per item (higher = more worth a label) and
+    any per-item arrays a batch selector needs beyond the Prediction (e.g. ``noise_n_K``, the
+    observation noise of the Gaussian surrogate the score was computed under)."""
+
+    scores_n: torch.Tensor
+    arrays: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class Acquisition(Protocol):
+    """A function from a Prediction to one score per item, independent of the learner and of
+    the selector.  ``needs`` names what it reads (Prediction fields, ``extras`` keys, or
+    'posterior' / 'probs' / 'targets'), so a learner that cannot feed it is refused by name."""
+
+    name: str
+    needs: tuple[str, ...]
+
+    def score(self, pred: Prediction, ctx: AcquisitionContext) -> Scores:
+        ...
+
+
+@dataclass
 class Candidates:
     """The items a Strategy may choose from, with what the cycle learned about them.
 
@@ -94,6 +130,7 @@ class Candidates:
     probs_n_C: np.ndarray | None = None
     strata_n: np.ndarray | None = None  # metadata strata (e.g. --stratify-by), int codes
     extras: dict[str, np.ndarray] = field(default_factory=dict)
+    targets: object | None = None  # the cycle's EPIG target set, for selectors that condition on picks
 
     def __len__(self) -> int:
         return int(self.keys_n.shape[0])
@@ -128,11 +165,13 @@ class Selection:
 class Strategy(Protocol):
     """Stateless batch selection.  ``candidate_source`` tells the cycle what to hand it:
     'all'   - every unlabeled key (no model needed: random),
-    'topm'  - the m best-scoring items with their arrays (topk, diverse),
-    'sample'- a seeded uniform sample of m items with their arrays (kcenter, badge, coldstart)."""
+    'topm'  - the m best-scoring items with their arrays (topk, diverse; m = 20 x batch),
+    'pool'  - every unlabeled item with its arrays, streamed (kcenter, badge; above 50,000 items
+              the 50,000 best-scoring, or --candidates),
+    'sample'- a seeded uniform sample of m items with their arrays (coldstart)."""
 
     name: str
-    candidate_source: Literal["all", "topm", "sample"]
+    candidate_source: Literal["all", "topm", "pool", "sample"]
     needs_model: bool
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:

@@ -1,9 +1,13 @@
 """Scoring engines: where the top-m map/reduce of a cycle runs (DESIGN.md 'Scale').
 
-An engine scores every pool item the mask allows with a fitted learner and returns the m
-best-scoring items with the arrays a strategy needs (``Candidates``) and how many items it scored.
+An engine scores every pool item the mask allows with a fitted learner and an acquisition and
+returns the m best-scoring items with the arrays a strategy needs (``Candidates``) and how many
+items it scored.
 
-    engine(learner, features_path, pool_mask_n, m, chunk_rows) -> (Candidates, n_scored)
+    engine(learner, features_path, pool_mask_n, m, chunk_rows, scorer=None) -> (Candidates, n_scored)
+
+``scorer`` (an ``AcquisitionScorer``: the run's acquisition and the cycle's context) turns each
+chunk's Prediction into scores and carried arrays; None ranks by ``Prediction.epistemic_n``.
 
 ``local`` streams features.parquet through ``learner.predict`` in this process (what ActiveLoop
 does itself); ``ray`` maps row-group ranges of the file over Ray tasks, each returning its local
@@ -29,14 +33,36 @@ import torch
 from torch.nn.utils import parametrize
 
 from alkit.strategies.streaming import TopM
-from alkit.types import Candidates, Learner, Prediction
+from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
 
-TopMEngine = Callable[[Learner, Path, np.ndarray, int, int], tuple[Candidates, int]]
+TopMEngine = Callable[..., tuple[Candidates, int]]
 ENGINES = ("local", "ray")
 
 
 class EngineError(ValueError):
     """An engine cannot run (not installed, cannot connect); the message says what to do."""
+
+
+class AcquisitionScorer:
+    """One cycle's acquisition bound to its context: Prediction -> (scores (n,), carried arrays).
+
+    Picklable (the acquisition is a plain object, the context holds tensors), so the Ray engine
+    ships it to its workers with the learner."""
+
+    def __init__(self, acquisition: Acquisition, ctx: AcquisitionContext | None) -> None:
+        self.acquisition = acquisition
+        self.ctx = ctx or AcquisitionContext()
+
+    def __call__(self, pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
+        out = self.acquisition.score(pred, self.ctx)
+        arrays = prediction_arrays(pred)
+        arrays.update({k: v.detach().numpy() for k, v in out.arrays.items()})
+        return out.scores_n.double().numpy(), arrays
+
+
+def epistemic_scores(pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
+    """The default scorer: ``Prediction.epistemic_n`` with the usual arrays."""
+    return pred.epistemic_n.double().numpy(), prediction_arrays(pred)
 
 
 def prediction_arrays(pred: Prediction) -> dict[str, np.ndarray | None]:
@@ -125,22 +151,26 @@ def iter_masked_batches(
         yield keys, X
 
 
-def score_batches(learner: Learner, batches: Iterator[tuple[np.ndarray, np.ndarray]], m: int) -> tuple[Candidates, int]:
-    """Predict each batch and keep the m best epistemic scores with their arrays."""
+def score_batches(learner: Learner, batches: Iterator[tuple[np.ndarray, np.ndarray]], m: int,
+                  scorer: Callable[[Prediction], tuple[np.ndarray, dict[str, np.ndarray | None]]] | None = None,
+                  ) -> tuple[Candidates, int]:
+    """Predict each batch, score it, and keep the m best scores with their arrays."""
+    score = scorer or epistemic_scores
     top = TopM(m)
     with torch.no_grad():
         for keys, X in batches:
-            pred = learner.predict(X)
-            top.push(keys, pred.epistemic_n.double().numpy(), **prediction_arrays(pred))
+            scores_n, arrays = score(learner.predict(X))
+            top.push(keys, scores_n, **arrays)
     return top.result(), top.n_seen
 
 
 def local_topm(
-    learner: Learner, features_path: Path, pool_mask_n: np.ndarray, m: int, chunk_rows: int = 16_384
+    learner: Learner, features_path: Path, pool_mask_n: np.ndarray, m: int, chunk_rows: int = 16_384,
+    scorer: AcquisitionScorer | None = None,
 ) -> tuple[Candidates, int]:
     """Single-process engine: stream the file once in this process."""
     file = open_features(features_path)
-    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n), m)
+    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n), m, scorer)
 
 
 def get_engine(name: str, **options: Any) -> TopMEngine:

@@ -54,14 +54,14 @@ def ensure_ray(address: str | None = None, **init_options: Any) -> Any:
 
 
 def _score_range(learner_blob: bytes, path: str, row_groups: list[int], pool_mask_n: np.ndarray,
-                 m: int, chunk_rows: int) -> tuple[Candidates, int]:
+                 m: int, chunk_rows: int, scorer: Any = None) -> tuple[Candidates, int]:
     """One map task: unpickle the learner once, score the rows of ``row_groups``, keep the top m."""
     import torch
 
     torch.set_num_threads(1)  # one task per CPU; more threads would oversubscribe the node
     learner = pickle.loads(learner_blob)
     file = open_features(path)
-    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n, row_groups), m)
+    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n, row_groups), m, scorer)
 
 
 def plan_ranges(path: Path, chunk_rows: int, n_parts: int, pool_mask_n: np.ndarray | None = None) -> list[list[int]]:
@@ -92,6 +92,7 @@ def ray_topm(
     m: int,
     chunk_rows: int = 16_384,
     *,
+    scorer: Any = None,
     address: str | None = None,
     tasks_per_cpu: int = 2,
 ) -> tuple[Candidates, int]:
@@ -113,7 +114,8 @@ def ray_topm(
         return top.result(), 0
     learner_ref = ray.put(dumps_learner(learner))
     mask_ref = ray.put(np.ascontiguousarray(pool_mask_n, dtype=bool))
-    pending = [_remote_score.remote(learner_ref, path, r, mask_ref, m, chunk_rows) for r in ranges]
+    scorer_ref = ray.put(scorer)
+    pending = [_remote_score.remote(learner_ref, path, r, mask_ref, m, chunk_rows, scorer_ref) for r in ranges]
     n_scored = 0
     while pending:
         done, pending = ray.wait(pending, num_returns=1)

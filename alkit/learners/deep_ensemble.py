@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import FeatureMap
+from alkit.models.backbone import FeatureMap, InputSpec
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -32,9 +32,10 @@ class DeepEnsembleLearner:
         *,
         M: int = 5,
         width: int = 128,
-        depth: int = 2,
+        depth: int = 1,
         feature_map: FeatureMap = "none",
         train: TrainConfig | None = None,
+        input: InputSpec | None = None,
     ) -> None:
         if M < 2:
             raise ValueError(f"an ensemble needs M >= 2 members, got {M}")
@@ -42,7 +43,7 @@ class DeepEnsembleLearner:
         self.n_classes = n_classes
         self.M = M
         self.members = [
-            MLPLearner(task, n_classes, width=width, depth=depth, feature_map=feature_map, train=train)
+            MLPLearner(task, n_classes, width=width, depth=depth, feature_map=feature_map, train=train, input=input)
             for _ in range(M)
         ]
         self._fitted = False

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import FeatureMap
+from alkit.models.backbone import FeatureMap, InputSpec
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -37,9 +37,10 @@ class MCDropoutLearner:
         T: int = 20,
         p: float = 0.1,
         width: int = 128,
-        depth: int = 2,
+        depth: int = 1,
         feature_map: FeatureMap = "none",
         train: TrainConfig | None = None,
+        input: InputSpec | None = None,
     ) -> None:
         if T < 2:
             raise ValueError(f"MC dropout needs T >= 2 passes, got {T}")
@@ -50,7 +51,7 @@ class MCDropoutLearner:
         self.task = task
         self.T, self.p = T, p
         self.net = MLPLearner(
-            task, n_classes, width=width, depth=depth, feature_map=feature_map, dropout=p, train=train
+            task, n_classes, width=width, depth=depth, feature_map=feature_map, dropout=p, train=train, input=input
         )
         self.masks_T_B_w: torch.Tensor | None = None
 

@@ -83,7 +83,7 @@ class QuantileHead(nn.Module):
         return nll + self.reg_weight * self.layer.kl()
 
     @torch.no_grad()
-    def refit(self, phi_N_d: torch.Tensor, y_N: torch.Tensor, n_iter: int = 30) -> int:
+    def refit(self, phi_N_d: torch.Tensor, y_N: torch.Tensor, n_iter: int = 30, tol: float = 1e-4) -> int:
         """ELBO-stationary S for fixed features and mean: w_ik = -2 d(ELL)/dv = pdf(m/s)/(s beta_k)."""
         m = (y_N.double()[:, None] - self.layer.mean(phi_N_d.to(self.layer.W_mean.dtype)).double())
         beta = self.log_beta.exp().double()
@@ -92,7 +92,7 @@ class QuantileHead(nn.Module):
             s = v.clamp_min(1e-12).sqrt()
             return torch.exp(-0.5 * (m / s) ** 2) / (_SQRT_2PI * s * beta)
 
-        return _refit_scaled(self.layer, phi_N_d, weights, self.reg_weight, n_iter=n_iter)
+        return _refit_scaled(self.layer, phi_N_d, weights, self.reg_weight, n_iter=n_iter, tol=tol)
 
     @property
     def noise_var(self) -> torch.Tensor:

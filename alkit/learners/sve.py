@@ -33,10 +33,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils import parametrize
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import FeatureMap, ResidualMLP
+from alkit.models.backbone import FeatureMap, InputSpec, ResidualMLP
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -118,8 +117,8 @@ class SVENetwork(nn.Module):
                 lin = block.linear
                 self.blocks.append(
                     SVELinear(
-                        lin.weight, lin.bias, n_members, sigma_init, gen,
-                        lipschitz_cap=parametrize.is_parametrized(lin, "weight"),
+                        block.normalised_weight(), lin.bias, n_members, sigma_init, gen,
+                        lipschitz_cap=block.use_sn,
                     )
                 )
                 self.coeffs.append(float(block.coeff))
@@ -173,9 +172,10 @@ class SVELearner:
         M: int = 4,
         sigma_init: float = 0.01,
         width: int = 128,
-        depth: int = 2,
+        depth: int = 1,
         feature_map: FeatureMap = "none",
         train: TrainConfig | None = None,
+        input: InputSpec | None = None,
         pretrain: TrainConfig | None = None,
         forward_mode: ForwardMode = "auto",
     ) -> None:
@@ -187,7 +187,7 @@ class SVELearner:
         self.M, self.sigma_init, self.forward_mode = M, sigma_init, forward_mode
         self.train_config = train or TrainConfig()
         self.base = MLPLearner(
-            task, n_classes, width=width, depth=depth, feature_map=feature_map, train=pretrain or train
+            task, n_classes, width=width, depth=depth, feature_map=feature_map, train=pretrain or train, input=input
         )
         self.net: SVENetwork | None = None
 

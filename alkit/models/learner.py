@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from alkit.distributions import GaussianPredictive
-from alkit.models.backbone import FeatureMap, ResidualMLP
+from alkit.models.backbone import ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -40,7 +40,9 @@ class MLPLearner:
     classification: head gives C logits, cross-entropy.  regression: head gives (mean, log var),
     heteroscedastic Gaussian NLL on standardised targets.
     After ``fit``, ``self.backbone`` and ``self.head`` are the fitted modules (the last layer is
-    ``self.head``), which is what post-hoc scorers need.
+    ``self.head``), which is what post-hoc scorers need.  ``input`` carries the pool's input
+    statistics and image shape (alkit/models/backbone.py); without it the labelled inputs'
+    statistics are used.
     """
 
     def __init__(
@@ -49,10 +51,11 @@ class MLPLearner:
         n_classes: int | None = None,
         *,
         width: int = 128,
-        depth: int = 2,
+        depth: int = 1,
         feature_map: FeatureMap = "none",
         dropout: float = 0.0,
         train: TrainConfig | None = None,
+        input: InputSpec | None = None,
     ) -> None:
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
@@ -60,14 +63,14 @@ class MLPLearner:
         self.n_classes = n_classes
         self.width, self.depth, self.feature_map, self.dropout = width, depth, feature_map, dropout
         self.train_config = train or TrainConfig()
-        self.backbone: ResidualMLP | None = None
+        self.input = input
+        self.backbone: ResidualMLP | ConvBackbone | None = None
         self.head: nn.Linear | None = None
         self.scaler: TargetScaler | None = None
 
-    def _build(self, n_features: int) -> None:
-        self.backbone = ResidualMLP(
-            n_features, self.width, self.depth, feature_map=self.feature_map, dropout=self.dropout
-        )
+    def _build(self, X_n_f: torch.Tensor) -> None:
+        self.backbone = build_backbone(X_n_f.shape[1], self.input, X_n_f, width=self.width, depth=self.depth,
+                                       feature_map=self.feature_map, dropout=self.dropout)
         n_out = self.n_classes if self.task == "classification" else 2
         self.head = nn.Linear(self.backbone.out_dim, n_out)
 
@@ -75,8 +78,9 @@ class MLPLearner:
         """Head outputs for a batch: logits (n, C) or (mean, log var) (n, 2)."""
         return self.head(self.backbone(x_n_f))
 
-    def _loss(self, x_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
-        out = self.forward(x_b_f)
+    def _loss(self, z_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
+        """Loss on the backbone's fixed features (``backbone.fixed``, computed once per fit)."""
+        out = self.head(self.backbone.trainable(z_b_f))
         if self.task == "classification":
             return F.cross_entropy(out, y_b.long())
         return F.gaussian_nll_loss(out[:, 0], y_b, out[:, 1].exp().clamp_min(1e-6), full=True)
@@ -84,8 +88,7 @@ class MLPLearner:
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
-        self._build(X.shape[1])
-        self.backbone.set_input_stats(X)
+        self._build(X)
         y = torch.as_tensor(y_n)
         if self.task == "regression":
             self.scaler = TargetScaler(y.float())
@@ -93,7 +96,7 @@ class MLPLearner:
         else:
             y = y.long()
         module = nn.ModuleDict({"backbone": self.backbone, "head": self.head})
-        return train_module(module, self._loss, X, y, seed=seed, config=self.train_config)
+        return train_module(module, self._loss, self.backbone.fixed(X), y, seed=seed, config=self.train_config)
 
     @torch.no_grad()
     def predict(self, X_n_f: np.ndarray) -> Prediction:

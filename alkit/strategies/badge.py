@@ -38,7 +38,7 @@ class BadgeStrategy:
     seeded by ``ctx.seed``.  Utilities are D^2 at pick time (||g||^2 for the first pick)."""
 
     name = "badge"
-    candidate_source = "sample"
+    candidate_source = "pool"
     needs_model = True
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:

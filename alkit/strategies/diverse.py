@@ -14,6 +14,14 @@ so greedy is within (1 - 1/e) of the best batch.  One pick costs O(N d + d^2) pe
 Kronecker posteriors (cov_k = scale_k * S) only differ per output through sigma_k^2 / scale_k,
 so outputs sharing that ratio share one recursion (weighted by their count).
 
+Per-item observation noise: when the acquisition stage put ``noise_n_K`` on the candidates
+(BALD's and EPIG's closed forms, alkit/acquisition/gaussian.py: r_k = 1 / (p_k (1 - p_k)) for a
+class label), item i's output k is observed with its own noise r_ik, and each output runs its own
+recursion with den = r_jk + v_k(x_j).  When the candidates also carry the cycle's EPIG target set,
+the gain is the EPIG of the item under the posterior conditioned on the picks so far, and every
+candidate-target covariance is conditioned on each pick (rank-1, O(m K M) per pick): greedy batch
+EPIG, label-free like the batch information.
+
 Exact duplicates: under the noisy model a second copy of a picked item still has positive gain
 (an independent noisy label of the same x).  A labeller gives the same x the same label, so that
 gain is not real; exact duplicates of picked items are held back until nothing else is left.
@@ -111,6 +119,10 @@ class DiverseStrategy:
         b = check_batch(batch_size, candidates)
         emb_n_d = require_embedding(candidates, self.name)
         post = ctx.posterior
+        if post is not None and "noise_n_K" in candidates.extras:
+            order, gains = _greedy_heteroscedastic(candidates, emb_n_d, post, b)
+            scores_n = scores_or_zeros(candidates)
+            return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
         if post is not None and post.bias_feature:
             phi_n_d = np.concatenate([emb_n_d, np.ones((emb_n_d.shape[0], 1))], axis=1)
         else:
@@ -152,3 +164,58 @@ class DiverseStrategy:
             cond_G_d_d -= np.einsum("gd,ge->gde", u_G_d, u_G_d) / den_G[:, None, None]
         scores_n = scores_or_zeros(candidates)
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
+
+
+def _greedy_heteroscedastic(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer,
+                            b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy batch BALD (or batch EPIG with a target set) with per-item noise r_ik, float64.
+
+    Gains: BALD 1/2 sum_k log(1 + v_ik / r_ik); EPIG the closed form of alkit/acquisition/epig.py
+    with every variance and candidate-target covariance conditioned on the picks so far.
+    """
+    from alkit.acquisition.epig import EPIGTargets, gaussian_information_n
+    from alkit.acquisition.gaussian import OutputCovariance
+
+    import torch
+
+    noise_n_K = torch.as_tensor(np.asarray(candidates.extras["noise_n_K"]), dtype=torch.float64)
+    n, K = noise_n_K.shape
+    cov = OutputCovariance.of(post, K)
+    phi = cov.features(torch.as_tensor(emb_n_d))
+    S_K_d_d = cov.cov_G_d_d[cov.group_K] * cov.scale_K[:, None, None]  # each output conditions on its own
+    var_n_K = cov.variance_n_K(phi)
+    targets = candidates.targets
+    epig = isinstance(targets, EPIGTargets) and targets.cross_G_d_M is not None
+    if epig:
+        c_n_K_M = targets.cov.covariance_n_K_m(phi, targets.cross_G_d_M)
+        var_M_K = targets.var_M_K.clone()
+        noise_M_K = targets.noise_M_K
+    dup_n = torch.as_tensor(_duplicate_groups(phi.numpy()))
+    picked = torch.zeros(n, dtype=torch.bool)
+    held = torch.zeros(n, dtype=torch.bool)
+    order = np.empty(b, dtype=np.int64)
+    gains = np.empty(b, dtype=np.float64)
+    for t in range(b):
+        if epig:
+            gain_n = gaussian_information_n(c_n_K_M, var_n_K + noise_n_K, var_M_K + noise_M_K)
+        else:
+            gain_n = 0.5 * torch.log1p(var_n_K / noise_n_K).sum(1)
+        masked = gain_n.masked_fill(picked | held, -torch.inf)
+        if bool(torch.isinf(masked).all()):  # only duplicates of picks remain: take their true gain
+            masked = gain_n.masked_fill(picked, -torch.inf)
+        j = int(torch.argmax(masked))
+        order[t], gains[t] = j, float(gain_n[j])
+        picked[j] = True
+        held |= dup_n == dup_n[j]
+        if t == b - 1:
+            break
+        u_K_d = torch.einsum("kde,e->kd", S_K_d_d, phi[j])
+        den_K = var_n_K[j] + noise_n_K[j]
+        c_n_K = phi @ u_K_d.T  # Cov(z_k(x_i), z_k(x_j)) under the current conditioning
+        var_n_K = (var_n_K - c_n_K.square() / den_K).clamp_min(0.0)
+        S_K_d_d = S_K_d_d - torch.einsum("kd,ke->kde", u_K_d, u_K_d) / den_K[:, None, None]
+        if epig:
+            c_j_K_M = c_n_K_M[j].clone()
+            c_n_K_M = c_n_K_M - c_n_K[:, :, None] * c_j_K_M[None] / den_K[None, :, None]
+            var_M_K = (var_M_K - (c_j_K_M.square() / den_K[:, None]).T).clamp_min(0.0)
+    return order, gains

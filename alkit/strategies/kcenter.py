@@ -48,8 +48,9 @@ class KCenterStrategy:
     """
 
     name = "kcenter"
-    candidate_source = "sample"
+    candidate_source = "pool"
     needs_model = True
+    needs_labeled_embedding = True  # distances to the labeled set (SelectionContext)
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         b = check_batch(batch_size, candidates)

@@ -1,0 +1,44 @@
+"""Acquisitions: one score per item from a Prediction, chosen per run (``alkit run --acquisition``).
+
+Independent of the learner (a learner whose Prediction lacks what an acquisition needs is refused
+by name) and of the selector (every selector ranks or diversifies the scores it is given).
+``ACQUISITIONS`` maps the CLI name to the class; add one by one module and one line here.
+"""
+
+from __future__ import annotations
+
+from alkit.acquisition._common import AcquisitionError
+from alkit.acquisition.bald import BALDAcquisition
+from alkit.acquisition.entropy import EntropyAcquisition
+from alkit.acquisition.epig import EPIGAcquisition, EPIGTargets
+from alkit.acquisition.epistemic import EpistemicAcquisition
+from alkit.acquisition.least_confident import LeastConfidentAcquisition
+from alkit.acquisition.margin import MarginAcquisition
+from alkit.types import Acquisition
+
+ACQUISITIONS: dict[str, type] = {
+    "epistemic": EpistemicAcquisition,
+    "bald": BALDAcquisition,
+    "epig": EPIGAcquisition,
+    "margin": MarginAcquisition,
+    "entropy": EntropyAcquisition,
+    "least-confident": LeastConfidentAcquisition,
+}
+BASELINE_ACQUISITIONS = ("margin", "entropy", "least-confident")  # no posterior: what `epistemic` must beat
+
+
+def get_acquisition(name: str) -> Acquisition:
+    """An acquisition instance by name; an unknown name is a ValueError listing the known ones."""
+    try:
+        return ACQUISITIONS[name]()
+    except KeyError:
+        raise ValueError(f"unknown acquisition {name!r}; known: {', '.join(ACQUISITIONS)}") from None
+
+
+def summary(name: str) -> str:
+    """The first line of an acquisition's docstring, for `alkit strategies`."""
+    doc = (ACQUISITIONS[name].__doc__ or "").strip().splitlines()
+    return doc[0] if doc else ""
+
+
+__all__ = ["ACQUISITIONS", "BASELINE_ACQUISITIONS", "AcquisitionError", "EPIGTargets", "get_acquisition", "summary"]

@@ -1,0 +1,232 @@
+"""Learner parity at small N: alkit's learners against logistic regression / ridge and a plain MLP.
+
+Why: active learning is decided at 20-300 labels, so each alkit learner must be at least as good
+there as the simple models a user would try first (DESIGN.md "The learner at small N").  For each
+data set, label count N and seed, one uniformly random labelled subset of the pool is drawn and
+given to every model; all models see the same inputs, standardised with statistics of the whole
+pool (never the test split).  Comparators:
+
+- ``logreg``: scikit-learn LogisticRegression (C=1, lbfgs) on the standardised inputs;
+- ``plain-mlp``: Linear(f, 128)-ReLU-Linear(128, C), 100 full-batch Adam steps at lr 1e-2 (the
+  plain recipe of the label-efficiency issue);
+- regression: ``bayes-ridge`` (scikit-learn BayesianRidge, Gaussian noise, predictive std), whose
+  closed-form Gaussian CRPS is the bar.
+
+Fit time is CPU seconds of this thread (time.thread_time) with torch and BLAS on one thread, and
+the ratio to the plain recipe is taken within one process, interleaved, at the same N.
+
+    python benchmarks/learner_parity.py --data digits,fashion --ns 20,50,100,200,300 --seeds 0-4 \
+        --out benchmarks/results/learner_parity.md
+
+Data sets come from benchmarks/al_data.py (benchmarks/_work/data/<name>.parquet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import polars as pl
+import torch
+import torch.nn.functional as F
+from threadpoolctl import threadpool_limits
+from torch import nn
+
+from alkit.models.backbone import pool_input_spec
+from alkit.registry import make_learner
+
+DATA_DIR = Path(__import__("os").environ.get("AL_DATA_DIR", Path(__file__).resolve().parent / "_work" / "data"))
+IMAGE_SHAPES = {"fashion": (1, 28, 28), "fashion_dev": (1, 28, 28)}  # what `alkit init --image-shape` records
+
+
+def load_set(name: str, data_dir: Path = DATA_DIR) -> dict[str, Any]:
+    """Pool/test arrays of one data set file (features or an `embedding` list column)."""
+    path = data_dir / f"{name}.parquet"
+    df = pl.read_parquet(path)
+    manifest = json.loads((data_dir / "manifest.json").read_text()).get(name, {})
+    if "embedding" in df.columns:
+        X = np.asarray(df["embedding"].to_list(), dtype=np.float32)
+    else:
+        cols = [c for c in df.columns if c not in ("id", "label", "split")]
+        X = df.select(cols).to_numpy().astype(np.float32)
+    task = manifest.get("task") or ("regression" if df["label"].dtype.is_float() else "classification")
+    pool = (df["split"] == "pool").to_numpy()
+    if task == "classification":
+        classes = sorted(df["label"].cast(pl.Utf8).unique().to_list())
+        y = np.array([classes.index(v) for v in df["label"].cast(pl.Utf8).to_list()])
+    else:
+        classes = []
+        y = df["label"].to_numpy().astype(np.float64)
+    return {"name": name, "task": task, "classes": classes, "X_pool": X[pool], "y_pool": y[pool],
+            "X_test": X[~pool], "y_test": y[~pool], "image_shape": IMAGE_SHAPES.get(name)}
+
+
+def standardise(X_pool: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
+    mu, sd = X_pool.mean(0), X_pool.std(0)
+    sd = np.where(sd > 1e-8, sd, 1.0)
+    return [((a - mu) / sd).astype(np.float32) for a in arrays]
+
+
+def gaussian_crps(mu: np.ndarray, sigma: np.ndarray, y: np.ndarray) -> float:
+    from scipy.stats import norm
+
+    z = (y - mu) / sigma
+    return float(np.mean(sigma * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / math.sqrt(math.pi))))
+
+
+def logreg(Xl: np.ndarray, yl: np.ndarray, Xt: np.ndarray, yt: np.ndarray, n_classes: int) -> float:
+    from sklearn.linear_model import LogisticRegression
+
+    return float(LogisticRegression(max_iter=3000).fit(Xl, yl).score(Xt, yt))
+
+
+def plain_mlp(Xl: np.ndarray, yl: np.ndarray, Xt: np.ndarray, yt: np.ndarray, n_classes: int,
+              seed: int) -> float:
+    torch.manual_seed(seed)
+    net = nn.Sequential(nn.Linear(Xl.shape[1], 128), nn.ReLU(), nn.Linear(128, n_classes))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+    x, y = torch.as_tensor(Xl), torch.as_tensor(yl).long()
+    for _ in range(100):
+        opt.zero_grad()
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+    with torch.no_grad():
+        return float((net(torch.as_tensor(Xt)).argmax(1).numpy() == yt).mean())
+
+
+def bayes_ridge(Xl: np.ndarray, yl: np.ndarray, Xt: np.ndarray, yt: np.ndarray) -> float:
+    from sklearn.linear_model import BayesianRidge
+
+    mu, sd = BayesianRidge().fit(Xl, yl).predict(Xt, return_std=True)
+    return gaussian_crps(mu, np.maximum(sd, 1e-6), yt)
+
+
+def alkit_fit(scorer: str, options: dict[str, Any], d: dict[str, Any], idx: np.ndarray,
+              seed: int) -> tuple[Any, float]:
+    """An alkit learner fitted on the pool items ``idx``, and the CPU seconds of the fit alone."""
+    from alkit.models.train import TrainConfig
+
+    n_classes = len(d["classes"]) or None
+    train = TrainConfig(**{k[6:]: v for k, v in options.items() if k.startswith("train.")})
+    options = {k: v for k, v in options.items() if not k.startswith("train.")}
+    learner = make_learner(scorer, d["task"], n_classes, input=d["spec"], train=train, **options)
+    t0 = time.thread_time()
+    learner.fit(d["X_pool"][idx], d["y_pool"][idx], seed=seed)
+    return learner, time.thread_time() - t0
+
+
+def alkit_metric(learner: Any, d: dict[str, Any]) -> float:
+    """Accuracy (classification) or CRPS (regression) of a fitted alkit learner on the test split."""
+    from alkit import metrics
+
+    pred = learner.predict(d["X_test"])
+    if d["task"] == "classification":
+        return float((pred.probs_n_C.argmax(1).numpy() == d["y_test"]).mean())
+    return float(metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), d["y_test"], None)["crps"])
+
+
+def timed(fn: Callable[[], float]) -> tuple[float, float]:
+    t0 = time.thread_time()
+    value = fn()
+    return value, time.thread_time() - t0
+
+
+def parse_learners(spec: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """'vbll,none,vbll:head=quantile;train.steps=100' -> [(label, scorer, options)]; ``train.*``
+    options are TrainConfig fields."""
+    out = []
+    for entry in spec.split(","):
+        scorer, _, opts = entry.partition(":")
+        options: dict[str, Any] = {}
+        for kv in filter(None, opts.split(";")):
+            k, _, v = kv.partition("=")
+            try:
+                options[k] = json.loads(v)
+            except json.JSONDecodeError:
+                options[k] = v
+        out.append((entry, scorer, options))
+    return out
+
+
+def run(data: list[str], ns: list[int], seeds: list[int], learners: str) -> pl.DataFrame:
+    rows = []
+    for name in data:
+        d = load_set(name)
+        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"])  # once per data set, as the loop does
+        Xp, Xt = standardise(d["X_pool"], d["X_pool"], d["X_test"])
+        C = len(d["classes"])
+        entries = parse_learners(learners if d["task"] == "classification" else learners_regression(learners))
+        for N in ns:
+            for seed in seeds:
+                idx = np.random.default_rng(seed).choice(len(Xp), N, replace=False)
+                yl = d["y_pool"][idx]
+                if d["task"] == "classification":
+                    base = {"logreg": lambda: logreg(Xp[idx], yl, Xt, d["y_test"], C),
+                            "plain-mlp": lambda: plain_mlp(Xp[idx], yl, Xt, d["y_test"], C, seed)}
+                else:
+                    base = {"bayes-ridge": lambda: bayes_ridge(Xp[idx], yl, Xt, d["y_test"])}
+                for label, fn in base.items():
+                    v, t = timed(fn)
+                    rows.append({"data": name, "N": N, "seed": seed, "learner": label, "value": v, "fit_s": t})
+                for label, scorer, options in entries:
+                    learner, t = alkit_fit(scorer, options, d, idx, seed)
+                    v = alkit_metric(learner, d)
+                    rows.append({"data": name, "N": N, "seed": seed, "learner": label, "value": v, "fit_s": t})
+                print(name, N, seed, {r["learner"]: round(r["value"], 3) for r in rows[-len(base) - len(entries):]},
+                      flush=True)
+    return pl.DataFrame(rows)
+
+
+def learners_regression(classification_spec: str) -> str:
+    return "vbll,vbll:head=quantile,none"
+
+
+def table(df: pl.DataFrame) -> str:
+    agg = df.group_by("data", "learner", "N").agg(pl.col("value").mean().alias("m"), pl.col("value").std().alias("s"),
+                                                  pl.col("fit_s").mean().alias("t"))
+    lines = []
+    for name in df["data"].unique(maintain_order=True):
+        sub = agg.filter(pl.col("data") == name)
+        ns = sorted(sub["N"].unique().to_list())
+        base_t = sub.filter(pl.col("learner") == ("plain-mlp" if "plain-mlp" in sub["learner"].to_list()
+                                                  else "bayes-ridge"))
+        lines += [f"### {name}", "", "| learner | " + " | ".join(f"N={n}" for n in ns) + " | fit s (N=300) | x plain |",
+                  "|---|" + "---|" * (len(ns) + 2)]
+        for learner in df.filter(pl.col("data") == name)["learner"].unique(maintain_order=True):
+            r = sub.filter(pl.col("learner") == learner).sort("N")
+            cells = [f"{m:.3f} ± {s:.3f}" for m, s in zip(r["m"], r["s"].fill_null(0.0))]
+            t = float(r["t"][-1])
+            bt = float(base_t.sort("N")["t"][-1]) if base_t.height else math.nan
+            lines.append(f"| {learner} | " + " | ".join(cells) + f" | {t:.3f} | {t / bt:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default="digits")
+    ap.add_argument("--ns", default="20,50,100,200,300")
+    ap.add_argument("--seeds", default="0-4")
+    ap.add_argument("--learners", default="none,vbll,ensemble,mc-dropout,sve")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    lo, _, hi = a.seeds.partition("-")
+    seeds = list(range(int(lo), int(hi or lo) + 1))
+    torch.set_num_threads(1)
+    with threadpool_limits(1):
+        df = run(a.data.split(","), [int(n) for n in a.ns.split(",")], seeds, a.learners)
+    text = table(df)
+    print(text)
+    if a.out:
+        Path(a.out).write_text(f"Command: `python benchmarks/learner_parity.py {' '.join(sys.argv[1:])}`\n\n{text}\n")
+        df.write_csv(Path(a.out).with_suffix(".csv"))
+
+
+if __name__ == "__main__":
+    main()
