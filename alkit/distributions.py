@@ -1,4 +1,5 @@
-"""Predictive distributions for regression targets, all with closed-form NLL and CRPS."""
+"""Predictive distributions: entropy of categorical ones, and regression ones with closed-form
+NLL and CRPS."""
 
 from __future__ import annotations
 
@@ -8,6 +9,32 @@ from dataclasses import dataclass
 import torch
 
 _LOG_2PI = math.log(2 * math.pi)
+
+
+def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
+    """H[p] per row (last axis) in nats, in the input's dtype; 0 log 0 = 0 (xlogy).  The one
+    entropy of the package: learners, acquisitions and BatchBALD all use it."""
+    return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
+
+
+def _member_parts(member_probs_n_M_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(BALD, expected entropy), float64 (n,), from one pass over the member entropies."""
+    p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
+    if p.ndim != 3:
+        raise ValueError(f"member_probs must have shape (n, M, C), got {tuple(p.shape)}")
+    expected_n = entropy_n(p).mean(-1)
+    return (entropy_n(p.mean(1)) - expected_n).clamp_min(0.0), expected_n
+
+
+def member_bald_n(member_probs_n_M_C: torch.Tensor) -> torch.Tensor:
+    """I(y; member) = H[mean_j p_j] - (1/M) sum_j H[p_j] of M equally weighted members, float64
+    (n,), >= 0: zero exactly when all members agree (the clamp removes the ~1e-16 rounding)."""
+    return _member_parts(member_probs_n_M_C)[0]
+
+
+def expected_entropy_n(member_probs_n_M_C: torch.Tensor) -> torch.Tensor:
+    """Aleatoric part of the members' predictive: (1/M) sum_j H[p_j], float64 (n,)."""
+    return _member_parts(member_probs_n_M_C)[1]
 
 
 @dataclass

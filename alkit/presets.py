@@ -29,13 +29,14 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
         Preset("random", "uniform random batches (the baseline every curve is compared with)", "none", "random", "random", "random", True),
-        Preset("epistemic", "posterior-driven: EPIG from the VBLL last-layer posterior, batch by greedy EPIG with the posterior conditioned on each pick; cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="epig"),
+        Preset("epistemic", "posterior-driven: EPIG about the pool's top-two decisions from the VBLL last-layer posterior, each batch by greedy EPIG with the posterior conditioned on every pick; cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="epig-decision"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),
         Preset("kcenter", "core-set: furthest-first in the last-layer embedding", "vbll", "kcenter", "kcenter", "random"),
         Preset("badge", "k-means++ on gradient embeddings (BADGE)", "vbll", "badge", "badge", "random"),
         Preset("bald", "BALD (mutual information with the model) of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="bald"),
         Preset("epig", "EPIG (predictive information about a pool sample) of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="epig"),
+        Preset("epig-decision", "EPIG about the pool's top-two decisions of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="epig-decision"),
         Preset("margin", "smallest top-2 probability margin first (baseline; no posterior)", "vbll", "topk", "topk", "random", True, "margin"),
         Preset("entropy", "highest predictive entropy first (baseline; no posterior)", "vbll", "topk", "topk", "random", True, "entropy"),
         Preset("least-confident", "lowest top-class probability first (baseline; no posterior)", "vbll", "topk", "topk", "random", True, "least-confident"),

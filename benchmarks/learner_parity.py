@@ -184,7 +184,7 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str) -> pl.D
 
 
 def learners_regression(classification_spec: str) -> str:
-    return "vbll,vbll:head=quantile,none"
+    return "vbll,vbll:head=quantile,vbll:head=buckets,none"
 
 
 def table(df: pl.DataFrame) -> str:

@@ -43,7 +43,7 @@ from alkit.report import cycles_frame
 
 HERE = Path(__file__).resolve().parent
 DATA_DIR = HERE / "_work" / "data"
-WORK = HERE / "_work" / "protocol"
+WORK = Path(__import__("os").environ.get("ALKIT_PROTOCOL_WORK", HERE / "_work" / "protocol"))
 IMAGE_SHAPES = {"fashion": (28, 28), "fashion_dev": (28, 28)}
 BUDGET = {"digits": 270}
 AT = {"digits": [100, 200, 270]}
@@ -86,10 +86,12 @@ def parse_entry(entry: str) -> tuple[str, str | None, str | None, dict, dict]:
 
 
 def request(entry: str, seed: int, budget: int) -> RunRequest:
+    """The run of one entry and seed (``@candidates=m`` sets RunRequest.candidates)."""
     preset, scorer, acquisition, learner, train = parse_entry(entry)
+    candidates = learner.pop("candidates", None)
     return RunRequest(strategy=preset, scorer=scorer, acquisition=acquisition, budget=budget, batch_size=10,
                       initial=20, initial_selector="random", seed=seed, name=f"{entry}-s{seed}",
-                      learner_options=learner, train=train)
+                      learner_options=learner, train=train, candidates=candidates)
 
 
 def run_all(name: str, entries: list[str], seeds: list[int], budget: int) -> None:

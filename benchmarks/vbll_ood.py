@@ -20,7 +20,8 @@ import torch
 from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 
-from alkit.learners.vbll import VBLLLearner, entropy_n
+from alkit.distributions import entropy_n
+from alkit.learners.vbll import VBLLLearner
 from alkit.models.learner import MLPLearner
 
 

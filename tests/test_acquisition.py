@@ -13,7 +13,8 @@ import torch
 from scipy.stats import spearmanr
 
 from alkit.acquisition import ACQUISITIONS, AcquisitionError, EPIGTargets, get_acquisition
-from alkit.acquisition.bald import bald_mc_n, gaussian_bald_n, member_bald_n
+from alkit.acquisition.bald import bald_mc_n, gaussian_bald_n
+from alkit.distributions import member_bald_n
 from alkit.acquisition.epig import epig_mc_n, gaussian_epig_n, member_epig_n
 from alkit.acquisition.gaussian import OutputCovariance
 from alkit.registry import check_acquisition
@@ -226,4 +227,46 @@ def test_diverse_with_targets_is_greedy_epig_under_conditioning() -> None:
     second = gaussian_epig_n(phi, cov2.variance_n_K(phi), noise, t2)
     second[j] = -1
     assert int(sel.keys[1]) == int(torch.argmax(second))
+    assert sel.utilities[1] == pytest.approx(float(second.max()), rel=1e-8)
+
+
+def test_decision_epig_greedy_is_exact_in_the_joint_weight_space() -> None:
+    """epig-decision: scores from the per-class factors equal the brute-force information of the
+    stacked linear model f = (s (x) phi)^T w; the second greedy pick maximises it after
+    conditioning the joint (K d) Gaussian on the first pick's decision (which correlates classes)."""
+    from alkit.acquisition.epig import decision_epig_n, decision_parts
+
+    n, d, C, M = 25, 4, 3, 9
+    cands, post, _ = _candidates(n, d, C, seed=30)
+    g = torch.Generator().manual_seed(31)
+    emb_t = torch.randn(M, d, generator=g, dtype=torch.float64)
+    p_t = torch.softmax(torch.randn(M, C, generator=g, dtype=torch.float64), 1)
+    cov = OutputCovariance.of(post, C)
+    s_t, r_t = decision_parts(p_t)
+    targets = EPIGTargets(cov, cov.cross_G_d_m(emb_t), cov.variance_n_K(emb_t), 1 / (p_t * (1 - p_t)), None, s_t, r_t)
+    phi = torch.as_tensor(cands.embedding_n_d)
+    s, r = decision_parts(torch.as_tensor(cands.probs_n_C))
+    scores = decision_epig_n(phi, cov.variance_n_K(phi), s, r, targets)
+
+    Sigma = torch.block_diag(*post.cov_K_d_d).numpy()
+    G = (s[:, :, None] * phi[:, None, :]).reshape(n, -1).numpy()
+    Gt = (s_t[:, :, None] * emb_t[:, None, :]).reshape(M, -1).numpy()
+
+    def info(Sig: np.ndarray) -> np.ndarray:
+        vf = np.einsum("nd,de,ne->n", G, Sig, G) + r.numpy()
+        vt = np.einsum("md,de,me->m", Gt, Sig, Gt) + r_t.numpy()
+        c = G @ Sig @ Gt.T
+        return (-0.5 * np.log1p(-(c**2) / (vf[:, None] * vt[None]))).mean(1)
+
+    np.testing.assert_allclose(scores.numpy(), info(Sigma), rtol=1e-9)
+    cands.extras.update({"decision_sign_n_K": s.numpy(), "decision_noise_n": r.numpy()})
+    cands.targets = targets
+    sel = get_selector("diverse").select(cands, 2, SelectionContext(seed=0, posterior=post))
+    j = int(sel.keys[0])
+    assert j == int(np.argmax(info(Sigma)))
+    u = Sigma @ G[j]
+    cond = Sigma - np.outer(u, u) / (G[j] @ u + float(r[j]))
+    second = info(cond)
+    second[j] = -np.inf
+    assert int(sel.keys[1]) == int(np.argmax(second))
     assert sel.utilities[1] == pytest.approx(float(second.max()), rel=1e-8)

@@ -147,7 +147,8 @@ def test_cr_learner_predicts_a_distribution_and_flags_far_inputs() -> None:
     X = rng.uniform(-2, 2, (300, 1))
     y = np.where(rng.random(300) < 0.4, 0.0, np.exp(X[:, 0] + 0.3 * rng.normal(size=300)))
     for epi in ("bald", "delta"):
-        learner = VBLLLearner("regression", head="buckets", n_buckets=10, cr_epistemic=epi, train=FAST)
+        learner = VBLLLearner("regression", head="buckets", n_buckets=10, cr_epistemic=epi, train=FAST,
+                              feature_map="l2")  # far inputs are flagged with distance-aware features
         learner.fit(X, y, seed=0)
         pred = learner.predict(np.array([[0.0], [1.0], [9.0]]))
         masses = pred.extras["bucket_probs_n_K"]

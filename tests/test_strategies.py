@@ -270,7 +270,7 @@ def test_registry() -> None:
     for name, cls in SELECTORS.items():
         s = get_selector(name)
         assert isinstance(s, cls) and s.name == name
-        assert s.candidate_source in ("all", "topm", "sample")
+        assert s.candidate_source in ("all", "topm", "pool", "sample")
         assert isinstance(s.needs_model, bool)
     with pytest.raises(ValueError, match="badge, batchbald, coldstart, diverse, kcenter, random, topk"):
         get_selector("bald")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from alkit.acquisition._common import AcquisitionError
 from alkit.acquisition.bald import BALDAcquisition
 from alkit.acquisition.entropy import EntropyAcquisition
-from alkit.acquisition.epig import EPIGAcquisition, EPIGTargets
+from alkit.acquisition.epig import DecisionEPIGAcquisition, EPIGAcquisition, EPIGTargets
 from alkit.acquisition.epistemic import EpistemicAcquisition
 from alkit.acquisition.least_confident import LeastConfidentAcquisition
 from alkit.acquisition.margin import MarginAcquisition
@@ -20,6 +20,7 @@ ACQUISITIONS: dict[str, type] = {
     "epistemic": EpistemicAcquisition,
     "bald": BALDAcquisition,
     "epig": EPIGAcquisition,
+    "epig-decision": DecisionEPIGAcquisition,
     "margin": MarginAcquisition,
     "entropy": EntropyAcquisition,
     "least-confident": LeastConfidentAcquisition,

@@ -24,9 +24,3 @@ def require_posterior(ctx: AcquisitionContext, acquisition: str) -> GaussianLast
         raise AcquisitionError(f"the {acquisition} acquisition needs a Gaussian last-layer posterior "
                                "(scorers vbll or laplace); this learner has none")
     return ctx.posterior
-
-
-def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
-    """H[p] per row in nats, float64, 0 log 0 = 0 (the one entropy of the package)."""
-    p = probs_n_C.double()
-    return -torch.special.xlogy(p, p).sum(-1)

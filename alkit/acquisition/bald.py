@@ -24,17 +24,10 @@ from __future__ import annotations
 
 import torch
 
-from alkit.acquisition._common import AcquisitionError, entropy_n, require_posterior
-from alkit.acquisition.gaussian import OutputCovariance, n_outputs_of, observation_noise_n_K
+from alkit.acquisition._common import AcquisitionError, require_posterior
+from alkit.distributions import entropy_n, member_bald_n
+from alkit.acquisition.gaussian import OutputCovariance, label_probs, n_outputs_of, observation_noise_n_K
 from alkit.types import AcquisitionContext, Prediction, Scores
-
-
-def member_bald_n(member_probs_n_M_C: torch.Tensor) -> torch.Tensor:
-    """H[mean_j p_j] - mean_j H[p_j], float64 (n,), clamped at 0 (exact agreement gives 0)."""
-    p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
-    if p.ndim != 3:
-        raise ValueError(f"member_probs must have shape (n, M, C), got {tuple(p.shape)}")
-    return (entropy_n(p.mean(1)) - entropy_n(p).mean(-1)).clamp_min(0.0)
 
 
 def gaussian_bald_n(var_n_K: torch.Tensor, noise_n_K: torch.Tensor) -> torch.Tensor:
@@ -67,8 +60,9 @@ class BALDAcquisition:
             raise AcquisitionError("the bald acquisition needs a Gaussian last-layer posterior (scorers vbll, "
                                    "laplace) or ensemble members (ensemble, mc-dropout, sve); this learner has neither")
         post = require_posterior(ctx, self.name)
-        K = n_outputs_of(post, pred.probs_n_C)
+        probs = label_probs(pred)
+        K = n_outputs_of(post, probs)
         cov = OutputCovariance.of(post, K)
         phi = cov.features(pred.embedding_n_d)
-        noise = observation_noise_n_K(pred.probs_n_C, post, phi.shape[0], K)
+        noise = observation_noise_n_K(probs, post, phi.shape[0], K)
         return Scores(gaussian_bald_n(cov.variance_n_K(phi), noise), {"noise_n_K": noise})

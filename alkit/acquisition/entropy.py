@@ -3,7 +3,8 @@ and epistemic uncertainty and needs no posterior."""
 
 from __future__ import annotations
 
-from alkit.acquisition._common import entropy_n, require_probs
+from alkit.acquisition._common import require_probs
+from alkit.distributions import entropy_n
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 import torch
 
-from alkit.acquisition._common import AcquisitionError, entropy_n
-from alkit.acquisition.gaussian import OutputCovariance, n_outputs_of, observation_noise_n_K
+from alkit.acquisition._common import AcquisitionError
+from alkit.distributions import entropy_n
+from alkit.acquisition.gaussian import MIN_FISHER, OutputCovariance, label_probs, n_outputs_of, observation_noise_n_K
 from alkit.types import AcquisitionContext, GaussianLastLayer, Prediction, Scores
 
 _ROWS = 1024  # candidate rows per block: memory O(_ROWS * K * M)
@@ -48,6 +49,8 @@ class EPIGTargets:
     var_M_K: torch.Tensor | None = None
     noise_M_K: torch.Tensor | None = None
     member_probs_M_S_C: torch.Tensor | None = None
+    decision_sign_M_K: torch.Tensor | None = None  # classification: e_a - e_b of each target's top two classes
+    decision_noise_M: torch.Tensor | None = None  # 1 / Fisher of that decision
 
     @property
     def n_targets(self) -> int:
@@ -63,11 +66,13 @@ class EPIGTargets:
                 raise AcquisitionError("the epig acquisition needs a Gaussian last-layer posterior (scorers "
                                        "vbll, laplace) or ensemble members (ensemble, mc-dropout, sve)")
             return cls(member_probs_M_S_C=members.double())
-        K = n_outputs_of(posterior, pred.probs_n_C)
+        probs = label_probs(pred)
+        K = n_outputs_of(posterior, probs)
         cov = OutputCovariance.of(posterior, K)
         phi = cov.features(pred.embedding_n_d)
+        sign, noise = decision_parts(probs) if probs is not None and pred.probs_n_C is not None else (None, None)
         return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi),
-                   observation_noise_n_K(pred.probs_n_C, posterior, phi.shape[0], K))
+                   observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise)
 
 
 def gaussian_information_n(cov_n_K_M: torch.Tensor, total_var_n_K: torch.Tensor,
@@ -87,6 +92,42 @@ def gaussian_epig_n(phi_n_d: torch.Tensor, var_n_K: torch.Tensor, noise_n_K: tor
     for lo in range(0, phi_n_d.shape[0], _ROWS):
         c = targets.cov.covariance_n_K_m(phi_n_d[lo:lo + _ROWS], targets.cross_G_d_M)
         out[lo:lo + _ROWS] = gaussian_information_n(c, total_n_K[lo:lo + _ROWS], total_M_K)
+    return out
+
+
+def decision_parts(probs_n_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The top-two decision of each item: sign vector s = e_a - e_b (n, C) of its two most
+    probable classes a, b, and the noise 1/F of observing it, F = (p_a + p_b) q (1 - q) with
+    q = p_a / (p_a + p_b): the Fisher information a label carries about the logit difference
+    z_a - z_b (it is one of the two with probability p_a + p_b, then Bernoulli(q))."""
+    p = probs_n_C.double()
+    n = p.shape[0]
+    top = p.topk(2, dim=1)
+    rows = torch.arange(n)
+    sign = torch.zeros_like(p)
+    sign[rows, top.indices[:, 0]] = 1.0
+    sign[rows, top.indices[:, 1]] = -1.0
+    pair = top.values.sum(1)
+    q = top.values[:, 0] / pair.clamp_min(1e-12)
+    fisher = (pair * q * (1.0 - q)).clamp_min(MIN_FISHER)
+    return sign, 1.0 / fisher
+
+
+def decision_epig_n(phi_n_d: torch.Tensor, var_n_K: torch.Tensor, sign_n_K: torch.Tensor,
+                    noise_n: torch.Tensor, targets: EPIGTargets) -> torch.Tensor:
+    """EPIG about the targets' top-two decisions: with f = s^T z (the logit difference of the top
+    two classes), Var f = sum_k s_k^2 v_k, Cov(f, f*) = sum_k s_k s*_k c_k, observed with noise
+    1/F, mean_j -1/2 log(1 - rho_j^2).  Float64 (n,)."""
+    assert targets.decision_sign_M_K is not None and targets.cov is not None
+    s_t = targets.decision_sign_M_K
+    var_t = (s_t.square() * targets.var_M_K).sum(1) + targets.decision_noise_M
+    var_f = (sign_n_K.square() * var_n_K).sum(1) + noise_n
+    out = torch.empty(phi_n_d.shape[0], dtype=torch.float64)
+    for lo in range(0, phi_n_d.shape[0], _ROWS):
+        c = targets.cov.covariance_n_K_m(phi_n_d[lo:lo + _ROWS], targets.cross_G_d_M)
+        cf = torch.einsum("nk,nkm,mk->nm", sign_n_K[lo:lo + _ROWS], c, s_t)
+        rho2 = cf.square() / (var_f[lo:lo + _ROWS, None] * var_t[None])
+        out[lo:lo + _ROWS] = (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).mean(1)
     return out
 
 
@@ -136,6 +177,7 @@ class EPIGAcquisition:
     """Expected predictive information gain about a seeded sample of the pool (``ctx.targets``)."""
 
     name = "epig"
+    decision = False  # True: information about the targets' top-two decisions (DecisionEPIGAcquisition)
     needs: tuple[str, ...] = ("posterior|members",)
     uses_targets = True  # the loop prepares EPIGTargets for the cycle
 
@@ -152,8 +194,22 @@ class EPIGAcquisition:
         if ctx.posterior is None:
             raise AcquisitionError("the epig acquisition needs a Gaussian last-layer posterior (scorers vbll, "
                                    "laplace) or ensemble members (ensemble, mc-dropout, sve); this learner has neither")
-        K = n_outputs_of(ctx.posterior, pred.probs_n_C)
+        probs = label_probs(pred)
+        K = n_outputs_of(ctx.posterior, probs)
         cov = targets.cov
         phi = cov.features(pred.embedding_n_d)
-        noise = observation_noise_n_K(pred.probs_n_C, ctx.posterior, phi.shape[0], K)
-        return Scores(gaussian_epig_n(phi, cov.variance_n_K(phi), noise, targets), {"noise_n_K": noise})
+        noise = observation_noise_n_K(probs, ctx.posterior, phi.shape[0], K)
+        var = cov.variance_n_K(phi)
+        if self.decision and targets.decision_sign_M_K is not None and pred.probs_n_C is not None:
+            sign, dnoise = decision_parts(probs)
+            return Scores(decision_epig_n(phi, var, sign, dnoise, targets),
+                          {"noise_n_K": noise, "decision_sign_n_K": sign, "decision_noise_n": dnoise})
+        return Scores(gaussian_epig_n(phi, var, noise, targets), {"noise_n_K": noise})
+
+
+class DecisionEPIGAcquisition(EPIGAcquisition):
+    """EPIG about the targets' decisions: information a label gives about which of its two most
+    probable classes each pool target falls in (classification; other tasks as ``epig``)."""
+
+    name = "epig-decision"
+    decision = True

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from alkit.types import GaussianLastLayer
+from alkit.types import GaussianLastLayer, Prediction
 
 MIN_FISHER = 1e-6  # p(1-p) floor: an r_k of at most 1e6 keeps the algebra finite at p = 0 or 1
 
@@ -69,6 +69,24 @@ class OutputCovariance:
         """Cov(z_k(x_i), z_k(x_j)) for n items against the m items of ``cross_G_d_m``, (n, K, m)."""
         c_n_G_m = torch.einsum("nd,gdm->ngm", phi_n_d, cross_G_d_m)
         return c_n_G_m[:, self.group_K, :] * self.scale_K[None, :, None]
+
+
+def label_probs(pred: Prediction) -> torch.Tensor | None:
+    """The categorical label distribution at the linearisation point: softmax of the mean logits
+    (``extras['logits_n_C']``, a bucket head's ``extras['bucket_logits_n_K']``) where the
+    learner reports them, else its class probabilities; None for Gaussian outputs.
+
+    Why the mean logits and not the predictive: the Fisher information of the label about the
+    logits is taken where the model is linearised (the posterior mean, as in the GGN/Laplace
+    approximation); the predictive is already flattened by the epistemic variance, which would
+    make every uncertain item look like a boundary item and count that variance twice."""
+    for key in ("logits_n_C", "bucket_logits_n_K"):
+        logits = pred.extras.get(key)
+        if logits is not None:
+            return torch.softmax(logits.double(), dim=-1)
+    if pred.probs_n_C is not None:
+        return pred.probs_n_C
+    return pred.extras.get("bucket_probs_n_K")
 
 
 def observation_noise_n_K(probs_n_C: torch.Tensor | np.ndarray | None, posterior: GaussianLastLayer,

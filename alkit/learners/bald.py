@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from alkit.distributions import GaussianPredictive
-from alkit.models.learner import TargetScaler, entropy_n
+from alkit.distributions import expected_entropy_n, member_bald_n  # noqa: F401 (re-exported)
+from alkit.models.learner import TargetScaler
 from alkit.types import Prediction
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
@@ -28,26 +29,7 @@ def member_seeds(seed: int, n_members: int) -> list[int]:
     return [int(c.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF) for c in children]
 
 
-def _bald_parts(member_probs_n_M_C: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    """(BALD, expected entropy), float64 (n,), from one pass over the member entropies."""
-    p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
-    if p.ndim != 3:
-        raise ValueError(f"member_probs must have shape (n, M, C), got {tuple(p.shape)}")
-    expected_n = entropy_n(p).mean(-1)
-    return (entropy_n(p.mean(1)) - expected_n).clamp_min(0.0), expected_n
-
-
-def expected_entropy_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
-    """Aleatoric part: (1/M) sum_j H[p_j], float64 (n,)."""
-    return _bald_parts(member_probs_n_M_C)[1]
-
-
-def bald_n(member_probs_n_M_C: torch.Tensor | np.ndarray) -> torch.Tensor:
-    """Mutual information I(y; member) = H[mean_j p_j] - (1/M) sum_j H[p_j], float64 (n,), >= 0.
-
-    Zero exactly when all members agree; the clamp removes the ~1e-16 rounding of that case.
-    """
-    return _bald_parts(member_probs_n_M_C)[0]
+bald_n = member_bald_n  # the member BALD the ensembles rank by (alkit/distributions.py)
 
 
 def member_variance_n(member_means_n_M: torch.Tensor | np.ndarray) -> torch.Tensor:

@@ -104,5 +104,6 @@ class BucketHead(ClassificationHead):
         extras = {
             "bucket_probs_n_K": p.float(), "bucket_bald_n": bald.float(), "delta_var_n": delta.float(),
             "median_n": r["median_n"].float(), "mode_n": r["mode_n"].float(), "logit_var_n_K": v,
+            "bucket_logits_n_K": m,
         }
         return Prediction(epi.float(), alea.float(), phi_n_d, mean_n=yhat.float(), dist=r["dist"], extras=extras)

@@ -79,7 +79,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.learners.laplace import argmax_log10, eigh64, entropy_n, kron_logdet, probit_probs, sym
+from alkit.distributions import entropy_n
+from alkit.learners.laplace import argmax_log10, eigh64, kron_logdet, probit_probs, sym
 from alkit.types import GaussianLastLayer, Prediction
 
 Loss = Literal["infonce", "siglip"]

@@ -63,6 +63,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from alkit.distributions import entropy_n
 from alkit.types import GaussianLastLayer
 
 Likelihood = Literal["classification", "regression", "heteroscedastic"]
@@ -186,10 +187,6 @@ def kfac_logit_eigvar(
 def probit_probs(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -> torch.Tensor:
     """softmax(m / sqrt(1 + pi/8 v)), the probit approximation of E[softmax(z)]."""
     return (logits_n_C / torch.sqrt(1 + math.pi / 8 * var_n_C.clamp_min(0))).softmax(-1)
-
-
-def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
-    return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
 
 
 def mc_mutual_information(

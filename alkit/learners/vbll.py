@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.distributions import GaussianPredictive
+from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -36,10 +36,6 @@ HeadKind = Literal["gaussian", "quantile", "buckets"]
 ClassScore = Literal["mi", "logit_var"]
 
 WeightFn = Callable[[torch.Tensor], torch.Tensor]  # v_N_K (float64) -> w_N_K (float64)
-
-
-def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
-    return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
 
 
 class VariationalLinear(nn.Module):
@@ -103,8 +99,10 @@ class VariationalLinear(nn.Module):
         """KL(q || p) summed over the K rows (a shared S counts once per row)."""
         log_s0, d = self.log_prior_var.to(self.W_mean.dtype), self.d
         s0 = log_s0.exp()
-        L = self.chol()
-        tr_S = (L**2).sum((-1, -2))  # (n_cov,)
+        if self.W_offdiag is None:  # diagonal: no d x d matrix needed
+            tr_S = (2 * self.W_logdiag).exp().sum(-1)
+        else:
+            tr_S = (self.chol() ** 2).sum((-1, -2))  # (n_cov,)
         logdet_S = 2 * self.W_logdiag.sum(-1)  # (n_cov,)
         rows = self.K // self.n_cov
         cov_part = rows * (tr_S / s0 - logdet_S + d * log_s0 - d).sum()
@@ -422,16 +420,23 @@ class VBLLLearner:
 
     classification: ``head`` must be 'gaussian' (the Gaussian-logit head); ``class_score`` picks
     what ``epistemic_n`` is: 'mi' (Laplace-bridge mutual information, default) or 'logit_var'.
-    regression: 'gaussian' (VBLL regression), 'quantile' (QR-VBLL) or 'buckets' (CR-VBLL);
+    regression: 'buckets' (CR-VBLL, the default: best CRPS on the docvis development set), 'gaussian'
+    (VBLL regression) or 'quantile' (QR-VBLL);
     targets are standardised as in MLPLearner.
-    The default feature map 'l2' was chosen by the digits OOD measurement
-    (benchmarks/results/vbll_ood.md): with 'none' the Laplace-bridge MI is as good but the
-    posterior variance itself is inverted off-distribution (AUROC ~0.1), which would mislead the
-    batch-information strategy that uses only Phi S Phi^T; 'rff' is unstable across seeds and
-    untrainable with few labels.  ``prior_scale`` sets the prior predictive variance of the last
-    layer on the training inputs at initialisation (s0 = prior_scale / mean ||phi||^2); default 1
-    for standardised regression targets and 30 for logits (with 1 the 1/N-weighted KL keeps the
-    logits too small to fit 40 labels; 30 keeps the OOD AUROC and lifts small-N accuracy).
+    Feature map: 'none' by default since the label-efficiency work (the learner at 20-300 labels,
+    benchmarks/results/learner_parity_dev.md): under 'l2' the backbone's output scale is free, so
+    the Gaussian weight prior of the training loop cannot tame it and small-N accuracy drops
+    (tweets, 20 labels: 0.43 vs 0.56).  'l2' keeps the posterior variance distance-aware
+    (digits OOD, benchmarks/results/vbll_ood.md: with 'none' the Laplace-bridge MI is as good,
+    the variance itself is inverted off-distribution); choose it where the variance alone must
+    flag unfamiliar inputs.  'rff' is unstable across seeds with few labels.  ``prior_scale`` sets
+    the prior predictive variance of the last layer on the training inputs at initialisation
+    (s0 = prior_scale / mean ||phi||^2); default 1 for standardised regression targets and 30 for
+    logits.  ``train_cov``: the covariance structure trained by the ELBO (diagonal: O(K d) per
+    item); the scored structure ``cov`` is then refitted to its ELBO optimum for the trained mean.
+    ``posterior_temperature`` T scales the data term of that refit by 1/T (T < 1: a colder,
+    more contracted posterior; training is unchanged).  ``class_bias`` adds a deterministic
+    intercept per class; ``kl_weight`` multiplies the 1/N KL weight of training.
     ``learn_prior`` fits s0 by the ELBO as well (empirical Bayes); off by default.
     """
 
@@ -440,7 +445,7 @@ class VBLLLearner:
         task: Task,
         n_classes: int | None = None,
         *,
-        head: HeadKind = "gaussian",
+        head: HeadKind | None = None,
         cov: Cov = "dense",
         feature_map: FeatureMap | None = None,
         width: int = 128,
@@ -458,11 +463,14 @@ class VBLLLearner:
         train_cov: Cov = "diagonal",
         class_bias: bool = False,
         kl_weight: float = 1.0,
+        posterior_temperature: float = 1.0,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
     ) -> None:
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
+        if head is None:  # regression: CR-VBLL, chosen on the docvis development set (learner_parity_dev.md)
+            head = "gaussian" if task == "classification" else "buckets"
         if task == "classification" and head != "gaussian":
             raise ValueError("classification uses the Gaussian-logit head (head='gaussian')")
         if head not in ("gaussian", "quantile", "buckets"):
@@ -473,7 +481,9 @@ class VBLLLearner:
             raise ValueError(f"unknown train_cov {train_cov!r}; use dense, diagonal or shared")
         self.task, self.n_classes, self.head_kind, self.cov = task, n_classes, head, cov
         self.train_cov: Cov = train_cov if refit else cov
-        self.class_bias, self.kl_weight = class_bias, kl_weight
+        if posterior_temperature <= 0:
+            raise ValueError(f"posterior_temperature must be positive, got {posterior_temperature}")
+        self.class_bias, self.kl_weight, self.posterior_temperature = class_bias, kl_weight, posterior_temperature
         self.feature_map: FeatureMap = feature_map or _default_feature_map()
         self.width, self.depth, self.rff_dim = width, depth, rff_dim
         if prior_scale is None:  # measured on digits (benchmarks/results/vbll_ood.md)
@@ -541,6 +551,7 @@ class VBLLLearner:
                 phi = backbone(X)
             if self.cov != self.train_cov:  # trained diagonal (cheap); refit what is scored
                 head.layer = head.layer.with_cov(self.cov)
+            head.reg_weight = head.reg_weight * self.posterior_temperature  # T < 1: a colder posterior
             out = head.refit(phi, y)
             if isinstance(out, int):
                 report["refit_iters"] = float(out)

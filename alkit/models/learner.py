@@ -12,14 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from alkit.distributions import GaussianPredictive
+from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
-
-
-def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
-    return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
 
 
 class TargetScaler:

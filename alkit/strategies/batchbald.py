@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from alkit.models.learner import entropy_n
+from alkit.distributions import entropy_n
 from alkit.strategies._common import check_batch
 from alkit.types import Candidates, Selection, SelectionContext
 
