@@ -17,7 +17,7 @@ def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
     return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
 
 
-def _member_parts(member_probs_n_M_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def member_parts(member_probs_n_M_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(BALD, expected entropy), float64 (n,), from one pass over the member entropies."""
     p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)
     if p.ndim != 3:
@@ -29,12 +29,12 @@ def _member_parts(member_probs_n_M_C: torch.Tensor) -> tuple[torch.Tensor, torch
 def member_bald_n(member_probs_n_M_C: torch.Tensor) -> torch.Tensor:
     """I(y; member) = H[mean_j p_j] - (1/M) sum_j H[p_j] of M equally weighted members, float64
     (n,), >= 0: zero exactly when all members agree (the clamp removes the ~1e-16 rounding)."""
-    return _member_parts(member_probs_n_M_C)[0]
+    return member_parts(member_probs_n_M_C)[0]
 
 
 def expected_entropy_n(member_probs_n_M_C: torch.Tensor) -> torch.Tensor:
     """Aleatoric part of the members' predictive: (1/M) sum_j H[p_j], float64 (n,)."""
-    return _member_parts(member_probs_n_M_C)[1]
+    return member_parts(member_probs_n_M_C)[1]
 
 
 @dataclass

@@ -270,3 +270,28 @@ def test_decision_epig_greedy_is_exact_in_the_joint_weight_space() -> None:
     second[j] = -np.inf
     assert int(sel.keys[1]) == int(np.argmax(second))
     assert sel.utilities[1] == pytest.approx(float(second.max()), rel=1e-8)
+
+
+def test_decision_flip_matches_monte_carlo_over_the_posterior() -> None:
+    """decision-flip is P(a posterior draw ranks the runner-up above the top class): sample the
+    last-layer weights from the posterior, count flips, compare with the closed form."""
+    d, K, n = 4, 3, 40
+    post = _posterior(d, K, seed=3, scale=0.3)
+    g = torch.Generator().manual_seed(4)
+    phi = torch.randn(n, d, generator=g, dtype=torch.float64)
+    mu_K_d = torch.randn(K, d, generator=g, dtype=torch.float64) * 0.7
+    logits = phi @ mu_K_d.T
+    pred = Prediction(torch.zeros(n), torch.zeros(n), phi.float(), probs_n_C=torch.softmax(logits, 1),
+                      extras={"logits_n_C": logits})
+    flip = get_acquisition("decision-flip").score(pred, AcquisitionContext(posterior=post)).scores_n
+    S = 40_000
+    L = torch.linalg.cholesky(post.cov_K_d_d)
+    W_S_K_d = mu_K_d + torch.einsum("kde,ske->skd", L, torch.randn(S, K, d, generator=g, dtype=torch.float64))
+    z_S_n_K = torch.einsum("nd,skd->snk", phi, W_S_K_d)
+    top = logits.topk(2, dim=1).indices
+    rows = torch.arange(n)
+    mc = (z_S_n_K[:, rows, top[:, 1]] > z_S_n_K[:, rows, top[:, 0]]).double().mean(0)
+    assert float((flip - mc).abs().max()) < 4 * math.sqrt(0.25 / S) + 1e-3
+    assert float(flip.min()) >= 0.0 and float(flip.max()) <= 0.5
+    with pytest.raises(AcquisitionError, match="posterior"):
+        get_acquisition("decision-flip").score(pred, AcquisitionContext())

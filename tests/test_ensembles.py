@@ -146,7 +146,7 @@ def test_ensemble_regression_variance_matches_numpy_on_member_means() -> None:
 @pytest.fixture(scope="module")
 def mcd_cls() -> MCDropoutLearner:
     X, y, _ = _data()
-    learner = MCDropoutLearner("classification", 3, T=8, p=0.2, width=WIDTH, train=CFG)
+    learner = MCDropoutLearner("classification", 3, T=8, p=0.2, width=WIDTH, depth=2, train=CFG)
     learner.fit(X, y, seed=0)
     return learner
 
@@ -238,7 +238,8 @@ def test_sve_with_zero_noise_reproduces_the_base_network(sve_cls) -> None:
     net = SVENetwork(base.backbone, base.head, 3, 0.0, seed=0)
     x = torch.as_tensor(_far())
     for layer, block in zip(net.blocks, base.backbone.blocks):
-        W = block.linear.weight.detach()
+        with torch.no_grad():
+            W = block.normalised_weight().detach()  # the weight the block applies (W / sigma)
         s = layer.singular_values()
         dense_M_m_n = (layer.U_m_r[None] * s[:, None, :]) @ layer.Vh_r_n
         expected = W / max(1.0, torch.linalg.matrix_norm(W, ord=2).item())

@@ -12,6 +12,7 @@ from alkit.acquisition.bald import BALDAcquisition
 from alkit.acquisition.entropy import EntropyAcquisition
 from alkit.acquisition.epig import DecisionEPIGAcquisition, EPIGAcquisition, EPIGTargets
 from alkit.acquisition.epistemic import EpistemicAcquisition
+from alkit.acquisition.flip import FlipAcquisition
 from alkit.acquisition.least_confident import LeastConfidentAcquisition
 from alkit.acquisition.margin import MarginAcquisition
 from alkit.types import Acquisition
@@ -21,6 +22,7 @@ ACQUISITIONS: dict[str, type] = {
     "bald": BALDAcquisition,
     "epig": EPIGAcquisition,
     "epig-decision": DecisionEPIGAcquisition,
+    "decision-flip": FlipAcquisition,
     "margin": MarginAcquisition,
     "entropy": EntropyAcquisition,
     "least-confident": LeastConfidentAcquisition,

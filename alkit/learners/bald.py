@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from alkit.distributions import GaussianPredictive
-from alkit.distributions import expected_entropy_n, member_bald_n  # noqa: F401 (re-exported)
+from alkit.distributions import expected_entropy_n, member_bald_n, member_parts  # noqa: F401 (re-exported)
 from alkit.models.learner import TargetScaler
 from alkit.types import Prediction
 
@@ -97,7 +97,7 @@ def classification_prediction(member_probs_n_M_C: torch.Tensor, embedding_n_d: t
     """One Prediction from M members: mean probabilities, BALD as epistemic, expected entropy as
     aleatoric, and the member probabilities in extras (for BatchBALD)."""
     member_probs_n_M_C = member_probs_n_M_C.float()
-    bald, expected = _bald_parts(member_probs_n_M_C)
+    bald, expected = member_parts(member_probs_n_M_C)
     return Prediction(
         epistemic_n=bald.float(),
         aleatoric_n=expected.float(),

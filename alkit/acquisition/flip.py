@@ -1,0 +1,59 @@
+"""decision-flip: the posterior probability that an item's predicted class is not its top class.
+
+With a Gaussian last layer the logit difference of an item's two most probable classes a, b,
+f = z_a - z_b, is Gaussian under the posterior: mean m = mu_a - mu_b >= 0, variance
+Var f = v_a + v_b (outputs independent, alkit/acquisition/gaussian.py).  The probability that a
+posterior draw ranks b above a is
+
+    flip(x) = P(f < 0) = Phi(-m / sqrt(Var f)),
+
+a purely epistemic quantity: it is 0 for an item the posterior is sure about, whatever its label
+noise, and 1/2 for a decision the posterior cannot make.  It ranks by the margin measured in
+posterior standard deviations, so between two items at the same logit margin the one the model
+knows less about comes first, and a far-away item with a wide posterior but a decisive mean does
+not (BALD's outlier failure).  The batch form conditions the posterior on each pick under the
+decision's Fisher information (``decision_sign_n_K``, ``decision_noise_n`` handed to ``diverse``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from alkit.acquisition._common import require_posterior, require_probs
+from alkit.acquisition.epig import decision_parts
+from alkit.acquisition.gaussian import OutputCovariance, label_probs, observation_noise_n_K
+from alkit.types import AcquisitionContext, Prediction, Scores
+
+
+def flip_probability_n(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -> torch.Tensor:
+    """Phi(-(m_a - m_b) / sqrt(v_a + v_b)) for each item's top-two classes a, b of the mean logits,
+    float64 (n,); 1/2 where both classes tie, 0 where the variance is 0 and the margin is not."""
+    m = logits_n_C.double()
+    top = m.topk(2, dim=1)
+    v = var_n_C.double().clamp_min(0.0).gather(1, top.indices).sum(1)
+    margin = top.values[:, 0] - top.values[:, 1]
+    z = torch.where(v > 0, margin / v.sqrt().clamp_min(1e-300), torch.where(margin > 0, torch.inf, 0.0))
+    return torch.special.ndtr(-z)
+
+
+class FlipAcquisition:
+    """Posterior probability that the item's top-two decision flips: Phi(-margin / posterior std)."""
+
+    name = "decision-flip"
+    needs: tuple[str, ...] = ("posterior", "probs")
+
+    def score(self, pred: Prediction, ctx: AcquisitionContext) -> Scores:
+        require_probs(pred, self.name)
+        post = require_posterior(ctx, self.name)
+        probs = label_probs(pred)
+        logits = pred.extras.get("logits_n_C")
+        if logits is None:
+            logits = probs.clamp_min(1e-300).log()
+        K = probs.shape[1]
+        cov = OutputCovariance.of(post, K)
+        phi = cov.features(pred.embedding_n_d)
+        var = cov.variance_n_K(phi)
+        sign, dnoise = decision_parts(probs)
+        noise = observation_noise_n_K(probs, post, phi.shape[0], K)
+        return Scores(flip_probability_n(logits, var),
+                      {"noise_n_K": noise, "decision_sign_n_K": sign, "decision_noise_n": dnoise})
