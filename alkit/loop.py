@@ -371,7 +371,8 @@ class ActiveLoop:
             rng = np.random.default_rng(_seed(spec.seed, cycle, 4))
             keys = np.sort(rng.choice(pool, size=min(N_TARGETS, len(pool)), replace=False))
             try:
-                targets = EPIGTargets.from_prediction(learner.predict(self.features.take(keys)), posterior)
+                targets = EPIGTargets.from_prediction(learner.predict(self.features.take(keys)), posterior,
+                                                      getattr(acquisition, "target_objective", "information"))
             except AcquisitionError as exc:
                 raise LoopError(str(exc)) from None
         return AcquisitionContext(posterior=posterior, targets=targets, seed=_seed(spec.seed, cycle, 5))

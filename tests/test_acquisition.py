@@ -295,3 +295,109 @@ def test_decision_flip_matches_monte_carlo_over_the_posterior() -> None:
     assert float(flip.min()) >= 0.0 and float(flip.max()) <= 0.5
     with pytest.raises(AcquisitionError, match="posterior"):
         get_acquisition("decision-flip").score(pred, AcquisitionContext())
+
+
+def _decision_problem(n: int = 12, M: int = 6, d: int = 3, K: int = 3, seed: int = 5):
+    post = _posterior(d, K, seed=seed, scale=0.5)
+    g = torch.Generator().manual_seed(seed + 1)
+    mu_K_d = torch.randn(K, d, generator=g, dtype=torch.float64)
+    phi = torch.randn(n, d, generator=g, dtype=torch.float64)
+    phi_t = torch.randn(M, d, generator=g, dtype=torch.float64)
+    logits, logits_t = phi @ mu_K_d.T, phi_t @ mu_K_d.T
+
+    def pred(lg: torch.Tensor, ph: torch.Tensor) -> Prediction:
+        k = lg.shape[0]
+        return Prediction(torch.zeros(k), torch.zeros(k), ph.float(), probs_n_C=torch.softmax(lg, 1),
+                          extras={"logits_n_C": lg})
+
+    targets = EPIGTargets.from_prediction(pred(logits_t, phi_t), post, "risk")
+    return post, pred(logits, phi), targets
+
+
+def test_decision_risk_matches_monte_carlo_preposterior() -> None:
+    """The expected risk after one label, by simulation: draw the label's decision observation from
+    the model's prior predictive, condition the target decisions on it exactly, average the risk."""
+    post, pred, targets = _decision_problem()
+    score = get_acquisition("decision-risk").score(pred, AcquisitionContext(posterior=post, targets=targets))
+    gain = score.scores_n
+    sign, noise = score.arrays["decision_sign_n_K"], score.arrays["decision_noise_n"]
+    cov = OutputCovariance.of(post, 3)
+    phi = cov.features(pred.embedding_n_d)
+    var_f = (sign.square() * cov.variance_n_K(phi)).sum(1)
+    s_t, m_t = targets.decision_sign_M_K, targets.decision_margin_M
+    var_t = (s_t.square() * targets.var_M_K).sum(1)
+    c = torch.einsum("nk,nkm,mk->nm", sign, cov.covariance_n_K_m(phi, targets.cross_G_d_M), s_t)
+    g = torch.Generator().manual_seed(9)
+    S = 200_000
+    for i in range(pred.embedding_n_d.shape[0]):
+        total = var_f[i] + noise[i]
+        y_S = torch.randn(S, generator=g, dtype=torch.float64) * total.sqrt()  # centred observation
+        m_S_M = m_t[None] + y_S[:, None] * c[i][None] / total
+        s_M = (var_t - c[i].square() / total).clamp_min(1e-300).sqrt()
+        after = torch.special.ndtr(-m_S_M.abs() / s_M[None]).mean(0)
+        ref = (torch.special.ndtr(-m_t / var_t.sqrt()) - after).mean()
+        assert abs(float(gain[i]) - float(ref)) < 2e-3 + 0.02 * abs(float(ref)), (i, float(gain[i]), float(ref))
+    assert float(gain.min()) >= -1e-12
+
+
+def test_decision_risk_greedy_batch_equals_explicit_conditioning() -> None:
+    """diverse under decision-risk: the second pick's gain is the risk reduction after the first
+    pick is conditioned on, computed here by re-scoring with an explicitly conditioned posterior."""
+    post, pred, targets = _decision_problem(n=10, M=5)
+    acq = get_acquisition("decision-risk")
+    sc = acq.score(pred, AcquisitionContext(posterior=post, targets=targets))
+    n = pred.embedding_n_d.shape[0]
+    cands = Candidates(keys_n=np.arange(n), scores_n=sc.scores_n.numpy(),
+                       embedding_n_d=pred.embedding_n_d.numpy(), probs_n_C=pred.probs_n_C.numpy(),
+                       extras={k: v.numpy() for k, v in sc.arrays.items()})
+    cands.targets = targets
+    sel = get_selector("diverse").select(cands, 2, SelectionContext(seed=0, posterior=post))
+    first, second = int(sel.keys[0]), int(sel.keys[1])
+    assert first == int(np.argmax(sc.scores_n.numpy()))
+    np.testing.assert_allclose(sel.utilities[0], float(sc.scores_n[first]), rtol=1e-10)
+    # the risk after {first, second} minus the risk after {first}, by brute force over both outcomes
+    cov = OutputCovariance.of(post, 3)
+    phi = cov.features(pred.embedding_n_d)
+    sign, noise = sc.arrays["decision_sign_n_K"], sc.arrays["decision_noise_n"]
+    S_big = torch.block_diag(*[cov.cov_G_d_d[cov.group_K[k]] * cov.scale_K[k] for k in range(3)])
+    d = phi.shape[1]
+    g_n = (sign[:, :, None] * phi[:, None, :]).reshape(n, 3 * d)
+    s_t = targets.decision_sign_M_K
+    # target decision vectors in the joint space, from the prepared cross factors: S g*_j
+    U_M = (s_t.T[:, None, :] * targets.cross_G_d_M[cov.group_K] * cov.scale_K[:, None, None]).permute(2, 0, 1).reshape(-1, 3 * d)
+    from alkit.acquisition.decision_risk import expected_risk
+
+    def risk_after(rows: list[int]) -> float:
+        A = g_n[rows]  # (r, Kd)
+        Sy = A @ S_big @ A.T + torch.diag(noise[rows])
+        C_M_r = U_M @ A.T  # Cov(f*_j, f_rows)
+        reduction = (C_M_r @ torch.linalg.solve(Sy, C_M_r.T)).diagonal()
+        var_t0 = (s_t.square() * targets.var_M_K).sum(1)
+        return float(expected_risk(targets.decision_margin_M, var_t0, (var_t0 - reduction)[None])[0].mean())
+
+    np.testing.assert_allclose(sel.utilities[1], risk_after([first]) - risk_after([first, second]), rtol=1e-6, atol=1e-9)
+
+
+def test_expected_decision_risk_closed_form_against_quadrature() -> None:
+    """R(m, s^2, s'^2) = E Phi(-|m'|/s') over m' ~ N(m, s^2 - s'^2), against adaptive quadrature
+    split at the kink m' = 0; the limits: no information leaves Phi(-m/s), a tie with rho gives
+    1/2 - asin(rho)/pi."""
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    from alkit.acquisition.decision_risk import expected_risk
+
+    rng = np.random.default_rng(0)
+    m = np.abs(rng.normal(size=60)) * 3
+    s0 = rng.uniform(0.1, 4, size=60)
+    s1 = s0 * np.r_[rng.uniform(0.001, 0.999, 40), rng.uniform(0.99, 0.99999, 20)]
+    got = expected_risk(torch.as_tensor(m), torch.as_tensor(s0), torch.as_tensor(s1)[None])[0].numpy()
+    for i in range(60):
+        t = math.sqrt(s0[i] - s1[i])
+        ref = quad(lambda e: norm.cdf(-abs(m[i] + t * e) / math.sqrt(s1[i])) * norm.pdf(e), -12, 12,
+                   points=[-m[i] / t], limit=400, epsabs=1e-13)[0]
+        assert abs(got[i] - ref) < 1e-9, (i, got[i], ref)
+    one = torch.ones(1, dtype=torch.float64)
+    assert float(expected_risk(one, one, one[None])) == pytest.approx(norm.cdf(-1.0), abs=1e-12)
+    tie = float(expected_risk(0 * one, one, 0.5 * one[None]))
+    assert tie == pytest.approx(0.5 - math.asin(math.sqrt(0.5)) / math.pi, abs=1e-12)

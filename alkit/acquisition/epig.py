@@ -51,6 +51,8 @@ class EPIGTargets:
     member_probs_M_S_C: torch.Tensor | None = None
     decision_sign_M_K: torch.Tensor | None = None  # classification: e_a - e_b of each target's top two classes
     decision_noise_M: torch.Tensor | None = None  # 1 / Fisher of that decision
+    decision_margin_M: torch.Tensor | None = None  # mean logit margin m_a - m_b >= 0 of that decision
+    objective: str = "information"  # what a batch is greedy in: "information" (EPIG) or "risk" (decision-risk)
 
     @property
     def n_targets(self) -> int:
@@ -58,7 +60,8 @@ class EPIGTargets:
         return 0 if ref is None else int(ref.shape[0])
 
     @classmethod
-    def from_prediction(cls, pred: Prediction, posterior: GaussianLastLayer | None) -> "EPIGTargets":
+    def from_prediction(cls, pred: Prediction, posterior: GaussianLastLayer | None,
+                        objective: str = "information") -> "EPIGTargets":
         """Targets from the learner's Prediction for the target items (and its posterior)."""
         members = pred.extras.get("member_probs_n_M_C")
         if posterior is None:
@@ -70,9 +73,14 @@ class EPIGTargets:
         K = n_outputs_of(posterior, probs)
         cov = OutputCovariance.of(posterior, K)
         phi = cov.features(pred.embedding_n_d)
-        sign, noise = decision_parts(probs) if probs is not None and pred.probs_n_C is not None else (None, None)
+        sign = noise = margin = None
+        if probs is not None and pred.probs_n_C is not None:
+            sign, noise = decision_parts(probs)
+            logits = pred.extras.get("logits_n_C")
+            logits = probs.clamp_min(1e-300).log() if logits is None else logits.double()
+            margin = (sign * logits).sum(1).clamp_min(0.0)
         return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi),
-                   observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise)
+                   observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise, margin, objective)
 
 
 def gaussian_information_n(cov_n_K_M: torch.Tensor, total_var_n_K: torch.Tensor,

@@ -241,9 +241,11 @@ def _joint_fits(post: GaussianLastLayer, candidates: Candidates) -> bool:
 
 def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer,
                      b: int) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy batch EPIG about the targets' top-two decisions, exact in the joint weight space."""
+    """Greedy batch EPIG about the targets' top-two decisions (or, for ``decision-risk``, the
+    expected reduction of their decision risk after the whole batch), exact in the joint weight space."""
     import torch
 
+    from alkit.acquisition.decision_risk import risk_reduction_n
     from alkit.acquisition.gaussian import OutputCovariance
 
     sign_n_K = torch.as_tensor(np.asarray(candidates.extras["decision_sign_n_K"]), dtype=torch.float64)
@@ -264,14 +266,19 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     var_f = (G_n_Kd @ Sigma * G_n_Kd).sum(1)
     var_t = (s_t.square() * t.var_M_K).sum(1)
     noise_t = t.decision_noise_M
+    risk = t.objective == "risk" and t.decision_margin_M is not None
+    var_t0 = var_t.clone()
     dup_n = torch.as_tensor(_duplicate_groups(phi.numpy()))
     picked = torch.zeros(n, dtype=torch.bool)
     held = torch.zeros(n, dtype=torch.bool)
     order = np.empty(b, dtype=np.int64)
     gains = np.empty(b, dtype=np.float64)
     for step in range(b):
-        rho2 = c_n_M.square() / ((var_f + noise_n)[:, None] * (var_t + noise_t)[None])
-        gain_n = (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).mean(1)
+        if risk:
+            gain_n = risk_reduction_n(c_n_M, var_f + noise_n, t.decision_margin_M, var_t, base_var_M=var_t0)
+        else:
+            rho2 = c_n_M.square() / ((var_f + noise_n)[:, None] * (var_t + noise_t)[None])
+            gain_n = (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).mean(1)
         masked = gain_n.masked_fill(picked | held, -torch.inf)
         if bool(torch.isinf(masked).all()):
             masked = gain_n.masked_fill(picked, -torch.inf)
