@@ -38,6 +38,7 @@ _X, _W = np.polynomial.legendre.leggauss(_NODES)
 _X_Q = torch.as_tensor(_X, dtype=torch.float64)
 _W_Q = torch.as_tensor(_W, dtype=torch.float64)
 _ROWS = 256
+_NEGLIGIBLE = 1e-7  # targets whose decision risk is below this are left out (error <= 1e-7 per target)
 _FAR = 40.0  # |standardised| thresholds beyond this are +-infinity for Phi in float64
 
 
@@ -76,10 +77,13 @@ def risk_reduction_n(c_n_M: torch.Tensor, total_var_n: torch.Tensor, margin_M: t
     variance ``var_M`` after a batch so far (``base_var_M``: their variance before it)."""
     base = var_M if base_var_M is None else base_var_M
     now = expected_risk(margin_M, base, var_M[None])[0]  # = Phi(-m / s) before any pick
-    out = torch.empty(c_n_M.shape[0], dtype=torch.float64)
+    M = now.shape[0]
+    live = now > _NEGLIGIBLE  # a target's reduction is at most its risk now: skip the settled ones
+    c_n_M, margin_M, base, var_M, now = c_n_M[:, live], margin_M[live], base[live], var_M[live], now[live]
+    out = torch.zeros(c_n_M.shape[0], dtype=torch.float64)
     for lo in range(0, c_n_M.shape[0], _ROWS):
         post = (var_M[None] - c_n_M[lo:lo + _ROWS].square() / total_var_n[lo:lo + _ROWS, None]).clamp_min(0.0)
-        out[lo:lo + _ROWS] = (now[None] - expected_risk(margin_M, base, post)).mean(1)
+        out[lo:lo + _ROWS] = (now[None] - expected_risk(margin_M, base, post)).sum(1) / M
     return out
 
 
