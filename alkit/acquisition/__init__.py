@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from alkit.acquisition._common import AcquisitionError
 from alkit.acquisition.bald import BALDAcquisition
+from alkit.acquisition.decision_bald import DecisionBALDAcquisition
 from alkit.acquisition.decision_risk import DecisionRiskAcquisition
 from alkit.acquisition.entropy import EntropyAcquisition
 from alkit.acquisition.epig import DecisionEPIGAcquisition, EPIGAcquisition, EPIGTargets
@@ -24,6 +25,7 @@ ACQUISITIONS: dict[str, type] = {
     "epig": EPIGAcquisition,
     "epig-decision": DecisionEPIGAcquisition,
     "decision-flip": FlipAcquisition,
+    "decision-bald": DecisionBALDAcquisition,
     "decision-risk": DecisionRiskAcquisition,
     "margin": MarginAcquisition,
     "entropy": EntropyAcquisition,

@@ -11,8 +11,8 @@ a purely epistemic quantity: it is 0 for an item the posterior is sure about, wh
 noise, and 1/2 for a decision the posterior cannot make.  It ranks by the margin measured in
 posterior standard deviations, so between two items at the same logit margin the one the model
 knows less about comes first, and a far-away item with a wide posterior but a decisive mean does
-not (BALD's outlier failure).  The batch form conditions the posterior on each pick under the
-decision's Fisher information (``decision_sign_n_K``, ``decision_noise_n`` handed to ``diverse``).
+not (BALD's outlier failure).  A top-k score: it hands ``diverse`` no observation model, so a
+batch there is greedy BALD on the same posterior.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from __future__ import annotations
 import torch
 
 from alkit.acquisition._common import require_posterior, require_probs
-from alkit.acquisition.epig import decision_parts
-from alkit.acquisition.gaussian import OutputCovariance, label_probs, observation_noise_n_K
+from alkit.acquisition.gaussian import OutputCovariance, label_probs
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 
@@ -53,7 +52,4 @@ class FlipAcquisition:
         cov = OutputCovariance.of(post, K)
         phi = cov.features(pred.embedding_n_d)
         var = cov.variance_n_K(phi)
-        sign, dnoise = decision_parts(probs)
-        noise = observation_noise_n_K(probs, post, phi.shape[0], K)
-        return Scores(flip_probability_n(logits, var),
-                      {"noise_n_K": noise, "decision_sign_n_K": sign, "decision_noise_n": dnoise})
+        return Scores(flip_probability_n(logits, var))

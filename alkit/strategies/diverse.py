@@ -236,13 +236,14 @@ _JOINT_MAX = 4096  # K * d of the joint weight space the decision greedy holds a
 def _joint_fits(post: GaussianLastLayer, candidates: Candidates) -> bool:
     sign = candidates.extras["decision_sign_n_K"]
     d = np.asarray(post.cov_K_d_d).shape[-1]
-    return candidates.targets is not None and sign.shape[1] * d <= _JOINT_MAX
+    return sign.shape[1] * d <= _JOINT_MAX
 
 
 def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer,
                      b: int) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy batch EPIG about the targets' top-two decisions (or, for ``decision-risk``, the
-    expected reduction of their decision risk after the whole batch), exact in the joint weight space."""
+    """Greedy batch EPIG about the targets' top-two decisions (for ``decision-risk``: the expected
+    reduction of their decision risk after the whole batch; without targets, ``decision-bald``: the
+    information about the picks' own decisions), exact in the joint weight space."""
     import torch
 
     from alkit.acquisition.decision_risk import risk_reduction_n
@@ -258,23 +259,27 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     S_K_d_d = cov.cov_G_d_d[cov.group_K] * cov.scale_K[:, None, None]
     Sigma = torch.block_diag(*S_K_d_d)  # (K d, K d): classes independent before any pick
     G_n_Kd = (sign_n_K[:, :, None] * phi[:, None, :]).reshape(n, K * d)
-    s_t = t.decision_sign_M_K
-    # Sigma g*_j from the prepared factors: block k is s*_jk scale_k S_g(k) phi*_j
-    U_M_Kd = (s_t.T[:, None, :] * t.cross_G_d_M[cov.group_K] * cov.scale_K[:, None, None]).permute(2, 0, 1)
-    U_M_Kd = U_M_Kd.reshape(-1, K * d)
-    c_n_M = G_n_Kd @ U_M_Kd.T
     var_f = (G_n_Kd @ Sigma * G_n_Kd).sum(1)
-    var_t = (s_t.square() * t.var_M_K).sum(1)
-    noise_t = t.decision_noise_M
-    risk = t.objective == "risk" and t.decision_margin_M is not None
-    var_t0 = var_t.clone()
+    own = t is None or t.decision_sign_M_K is None  # decision-bald: information about the picks' own decisions
+    if not own:
+        s_t = t.decision_sign_M_K
+        # Sigma g*_j from the prepared factors: block k is s*_jk scale_k S_g(k) phi*_j
+        U_M_Kd = (s_t.T[:, None, :] * t.cross_G_d_M[cov.group_K] * cov.scale_K[:, None, None]).permute(2, 0, 1)
+        U_M_Kd = U_M_Kd.reshape(-1, K * d)
+        c_n_M = G_n_Kd @ U_M_Kd.T
+        var_t = (s_t.square() * t.var_M_K).sum(1)
+        noise_t = t.decision_noise_M
+        risk = t.objective == "risk" and t.decision_margin_M is not None
+        var_t0 = var_t.clone()
     dup_n = torch.as_tensor(_duplicate_groups(phi.numpy()))
     picked = torch.zeros(n, dtype=torch.bool)
     held = torch.zeros(n, dtype=torch.bool)
     order = np.empty(b, dtype=np.int64)
     gains = np.empty(b, dtype=np.float64)
     for step in range(b):
-        if risk:
+        if own:
+            gain_n = 0.5 * torch.log1p(var_f / noise_n)
+        elif risk:
             gain_n = risk_reduction_n(c_n_M, var_f + noise_n, t.decision_margin_M, var_t, base_var_M=var_t0)
         else:
             rho2 = c_n_M.square() / ((var_f + noise_n)[:, None] * (var_t + noise_t)[None])
@@ -291,9 +296,10 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
         u = Sigma @ G_n_Kd[j]
         den = var_f[j] + noise_n[j]
         c_n = G_n_Kd @ u
-        c_j_M = c_n_M[j].clone()
-        c_n_M = c_n_M - c_n[:, None] * c_j_M[None] / den
+        if not own:
+            c_j_M = c_n_M[j].clone()
+            c_n_M = c_n_M - c_n[:, None] * c_j_M[None] / den
+            var_t = (var_t - c_j_M.square() / den).clamp_min(0.0)
         var_f = (var_f - c_n.square() / den).clamp_min(0.0)
-        var_t = (var_t - c_j_M.square() / den).clamp_min(0.0)
         Sigma = Sigma - torch.outer(u, u) / den
     return order, gains
