@@ -11,8 +11,10 @@ a purely epistemic quantity: it is 0 for an item the posterior is sure about, wh
 noise, and 1/2 for a decision the posterior cannot make.  It ranks by the margin measured in
 posterior standard deviations, so between two items at the same logit margin the one the model
 knows less about comes first, and a far-away item with a wide posterior but a decisive mean does
-not (BALD's outlier failure).  A top-k score: it hands ``diverse`` no observation model, so a
-batch there is greedy BALD on the same posterior.
+not (BALD's outlier failure).  In ``diverse`` a batch is picked greedily by the flip probability
+expected after the labels of the picks so far (alkit/acquisition/decision_risk.py's R with the
+item as its own target): a pick lowers the posterior variance of the decisions it correlates with,
+so the next pick goes where the decision is still open.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from alkit.acquisition._common import require_posterior, require_probs
+from alkit.acquisition.epig import decision_parts
 from alkit.acquisition.gaussian import OutputCovariance, label_probs
 from alkit.types import AcquisitionContext, Prediction, Scores
 
@@ -52,4 +55,7 @@ class FlipAcquisition:
         cov = OutputCovariance.of(post, K)
         phi = cov.features(pred.embedding_n_d)
         var = cov.variance_n_K(phi)
-        return Scores(flip_probability_n(logits, var))
+        sign, noise = decision_parts(probs)
+        margin = (sign * logits.double()).sum(1).clamp_min(0.0)
+        return Scores(flip_probability_n(logits, var),
+                      {"decision_sign_n_K": sign, "decision_noise_n": noise, "decision_margin_n": margin})

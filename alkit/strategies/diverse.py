@@ -243,10 +243,11 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
                      b: int) -> tuple[np.ndarray, np.ndarray]:
     """Greedy batch EPIG about the targets' top-two decisions (for ``decision-risk``: the expected
     reduction of their decision risk after the whole batch; without targets, ``decision-bald``: the
-    information about the picks' own decisions), exact in the joint weight space."""
+    information about the picks' own decisions, ``decision-flip``: the probability that an item's
+    decision flips, expected after the labels of the picks so far), exact in the joint weight space."""
     import torch
 
-    from alkit.acquisition.decision_risk import risk_reduction_n
+    from alkit.acquisition.decision_risk import expected_risk, risk_reduction_n
     from alkit.acquisition.gaussian import OutputCovariance
 
     sign_n_K = torch.as_tensor(np.asarray(candidates.extras["decision_sign_n_K"]), dtype=torch.float64)
@@ -260,7 +261,10 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     Sigma = torch.block_diag(*S_K_d_d)  # (K d, K d): classes independent before any pick
     G_n_Kd = (sign_n_K[:, :, None] * phi[:, None, :]).reshape(n, K * d)
     var_f = (G_n_Kd @ Sigma * G_n_Kd).sum(1)
-    own = t is None or t.decision_sign_M_K is None  # decision-bald: information about the picks' own decisions
+    var_f0 = var_f.clone()
+    own = t is None or t.decision_sign_M_K is None  # decision-bald / -flip: about the picks' own decisions
+    margin_n = candidates.extras.get("decision_margin_n")
+    margin_n = None if margin_n is None else torch.as_tensor(np.asarray(margin_n), dtype=torch.float64)
     if not own:
         s_t = t.decision_sign_M_K
         # Sigma g*_j from the prepared factors: block k is s*_jk scale_k S_g(k) phi*_j
@@ -277,7 +281,9 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     order = np.empty(b, dtype=np.int64)
     gains = np.empty(b, dtype=np.float64)
     for step in range(b):
-        if own:
+        if own and margin_n is not None:  # decision-flip: the flip probability left after the batch so far
+            gain_n = expected_risk(margin_n[None], var_f0, var_f[None])[0]
+        elif own:
             gain_n = 0.5 * torch.log1p(var_f / noise_n)
         elif risk:
             gain_n = risk_reduction_n(c_n_M, var_f + noise_n, t.decision_margin_M, var_t, base_var_M=var_t0)
