@@ -431,3 +431,36 @@ def test_decision_bald_greedy_is_exact_conditional_information() -> None:
         S = S - torch.outer(u, u) / (v + float(r[j]))
     # the first gain is the top-k score
     np.testing.assert_allclose(sel.utilities[0], float(sc.scores_n[picks[0]]), rtol=1e-9)
+
+
+def test_decision_flip_greedy_uses_the_flip_left_after_earlier_picks() -> None:
+    """decision-flip under diverse: the first pick is the top flip probability; each later gain is
+    E Phi(-|m'|/s') for that item after conditioning the stacked model on the earlier picks'
+    decisions (explicitly here), which is below its flip probability before the batch."""
+    from alkit.acquisition.decision_risk import expected_risk
+    from alkit.acquisition.epig import decision_parts
+
+    n, d, C = 20, 4, 3
+    cands, post, _ = _candidates(n, d, C, seed=50)
+    logits = torch.as_tensor(cands.probs_n_C).log()
+    pred = Prediction(torch.zeros(n), torch.zeros(n), torch.as_tensor(cands.embedding_n_d),
+                      probs_n_C=torch.as_tensor(cands.probs_n_C), extras={"logits_n_C": logits})
+    sc = get_acquisition("decision-flip").score(pred, AcquisitionContext(posterior=post))
+    cands.scores_n = sc.scores_n.numpy()
+    cands.extras = {k: v.numpy() for k, v in sc.arrays.items()}
+    sel = get_selector("diverse").select(cands, 3, SelectionContext(seed=0, posterior=post))
+    picks = [int(np.flatnonzero(cands.keys_n == k)[0]) for k in sel.keys]
+    np.testing.assert_allclose(sel.utilities[0], cands.scores_n.max(), rtol=1e-9)
+    phi = torch.as_tensor(cands.embedding_n_d, dtype=torch.float64)
+    s, r = decision_parts(torch.as_tensor(cands.probs_n_C))
+    G = (s[:, :, None] * phi[:, None, :]).reshape(n, -1)
+    S = torch.block_diag(*post.cov_K_d_d)
+    v0 = (G @ S * G).sum(1)
+    margin = torch.as_tensor(cands.extras["decision_margin_n"])
+    for t, j in enumerate(picks):
+        v = float(G[j] @ S @ G[j])
+        ref = float(expected_risk(margin[j:j + 1], v0[j:j + 1], torch.tensor([[v]], dtype=torch.float64))[0, 0])
+        np.testing.assert_allclose(sel.utilities[t], ref, rtol=1e-9, atol=1e-12)
+        assert ref <= float(sc.scores_n[j]) + 1e-12
+        u = S @ G[j]
+        S = S - torch.outer(u, u) / (v + float(r[j]))
