@@ -282,7 +282,7 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     gains = np.empty(b, dtype=np.float64)
     for step in range(b):
         if own and margin_n is not None:  # decision-flip: the flip probability left after the batch so far
-            gain_n = expected_risk(margin_n[None], var_f0, var_f[None])[0]
+            gain_n = expected_risk(margin_n, var_f0, var_f[None])[0]
         elif own:
             gain_n = 0.5 * torch.log1p(var_f / noise_n)
         elif risk:
