@@ -313,7 +313,8 @@ def strategies() -> None:
     t.add_column("acquisition")
     t.add_column("what it does")
     for p in PRESETS.values():
-        t.add_row(p.name, p.default_scorer, p.acquisition if p.selector != "random" else "-", p.summary)
+        acq = p.acquisition + (f" (regression: {p.regression_acquisition})" if p.regression_acquisition else "")
+        t.add_row(p.name, p.default_scorer, acq if p.selector != "random" else "-", p.summary)
     console.print(t)
     t = Table(title="acquisitions (--acquisition)")
     t.add_column("name")

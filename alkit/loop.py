@@ -131,7 +131,7 @@ class ActiveLoop:
         if get_selector(initial_selector).needs_model:
             raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
                             "without one (use random or coldstart)")
-        acquisition = req.acquisition or preset.acquisition
+        acquisition = req.acquisition or preset.acquisition_for(self.cfg.task)
         if acquisition not in ACQUISITIONS:
             raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
         if preset.selector != "random":

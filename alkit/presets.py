@@ -23,13 +23,21 @@ class Preset:
     initial_selector: str  # model-free, for the first batch when nothing is labeled
     is_baseline: bool = False
     acquisition: str = "epistemic"  # the score the selectors rank or diversify
+    regression_acquisition: str | None = None  # on regression projects, where ``acquisition`` needs classes
+
+    def acquisition_for(self, task: str) -> str:
+        """The preset's acquisition on a project of this task."""
+        if task == "regression" and self.regression_acquisition is not None:
+            return self.regression_acquisition
+        return self.acquisition
 
 
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
         Preset("random", "uniform random batches (the baseline every curve is compared with)", "none", "random", "random", "random", True),
-        Preset("epistemic", "posterior-driven: EPIG about the pool's top-two decisions from the VBLL last-layer posterior, each batch by greedy EPIG with the posterior conditioned on every pick; cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="epig-decision"),
+        Preset("epistemic", "posterior-driven: the VBLL posterior's probability that an item's top-two decision flips, each batch greedy with the posterior conditioned on every pick (regression: greedy EPIG about a pool sample); cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="decision-flip", regression_acquisition="epig"),
+        Preset("decision-flip", "posterior probability that the top-two decision flips, of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="decision-flip"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),
         Preset("kcenter", "core-set: furthest-first in the last-layer embedding", "vbll", "kcenter", "kcenter", "random"),
