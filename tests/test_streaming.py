@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from alkit.strategies.streaming import ReservoirSample, TopM
+from alkit.engines.streaming import ReservoirSample, TopM
 
 
 def _stream(acc, keys_n, scores_n, chunk, **arrays):

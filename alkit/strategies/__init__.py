@@ -12,7 +12,7 @@ from alkit.strategies.coldstart import ColdStartStrategy
 from alkit.strategies.diverse import DiverseStrategy
 from alkit.strategies.kcenter import KCenterStrategy
 from alkit.strategies.random import RandomStrategy
-from alkit.strategies.streaming import ReservoirSample, TopM
+from alkit.engines.streaming import ReservoirSample, TopM
 from alkit.strategies.topk import TopKStrategy
 from alkit.types import Strategy
 
