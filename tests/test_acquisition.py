@@ -464,3 +464,28 @@ def test_decision_flip_greedy_uses_the_flip_left_after_earlier_picks() -> None:
         assert ref <= float(sc.scores_n[j]) + 1e-12
         u = S @ G[j]
         S = S - torch.outer(u, u) / (v + float(r[j]))
+
+
+def test_epig_design_ignores_each_items_label_distribution() -> None:
+    """epig-design observes every item with the noise of the targets' mean label distribution: its
+    scores do not change when the candidates' own predictions change, and they equal plain EPIG's
+    where every item already predicts that mean distribution."""
+    n, M, d, C = 15, 8, 4, 3
+    post = _posterior(d, C, seed=60, scale=0.5)
+    g = torch.Generator().manual_seed(61)
+    phi, phi_t = torch.randn(n, d, generator=g, dtype=torch.float64), torch.randn(M, d, generator=g, dtype=torch.float64)
+    p_t = torch.softmax(torch.randn(M, C, generator=g, dtype=torch.float64), 1)
+
+    def pred(p: torch.Tensor, ph: torch.Tensor) -> Prediction:
+        return Prediction(torch.zeros(len(p)), torch.zeros(len(p)), ph.float(), probs_n_C=p)
+
+    targets = EPIGTargets.from_prediction(pred(p_t, phi_t), post, "design")
+    ctx = AcquisitionContext(posterior=post, targets=targets)
+    acq = get_acquisition("epig-design")
+    a = acq.score(pred(torch.softmax(torch.randn(n, C, generator=g, dtype=torch.float64), 1), phi), ctx).scores_n
+    b = acq.score(pred(torch.softmax(5 * torch.randn(n, C, generator=g, dtype=torch.float64), 1), phi), ctx).scores_n
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    mean = p_t.mean(0, keepdim=True)
+    same_t = EPIGTargets.from_prediction(pred(mean.expand(M, -1), phi_t), post)
+    plain = get_acquisition("epig").score(pred(mean.expand(n, -1), phi), AcquisitionContext(posterior=post, targets=same_t))
+    torch.testing.assert_close(a, plain.scores_n, rtol=1e-12, atol=1e-14)

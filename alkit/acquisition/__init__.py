@@ -12,7 +12,7 @@ from alkit.acquisition.bald import BALDAcquisition
 from alkit.acquisition.decision_bald import DecisionBALDAcquisition
 from alkit.acquisition.decision_risk import DecisionRiskAcquisition
 from alkit.acquisition.entropy import EntropyAcquisition
-from alkit.acquisition.epig import DecisionEPIGAcquisition, EPIGAcquisition, EPIGTargets
+from alkit.acquisition.epig import DecisionEPIGAcquisition, DesignEPIGAcquisition, EPIGAcquisition, EPIGTargets
 from alkit.acquisition.epistemic import EpistemicAcquisition
 from alkit.acquisition.flip import FlipAcquisition
 from alkit.acquisition.least_confident import LeastConfidentAcquisition
@@ -24,6 +24,7 @@ ACQUISITIONS: dict[str, type] = {
     "bald": BALDAcquisition,
     "epig": EPIGAcquisition,
     "epig-decision": DecisionEPIGAcquisition,
+    "epig-design": DesignEPIGAcquisition,
     "decision-flip": FlipAcquisition,
     "decision-bald": DecisionBALDAcquisition,
     "decision-risk": DecisionRiskAcquisition,

@@ -52,7 +52,8 @@ class EPIGTargets:
     decision_sign_M_K: torch.Tensor | None = None  # classification: e_a - e_b of each target's top two classes
     decision_noise_M: torch.Tensor | None = None  # 1 / Fisher of that decision
     decision_margin_M: torch.Tensor | None = None  # mean logit margin m_a - m_b >= 0 of that decision
-    objective: str = "information"  # what a batch is greedy in: "information" (EPIG) or "risk" (decision-risk)
+    objective: str = "information"  # "information" (EPIG), "risk" (decision-risk) or "design" (epig-design)
+    design_noise_K: torch.Tensor | None = None  # "design": one noise per output, from the targets' mean label distribution
 
     @property
     def n_targets(self) -> int:
@@ -79,8 +80,12 @@ class EPIGTargets:
             logits = pred.extras.get("logits_n_C")
             logits = probs.clamp_min(1e-300).log() if logits is None else logits.double()
             margin = (sign * logits).sum(1).clamp_min(0.0)
-        return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi),
-                   observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise, margin, objective)
+        obs = observation_noise_n_K(probs, posterior, phi.shape[0], K)
+        design = None
+        if objective == "design" and probs is not None:
+            design = observation_noise_n_K(probs.double().mean(0, keepdim=True), posterior, 1, K)[0]
+            obs = design.expand(phi.shape[0], -1).clone()
+        return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi), obs, None, sign, noise, margin, objective, design)
 
 
 def gaussian_information_n(cov_n_K_M: torch.Tensor, total_var_n_K: torch.Tensor,
@@ -207,6 +212,8 @@ class EPIGAcquisition:
         cov = targets.cov
         phi = cov.features(pred.embedding_n_d)
         noise = observation_noise_n_K(probs, ctx.posterior, phi.shape[0], K)
+        if targets.design_noise_K is not None:  # epig-design: the same observation model for every item
+            noise = targets.design_noise_K.expand(phi.shape[0], -1).clone()
         var = cov.variance_n_K(phi)
         if self.decision and targets.decision_sign_M_K is not None and pred.probs_n_C is not None:
             sign, dnoise = decision_parts(probs)
@@ -221,3 +228,18 @@ class DecisionEPIGAcquisition(EPIGAcquisition):
 
     name = "epig-decision"
     decision = True
+
+
+class DesignEPIGAcquisition(EPIGAcquisition):
+    """EPIG under one observation model for every item: a design on the last-layer posterior.
+
+    With a bucket (CR-VBLL) or class head the per-item Fisher 1/(p_k (1 - p_k)) makes EPIG chase
+    the items predicted in rare buckets (for a zero-inflated cost: the few high spenders).
+    Observing every item with the noise of the targets' mean label distribution leaves the
+    information a function of the posterior covariance alone, so the batch goes where it shrinks
+    the posterior variance of the pool's predictions most (transductive experimental design),
+    whatever the labels seen.  Gaussian heads are homoscedastic already: there it is ``epig``.
+    """
+
+    name = "epig-design"
+    target_objective = "design"
