@@ -5,19 +5,19 @@ from __future__ import annotations
 import inspect
 import json
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from alkit.config import ConfigError, load_project
-from alkit.loop import ActiveLoop, LoopError, RunRequest
-from alkit.pools.ingest import InitOptions, InputError, init_project
-from alkit.pools.store import Store, StoreError
+from alkit.cli_common import ProjectOpt, console, err, user_errors
+from alkit.cli_common import parse_csv as _parse_csv
+from alkit.config import load_project
+from alkit.loop import ActiveLoop, RunRequest
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.pools.store import Store
 
 app = typer.Typer(
     help="alkit: active learning with analytic, single-pass epistemic uncertainty.",
@@ -25,7 +25,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
 
 
 @app.callback()
@@ -37,33 +36,6 @@ def _global(
     import torch
 
     torch.set_num_threads(max(1, threads))
-err = Console(stderr=True)
-
-USER_ERRORS = (InputError, LoopError, ConfigError, StoreError, ValueError, FileNotFoundError, KeyError)
-
-ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn a refused operation into one red line and exit code 2 (never a traceback)."""
-    try:
-        yield
-    except USER_ERRORS as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err.print(f"[bold red]error:[/] {msg}", highlight=False)
-        raise typer.Exit(code=2) from None
-
-
-def _parse_csv(value: Optional[str]) -> Optional[list[str]]:
-    if value is None:
-        return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items:
-        raise ValueError("an empty column list was given")
-    return items
-
-
 @app.command()
 def init(
     data: Path = typer.Argument(..., help="CSV or Parquet file, one row per item."),
@@ -358,7 +330,7 @@ def demo(
     console.print(f"[green]learning curves:[/] {png}")
 
 
-from alkit.cli_queue import queue_app  # noqa: E402 - after user_errors, which it uses
+from alkit.cli_queue import queue_app  # noqa: E402
 app.add_typer(queue_app, name="queue")
 
 

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from alkit.cli_common import ProjectOpt, console, parse_csv, user_errors
 from alkit.config import load_project
 from alkit.pools.queue import FORMATS, ON_CONFLICT, SKIP_LABEL, export_queue, import_labels, queue_status
 
@@ -21,13 +22,6 @@ queue_app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
-
-
-def _cli():  # noqa: ANN202 - late import: alkit.cli imports this module to register queue_app
-    from alkit import cli
-
-    return cli
 
 
 @queue_app.command("export")
@@ -38,17 +32,16 @@ def export_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Write the queued items for labelers: id, payload, empty label/skip, score, rank, cycle and why."""
-    cli = _cli()
-    with cli.user_errors():
-        res = export_queue(load_project(project), out, fmt, cli._parse_csv(include))
+    with user_errors():
+        res = export_queue(load_project(project), out, fmt, parse_csv(include))
     if res.n_items == 0:
-        cli.console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} "
+        console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} "
                           "(`alkit run` queues the next batch)")
         return
     todo = ("import the tasks into Label Studio, label them, export its JSON and `alkit queue import` that file"
             if res.format == "label-studio" else
             f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path.name}`")
-    cli.console.print(f"[green]exported[/] {res.n_items} queued items to {res.path} ({res.format}); {todo}",
+    console.print(f"[green]exported[/] {res.n_items} queued items to {res.path} ({res.format}); {todo}",
                       highlight=False)
 
 
@@ -61,8 +54,7 @@ def import_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Import labels for queued items, all or nothing; the same file twice changes nothing."""
-    cli = _cli()
-    with cli.user_errors():
+    with user_errors():
         res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict)
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
@@ -71,7 +63,7 @@ def import_cmd(
     parts += [f"{n} {what}" for n, what in ((res.replaced, "replaced"), (res.unchanged, "unchanged"),
                                            (res.kept, "kept (conflicts)"), (res.pending, "without a label yet"))
               if n]
-    cli.console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} items still queued"
+    console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} items still queued"
                       + ("" if res.still_queued else " — `alkit run` continues with the next cycle"), highlight=False)
 
 
@@ -81,13 +73,12 @@ def status_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Queued, labeled and skipped pool items, and labels/skips by annotator."""
-    cli = _cli()
-    with cli.user_errors():
+    with user_errors():
         st = queue_status(load_project(project))
     if json_out:
         print(json.dumps(asdict(st)))
         return
-    cli.console.print(f"pool: [bold]{st.queued}[/] queued, [bold]{st.labeled}[/] labeled, "
+    console.print(f"pool: [bold]{st.queued}[/] queued, [bold]{st.labeled}[/] labeled, "
                       f"[bold]{st.skipped}[/] skipped, {st.unlabeled} unlabeled")
     if st.by_annotator:
         t = Table(title="by annotator")
@@ -96,4 +87,4 @@ def status_cmd(
         t.add_column("skipped", justify="right")
         for a in st.by_annotator:
             t.add_row(a.annotator, str(a.labeled), str(a.skipped))
-        cli.console.print(t)
+        console.print(t)

@@ -113,7 +113,7 @@ def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col:
     """Write ``data`` plus an ``embedding`` list column to ``out`` (Parquet); (rows, newly encoded)."""
     import polars as pl
 
-    from alkit.pools.ingest import read_table
+    from alkit.pools.tables import read_table
 
     if bool(text_col) == bool(image_col):
         raise ValueError("pass exactly one of --text-col or --image-col")

@@ -9,6 +9,8 @@ selected twice, cycles contiguous.
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Sel
 
 POOL_CANDIDATES = 50_000  # 'pool' source (badge, kcenter): the whole pool up to this many, else the top by score
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
-STATS_SAMPLE = 4096  # pool items the image filters are learned from
+STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
 EventFn = Callable[[str, dict[str, Any]], None]
 
@@ -343,18 +345,21 @@ class ActiveLoop:
             keys = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))
             mask = np.zeros(self.features.n_items, dtype=bool)
             mask[keys] = True
+            rng = np.random.default_rng(0)
+            in_sample = np.zeros(self.features.n_items, dtype=bool)
+            in_sample[rng.choice(keys, min(len(keys), STATS_SAMPLE), replace=False)] = True
             n, s1, s2 = 0, np.zeros(self.features.n_features), np.zeros(self.features.n_features)
-            for _, X in self.features.iter_chunks(mask):
+            rows: list[np.ndarray] = []
+            for chunk_keys, X in self.features.iter_chunks(mask):  # one pass: statistics and the sample
                 X64 = X.astype(np.float64)
                 n, s1, s2 = n + len(X64), s1 + X64.sum(0), s2 + (X64 * X64).sum(0)
+                rows.append(X[in_sample[chunk_keys]])
             mean = s1 / max(n, 1)
             std = np.sqrt(np.maximum(s2 / max(n, 1) - mean**2, 0.0))
             shape = tuple(self.cfg.image_shape) if self.cfg.image_shape else None
-            sample = None
-            if shape is not None:
-                rng = np.random.default_rng(0)
-                sample = self.features.take(np.sort(rng.choice(keys, min(len(keys), STATS_SAMPLE), replace=False)))
-            self._input = pool_input_spec(sample, shape, mean_f=mean, std_f=std) if shape else InputSpec(mean, std)
+            sample = np.concatenate(rows) if rows else np.zeros((0, self.features.n_features), np.float32)
+            spec = pool_input_spec(sample, shape, mean_f=mean, std_f=std) if shape else InputSpec(mean, std)
+            self._input = dataclasses.replace(spec, pool_sample_n_f=sample)
         return self._input
 
     def _acquisition_context(self, learner: Learner | None, spec: RunSpec, mask: np.ndarray,

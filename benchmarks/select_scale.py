@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from alkit.strategies.diverse import DiverseStrategy  # noqa: E402
-from alkit.strategies.streaming import TopM  # noqa: E402
+from alkit.engines.streaming import TopM  # noqa: E402
 from alkit.strategies.topk import TopKStrategy  # noqa: E402
 from alkit.types import GaussianLastLayer, SelectionContext  # noqa: E402
 

@@ -1,11 +1,11 @@
-"""TopM and ReservoirSample: exactness against a full sort, uniformity, determinism, errors."""
+"""TopM: exactness against a full sort, bounded memory, determinism, errors."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from alkit.strategies.streaming import ReservoirSample, TopM
+from alkit.engines.streaming import TopM
 
 
 def _stream(acc, keys_n, scores_n, chunk, **arrays):
@@ -66,53 +66,6 @@ def test_topm_rejects_nan_and_inconsistent_chunks() -> None:
     with pytest.raises(ValueError):
         TopM(0)
     assert len(TopM(4).result()) == 0
-
-
-def test_reservoir_is_uniform() -> None:
-    """Each of N items should be kept m/N of the time; an order- or chunk-biased sampler fails."""
-    n, m, trials = 60, 6, 1500
-    keys_n = np.arange(n)
-    counts_n = np.zeros(n)
-    for seed in range(trials):
-        res = _stream(ReservoirSample(m, seed), keys_n, None, [7, 23, 60][seed % 3])
-        assert len(res) == m and len(np.unique(res.keys_n)) == m
-        counts_n[res.keys_n] += 1
-    expected = trials * m / n
-    chi2 = float(((counts_n - expected) ** 2 / expected).sum())
-    # n - 1 = 59 degrees of freedom: mean 59, sd ~11; 110 is ~4.7 sd.
-    assert chi2 < 110, chi2
-    # first-chunk vs last-chunk balance, the typical bug of a naive streaming sampler
-    assert abs(counts_n[:20].mean() - counts_n[-20:].mean()) < 0.15 * expected
-
-
-def test_reservoir_deterministic_and_seed_dependent() -> None:
-    rng = np.random.default_rng(3)
-    keys_n = np.arange(1000, 1500)
-    scores_n = rng.normal(size=500)
-    emb_n_d = rng.normal(size=(500, 4))
-    a = _stream(ReservoirSample(40, 11), keys_n, scores_n, 64, embedding_n_d=emb_n_d)
-    b = _stream(ReservoirSample(40, 11), keys_n, scores_n, 64, embedding_n_d=emb_n_d)
-    c = _stream(ReservoirSample(40, 12), keys_n, scores_n, 64, embedding_n_d=emb_n_d)
-    assert np.array_equal(a.keys_n, b.keys_n)
-    assert not np.array_equal(a.keys_n, c.keys_n)
-    # the carried arrays stay aligned with the keys
-    idx = a.keys_n - 1000
-    assert np.array_equal(a.scores_n, scores_n[idx])
-    assert np.array_equal(a.embedding_n_d, emb_n_d[idx])
-    assert np.all(np.diff(a.keys_n) > 0)
-
-
-def test_reservoir_small_pool_and_errors() -> None:
-    res = _stream(ReservoirSample(10, 0), np.arange(4), None, 3)
-    assert sorted(res.keys_n.tolist()) == [0, 1, 2, 3]
-    assert res.scores_n is None
-    acc = ReservoirSample(5, 0)
-    with pytest.raises(ValueError, match="NaN"):
-        acc.push(np.arange(2), np.array([np.nan, 1.0]))
-    acc = ReservoirSample(5, 0)
-    acc.push(np.arange(2), np.ones(2))
-    with pytest.raises(ValueError, match="every chunk"):
-        acc.push(np.arange(2, 4))
 
 
 def test_topm_carries_absent_arrays_as_none() -> None:

@@ -19,158 +19,23 @@ same batch.
 
 from __future__ import annotations
 
-import copy
-import io
-import pickle
-from collections.abc import Callable, Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow.parquet as pq
-import torch
-from torch.nn.utils import parametrize
-
-from alkit.strategies.streaming import TopM
-from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
-
-TopMEngine = Callable[..., tuple[Candidates, int]]
-ENGINES = ("local", "ray")
-
-
-class EngineError(ValueError):
-    """An engine cannot run (not installed, cannot connect); the message says what to do."""
-
-
-class AcquisitionScorer:
-    """One cycle's acquisition bound to its context: Prediction -> (scores (n,), carried arrays).
-
-    Picklable (the acquisition is a plain object, the context holds tensors), so the Ray engine
-    ships it to its workers with the learner."""
-
-    def __init__(self, acquisition: Acquisition, ctx: AcquisitionContext | None) -> None:
-        self.acquisition = acquisition
-        self.ctx = ctx or AcquisitionContext()
-
-    def __call__(self, pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
-        out = self.acquisition.score(pred, self.ctx)
-        arrays = prediction_arrays(pred)
-        arrays.update({k: v.detach().numpy() for k, v in out.arrays.items()})
-        return out.scores_n.double().numpy(), arrays
-
-
-def epistemic_scores(pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
-    """The default scorer: ``Prediction.epistemic_n`` with the usual arrays."""
-    return pred.epistemic_n.double().numpy(), prediction_arrays(pred)
-
-
-def prediction_arrays(pred: Prediction) -> dict[str, np.ndarray | None]:
-    """The arrays carried with each candidate (as ActiveLoop._arrays): embedding, class
-    probabilities, and ensemble member probabilities where the learner has them."""
-    arrays: dict[str, np.ndarray | None] = {
-        "embedding_n_d": pred.embedding_n_d.numpy(),
-        "probs_n_C": None if pred.probs_n_C is None else pred.probs_n_C.numpy(),
-    }
-    member = pred.extras.get("member_probs_n_M_C")
-    if member is not None:
-        arrays["member_probs_n_M_C"] = member.numpy()
-    return arrays
-
-
-class _LearnerPickler(pickle.Pickler):
-    """Pickles a fitted learner whole, including parametrized modules (spectral norm), which
-    torch refuses to pickle: a copy of such a module with each parametrization replaced by the
-    weight it computes now is pickled instead.  A fitted learner only predicts, and in eval mode
-    the parametrization is a pure function of stored tensors, so the copy computes the same
-    outputs bit for bit."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, torch.nn.Module) and parametrize.is_parametrized(obj):
-            return _same, (_frozen_copy(obj),)
-        return NotImplemented
-
-
-def _frozen_copy(module: torch.nn.Module) -> torch.nn.Module:
-    """A copy of a parametrized module, of its original class, holding each parametrized tensor
-    as a plain parameter with the value the parametrization gives now.  (torch's
-    remove_parametrizations cannot be used on a copy: the copy shares the injected class, whose
-    properties it would delete from the original too.)"""
-    clone = copy.deepcopy(module)
-    with torch.no_grad():
-        values = {name: getattr(clone, name).detach().clone() for name in clone.parametrizations}
-    grads = {name: plist.original.requires_grad for name, plist in clone.parametrizations.items()}
-    del clone._modules["parametrizations"]
-    clone.__class__ = type(module).__bases__[0]
-    for name, value in values.items():
-        clone.register_parameter(name, torch.nn.Parameter(value, requires_grad=grads[name]))
-    return clone
-
-
-def _same(obj: Any) -> Any:
-    return obj
-
-
-def dumps_learner(learner: Learner) -> bytes:
-    """The fitted learner's state as bytes, to ship to worker processes (``pickle.loads`` it)."""
-    buf = io.BytesIO()
-    _LearnerPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(learner)
-    return buf.getvalue()
-
-
-def candidate_arrays(c: Candidates) -> dict[str, np.ndarray | None]:
-    """A TopM result's arrays in the form ``TopM.push`` takes, so results can be merged."""
-    return {"embedding_n_d": c.embedding_n_d, "probs_n_C": c.probs_n_C, **c.extras}
-
-
-def open_features(path: Path | str) -> pq.ParquetFile:
-    """The feature file for one streaming pass.  ``pre_buffer=False``: with pyarrow's default
-    (True) the reader caches every range it has read until the pass ends, so a pass over the pool
-    holds the whole decompressed file (memory grows with the pool, 2M x 64 -> +550 MB)."""
-    return pq.ParquetFile(path, pre_buffer=False)
-
-
-def iter_masked_batches(
-    file: pq.ParquetFile, chunk_rows: int, mask_n: np.ndarray | None, row_groups: list[int] | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(keys_m, X_m_f) per record batch of ``chunk_rows`` rows, keeping rows where mask_n[key].
-
-    Same cut and filter as FeatureReader.iter_chunks; with ``row_groups`` starting at a multiple
-    of chunk_rows the batches are exactly the whole-file batches of that range.
-    """
-    n_features = file.schema_arrow.field("x").type.list_size
-    for batch in file.iter_batches(batch_size=chunk_rows, columns=["key", "x"], row_groups=row_groups):
-        keys = batch.column(0).to_numpy()
-        if mask_n is not None:
-            sel = mask_n[keys]
-            if not sel.any():
-                continue
-        X = batch.column(1).values.to_numpy(zero_copy_only=False).reshape(-1, n_features)
-        if mask_n is not None and not sel.all():
-            keys, X = keys[sel], X[sel]
-        yield keys, X
-
-
-def score_batches(learner: Learner, batches: Iterator[tuple[np.ndarray, np.ndarray]], m: int,
-                  scorer: Callable[[Prediction], tuple[np.ndarray, dict[str, np.ndarray | None]]] | None = None,
-                  ) -> tuple[Candidates, int]:
-    """Predict each batch, score it, and keep the m best scores with their arrays."""
-    score = scorer or epistemic_scores
-    top = TopM(m)
-    with torch.no_grad():
-        for keys, X in batches:
-            scores_n, arrays = score(learner.predict(X))
-            top.push(keys, scores_n, **arrays)
-    return top.result(), top.n_seen
-
-
-def local_topm(
-    learner: Learner, features_path: Path, pool_mask_n: np.ndarray, m: int, chunk_rows: int = 16_384,
-    scorer: AcquisitionScorer | None = None,
-) -> tuple[Candidates, int]:
-    """Single-process engine: stream the file once in this process."""
-    file = open_features(features_path)
-    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n), m, scorer)
+from alkit.engines.common import (  # noqa: F401 (the engines' public names)
+    ENGINES,
+    TopMEngine,
+    EngineError,
+    AcquisitionScorer,
+    epistemic_scores,
+    prediction_arrays,
+    dumps_learner,
+    candidate_arrays,
+    open_features,
+    iter_masked_batches,
+    score_batches,
+    local_topm,
+)
 
 
 def get_engine(name: str, **options: Any) -> TopMEngine:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from alkit.engines import (
+from alkit.engines.common import (
     EngineError,
     candidate_arrays,
     dumps_learner,
@@ -31,7 +31,7 @@ from alkit.engines import (
     open_features,
     score_batches,
 )
-from alkit.strategies.streaming import TopM
+from alkit.engines.streaming import TopM
 from alkit.types import Candidates, Learner
 
 _remote_score: Any = None

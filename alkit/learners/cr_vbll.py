@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 
 from alkit.learners.piecewise import PiecewiseLinearMixture
-from alkit.learners.vbll import ClassificationHead, Cov, VariationalLinear, class_scores, laplace_bridge_mi
+from alkit.learners.vbll_heads import ClassificationHead, Cov, VariationalLinear, class_scores, laplace_bridge_mi
 from alkit.types import Prediction
 
 

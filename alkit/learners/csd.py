@@ -252,8 +252,9 @@ class CSDLearner:
     """MLPLearner + CSD variance fitted post-hoc on the labeled set.
 
     The Learner protocol's ``fit`` sees only the labeled set, so pool contexts (CSD-OOD) come from
-    ``set_pool(X_sample)`` (or ``contexts=`` at construction) when the caller has them; without
-    them the contexts are the labeled inputs and their Gaussian-noise copies (CSD-Aug)."""
+    the ``input`` InputSpec's pool sample (what the loop passes every learner), ``contexts=`` or
+    ``set_pool(X_sample)``; without any, the contexts are the labeled inputs and their
+    Gaussian-noise copies (CSD-Aug)."""
 
     def __init__(self, task: str, n_classes: int | None = None, *, csd: CSDConfig | None = None,
                  contexts: np.ndarray | None = None, max_contexts: int = 4096, **mlp_options: object) -> None:
@@ -262,6 +263,9 @@ class CSDLearner:
         self.base = MLPLearner(task, n_classes, **mlp_options)  # type: ignore[arg-type]
         self.task, self.config, self.contexts, self.max_contexts = task, csd or CSDConfig(), contexts, max_contexts
         self.scorer: CSDScorer | None = None
+        spec = mlp_options.get("input")
+        if contexts is None and getattr(spec, "pool_sample_n_f", None) is not None:
+            self.set_pool(spec.pool_sample_n_f)  # CSD-OOD: the loop's pool sample as contexts
 
     def set_pool(self, X_pool_n_f: np.ndarray) -> None:
         """Use (a seeded sample of at most ``max_contexts`` rows of) the unlabeled pool as contexts."""

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from alkit.learners.piecewise import PiecewiseLinearMixture
-from alkit.learners.vbll import Cov, VariationalLinear, _refit_scaled
+from alkit.learners.vbll_heads import Cov, VariationalLinear, _refit_scaled
 from alkit.types import Prediction
 
 _SQRT_2PI = math.sqrt(2 * math.pi)

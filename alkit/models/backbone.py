@@ -31,7 +31,8 @@ class InputSpec:
     """What is known about the inputs before any label is bought.
 
     ``mean_f`` / ``std_f``: per-feature statistics over the whole pool (labelled or not);
-    ``image_shape``: (C, H, W) when the feature vector is an image in row-major order.
+    ``image_shape``: (C, H, W) when the feature vector is an image in row-major order;
+    ``pool_sample_n_f``: a seeded sample of pool inputs for learners that use unlabeled inputs.
     """
 
     mean_f: np.ndarray | None = None
@@ -40,6 +41,7 @@ class InputSpec:
     patch_filters: np.ndarray | None = None  # (k, C, p, p) frozen first-layer filters (PatchConv)
     conv_mean_f: np.ndarray | None = None  # pool statistics of the PatchConv features
     conv_std_f: np.ndarray | None = None
+    pool_sample_n_f: np.ndarray | None = None  # a seeded sample of pool inputs (CSD's unlabeled contexts)
 
     def __post_init__(self) -> None:
         if (self.mean_f is None) != (self.std_f is None):

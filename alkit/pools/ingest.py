@@ -28,10 +28,7 @@ from alkit.config import (
 )
 from alkit.pools.features import write_features
 from alkit.pools.store import Store
-
-
-class InputError(ValueError):
-    """The input data cannot become a project; the message names the column/row at fault."""
+from alkit.pools.tables import InputError, read_table  # noqa: F401 (InputError re-exported)
 
 
 @dataclass
@@ -68,26 +65,6 @@ def parse_image_shape(text: str) -> tuple[int, ...]:
     if len(shape) not in (2, 3) or min(shape) < 1:
         raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {text!r}")
     return shape
-
-
-def read_table(path: Path) -> pl.DataFrame:
-    if not path.exists():
-        raise InputError(f"input file {path} does not exist")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            df = pl.read_csv(path, infer_schema_length=10_000)
-        elif suffix in (".parquet", ".pq"):
-            df = pl.read_parquet(path)
-        else:
-            raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv or .parquet")
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
-        raise InputError(f"cannot read {path}: {exc}") from exc
-    if df.height == 0:
-        raise InputError(f"{path} has no rows")
-    return df
 
 
 def _first_ids(df: pl.DataFrame, id_col: str, mask: pl.Series, n: int = 5) -> str:

@@ -217,10 +217,6 @@ class Store:
                 out.update({int(k): i for k, i in s.execute(select(Item.key, Item.item_id).where(Item.key.in_(chunk)))})
         return out
 
-    def strata(self) -> dict[int, str]:
-        with self.session() as s:
-            return {int(k): v for k, v in s.execute(select(Item.key, Item.stratum).where(Item.stratum.is_not(None)))}
-
     # ------------------------------------------------------------------ runs
     def get_or_create_run(self, spec: RunSpec) -> Run:
         """The run named ``spec.name``; created on first use.  Its identity must not change."""

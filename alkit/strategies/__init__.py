@@ -12,7 +12,6 @@ from alkit.strategies.coldstart import ColdStartStrategy
 from alkit.strategies.diverse import DiverseStrategy
 from alkit.strategies.kcenter import KCenterStrategy
 from alkit.strategies.random import RandomStrategy
-from alkit.strategies.streaming import ReservoirSample, TopM
 from alkit.strategies.topk import TopKStrategy
 from alkit.types import Strategy
 
@@ -45,8 +44,6 @@ __all__ = [
     "DiverseStrategy",
     "KCenterStrategy",
     "RandomStrategy",
-    "ReservoirSample",
     "TopKStrategy",
-    "TopM",
     "get_selector",
 ]

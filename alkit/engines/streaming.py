@@ -1,10 +1,11 @@
 """Streaming candidate accumulators: the pool is scored chunk by chunk and never held in memory.
 
-``TopM`` keeps the m best-scoring items (the 'topm' candidate source of topk and diverse);
-``ReservoirSample`` keeps a seeded uniform sample of m items (the 'sample' source of kcenter,
-badge and coldstart).  Both hold at most m rows plus the current chunk, so memory is
-O((m + chunk) * row width) whatever the pool size, and both are mergeable (a chunk's survivors
-can be pushed into another accumulator), which is the map/reduce of DESIGN.md "Scale".
+``TopM`` keeps the m best-scoring items (the 'topm' candidate source of topk and diverse, and
+the 'pool' source of badge and kcenter with m = the pool, up to 50,000).  It holds at most m rows
+plus the current chunk, so memory is O((m + chunk) * row width) whatever the pool size, and it is
+mergeable (a chunk's survivors can be pushed into another TopM), which is the map/reduce of
+DESIGN.md "Scale".  (A uniform sample, the 'sample' source of coldstart, needs no stream: the loop
+draws its keys and reads those rows.)
 
 Arrays pushed alongside the keys are carried through; ``embedding_n_d``, ``probs_n_C`` and
 ``strata_n`` land in the matching ``Candidates`` fields, any other name in ``Candidates.extras``.
@@ -160,48 +161,3 @@ class TopM:
             return k.candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         order = np.lexsort((k.keys_n, -k.prio_n))  # type: ignore[operator]
         return k.candidates(order, k.prio_n[order])  # type: ignore[index]
-
-
-class ReservoirSample:
-    """A seeded uniform sample of m items (without replacement) over a stream of chunks.
-
-    Each item draws a priority u ~ U(0, 1) from one seeded generator, in stream order, and the m
-    largest priorities are kept: every m-subset is equally likely (the bottom-k / priority form
-    of reservoir sampling), the result is deterministic for a seed and a chunking, and memory is
-    O(m + chunk).  ``scores_n`` is optional here (a cold start has no model) and, when given, is
-    carried through and checked for NaN.  The result is ordered by key.
-    """
-
-    def __init__(self, m: int, seed: int) -> None:
-        self._keep = _Bounded(m)
-        self.m = self._keep.m
-        self._rng = np.random.default_rng(seed)
-        self._has_scores: bool | None = None
-
-    @property
-    def n_seen(self) -> int:
-        return self._keep.n_seen
-
-    def push(
-        self, keys_n: np.ndarray, scores_n: np.ndarray | None = None, **arrays_n: np.ndarray | None
-    ) -> None:
-        """Offer one chunk: keys (n,), optional scores (n,), and any arrays aligned with them."""
-        keys_n = np.asarray(keys_n)
-        n = keys_n.shape[0]
-        has = scores_n is not None
-        if self._has_scores is not None and has != self._has_scores:
-            raise ValueError("scores_n must be given for every chunk or for none")
-        self._has_scores = has
-        if has:
-            scores_n = _check_scores(scores_n, n)  # type: ignore[arg-type]
-        prio_n = self._rng.random(n)
-        self._keep.push(keys_n, prio_n, {**arrays_n, "_scores_n": scores_n})
-
-    def result(self) -> Candidates:
-        k = self._keep
-        if k.keys_n is None:
-            return k.candidates(np.zeros(0, dtype=np.int64), None)
-        order = np.argsort(k.keys_n, kind="stable")
-        cands = k.candidates(order, None)
-        cands.scores_n = cands.extras.pop("_scores_n", None)
-        return cands
