@@ -175,6 +175,20 @@ class DiverseStrategy:
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
 
 
+def _pick(gain_n, picked, held, dup_n) -> int:  # noqa: ANN001 - torch tensors, imported lazily
+    """The best unpicked item that is not an exact duplicate of a pick (if only duplicates remain,
+    the best of them, at its true gain); marks it picked and its duplicates held, in place."""
+    import torch
+
+    masked = gain_n.masked_fill(picked | held, -torch.inf)
+    if bool(torch.isinf(masked).all()):
+        masked = gain_n.masked_fill(picked, -torch.inf)
+    j = int(torch.argmax(masked))
+    picked[j] = True
+    held |= dup_n == dup_n[j]
+    return j
+
+
 def _greedy_heteroscedastic(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer,
                             b: int) -> tuple[np.ndarray, np.ndarray]:
     """Greedy batch BALD (or batch EPIG with a target set) with per-item noise r_ik, float64.
@@ -209,13 +223,8 @@ def _greedy_heteroscedastic(candidates: Candidates, emb_n_d: np.ndarray, post: G
             gain_n = gaussian_information_n(c_n_K_M, var_n_K + noise_n_K, var_M_K + noise_M_K)
         else:
             gain_n = 0.5 * torch.log1p(var_n_K / noise_n_K).sum(1)
-        masked = gain_n.masked_fill(picked | held, -torch.inf)
-        if bool(torch.isinf(masked).all()):  # only duplicates of picks remain: take their true gain
-            masked = gain_n.masked_fill(picked, -torch.inf)
-        j = int(torch.argmax(masked))
+        j = _pick(gain_n, picked, held, dup_n)
         order[t], gains[t] = j, float(gain_n[j])
-        picked[j] = True
-        held |= dup_n == dup_n[j]
         if t == b - 1:
             break
         u_K_d = torch.einsum("kde,e->kd", S_K_d_d, phi[j])
@@ -290,13 +299,8 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
         else:
             rho2 = c_n_M.square() / ((var_f + noise_n)[:, None] * (var_t + noise_t)[None])
             gain_n = (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).mean(1)
-        masked = gain_n.masked_fill(picked | held, -torch.inf)
-        if bool(torch.isinf(masked).all()):
-            masked = gain_n.masked_fill(picked, -torch.inf)
-        j = int(torch.argmax(masked))
+        j = _pick(gain_n, picked, held, dup_n)
         order[step], gains[step] = j, float(gain_n[j])
-        picked[j] = True
-        held |= dup_n == dup_n[j]
         if step == b - 1:
             break
         u = Sigma @ G_n_Kd[j]
