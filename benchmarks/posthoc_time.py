@@ -23,7 +23,8 @@ import torch
 
 from alkit.learners.csd import CSDConfig, CSDLearner
 from alkit.learners.gradnorm import GradNormLearner, per_example_gradnorm_sq
-from alkit.learners.laplace import LaplaceLearner, layer_io
+from alkit.learners.laplace import LaplaceLearner
+from alkit.models.layers import layer_io
 from alkit.models.train import TrainConfig
 
 TINY = TrainConfig(max_epochs=2, min_steps=1, val_frac=0.0)

@@ -55,8 +55,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.learners.laplace import find_last_linear, layer_io
-from alkit.types import GaussianLastLayer
+from alkit.models.layers import find_last_linear, layer_io
+from alkit.learners.posthoc import PostHocLearner
+from alkit.types import Prediction
 
 FeatureSource = Literal["trained", "init"]
 XTower = Literal["features", "mlp"]
@@ -248,7 +249,7 @@ class CSDScorer:
                           for s in range(0, x.shape[0], chunk)])
 
 
-class CSDLearner:
+class CSDLearner(PostHocLearner):
     """MLPLearner + CSD variance fitted post-hoc on the labeled set.
 
     The Learner protocol's ``fit`` sees only the labeled set, so pool contexts (CSD-OOD) come from
@@ -258,11 +259,8 @@ class CSDLearner:
 
     def __init__(self, task: str, n_classes: int | None = None, *, csd: CSDConfig | None = None,
                  contexts: np.ndarray | None = None, max_contexts: int = 4096, **mlp_options: object) -> None:
-        from alkit.models.learner import MLPLearner
-
-        self.base = MLPLearner(task, n_classes, **mlp_options)  # type: ignore[arg-type]
-        self.task, self.config, self.contexts, self.max_contexts = task, csd or CSDConfig(), contexts, max_contexts
-        self.scorer: CSDScorer | None = None
+        super().__init__(task, n_classes, **mlp_options)
+        self.config, self.contexts, self.max_contexts = csd or CSDConfig(), contexts, max_contexts
         spec = mlp_options.get("input")
         if contexts is None and getattr(spec, "pool_sample_n_f", None) is not None:
             self.set_pool(spec.pool_sample_n_f)  # CSD-OOD: the loop's pool sample as contexts
@@ -274,24 +272,14 @@ class CSDLearner:
             X = X[np.random.default_rng(self.config.seed).choice(X.shape[0], self.max_contexts, replace=False)]
         self.contexts = X
 
-    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        report = self.base.fit(X_n_f, y_n, seed=seed)
-        model = nn.Sequential(self.base.backbone, self.base.head).eval()
+    def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         cfg = dataclasses.replace(self.config, seed=seed)
         self.scorer = CSDScorer.from_model(model, X_n_f, contexts=self.contexts, last_layer=self.base.head, config=cfg)
-        report["csd_loss"] = self.scorer.train_loss
-        return report
+        return {"csd_loss": self.scorer.train_loss}
 
-    @torch.no_grad()
-    def predict(self, X_n_f: np.ndarray):  # -> Prediction
-        if self.scorer is None:
-            raise RuntimeError("fit the learner before predicting")
-        pred = self.base.predict(X_n_f)
+    def rescore(self, pred: Prediction, X_n_f: np.ndarray) -> Prediction:
         if self.config.features == "trained":
             pred.epistemic_n = self.scorer.score_features(pred.embedding_n_d).float()
         else:
             pred.epistemic_n = self.scorer.score(X_n_f).float()
         return pred
-
-    def posterior(self) -> GaussianLastLayer | None:
-        return None

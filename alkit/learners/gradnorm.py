@@ -30,8 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from alkit.learners.laplace import eval_mode, find_last_linear, layer_io, restore_modes
-from alkit.types import GaussianLastLayer
+from alkit.models.layers import eval_mode, find_last_linear, layer_io, restore_modes
+from alkit.learners.posthoc import PostHocLearner
+from alkit.types import Prediction
 
 Target = Literal["classification", "regression"]
 _CHUNK = 8192
@@ -146,7 +147,7 @@ class GradNormScorer:
         return torch.cat(eps), torch.cat(alea)
 
 
-class GradNormLearner:
+class GradNormLearner(PostHocLearner):
     """MLPLearner whose epistemic score is the gradient norm of p_argmax (regression: of the mean).
 
     ``layers='last'`` uses the closed form on the head; 'all' or name prefixes of the
@@ -154,28 +155,17 @@ class GradNormLearner:
 
     def __init__(self, task: str, n_classes: int | None = None, *,
                  layers: str | Sequence[str] = "last", **mlp_options: object) -> None:
-        from alkit.models.learner import MLPLearner
+        super().__init__(task, n_classes, **mlp_options)
+        self.layers = layers
 
-        self.base = MLPLearner(task, n_classes, **mlp_options)  # type: ignore[arg-type]
-        self.task, self.layers = task, layers
-        self.scorer: GradNormScorer | None = None
-
-    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        report = self.base.fit(X_n_f, y_n, seed=seed)
-        model = nn.Sequential(self.base.backbone, self.base.head).eval()
+    def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         self.scorer = GradNormScorer.from_model(model, last_layer=self.base.head, task=self.task,  # type: ignore[arg-type]
                                                 layers=self.layers)
-        return report
+        return {}
 
-    @torch.no_grad()
-    def predict(self, X_n_f: np.ndarray):  # -> Prediction
-        if self.scorer is None:
-            raise RuntimeError("fit the learner before predicting")
-        pred = self.base.predict(X_n_f)
-        phi = pred.embedding_n_d
+    def rescore(self, pred: Prediction, X_n_f: np.ndarray) -> Prediction:
         if self.layers == "last":
-            out = pred.extras["logits_n_C"] if self.task == "classification" else self.base.head(phi)
-            epi, alea = self.scorer.score_outputs(phi, out)
+            epi, alea = self.scorer.score_outputs(pred.embedding_n_d, self.head_outputs(pred))
         else:
             epi, alea = self.scorer.score(X_n_f)
         if self.task == "regression":
@@ -183,6 +173,3 @@ class GradNormLearner:
             return pred  # aleatoric: the predicted variance from the base learner
         pred.epistemic_n, pred.aleatoric_n = epi, alea
         return pred
-
-    def posterior(self) -> GaussianLastLayer | None:
-        return None

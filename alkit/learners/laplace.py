@@ -64,6 +64,8 @@ import torch
 from torch import nn
 
 from alkit.distributions import entropy_n
+from alkit.learners.posthoc import PostHocLearner
+from alkit.models.layers import find_last_linear, layer_io
 from alkit.types import GaussianLastLayer
 
 Likelihood = Literal["classification", "regression", "heteroscedastic"]
@@ -230,59 +232,6 @@ def probit_mutual_information(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -
 
 
 # ------------------------------------------------------------------------------ the layer
-
-
-def find_last_linear(model: nn.Module, last_layer: str | nn.Module | None = None) -> tuple[str, nn.Linear]:
-    """The layer to make Bayesian: by name, by object, or the last nn.Linear in module order."""
-    named = dict(model.named_modules())
-    if isinstance(last_layer, str):
-        if last_layer not in named:
-            raise ValueError(f"model has no submodule {last_layer!r}")
-        layer = named[last_layer]
-        name = last_layer
-    elif isinstance(last_layer, nn.Module):
-        name = next((k for k, m in named.items() if m is last_layer), "")
-        layer = last_layer
-    else:
-        linears = [(k, m) for k, m in named.items() if isinstance(m, nn.Linear)]
-        if not linears:
-            raise ValueError("model has no nn.Linear layer")
-        name, layer = linears[-1]
-    if not isinstance(layer, nn.Linear):
-        raise TypeError(f"last layer {name!r} must be an nn.Linear, got {type(layer).__name__}")
-    return name, layer
-
-
-def eval_mode(model: nn.Module) -> list[tuple[nn.Module, bool]]:
-    """Put every submodule in eval mode; return their previous modes (a wrapper built around
-    fitted modules is in train mode by default, so only per-module restoring is safe)."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    return modes
-
-
-def restore_modes(modes: list[tuple[nn.Module, bool]]) -> None:
-    for m, training in modes:
-        m.training = training
-
-
-@torch.no_grad()
-def layer_io(
-    model: nn.Module, layer: nn.Linear, X: torch.Tensor | np.ndarray, *, chunk: int = _CHUNK
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(a (n, d) layer inputs, z (n, C) layer outputs) from ordinary forward passes (layer dtype)."""
-    x = torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X, dtype=layer.weight.dtype)
-    ins: list[torch.Tensor] = []
-    outs: list[torch.Tensor] = []
-    hook = layer.register_forward_hook(lambda m, i, o: (ins.append(i[0].detach()), outs.append(o.detach())))
-    modes = eval_mode(model)
-    try:
-        for s in range(0, x.shape[0], chunk):
-            model(x[s : s + chunk])
-    finally:
-        hook.remove()
-        restore_modes(modes)
-    return torch.cat(ins).reshape(x.shape[0], -1), torch.cat(outs).reshape(x.shape[0], -1)
 
 
 def with_bias(h_n_d: torch.Tensor, bias: bool) -> torch.Tensor:
@@ -520,7 +469,7 @@ def fit_last_layer_laplace(
 # ------------------------------------------------------------------------------ the learner
 
 
-class LaplaceLearner:
+class LaplaceLearner(PostHocLearner):
     """MLPLearner + post-hoc last-layer Laplace on its head (fitted on the labeled set).
 
     ``epistemic='mi'`` (default) ranks by the mutual information, ``'trace'`` by the logit-covariance
@@ -534,31 +483,22 @@ class LaplaceLearner:
     def __init__(self, task: str, n_classes: int | None = None, *, hessian: Hessian = "kfac",
                  epistemic: Literal["trace", "mi"] = "mi", mi: MIMethod = "mc",
                  prior_precision: float | None = None, **mlp_options: object) -> None:
-        from alkit.models.learner import MLPLearner
-
-        self.base = MLPLearner(task, n_classes, **mlp_options)  # type: ignore[arg-type]
-        self.task = task
+        super().__init__(task, n_classes, **mlp_options)
         self.hessian, self.epistemic, self.mi, self.prior_precision = hessian, epistemic, mi, prior_precision
-        self.laplace: LastLayerLaplace | None = None
 
-    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        report = self.base.fit(X_n_f, y_n, seed=seed)
-        model = nn.Sequential(self.base.backbone, self.base.head).eval()
+    @property
+    def laplace(self) -> LastLayerLaplace | None:
+        return self.scorer
+
+    def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         likelihood: Likelihood = "classification" if self.task == "classification" else "heteroscedastic"
-        self.laplace = LastLayerLaplace.from_model(
+        self.scorer = LastLayerLaplace.from_model(
             model, X_n_f, None, last_layer=self.base.head, likelihood=likelihood,
             hessian=self.hessian, prior_precision=self.prior_precision, mi=self.mi)
-        report["prior_precision"] = self.laplace.prior_precision
-        return report
+        return {"prior_precision": self.scorer.prior_precision}
 
-    @torch.no_grad()
-    def predict(self, X_n_f: np.ndarray):  # -> Prediction
-        if self.laplace is None:
-            raise RuntimeError("fit the learner before predicting")
-        pred = self.base.predict(X_n_f)
-        phi = pred.embedding_n_d
-        out = pred.extras["logits_n_C"] if self.task == "classification" else self.base.head(phi)
-        res = self.laplace.predict_features(phi, out)
+    def rescore(self, pred: Prediction, X_n_f: np.ndarray) -> Prediction:
+        res = self.scorer.predict_features(pred.embedding_n_d, self.head_outputs(pred))
         if self.task == "regression":
             scale2 = self.base.scaler.scale ** 2
             pred.epistemic_n = res.trace_n * scale2 if self.epistemic == "trace" else res.mi_n
