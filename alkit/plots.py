@@ -22,16 +22,20 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from alkit.metrics import aulc, labels_to_target, value_at
+from alkit.presets import PRESETS
 
 Band = Literal["std", "minmax"]
 
-BASELINES: tuple[str, ...] = ("random", "ensemble", "mc-dropout", "sve", "batchbald")
+BASELINES: tuple[str, ...] = tuple(p.name for p in PRESETS.values() if p.is_baseline)  # one source: presets.py
 ALLOWED_EXTENSIONS: tuple[str, ...] = (".png", ".svg")
 
 # Baselines: greys and muted colours, never solid, with a fixed style per name so a baseline
 # looks the same in every figure.  Analytic strategies: strong colours, solid lines.
 _BASELINE_STYLE: dict[str, tuple[str, object]] = {
     "random": ("0.35", "--"),
+    "margin": ("#9a8aa8", "--"),
+    "entropy": ("#a8a08a", (0, (3, 1, 1, 1))),
+    "least-confident": ("0.5", (0, (2, 2))),
     "ensemble": ("#8a8fa8", "-."),
     "mc-dropout": ("#a89a8a", ":"),
     "sve": ("0.6", (0, (5, 2, 1, 2))),
@@ -54,7 +58,8 @@ def _baseline_key(strategy: str) -> str | None:
 
 
 def is_baseline(strategy: str) -> bool:
-    """True for the comparison baselines (random, ensemble, mc-dropout, sve, batchbald)."""
+    """True for the comparison baselines (the presets marked ``is_baseline``: random, margin,
+    entropy, least-confident, ensemble, mc-dropout, sve, batchbald)."""
     return _baseline_key(strategy) is not None
 
 
