@@ -25,7 +25,7 @@ from alkit.config import Project
 from alkit.engines import ENGINES, AcquisitionScorer, get_engine
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.models.train import TrainConfig
-from alkit.pools import queue
+from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.presets import Preset, get_preset
@@ -104,6 +104,7 @@ class ActiveLoop:
         self.store = store or Store(project.store_url)
         self.features = FeatureReader(project.features_path)
         self.on_event = on_event or (lambda kind, payload: None)
+        self.oracle: Oracle = oracle_for(project, self.store)
         self._input: InputSpec | None = None
 
     # ----------------------------------------------------------------- spec
@@ -118,9 +119,7 @@ class ActiveLoop:
         initial = req.batch_size if req.initial is None else req.initial
         if initial < 0:
             raise LoopError(f"--initial must be >= 0, got {initial}")
-        n_pool = int(self.store.counts().get("pool:unlabeled", 0))
-        if not self.cfg.hide_labels:  # human oracle: this run's own picks have left the unlabeled pool
-            n_pool += queue.n_selected_by_name(self.store, run_name(req, scorer))
+        n_pool = int(self.store.counts().get("pool:unlabeled", 0)) + self.oracle.pool_held(run_name(req, scorer))
         if req.budget > n_pool:
             raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
         if initial > req.budget:
@@ -160,29 +159,46 @@ class ActiveLoop:
 
     # ----------------------------------------------------------------- run
     def run(self, req: RunRequest) -> list[CycleResult]:
+        """Cycles until the budget is spent and answered, ``req.max_cycles`` cycles are done, or the
+        oracle takes the selections away to be answered (people: one cycle per call)."""
         spec, preset = self.resolve(req)
         run = self.store.get_or_create_run(spec)
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
                                     "spent": self.store.n_spent(run.id)})
-        if not self.cfg.hide_labels:
-            human = self._run_human(run.id, run.name, spec, preset, req)
-            self.on_event("run_end", {"run": run.name, "run_id": run.id})
-            return human
         results: list[CycleResult] = []
-        while True:
-            if req.max_cycles is not None and len(results) >= req.max_cycles:
+        while req.max_cycles is None or len(results) < req.max_cycles:
+            cycle = self.store.next_cycle(run.id)
+            waiting = self.oracle.waiting(run.id)
+            if waiting:
+                self.store.set_run_status(run.id, "waiting")
+                msg = f"waiting: {waiting} items still queued; `alkit queue import FILE`, then `alkit run`"
+                self.on_event("human_wait", {"run": run.name, "cycle": cycle - 1, "queued": waiting, "message": msg})
+                self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
                 break
             spent = self.store.n_spent(run.id)
-            cycle = self.store.next_cycle(run.id)
-            cycles = self.store.cycles(run.id)[-1:]
-            if spent >= spec.budget and cycles and cycles[-1].n_selected == 0:
+            last = self.store.cycles(run.id)[-1:]
+            if spent >= spec.budget and last and last[-1].n_selected == 0:
                 self.store.set_run_status(run.id, "complete")
                 break
             res = self._cycle(run.id, cycle, spec, preset, spent)
             results.append(res)
             self.on_event("cycle_end", {"run": run.name, **res.__dict__})
+            if self.oracle.one_cycle_per_call:
+                self._hand_off(run.name, cycle, res, req)
+                break
         self.on_event("run_end", {"run": run.name, "run_id": run.id})
         return results
+
+    def _hand_off(self, name: str, cycle: int, res: CycleResult, req: RunRequest) -> None:
+        out = self.oracle.hand_off(res.n_selected, req.queue_file)
+        if out is None:
+            self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
+            return
+        msg = (f"{out.n_items} items queued in {out.path}: fill in their 'label' column (or export another "
+               f"format with `alkit queue export`), then `alkit queue import {out.path.name}` and `alkit run` again")
+        self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": out.n_items,
+                                      "path": str(out.path), "message": msg})
+        self.on_event("phase", {"cycle": cycle, "phase": msg})
 
     def _labeled(self, run_id: int) -> tuple[np.ndarray, np.ndarray]:
         keys, values = self.store.labeled_set(run_id)
@@ -254,62 +270,18 @@ class ActiveLoop:
     def _commit(self, run_id: int, cycle: int, spec: RunSpec, sel: Selection | None, selector: str,
                 n_labeled: int, result_metrics: dict[str, float], fit_s: float, score_s: float,
                 select_s: float, n_scored: int) -> None:
-        """Record the cycle in one transaction: with the simulated oracle its answers go in too;
-        with people the selected items become queued."""
+        """Record the cycle in one transaction, through the oracle: the simulated one writes its
+        answers with it, with people the selected items become queued."""
         selections = [] if sel is None else [
             {"item_key": int(key), "rank": rank, "score": float(score), "utility": float(util), "selector": selector}
             for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities))
         ]
         cycle_row = {"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
                      "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored}
-        if not self.cfg.hide_labels:
-            queue.commit_queued_cycle(self.store, run_id, cycle, selections=selections, cycle_row=cycle_row,
-                                      run_status="waiting" if selections else "complete")
-            return
-        answers = self.store.hidden_labels([r["item_key"] for r in selections])
-        labels = []
-        for row in selections:
-            value = answers.get(row["item_key"])
-            if value is None:
-                raise LoopError(f"the simulated oracle has no label for item key {row['item_key']}")
-            labels.append({"item_key": row["item_key"], "value": value, "annotator": "oracle"})
-        self.store.commit_cycle(run_id, cycle, selections=selections, oracle_labels=labels, cycle_row=cycle_row,
-                                run_status="complete" if sel is None else None)
-
-    # ----------------------------------------------------------------- human oracle
-    def _run_human(self, run_id: int, name: str, spec: RunSpec, preset: Preset, req: RunRequest) -> list[CycleResult]:
-        """At most one cycle per call: people label between calls (export -> label -> import).
-
-        While this run's last batch is still queued nothing is selected; once the budget is spent
-        and labeled, one last cycle fits and evaluates on every label and completes the run.
-        """
-        if req.max_cycles is not None and req.max_cycles < 1:
-            return []
-        cycle = self.store.next_cycle(run_id)
-        waiting = queue.n_waiting(self.store, run_id)
-        if waiting:
-            self.store.set_run_status(run_id, "waiting")
-            msg = f"waiting: {waiting} items still queued; `alkit queue import FILE`, then `alkit run`"
-            self.on_event("human_wait", {"run": name, "cycle": cycle - 1, "queued": waiting, "message": msg})
-            self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
-            return []
-        last = self.store.cycles(run_id)[-1:]
-        spent = self.store.n_spent(run_id)
-        if spent >= spec.budget and last and last[-1].n_selected == 0:
-            self.store.set_run_status(run_id, "complete")
-            return []
-        res = self._cycle(run_id, cycle, spec, preset, spent)
-        self.on_event("cycle_end", {"run": name, **res.__dict__})
-        if res.n_selected:
-            out = queue.export_queue(self.project, req.queue_file, store=self.store)
-            msg = (f"{res.n_selected} items queued in {out.path}: fill in their 'label' column (or export another "
-                   f"format with `alkit queue export`), then `alkit queue import {out.path.name}` and `alkit run` again")
-            self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": res.n_selected,
-                                          "path": str(out.path), "message": msg})
-            self.on_event("phase", {"cycle": cycle, "phase": msg})
-        else:
-            self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
-        return [res]
+        try:
+            self.oracle.commit(run_id, cycle, selections, cycle_row, final=sel is None)
+        except OracleError as exc:
+            raise LoopError(str(exc)) from None
 
     # ----------------------------------------------------------------- pieces
     def _pool_mask(self, run_id: int, keys_lab: np.ndarray) -> np.ndarray:

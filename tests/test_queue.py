@@ -25,7 +25,6 @@ from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.pools.queue import (
     QueueError,
-    commit_queued_cycle,
     export_queue,
     import_labels,
     queue_status,
@@ -69,8 +68,8 @@ def queue_batch(project: Project, n: int, cycle: int = 0, run: str = "manual") -
     store = Store(project.store_url)
     r = store.get_or_create_run(RunSpec(run, "random", "none", 0, 1000, 10, 10, {}))
     keys = store.pool_keys()[:n]
-    commit_queued_cycle(
-        store, r.id, cycle,
+    store.commit_cycle(
+        r.id, cycle, queue_selected=True, oracle_labels=[],
         selections=[{"item_key": int(k), "rank": i, "score": 1.0 - i / 100, "utility": 0.5, "selector": "random"}
                     for i, k in enumerate(keys)],
         cycle_row={"n_labeled": 0, "n_selected": n, "metrics": {}}, run_status="waiting",

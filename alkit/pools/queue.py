@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import delete, func, select
 
 from alkit.config import Project
-from alkit.pools.schema import CycleRow, Item, Label, Meta, Run, SelectionRow, utcnow
-from alkit.pools.store import Store, StoreError
+from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow, utcnow
+from alkit.pools.store import Store, write_lock
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -113,59 +112,9 @@ class QueueStatus:
 
 
 # ---------------------------------------------------------------------------- store helpers
-def _write_lock(s: Session) -> None:
-    """Take the write lock before reading, so validate-then-write cannot race another import.
-
-    SQLite: the first statement of the transaction is a write, so it waits on busy_timeout for
-    the RESERVED lock instead of failing later on a stale read snapshot.  PostgreSQL: a row lock.
-    """
-    s.execute(update(Meta).where(Meta.key == "schema_version").values(value=Meta.value))
-
-
 def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
     for start in range(0, len(seq), n):
         yield seq[start : start + n]
-
-
-def commit_queued_cycle(
-    store: Store,
-    run_id: int,
-    cycle: int,
-    *,
-    selections: list[dict[str, Any]],
-    cycle_row: dict[str, Any],
-    run_status: str | None,
-) -> None:
-    """Record a human-oracle cycle atomically: selections, items -> queued, the cycle row.
-
-    Refused (nothing written) if any selected item stopped being unlabeled meanwhile, e.g. another
-    run queued it first; the caller simply runs the cycle again.
-    """
-    with store.session() as s:
-        _write_lock(s)
-        last = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run_id))
-        expected = 0 if last is None else int(last) + 1
-        if cycle != expected:
-            raise StoreError(f"run {run_id}: cycle {cycle} out of order (next is {expected})")
-        keys = [int(r["item_key"]) for r in selections]
-        n = 0
-        for chunk in _chunks(keys):
-            res = s.execute(
-                update(Item)
-                .where(Item.key.in_(chunk), Item.split == "pool", Item.state == "unlabeled")
-                .values(state="queued")
-            )
-            n += int(res.rowcount)
-        if n != len(keys):
-            raise StoreError(
-                f"{len(keys) - n} selected items were queued or labeled by someone else meanwhile; "
-                "nothing was recorded: run again"
-            )
-        if selections:
-            s.execute(insert(SelectionRow), [dict(r, run_id=run_id, cycle=cycle) for r in selections])
-        s.execute(insert(CycleRow), [dict(cycle_row, run_id=run_id, cycle=cycle)])
-        if run_status is not None:
-            s.execute(update(Run).where(Run.id == run_id).values(status=run_status))
 
 
 def n_waiting(store: Store, run_id: int) -> int:
@@ -618,7 +567,7 @@ def import_labels(
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
     counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
     with store.session() as s:
-        _write_lock(s)
+        write_lock(s)
         ids = list(decisions)
         items: dict[str, Item] = {}
         for chunk in _chunks(ids):

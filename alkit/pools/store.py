@@ -22,6 +22,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow
 
 
+def write_lock(s: Session) -> None:
+    """Take the write lock before reading, so validate-then-write cannot race another writer.
+
+    SQLite: the first statement of the transaction is a write, so it waits on busy_timeout for
+    the RESERVED lock instead of failing later on a stale read snapshot.  PostgreSQL: a row lock.
+    """
+    s.execute(update(Meta).where(Meta.key == "schema_version").values(value=Meta.value))
+
+
 class StoreError(RuntimeError):
     """A store operation was refused; the message names the problem.  Nothing was written."""
 
@@ -297,16 +306,35 @@ class Store:
         oracle_labels: list[dict[str, Any]],
         cycle_row: dict[str, Any],
         run_status: str | None = None,
+        queue_selected: bool = False,
     ) -> None:
         """Record one cycle atomically: its selections, the oracle's labels and its metrics.
 
+        ``queue_selected`` (people answer): the selected items move from unlabeled to queued in the
+        same transaction, refused (nothing written) if any of them stopped being unlabeled
+        meanwhile, e.g. another run queued it first; the caller simply runs the cycle again.
         A kill before this returns leaves no trace of the cycle, so a resumed run redoes it.
         """
         with self.session() as s:
+            if queue_selected:
+                write_lock(s)
             expected = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run_id))
             expected = 0 if expected is None else int(expected) + 1
             if cycle != expected:
                 raise StoreError(f"run {run_id}: cycle {cycle} out of order (next is {expected})")
+            if queue_selected:
+                keys = [int(r["item_key"]) for r in selections]
+                n = 0
+                for start in range(0, len(keys), 5_000):
+                    res = s.execute(
+                        update(Item)
+                        .where(Item.key.in_(keys[start:start + 5_000]), Item.split == "pool", Item.state == "unlabeled")
+                        .values(state="queued")
+                    )
+                    n += int(res.rowcount)
+                if n != len(keys):
+                    raise StoreError(f"{len(keys) - n} selected items were queued or labeled by someone else "
+                                     "meanwhile; nothing was recorded: run again")
             if selections:
                 s.execute(insert(SelectionRow), [dict(r, run_id=run_id, cycle=cycle) for r in selections])
             if oracle_labels:

@@ -1,0 +1,109 @@
+"""Oracles: who answers a cycle's selections.  The loop has one flow; the oracle decides what a
+committed cycle writes and whether the run goes on in this call (small-text's query/update split).
+
+- ``SimulatedOracle`` (projects created with ``--hide-labels``, benchmarks): the pool's hidden
+  labels answer at once, in the cycle's own transaction, so a run goes on until its budget is spent.
+- ``HumanOracle`` (every other project): the selected items become *queued* in the cycle's
+  transaction and are exported for people; the run stops until their labels are imported
+  (``alkit queue import``), then the next ``alkit run`` does the next cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from alkit.config import Project
+from alkit.pools import queue
+from alkit.pools.store import Store
+
+
+class OracleError(RuntimeError):
+    """The oracle cannot answer (a simulated label is missing)."""
+
+
+@dataclass
+class Handoff:
+    """What a human oracle handed to people after a cycle: how many items, in which file."""
+
+    n_items: int
+    path: Path
+
+
+class Oracle(Protocol):
+    one_cycle_per_call: bool  # True: people label between calls
+
+    def waiting(self, run_id: int) -> int:
+        """Items of this run still waiting for an answer (0: a cycle may run)."""
+
+    def pool_held(self, run_name: str) -> int:
+        """Pool items the run's own earlier picks hold outside the unlabeled pool (budget check)."""
+
+    def commit(self, run_id: int, cycle: int, selections: list[dict[str, Any]], cycle_row: dict[str, Any],
+               final: bool) -> None:
+        """Record the cycle with this oracle's answers (or queue), in one transaction."""
+
+    def hand_off(self, n_selected: int, queue_file: str | None) -> Handoff | None:
+        """After a committed cycle: give the selections to whoever answers them."""
+
+
+class SimulatedOracle:
+    """Answers from the hidden labels of the pool, at once."""
+
+    one_cycle_per_call = False
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def waiting(self, run_id: int) -> int:
+        return 0
+
+    def pool_held(self, run_name: str) -> int:
+        return 0  # answered picks are labeled: they count as spent, not as pool
+
+    def commit(self, run_id: int, cycle: int, selections: list[dict[str, Any]], cycle_row: dict[str, Any],
+               final: bool) -> None:
+        answers = self.store.hidden_labels([r["item_key"] for r in selections])
+        labels = []
+        for row in selections:
+            value = answers.get(row["item_key"])
+            if value is None:
+                raise OracleError(f"the simulated oracle has no label for item key {row['item_key']}")
+            labels.append({"item_key": row["item_key"], "value": value, "annotator": "oracle"})
+        self.store.commit_cycle(run_id, cycle, selections=selections, oracle_labels=labels, cycle_row=cycle_row,
+                                run_status="complete" if final else None)
+
+    def hand_off(self, n_selected: int, queue_file: str | None) -> Handoff | None:
+        return None
+
+
+class HumanOracle:
+    """People answer: selections are queued, exported, and imported back between runs."""
+
+    one_cycle_per_call = True
+
+    def __init__(self, project: Project, store: Store) -> None:
+        self.project, self.store = project, store
+
+    def waiting(self, run_id: int) -> int:
+        return queue.n_waiting(self.store, run_id)
+
+    def pool_held(self, run_name: str) -> int:
+        return queue.n_selected_by_name(self.store, run_name)
+
+    def commit(self, run_id: int, cycle: int, selections: list[dict[str, Any]], cycle_row: dict[str, Any],
+               final: bool) -> None:
+        self.store.commit_cycle(run_id, cycle, selections=selections, oracle_labels=[], cycle_row=cycle_row,
+                                run_status="waiting" if selections else "complete", queue_selected=True)
+
+    def hand_off(self, n_selected: int, queue_file: str | None) -> Handoff | None:
+        if not n_selected:
+            return None
+        out = queue.export_queue(self.project, queue_file, store=self.store)
+        return Handoff(n_selected, out.path)
+
+
+def oracle_for(project: Project, store: Store) -> Oracle:
+    """The project's oracle: simulated where the pool's labels are hidden, people otherwise."""
+    return SimulatedOracle(store) if project.config.hide_labels else HumanOracle(project, store)
