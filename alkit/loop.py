@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 from alkit import metrics
 from alkit.acquisition import ACQUISITIONS, AcquisitionError, EPIGTargets, get_acquisition
 from alkit.config import Project
-from alkit.engines import ENGINES, AcquisitionScorer, get_engine
+from alkit.engines import ENGINES, AcquisitionScorer
+from alkit.engines.candidates import CandidateRequest, candidate_count
+from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.models.train import TrainConfig
 from alkit.oracles import Oracle, OracleError, oracle_for
@@ -33,7 +34,6 @@ from alkit.registry import check_acquisition, get_scorer, make_learner
 from alkit.strategies import get_selector
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
-POOL_CANDIDATES = 50_000  # 'pool' source (badge, kcenter): the whole pool up to this many, else the top by score
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
 STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
@@ -356,37 +356,15 @@ class ActiveLoop:
 
     def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None, spec: RunSpec, k: int,
                     cycle: int, acq_ctx: AcquisitionContext | None) -> tuple[Candidates, int]:
-        """The candidates the selector asked for among the ``mask``ed pool items, and how many
-        items the learner scored.  Scores are the run's acquisition of each item's Prediction."""
+        """The candidates the selector asked for (alkit/engines/candidates.py), scored by the run's
+        acquisition of each item's Prediction."""
         source = selector.candidate_source
-        m = spec.options.get("candidates") or (POOL_CANDIDATES if source == "pool" else 20 * max(k, 1))
-        m = max(m, k)
-        if source == "all":
-            return Candidates(keys_n=np.flatnonzero(mask).astype(np.int64)), 0
+        req = CandidateRequest(
+            source=source, m=candidate_count(source, k, spec.options.get("candidates")),
+            seed=_seed(spec.seed, cycle, 3), engine=spec.options.get("engine", "local"),
+            engine_options={"address": spec.options.get("ray_address")},
+            stratify_by=spec.options.get("stratify_by"), payload_path=self.project.payload_path)
         scorer = None
-        if learner is not None:
+        if learner is not None and source != "all":
             scorer = AcquisitionScorer(get_acquisition(spec.options.get("acquisition") or "epistemic"), acq_ctx)
-        if source == "sample" or learner is None:
-            rng = np.random.default_rng(_seed(spec.seed, cycle, 3))
-            pool = np.flatnonzero(mask)
-            keys = np.sort(rng.choice(pool, size=min(m, len(pool)), replace=False)).astype(np.int64)
-            X = self.features.take(keys)
-            if learner is None:
-                emb = (X - X.mean(0)) / np.where(X.std(0) > 1e-8, X.std(0), 1.0)
-                cands = Candidates(keys_n=keys, scores_n=np.zeros(len(keys)), embedding_n_d=emb)
-            else:
-                scores, a = scorer(learner.predict(X))
-                cands = Candidates(keys_n=keys, scores_n=scores, embedding_n_d=a.pop("embedding_n_d"),
-                                   probs_n_C=a.pop("probs_n_C"), extras={k2: v for k2, v in a.items() if v is not None})
-            cands.extras["features"] = X
-            strat = spec.options.get("stratify_by")
-            if strat:
-                cands.strata_n = self._strata(keys, strat)
-            return cands, 0 if learner is None else len(keys)
-        engine = get_engine(spec.options.get("engine", "local"), address=spec.options.get("ray_address"))
-        return engine(learner, self.features.path, mask, m, self.features.chunk_rows, scorer=scorer)
-
-    def _strata(self, keys: np.ndarray, column: str) -> np.ndarray:
-        df = pl.read_parquet(self.project.payload_path, columns=["key", column])
-        codes = df[column].cast(pl.Utf8).fill_null("<missing>").cast(pl.Categorical).to_physical().to_numpy()
-        return codes[keys].astype(np.int64)
+        return produce_candidates(req, self.features, mask, learner, scorer)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import torch
 from torch.nn.utils import parametrize
 
 from alkit.engines.streaming import TopM
+from alkit.pools.features import iter_masked_batches, open_features  # noqa: F401 (the engines' reader)
 from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
 
 TopMEngine = Callable[..., tuple[Candidates, int]]
@@ -106,34 +106,6 @@ def dumps_learner(learner: Learner) -> bytes:
 def candidate_arrays(c: Candidates) -> dict[str, np.ndarray | None]:
     """A TopM result's arrays in the form ``TopM.push`` takes, so results can be merged."""
     return {"embedding_n_d": c.embedding_n_d, "probs_n_C": c.probs_n_C, **c.extras}
-
-
-def open_features(path: Path | str) -> pq.ParquetFile:
-    """The feature file for one streaming pass.  ``pre_buffer=False``: with pyarrow's default
-    (True) the reader caches every range it has read until the pass ends, so a pass over the pool
-    holds the whole decompressed file (memory grows with the pool, 2M x 64 -> +550 MB)."""
-    return pq.ParquetFile(path, pre_buffer=False)
-
-
-def iter_masked_batches(
-    file: pq.ParquetFile, chunk_rows: int, mask_n: np.ndarray | None, row_groups: list[int] | None = None
-) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(keys_m, X_m_f) per record batch of ``chunk_rows`` rows, keeping rows where mask_n[key].
-
-    Same cut and filter as FeatureReader.iter_chunks; with ``row_groups`` starting at a multiple
-    of chunk_rows the batches are exactly the whole-file batches of that range.
-    """
-    n_features = file.schema_arrow.field("x").type.list_size
-    for batch in file.iter_batches(batch_size=chunk_rows, columns=["key", "x"], row_groups=row_groups):
-        keys = batch.column(0).to_numpy()
-        if mask_n is not None:
-            sel = mask_n[keys]
-            if not sel.any():
-                continue
-        X = batch.column(1).values.to_numpy(zero_copy_only=False).reshape(-1, n_features)
-        if mask_n is not None and not sel.all():
-            keys, X = keys[sel], X[sel]
-        yield keys, X
 
 
 def score_batches(learner: Learner, batches: Iterator[tuple[np.ndarray, np.ndarray]], m: int,

@@ -29,13 +29,39 @@ def write_features(path: Path, X_n_f: np.ndarray) -> None:
             writer.write_table(pa.Table.from_arrays([keys, values], schema=schema))
 
 
+def open_features(path: Path | str) -> pq.ParquetFile:
+    """The feature file for one streaming pass.  ``pre_buffer=False``: with pyarrow's default
+    (True) the reader caches every range it has read until the pass ends, so a pass over the pool
+    holds the whole decompressed file (memory grows with the pool, 2M x 64 -> +550 MB)."""
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
+def iter_masked_batches(
+    file: pq.ParquetFile, chunk_rows: int, mask_n: np.ndarray | None, row_groups: list[int] | None = None
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(keys_m, X_m_f) per record batch of ``chunk_rows`` rows, keeping rows where mask_n[key]:
+    the one Parquet reader of the package (the loop's passes and both engines).  With
+    ``row_groups`` starting at a multiple of chunk_rows the batches are exactly the whole-file
+    batches of that range, so a Ray task sees the chunks a local pass would."""
+    n_features = file.schema_arrow.field("x").type.list_size
+    for batch in file.iter_batches(batch_size=chunk_rows, columns=["key", "x"], row_groups=row_groups):
+        keys = batch.column(0).to_numpy()
+        if mask_n is not None:
+            sel = mask_n[keys]
+            if not sel.any():
+                continue
+        X = batch.column(1).values.to_numpy(zero_copy_only=False).reshape(-1, n_features)
+        if mask_n is not None and not sel.all():
+            keys, X = keys[sel], X[sel]
+        yield keys, X
+
+
 class FeatureReader:
     """Chunked access to a features.parquet file."""
 
     def __init__(self, path: Path, chunk_rows: int = 16_384) -> None:
         self.path = Path(path)
-        # pre_buffer=False: pyarrow would otherwise keep every row group read until the pass ends
-        self.file = pq.ParquetFile(self.path, pre_buffer=False)
+        self.file = open_features(self.path)
         self.n_items = self.file.metadata.num_rows
         x_type = self.file.schema_arrow.field("x").type
         self.n_features = x_type.list_size
@@ -43,16 +69,7 @@ class FeatureReader:
 
     def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (keys_m, X_m_f) per record batch, only rows where ``mask_n[key]`` is True."""
-        for batch in self.file.iter_batches(batch_size=self.chunk_rows, columns=["key", "x"]):
-            keys = batch.column(0).to_numpy()
-            if mask_n is not None:
-                sel = mask_n[keys]
-                if not sel.any():
-                    continue
-            X = batch.column(1).values.to_numpy(zero_copy_only=False).reshape(-1, self.n_features)
-            if mask_n is not None and not sel.all():
-                keys, X = keys[sel], X[sel]
-            yield keys, X
+        return iter_masked_batches(self.file, self.chunk_rows, mask_n)
 
     def take(self, keys: np.ndarray) -> np.ndarray:
         """Rows for ``keys`` in the given order; streams the file once."""

@@ -1,0 +1,77 @@
+"""Candidate production for every source a selector can ask for (``Selector.candidate_source``):
+
+- 'all': every allowed pool key, no scores (random);
+- 'sample': a seeded uniform sample of m allowed items with their features (coldstart), scored
+  when there is a model, and their strata when the run stratifies by a payload column;
+- 'topm' / 'pool': the m best-scoring items of a streamed pass over the pool, by the named
+  engine (local or Ray; 'pool' is the whole pool up to ``POOL_CANDIDATES``).
+
+Without a model (the cold start) every source but 'all' is the sample, embedded by the
+standardised features.  The loop calls ``produce`` once per cycle and hands the result on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from alkit.engines import AcquisitionScorer, get_engine
+from alkit.pools.features import FeatureReader
+from alkit.types import Candidates, Learner
+
+POOL_CANDIDATES = 50_000  # 'pool' source (badge, kcenter): the whole pool up to this many, else the top by score
+
+
+@dataclass
+class CandidateRequest:
+    """What one cycle asks for: the source, how many, and how to reach the pool."""
+
+    source: str
+    m: int
+    seed: int  # the sample's seed
+    engine: str = "local"
+    engine_options: dict[str, Any] | None = None
+    stratify_by: str | None = None
+    payload_path: Path | None = None
+
+
+def candidate_count(source: str, k: int, requested: int | None) -> int:
+    """m for a cycle that picks k: the run's ``--candidates`` or the source's default, at least k."""
+    m = requested or (POOL_CANDIDATES if source == "pool" else 20 * max(k, 1))
+    return max(m, k)
+
+
+def payload_codes(payload_path: Path, column: str, keys: np.ndarray) -> np.ndarray:
+    """Integer codes of a payload column's values for ``keys`` (missing values share one code)."""
+    df = pl.read_parquet(payload_path, columns=["key", column])
+    codes = df[column].cast(pl.Utf8).fill_null("<missing>").cast(pl.Categorical).to_physical().to_numpy()
+    return codes[keys].astype(np.int64)
+
+
+def produce(req: CandidateRequest, features: FeatureReader, mask_n: np.ndarray, learner: Learner | None,
+            scorer: AcquisitionScorer | None) -> tuple[Candidates, int]:
+    """The candidates among the ``mask_n``ed pool items, and how many items the learner scored."""
+    if req.source == "all":
+        return Candidates(keys_n=np.flatnonzero(mask_n).astype(np.int64)), 0
+    if req.source == "sample" or learner is None:
+        rng = np.random.default_rng(req.seed)
+        pool = np.flatnonzero(mask_n)
+        keys = np.sort(rng.choice(pool, size=min(req.m, len(pool)), replace=False)).astype(np.int64)
+        X = features.take(keys)
+        if learner is None or scorer is None:
+            emb = (X - X.mean(0)) / np.where(X.std(0) > 1e-8, X.std(0), 1.0)
+            cands = Candidates(keys_n=keys, scores_n=np.zeros(len(keys)), embedding_n_d=emb)
+        else:
+            scores, a = scorer(learner.predict(X))
+            cands = Candidates(keys_n=keys, scores_n=scores, embedding_n_d=a.pop("embedding_n_d"),
+                               probs_n_C=a.pop("probs_n_C"), extras={k: v for k, v in a.items() if v is not None})
+        cands.extras["features"] = X
+        if req.stratify_by and req.payload_path is not None:
+            cands.strata_n = payload_codes(req.payload_path, req.stratify_by, keys)
+        return cands, 0 if learner is None else len(keys)
+    engine = get_engine(req.engine, **(req.engine_options or {}))
+    return engine(learner, features.path, mask_n, req.m, features.chunk_rows, scorer=scorer)
