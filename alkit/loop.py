@@ -82,7 +82,9 @@ def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
 
 
-def run_name(req: RunRequest, scorer: str) -> str:
+def curve_name(req: RunRequest, scorer: str) -> str:
+    """The learning-curve group of a run (stored in its config as data, never parsed back from
+    its name): the strategy with whatever differs from its defaults, or the run's own --name."""
     if req.name:
         return req.name
     preset = get_preset(req.strategy)
@@ -92,7 +94,14 @@ def run_name(req: RunRequest, scorer: str) -> str:
     if req.initial_selector and req.initial_selector != preset.initial_selector:
         base += f"-init{req.initial_selector}"
     opts = "".join(f"-{v}" for _, v in sorted(req.learner_options.items()))
-    return f"{base}{opts}-b{req.batch_size}-s{req.seed}"
+    return f"{base}{opts}"
+
+
+def run_name(req: RunRequest, scorer: str) -> str:
+    """The run's unique name: its curve, batch size and seed (or the given --name)."""
+    if req.name:
+        return req.name
+    return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
 class ActiveLoop:
@@ -153,7 +162,8 @@ class ActiveLoop:
         options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
                    "learner": dict(req.learner_options), "train": dict(req.train),
                    "engine": req.engine, "ray_address": req.ray_address,
-                   "acquisition": acquisition, "initial_selector": initial_selector}
+                   "acquisition": acquisition, "initial_selector": initial_selector,
+                   "curve": curve_name(req, scorer)}
         spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
         return spec, preset
 

@@ -10,9 +10,11 @@ import polars as pl
 from alkit.pools.store import Store
 
 
-def curve_label(run_name: str) -> str:
-    """The learning-curve group of a run: its name without the batch and seed suffix."""
-    return re.sub(r"-b\d+-s\d+$", "", run_name)
+def curve_label(run: Any) -> str:
+    """The learning-curve group of a run: ``config['curve']``, written when the run was created
+    (stores from before it existed: the name without its batch and seed suffix)."""
+    curve = (run.config or {}).get("curve")
+    return curve if curve else re.sub(r"-b\d+-s\d+$", "", run.name)
 
 
 def run_summaries(store: Store) -> list[dict[str, Any]]:
@@ -55,7 +57,7 @@ def cycles_frame(store: Store) -> pl.DataFrame:
         if not c.metrics:
             continue
         r = runs[c.run_id]
-        rows.append({"run_id": r.id, "run": r.name, "strategy": curve_label(r.name), "seed": r.seed,
+        rows.append({"run_id": r.id, "run": r.name, "strategy": curve_label(r), "seed": r.seed,
                      "cycle": c.cycle, "n_labeled": c.n_labeled, "fit_s": c.fit_s, "score_s": c.score_s,
                      "select_s": c.select_s, "n_scored": c.n_scored,
                      **{k: float(v) for k, v in c.metrics.items()}})
