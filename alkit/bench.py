@@ -146,7 +146,7 @@ def run_bench(
         for seed in seed_list:
             req = RunRequest(strategy=name, budget=budget, batch_size=batch_size, seed=seed,
                              initial=initial, train=dict(train or {}), scorer=scorer or None)
-            plan.append((req, loop.resolve(req)[0].name))  # validates every run before any starts
+            plan.append((req, loop.resolve(req).spec.name))  # validates every run before any starts
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
     failed: dict[str, str] = {}

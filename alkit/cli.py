@@ -175,7 +175,7 @@ def run(
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
                          initial_selector=initial_selector)
         loop = ActiveLoop(proj)
-        spec, _ = loop.resolve(req)
+        spec = loop.resolve(req).spec
         t0 = time.perf_counter()
         _run_with_progress(loop, req, quiet=json_out)
         elapsed = time.perf_counter() - t0

@@ -13,58 +13,28 @@ import dataclasses
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from alkit import metrics
-from alkit.acquisition import ACQUISITIONS, AcquisitionError, EPIGTargets, get_acquisition
+from alkit.acquisition import AcquisitionError, EPIGTargets
 from alkit.config import Project
-from alkit.engines import ENGINES, AcquisitionScorer
+from alkit.engines import AcquisitionScorer
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
-from alkit.models.train import TrainConfig
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
-from alkit.presets import Preset, get_preset
-from alkit.registry import check_acquisition, get_scorer, make_learner
-from alkit.strategies import get_selector
+from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
 STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
 EventFn = Callable[[str, dict[str, Any]], None]
-
-
-class LoopError(ValueError):
-    """A run cannot start or continue; the message says why.  The store is unchanged."""
-
-
-@dataclass
-class RunRequest:
-    """The arguments of `alkit run` (library form)."""
-
-    strategy: str
-    budget: int
-    batch_size: int = 10
-    seed: int = 0
-    scorer: str | None = None
-    initial: int | None = None  # size of the first (model-free) batch; default batch_size
-    name: str | None = None
-    candidates: int | None = None  # m for top-m / sampled candidates; default 20 x batch
-    stratify_by: str | None = None
-    learner_options: dict[str, Any] = field(default_factory=dict)
-    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields, e.g. max_epochs
-    max_cycles: int | None = None  # stop after this many cycles in this call (resume later)
-    queue_file: str | None = None  # human oracle: where the queue is written (default queue.csv in the project)
-    engine: str = "local"  # where top-m scoring runs: 'local' or 'ray' (alkit/engines); same picks either way
-    ray_address: str | None = None  # engine='ray': cluster address (None: reuse ray.init() or start a local one)
-    acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
-    initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
 
 
 @dataclass
@@ -82,28 +52,6 @@ def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
 
 
-def curve_name(req: RunRequest, scorer: str) -> str:
-    """The learning-curve group of a run (stored in its config as data, never parsed back from
-    its name): the strategy with whatever differs from its defaults, or the run's own --name."""
-    if req.name:
-        return req.name
-    preset = get_preset(req.strategy)
-    base = req.strategy if scorer in ("none", preset.default_scorer) else f"{req.strategy}-{scorer}"
-    if req.acquisition and req.acquisition != preset.acquisition:
-        base += f"-{req.acquisition}"
-    if req.initial_selector and req.initial_selector != preset.initial_selector:
-        base += f"-init{req.initial_selector}"
-    opts = "".join(f"-{v}" for _, v in sorted(req.learner_options.items()))
-    return f"{base}{opts}"
-
-
-def run_name(req: RunRequest, scorer: str) -> str:
-    """The run's unique name: its curve, batch size and seed (or the given --name)."""
-    if req.name:
-        return req.name
-    return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
-
-
 class ActiveLoop:
     """Drives runs on one project.  UI-free: progress goes to ``on_event`` callbacks."""
 
@@ -116,62 +64,18 @@ class ActiveLoop:
         self.oracle: Oracle = oracle_for(project, self.store)
         self._input: InputSpec | None = None
 
-    # ----------------------------------------------------------------- spec
-    def resolve(self, req: RunRequest) -> tuple[RunSpec, Preset]:
-        preset = get_preset(req.strategy)
-        scorer = req.scorer or preset.default_scorer
-        get_scorer(scorer)
-        if req.batch_size < 1:
-            raise LoopError(f"--batch-size must be at least 1, got {req.batch_size}")
-        if req.budget < 1:
-            raise LoopError(f"--budget must be at least 1, got {req.budget}")
-        initial = req.batch_size if req.initial is None else req.initial
-        if initial < 0:
-            raise LoopError(f"--initial must be >= 0, got {initial}")
-        n_pool = int(self.store.counts().get("pool:unlabeled", 0)) + self.oracle.pool_held(run_name(req, scorer))
-        if req.budget > n_pool:
-            raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
-        if initial > req.budget:
-            raise LoopError(f"--initial {initial} is larger than --budget {req.budget}")
-        if req.stratify_by and req.stratify_by not in self.cfg.payload_cols:
-            raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(self.cfg.payload_cols)}")
-        initial_selector = req.initial_selector or preset.initial_selector
-        for name in (preset.selector, preset.single_selector, initial_selector):
-            get_selector(name)
-        if get_selector(initial_selector).needs_model:
-            raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
-                            "without one (use random or coldstart)")
-        acquisition = req.acquisition or preset.acquisition_for(self.cfg.task)
-        if acquisition not in ACQUISITIONS:
-            raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
-        if preset.selector != "random":
-            try:
-                check_acquisition(acquisition, scorer, self.cfg.task)
-            except ValueError as exc:
-                raise LoopError(str(exc)) from None
-        unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
-        if unknown:
-            raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
-        try:  # build one (unfitted) learner now, so a bad option is refused before anything is written
-            make_learner(scorer, self.cfg.task, self.cfg.n_classes, train=TrainConfig(**req.train),
-                         **req.learner_options)
-        except (TypeError, ValueError) as exc:
-            raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
-        if req.engine not in ENGINES:
-            raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
-        options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
-                   "learner": dict(req.learner_options), "train": dict(req.train),
-                   "engine": req.engine, "ray_address": req.ray_address,
-                   "acquisition": acquisition, "initial_selector": initial_selector,
-                   "curve": curve_name(req, scorer)}
-        spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
-        return spec, preset
+    # ----------------------------------------------------------------- plan
+    def resolve(self, req: RunRequest) -> RunPlan:
+        """The run's plan (alkit/runs.py): names turned into objects and validated, nothing written."""
+        return plan_run(req, self.cfg, lambda name: int(self.store.counts().get("pool:unlabeled", 0))
+                        + self.oracle.pool_held(name))
 
     # ----------------------------------------------------------------- run
     def run(self, req: RunRequest) -> list[CycleResult]:
         """Cycles until the budget is spent and answered, ``req.max_cycles`` cycles are done, or the
         oracle takes the selections away to be answered (people: one cycle per call)."""
-        spec, preset = self.resolve(req)
+        plan = self.resolve(req)
+        spec = plan.spec
         run = self.store.get_or_create_run(spec)
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
                                     "spent": self.store.n_spent(run.id)})
@@ -190,7 +94,7 @@ class ActiveLoop:
             if spent >= spec.budget and last and last[-1].n_selected == 0:
                 self.store.set_run_status(run.id, "complete")
                 break
-            res = self._cycle(run.id, cycle, spec, preset, spent)
+            res = self._cycle(run.id, cycle, plan, spent)
             results.append(res)
             self.on_event("cycle_end", {"run": run.name, **res.__dict__})
             if self.oracle.one_cycle_per_call:
@@ -220,7 +124,8 @@ class ActiveLoop:
             return False
         return self.cfg.task == "regression" or len(np.unique(y)) >= 2
 
-    def _cycle(self, run_id: int, cycle: int, spec: RunSpec, preset: Preset, spent: int) -> CycleResult:
+    def _cycle(self, run_id: int, cycle: int, plan: RunPlan, spent: int) -> CycleResult:
+        spec = plan.spec
         keys_lab, y_lab = self._labeled(run_id)
         remaining = spec.budget - spent
         k = min(spec.initial if cycle == 0 else spec.batch_size, remaining)
@@ -233,25 +138,20 @@ class ActiveLoop:
         self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
         if self._trainable(y_lab):
             t0 = time.perf_counter()
-            learner = make_learner(spec.scorer, self.cfg.task, self.cfg.n_classes,
-                                   train=TrainConfig(**spec.options.get("train", {})), input=self.input_spec(),
-                                   **spec.options.get("learner", {}))
+            learner = plan.make_learner(self.input_spec())
             X_lab = self.features.take(keys_lab)
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
             fit_s = time.perf_counter() - t0
             result_metrics = self._evaluate(learner)
         selection = None
         if k > 0:
-            selector_name = (
-                spec.options.get("initial_selector") or preset.initial_selector if learner is None
-                else preset.single_selector if spec.batch_size == 1 else preset.selector
-            )
+            selector, selector_name = ((plan.initial_selector, plan.initial_selector_name) if learner is None
+                                       else (plan.selector, plan.selector_name))
             self.on_event("phase", {"cycle": cycle, "phase": "score", "selector": selector_name})
-            selector = get_selector(selector_name)
             t0 = time.perf_counter()
             mask = self._pool_mask(run_id, keys_lab)
-            acq_ctx = self._acquisition_context(learner, spec, mask, cycle)
-            cands, n_scored = self._candidates(mask, selector, learner, spec, k, cycle, acq_ctx)
+            acq_ctx = self._acquisition_context(learner, plan, mask, cycle)
+            cands, n_scored = self._candidates(mask, selector, learner, plan, k, cycle, acq_ctx)
             cands.targets = acq_ctx.targets if acq_ctx is not None else None
             score_s = time.perf_counter() - t0
             self.on_event("phase", {"cycle": cycle, "phase": "select", "selector": selector_name})
@@ -344,13 +244,13 @@ class ActiveLoop:
             self._input = dataclasses.replace(spec, pool_sample_n_f=sample)
         return self._input
 
-    def _acquisition_context(self, learner: Learner | None, spec: RunSpec, mask: np.ndarray,
+    def _acquisition_context(self, learner: Learner | None, plan: RunPlan, mask: np.ndarray,
                              cycle: int) -> AcquisitionContext | None:
         """The cycle's acquisition inputs: the posterior, and EPIG's target sample of the pool
         (``N_TARGETS`` items still in the pool, seeded by (seed, cycle)), predicted once."""
         if learner is None:
             return None
-        acquisition = get_acquisition(spec.options.get("acquisition") or "epistemic")
+        spec, acquisition = plan.spec, plan.acquisition
         posterior = learner.posterior()
         targets = None
         if getattr(acquisition, "uses_targets", False):
@@ -364,11 +264,11 @@ class ActiveLoop:
                 raise LoopError(str(exc)) from None
         return AcquisitionContext(posterior=posterior, targets=targets, seed=_seed(spec.seed, cycle, 5))
 
-    def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None, spec: RunSpec, k: int,
+    def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None, plan: RunPlan, k: int,
                     cycle: int, acq_ctx: AcquisitionContext | None) -> tuple[Candidates, int]:
         """The candidates the selector asked for (alkit/engines/candidates.py), scored by the run's
         acquisition of each item's Prediction."""
-        source = selector.candidate_source
+        spec, source = plan.spec, selector.candidate_source
         req = CandidateRequest(
             source=source, m=candidate_count(source, k, spec.options.get("candidates")),
             seed=_seed(spec.seed, cycle, 3), engine=spec.options.get("engine", "local"),
@@ -376,5 +276,5 @@ class ActiveLoop:
             stratify_by=spec.options.get("stratify_by"), payload_path=self.project.payload_path)
         scorer = None
         if learner is not None and source != "all":
-            scorer = AcquisitionScorer(get_acquisition(spec.options.get("acquisition") or "epistemic"), acq_ctx)
+            scorer = AcquisitionScorer(plan.acquisition, acq_ctx)
         return produce_candidates(req, self.features, mask, learner, scorer)

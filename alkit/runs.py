@@ -1,0 +1,145 @@
+"""A run request turned into objects once: the preset, scorer, acquisition and selectors named
+by `alkit run` are looked up and validated here, before anything is written, and handed to the
+loop as a ``RunPlan``.  The run's name and learning-curve group are made here too, as data (the
+store keeps both; nothing parses them back).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from alkit.acquisition import ACQUISITIONS, get_acquisition
+from alkit.config import ProjectConfig
+from alkit.engines import ENGINES
+from alkit.models.backbone import InputSpec
+from alkit.models.train import TrainConfig
+from alkit.pools.store import RunSpec
+from alkit.presets import get_preset
+from alkit.registry import check_acquisition, get_scorer, make_learner
+from alkit.strategies import get_selector
+from alkit.types import Acquisition, Learner, Strategy
+
+
+class LoopError(ValueError):
+    """A run cannot start or continue; the message says why.  The store is unchanged."""
+
+
+@dataclass
+class RunRequest:
+    """The arguments of `alkit run` (library form)."""
+
+    strategy: str
+    budget: int
+    batch_size: int = 10
+    seed: int = 0
+    scorer: str | None = None
+    initial: int | None = None  # size of the first (model-free) batch; default batch_size
+    name: str | None = None
+    candidates: int | None = None  # m for top-m / sampled candidates; default 20 x batch
+    stratify_by: str | None = None
+    learner_options: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)  # TrainConfig fields, e.g. max_epochs
+    max_cycles: int | None = None  # stop after this many cycles in this call (resume later)
+    queue_file: str | None = None  # human oracle: where the queue is written (default queue.csv in the project)
+    engine: str = "local"  # where top-m scoring runs: 'local' or 'ray' (alkit/engines); same picks either way
+    ray_address: str | None = None  # engine='ray': cluster address (None: reuse ray.init() or start a local one)
+    acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
+    initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
+
+
+@dataclass
+class RunPlan:
+    """Everything a run's cycles use, as objects: the stored identity (``spec``), a factory for
+    the cycle's learner, the acquisition, the model-free selector of the cold start and the
+    selector once a model exists (already chosen by batch size)."""
+
+    spec: RunSpec
+    make_learner: Callable[[InputSpec | None], Learner]
+    acquisition: Acquisition
+    initial_selector: Strategy
+    initial_selector_name: str
+    selector: Strategy
+    selector_name: str
+
+
+def curve_name(req: RunRequest, scorer: str) -> str:
+    """The learning-curve group of a run (stored in its config as data, never parsed back from
+    its name): the strategy with whatever differs from its defaults, or the run's own --name."""
+    if req.name:
+        return req.name
+    preset = get_preset(req.strategy)
+    base = req.strategy if scorer in ("none", preset.default_scorer) else f"{req.strategy}-{scorer}"
+    if req.acquisition and req.acquisition != preset.acquisition:
+        base += f"-{req.acquisition}"
+    if req.initial_selector and req.initial_selector != preset.initial_selector:
+        base += f"-init{req.initial_selector}"
+    opts = "".join(f"-{v}" for _, v in sorted(req.learner_options.items()))
+    return f"{base}{opts}"
+
+
+def run_name(req: RunRequest, scorer: str) -> str:
+    """The run's unique name: its curve, batch size and seed (or the given --name)."""
+    if req.name:
+        return req.name
+    return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
+
+
+def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], int]) -> RunPlan:
+    """Validate ``req`` against the project and build its plan; ``n_pool_for(run_name)`` is the
+    pool the run may still spend.  Every refusal is a LoopError naming the bad argument."""
+    preset = get_preset(req.strategy)
+    scorer = req.scorer or preset.default_scorer
+    get_scorer(scorer)
+    if req.batch_size < 1:
+        raise LoopError(f"--batch-size must be at least 1, got {req.batch_size}")
+    if req.budget < 1:
+        raise LoopError(f"--budget must be at least 1, got {req.budget}")
+    initial = req.batch_size if req.initial is None else req.initial
+    if initial < 0:
+        raise LoopError(f"--initial must be >= 0, got {initial}")
+    n_pool = n_pool_for(run_name(req, scorer))
+    if req.budget > n_pool:
+        raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
+    if initial > req.budget:
+        raise LoopError(f"--initial {initial} is larger than --budget {req.budget}")
+    if req.stratify_by and req.stratify_by not in cfg.payload_cols:
+        raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(cfg.payload_cols)}")
+    initial_selector = req.initial_selector or preset.initial_selector
+    for name in (preset.selector, preset.single_selector, initial_selector):
+        get_selector(name)
+    if get_selector(initial_selector).needs_model:
+        raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
+                        "without one (use random or coldstart)")
+    acquisition = req.acquisition or preset.acquisition_for(cfg.task)
+    if acquisition not in ACQUISITIONS:
+        raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
+    if preset.selector != "random":
+        try:
+            check_acquisition(acquisition, scorer, cfg.task)
+        except ValueError as exc:
+            raise LoopError(str(exc)) from None
+    unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
+    if unknown:
+        raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+    try:  # build one (unfitted) learner now, so a bad option is refused before anything is written
+        make_learner(scorer, cfg.task, cfg.n_classes, train=TrainConfig(**req.train),
+                     **req.learner_options)
+    except (TypeError, ValueError) as exc:
+        raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
+    if req.engine not in ENGINES:
+        raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
+    options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
+               "learner": dict(req.learner_options), "train": dict(req.train),
+               "engine": req.engine, "ray_address": req.ray_address,
+               "acquisition": acquisition, "initial_selector": initial_selector,
+               "curve": curve_name(req, scorer)}
+    spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
+    train, learner_options = TrainConfig(**req.train), dict(req.learner_options)
+
+    def fresh_learner(input_spec: InputSpec | None) -> Learner:
+        return make_learner(scorer, cfg.task, cfg.n_classes, train=train, input=input_spec, **learner_options)
+
+    name = preset.single_selector if req.batch_size == 1 else preset.selector
+    return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
+                   initial_selector, get_selector(name), name)
