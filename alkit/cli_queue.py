@@ -50,12 +50,13 @@ def import_cmd(
     file: Path = typer.Argument(..., help="Labeled CSV, JSONL, Parquet, or Label Studio export (.json)."),
     annotator: Optional[str] = typer.Option(None, "--annotator", help="Who labeled this file (overrides the file's annotator column)."),
     on_conflict: str = typer.Option("error", "--on-conflict", help=f"An item already labeled differently: {', '.join(ON_CONFLICT)}."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=f"The file's format, one of {', '.join(FORMATS)} (default: from its suffix)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
     """Import labels for queued items, all or nothing; the same file twice changes nothing."""
     with user_errors():
-        res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict)
+        res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict, fmt=fmt)
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
         return

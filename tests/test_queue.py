@@ -203,6 +203,29 @@ def test_import_each_format_then_reimport_changes_nothing(human: tuple[Project, 
     assert snapshot(project) == before
 
 
+def test_explicit_format_beats_the_suffix(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    """--format names the reader: JSON Lines saved as .json (the suffix says Label Studio) and CSV
+    saved as .txt import; an unknown suffix without --format, and an unknown format, are refused
+    by name and change nothing."""
+    project, truth = human
+    ids = queue_batch(project, 6)
+    as_json = tmp_path / "labels.json"
+    as_json.write_text("".join(json.dumps({"id": i, "label": truth[i]}) + "\n" for i in ids[:3]))
+    as_txt = tmp_path / "labels.txt"
+    as_txt.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids[3:]))
+    before = snapshot(project)
+    with pytest.raises(QueueError, match="unsupported file type '.txt'"):
+        import_labels(project, as_txt)
+    with pytest.raises(QueueError, match="unknown format 'xml'"):
+        import_labels(project, as_txt, fmt="xml")
+    assert snapshot(project) == before
+    assert import_labels(project, as_json, fmt="jsonl").labeled == 3
+    r = invoke("queue", "import", str(as_txt), "--format", "csv", "-p", str(project.root))
+    assert r.exit_code == 0, r.output
+    assert set(states(project, ids).values()) == {"labeled"}
+    assert {i: v[0] for i, v in shared_labels(project).items()} == {i: truth[i] for i in ids}
+
+
 # ---------------------------------------------------------------------------- partial, skip, status
 def test_partial_import_skip_and_status(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
     project, truth = human

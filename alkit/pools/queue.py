@@ -13,12 +13,8 @@ who skipped an item is kept in ``meta`` under ``skip:<key>``.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,29 +24,22 @@ import polars as pl
 from sqlalchemy import delete, func, select
 
 from alkit.config import Project
+from alkit.pools import labelfiles
+from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
+from alkit.pools.labelfiles._common import WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow, utcnow
 from alkit.pools.store import Store, write_lock
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
-FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")
+FORMATS: tuple[str, ...] = tuple(labelfiles.FORMATS)
 ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
-EXTENSIONS = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet", "label-studio": ".json"}
 SKIP_LABEL = "__skip__"
-WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
 RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
-_TRUE = {"true", "t", "yes", "y", "1"}
-_FALSE = {"false", "f", "no", "n", "0", ""}
-_MAX_LISTED = 20
 _CHUNK = 5_000
 _MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
 
 
-class QueueError(ValueError):
-    """An export or import was refused; the message names the offending rows.  Nothing was written."""
-
-
-# ---------------------------------------------------------------------------- typed results
 @dataclass(frozen=True)
 class QueuedItem:
     """One queued item and why it was picked (its latest selection)."""
@@ -156,7 +145,7 @@ def queued_items(store: Store) -> list[QueuedItem]:
 
 # ---------------------------------------------------------------------------- export
 def default_queue_path(project: Project, fmt: str = "csv") -> Path:
-    return project.root / f"queue{EXTENSIONS[fmt]}"
+    return project.root / f"queue{labelfiles.default_suffix(fmt)}"
 
 
 def _payload_columns(project: Project, include: Sequence[str] | None) -> list[str]:
@@ -180,19 +169,6 @@ def _payload_columns(project: Project, include: Sequence[str] | None) -> list[st
     return cols
 
 
-def _atomic_write(path: Path, write: Any) -> None:
-    """Write through a temporary file in the same folder, so labelers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
@@ -207,8 +183,7 @@ def export_queue(
     """Write every queued item for labelers: id, payload columns, an empty ``label`` (and
     ``skip``) to fill in, and why it was picked (score, rank, cycle, run, strategy, scorer,
     selector).  ``label-studio`` writes a JSON list of Label Studio tasks instead."""
-    if fmt not in FORMATS:
-        raise QueueError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}")
+    labelfiles.get_format(fmt)  # refuse an unknown format before reading anything
     store = store or Store(project.store_url)
     cols = _payload_columns(project, include)
     items = queued_items(store)
@@ -223,247 +198,12 @@ def export_queue(
         records.append({"id": q.item_id, **{c: p.get(c) for c in cols}, "label": None, "skip": None,
                         "score": _finite(q.score), "rank": q.rank, "cycle": q.cycle, "run": q.run,
                         "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
-    if fmt == "label-studio":
-        tasks = [{
-            "data": {"id": r["id"], **{c: r[c] for c in cols}},
-            "predictions": [{"model_version": f"alkit {r['strategy']}/{r['scorer']}/{r['selector']}",
-                             "score": r["score"], "result": []}],
-            "meta": {k: r[k] for k in WHY_COLS},
-        } for r in records]
-        _atomic_write(path, lambda p: p.write_text(json.dumps(tasks, indent=1, default=str), encoding="utf-8"))
-        return ExportResult(path, fmt, len(items), ["id", *cols])
     schema: dict[str, Any] = {"id": pl.Utf8, **{c: payload.schema[c] for c in cols}, "label": pl.Utf8,
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
-    df = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
-    if fmt == "csv":
-        nested = [c for c in cols if isinstance(df.schema[c], (pl.List, pl.Array, pl.Struct))]
-        df = df.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str), return_dtype=pl.Utf8)
-                             for c in nested)
-        _atomic_write(path, lambda p: df.write_csv(p))
-    elif fmt == "jsonl":
-        _atomic_write(path, lambda p: p.write_text(
-            "".join(json.dumps(r, default=str) + "\n" for r in records), encoding="utf-8"))
-    else:
-        _atomic_write(path, lambda p: df.write_parquet(p))
-    return ExportResult(path, fmt, len(items), list(df.columns))
-
-
-# ---------------------------------------------------------------------------- import: parsing
-@dataclass(frozen=True)
-class _Row:
-    """One decision read from a file: where it is, which item, the raw label or a skip."""
-
-    where: str  # "line 3", "row 2", "task 5"
-    item_id: str | None
-    label: str | None
-    skip: bool
-    annotator: str | None
-
-    def name(self) -> str:
-        return f"{self.where} (id {self.item_id})" if self.item_id else self.where
-
-
-def _refuse(path: Path, problems: list[str]) -> QueueError:
-    shown = problems[:_MAX_LISTED]
-    more = f"\n  ... and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
-    return QueueError(f"{path.name}: refused, nothing imported:\n  " + "\n  ".join(shown) + more)
-
-
-def _decode(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise _refuse(path, [f"line {line}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8"]) from None
-
-
-def _as_text(v: Any) -> str | None:
-    """A cell as label text: None/empty stay None; whole floats lose their '.0' only via class matching."""
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return None if math.isnan(v) else repr(v)
-    s = str(v).strip()
-    return s or None
-
-
-def _as_skip(v: Any, where: str, problems: list[str]) -> bool:
-    if v is None or isinstance(v, bool):
-        return bool(v)
-    if isinstance(v, (int, float)) and v in (0, 1):
-        return bool(v)
-    s = str(v).strip().lower()
-    if s in _TRUE:
-        return True
-    if s in _FALSE:
-        return False
-    problems.append(f"{where}: skip must be true or false, not {v!r}")
-    return False
-
-
-def _check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
-    if "id" not in columns or not ({"label", "skip"} & set(columns)):
-        need = [c for c in ("id", "label") if c not in columns]
-        raise _refuse(path, [f"{where}: missing column {', '.join(need)}; found: {', '.join(columns) or '(none)'} "
-                             "(a queue file needs id and label, optionally skip and annotator)"])
-
-
-def _records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[_Row]:
-    rows = []
-    for where, rec in records:
-        item_id = _as_text(rec.get("id"))
-        if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
-            item_id = str(int(float(item_id)))
-        rows.append(_Row(where, item_id, _as_text(rec.get("label")), _as_skip(rec.get("skip"), where, problems),
-                         _as_text(rec.get("annotator"))))
-    return rows
-
-
-def _parse_csv(path: Path, data: bytes, problems: list[str]) -> list[_Row]:
-    text = _decode(path, data)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = next(reader, None)
-        if header is None:
-            raise _refuse(path, ["the file is empty (no header line)"])
-        header = [h.strip() for h in header]
-        _check_columns(path, header)
-        records = []
-        for fields in reader:
-            if not fields or all(not f.strip() for f in fields):
-                continue
-            where = f"line {reader.line_num}"
-            if len(fields) != len(header):
-                first = fields[header.index("id")] if len(fields) > header.index("id") else None
-                problems.append(f"{where}{f' (id {first})' if first else ''}: {len(fields)} fields, expected "
-                                f"{len(header)} (truncated or malformed file)")
-                continue
-            records.append((where, dict(zip(header, fields))))
-    except csv.Error as exc:
-        raise _refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
-    return _records_to_rows(path, records, problems)
-
-
-def _parse_jsonl(path: Path, data: bytes, problems: list[str]) -> list[_Row]:
-    text = _decode(path, data)
-    records = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problems.append(f"line {i}: invalid JSON ({exc.msg}; truncated or malformed file)")
-            continue
-        if not isinstance(rec, dict):
-            problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
-            continue
-        if "id" not in rec or not ({"label", "skip"} & set(rec)):
-            problems.append(f"line {i}: missing key {', '.join(k for k in ('id', 'label') if k not in rec)}")
-            continue
-        records.append((f"line {i}", rec))
-    if not records and not problems:
-        raise _refuse(path, ["the file holds no records"])
-    return _records_to_rows(path, records, problems)
-
-
-def _parse_parquet(path: Path, problems: list[str]) -> list[_Row]:
-    try:
-        df = pl.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
-        raise _refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
-    _check_columns(path, df.columns, "columns")
-    keep = [c for c in ("id", "label", "skip", "annotator") if c in df.columns]
-    return _records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems)
-
-
-def _ls_label(result: Any) -> tuple[str | None, str | None]:
-    """(label text, problem) from one Label Studio annotation ``result`` list."""
-    if not isinstance(result, list):
-        return None, "annotation result is not a list"
-    for r in result:
-        value = r.get("value", {}) if isinstance(r, dict) else {}
-        for key in ("choices", "labels", "taxonomy", "text", "number", "rating"):
-            if key not in value:
-                continue
-            v = value[key]
-            if isinstance(v, list):
-                flat = [x[0] if isinstance(x, list) and x else x for x in v]
-                if len(flat) != 1:
-                    return None, f"{len(flat)} {key} in one annotation, expected exactly one"
-                v = flat[0]
-            return _as_text(v), None
-    return None, None
-
-
-def _ls_annotator(ann: dict[str, Any]) -> str | None:
-    by = ann.get("completed_by")
-    if isinstance(by, dict):
-        return _as_text(by.get("email") or by.get("username") or by.get("id"))
-    return None if by is None else f"label-studio user {by}"
-
-
-def _parse_label_studio(path: Path, data: bytes, problems: list[str]) -> list[_Row]:
-    text = _decode(path, data)
-    try:
-        tasks = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _refuse(path, [f"line {exc.lineno}: invalid JSON ({exc.msg}; truncated or malformed file)"]) from None
-    if not isinstance(tasks, list):
-        raise _refuse(path, [f"expected a JSON list of tasks, found {type(tasks).__name__}"])
-    if tasks and all(isinstance(t, dict) and "data" not in t and "annotations" not in t for t in tasks):
-        # a plain JSON list of {id, label, ...} records
-        for i, t in enumerate(tasks, start=1):
-            if "id" not in t or not ({"label", "skip"} & set(t)):
-                problems.append(f"record {i}: missing key {', '.join(k for k in ('id', 'label') if k not in t)}")
-        return _records_to_rows(path, ((f"record {i}", t) for i, t in enumerate(tasks, start=1)), problems)
-    rows: list[_Row] = []
-    for i, task in enumerate(tasks, start=1):
-        where = f"task {i}"
-        data_ = task.get("data") if isinstance(task, dict) else None
-        if not isinstance(data_, dict) or "id" not in data_:
-            problems.append(f"{where}: no data.id (export the tasks alkit wrote, which carry the item id in data.id)")
-            continue
-        item_id = _as_text(data_["id"])
-        anns = task.get("annotations") or []
-        if not isinstance(anns, list):
-            problems.append(f"{where} (id {item_id}): annotations is not a list")
-            continue
-        for j, ann in enumerate(anns, start=1):
-            w = f"{where} annotation {j}" if len(anns) > 1 else where
-            if not isinstance(ann, dict):
-                problems.append(f"{w} (id {item_id}): annotation is not an object")
-                continue
-            if ann.get("was_cancelled"):
-                rows.append(_Row(w, item_id, None, True, _ls_annotator(ann)))
-                continue
-            label, problem = _ls_label(ann.get("result", []))
-            if problem:
-                problems.append(f"{w} (id {item_id}): {problem}")
-                continue
-            rows.append(_Row(w, item_id, label, False, _ls_annotator(ann)))
-    return rows
-
-
-def read_queue_file(path: str | Path, problems: list[str]) -> list[_Row]:
-    """Parse a labeled queue file by its extension; structural problems raise, row problems append."""
-    path = Path(path)
-    if not path.is_file():
-        raise QueueError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return _parse_parquet(path, problems)
-    data = path.read_bytes()
-    if suffix == ".csv":
-        return _parse_csv(path, data, problems)
-    if suffix in (".jsonl", ".ndjson"):
-        return _parse_jsonl(path, data, problems)
-    if suffix == ".json":
-        return _parse_label_studio(path, data, problems)
-    raise QueueError(f"{path}: unsupported file type {suffix!r}; use .csv, .jsonl, .parquet or .json (Label Studio export)")
+    frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, cols)
+    return ExportResult(path, fmt, len(items), columns)
 
 
 # ---------------------------------------------------------------------------- import: checks
@@ -501,9 +241,9 @@ def _float_or_none(s: str) -> float | None:
 _SKIP = object()  # the decision "skip this item"
 
 
-def _decisions(project: Project, rows: list[_Row], problems: list[str]) -> dict[str, tuple[Any, _Row]]:
+def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[str, tuple[Any, Row]]:
     """item id -> (canonical label or _SKIP, first row saying so); pending rows dropped."""
-    out: dict[str, tuple[Any, _Row]] = {}
+    out: dict[str, tuple[Any, Row]] = {}
     for r in rows:
         if not r.item_id:
             problems.append(f"{r.where}: missing id")
@@ -543,6 +283,7 @@ def import_labels(
     annotator: str | None = None,
     on_conflict: str = "error",
     store: Store | None = None,
+    fmt: str | None = None,
 ) -> ImportResult:
     """Import people's labels for queued items, all or nothing.
 
@@ -551,7 +292,8 @@ def import_labels(
     cancelled annotation) moves the item to skipped.  ``--annotator`` names every row; without
     it a row's ``annotator`` column (Label Studio: ``completed_by``) is used.  An item that
     already has a label (or a skip) is unchanged by the same answer; a different answer is a
-    conflict: refused (``error``), ignored (``keep``) or overwritten (``replace``).
+    conflict: refused (``error``), ignored (``keep``) or overwritten (``replace``).  ``fmt``
+    names the file's format (alkit/pools/labelfiles); by default its suffix decides.
     """
     if on_conflict not in ON_CONFLICT:
         raise QueueError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
@@ -560,10 +302,10 @@ def import_labels(
     path = Path(path)
     store = store or Store(project.store_url)
     problems: list[str] = []
-    rows = read_queue_file(path, problems)
+    rows = labelfiles.read(path, problems, fmt)
     decisions = _decisions(project, rows, problems)
     if problems:
-        raise _refuse(path, problems)
+        raise refuse(path, problems)
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
     counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
     with store.session() as s:
@@ -585,7 +327,7 @@ def import_labels(
             skip_keys.update(int(k[len("skip:"):]) for k in s.scalars(
                 select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
         conflicts: list[str] = []
-        plan: list[tuple[str, Item, Any, _Row]] = []  # (action, item, decision, row)
+        plan: list[tuple[str, Item, Any, Row]] = []  # (action, item, decision, row)
         for item_id, (decision, row) in decisions.items():
             it = items.get(item_id)
             if it is None:
@@ -615,7 +357,7 @@ def import_labels(
         if problems or conflicts:
             if conflicts:
                 conflicts[0] += " (use --on-conflict keep or replace)"
-            raise _refuse(path, problems + conflicts)
+            raise refuse(path, problems + conflicts)
         now = utcnow()
         for action, it, decision, row in plan:
             who = annotator or row.annotator

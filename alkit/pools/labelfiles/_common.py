@@ -1,0 +1,107 @@
+"""What every label-file format shares: the decision read from one row (``Row``), the refusal
+that names every bad row, cell decoding, and the atomic write (labelers never see half a file)."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
+_TRUE = {"true", "t", "yes", "y", "1"}
+_FALSE = {"false", "f", "no", "n", "0", ""}
+_MAX_LISTED = 20
+
+
+class QueueError(ValueError):
+    """An export or import was refused; the message names the offending rows.  Nothing was written."""
+
+
+# ---------------------------------------------------------------------------- typed results
+def atomic_write(path: Path, write: Any) -> None:
+    """Write through a temporary file in the same folder, so labelers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True)
+class Row:
+    """One decision read from a file: where it is, which item, the raw label or a skip."""
+
+    where: str  # "line 3", "row 2", "task 5"
+    item_id: str | None
+    label: str | None
+    skip: bool
+    annotator: str | None
+
+    def name(self) -> str:
+        return f"{self.where} (id {self.item_id})" if self.item_id else self.where
+
+
+def refuse(path: Path, problems: list[str]) -> QueueError:
+    shown = problems[:_MAX_LISTED]
+    more = f"\n  ... and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
+    return QueueError(f"{path.name}: refused, nothing imported:\n  " + "\n  ".join(shown) + more)
+
+
+def decode(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise refuse(path, [f"line {line}: not valid UTF-8 (byte {exc.start}); save the file as UTF-8"]) from None
+
+
+def as_text(v: Any) -> str | None:
+    """A cell as label text: None/empty stay None; whole floats lose their '.0' only via class matching."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return None if math.isnan(v) else repr(v)
+    s = str(v).strip()
+    return s or None
+
+
+def as_skip(v: Any, where: str, problems: list[str]) -> bool:
+    if v is None or isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return bool(v)
+    s = str(v).strip().lower()
+    if s in _TRUE:
+        return True
+    if s in _FALSE:
+        return False
+    problems.append(f"{where}: skip must be true or false, not {v!r}")
+    return False
+
+
+def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
+    if "id" not in columns or not ({"label", "skip"} & set(columns)):
+        need = [c for c in ("id", "label") if c not in columns]
+        raise refuse(path, [f"{where}: missing column {', '.join(need)}; found: {', '.join(columns) or '(none)'} "
+                             "(a queue file needs id and label, optionally skip and annotator)"])
+
+
+def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[Row]:
+    rows = []
+    for where, rec in records:
+        item_id = as_text(rec.get("id"))
+        if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
+            item_id = str(int(float(item_id)))
+        rows.append(Row(where, item_id, as_text(rec.get("label")), as_skip(rec.get("skip"), where, problems),
+                         as_text(rec.get("annotator"))))
+    return rows

@@ -1,0 +1,50 @@
+"""CSV queue files: one row per item, a header with id and label (skip, annotator optional);
+nested payload cells are written as JSON text."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import polars as pl
+
+from alkit.pools.labelfiles._common import Row, atomic_write, check_columns, decode, records_to_rows, refuse
+
+NAME = "csv"
+SUFFIXES = (".csv",)
+
+
+def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str]) -> list[str]:
+    """The typed frame as CSV (list/struct payload cells as JSON text); the columns written."""
+    nested = [c for c in cols if isinstance(frame.schema[c], (pl.List, pl.Array, pl.Struct))]
+    frame = frame.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str), return_dtype=pl.Utf8)
+                               for c in nested)
+    atomic_write(path, lambda p: frame.write_csv(p))
+    return list(frame.columns)
+
+
+def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
+    text = decode(path, data)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise refuse(path, ["the file is empty (no header line)"])
+        header = [h.strip() for h in header]
+        check_columns(path, header)
+        records = []
+        for fields in reader:
+            if not fields or all(not f.strip() for f in fields):
+                continue
+            where = f"line {reader.line_num}"
+            if len(fields) != len(header):
+                first = fields[header.index("id")] if len(fields) > header.index("id") else None
+                problems.append(f"{where}{f' (id {first})' if first else ''}: {len(fields)} fields, expected "
+                                f"{len(header)} (truncated or malformed file)")
+                continue
+            records.append((where, dict(zip(header, fields))))
+    except csv.Error as exc:
+        raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
+    return records_to_rows(path, records, problems)

@@ -1,0 +1,42 @@
+"""JSON Lines queue files: one JSON object per line with id and label (skip, annotator optional)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from alkit.pools.labelfiles._common import Row, atomic_write, decode, records_to_rows, refuse
+
+NAME = "jsonl"
+SUFFIXES = (".jsonl", ".ndjson")
+
+
+def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str]) -> list[str]:
+    atomic_write(path, lambda p: p.write_text("".join(json.dumps(r, default=str) + "\n" for r in records),
+                                              encoding="utf-8"))
+    return list(frame.columns)
+
+
+def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
+    text = decode(path, data)
+    records = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"line {i}: invalid JSON ({exc.msg}; truncated or malformed file)")
+            continue
+        if not isinstance(rec, dict):
+            problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
+            continue
+        if "id" not in rec or not ({"label", "skip"} & set(rec)):
+            problems.append(f"line {i}: missing key {', '.join(k for k in ('id', 'label') if k not in rec)}")
+            continue
+        records.append((f"line {i}", rec))
+    if not records and not problems:
+        raise refuse(path, ["the file holds no records"])
+    return records_to_rows(path, records, problems)
