@@ -29,7 +29,7 @@ import learner_parity as lp  # noqa: E402
 from alkit.acquisition.bald import bald_mc_n, gaussian_bald_n  # noqa: E402
 from alkit.acquisition.epig import (  # noqa: E402
     EPIGTargets, decision_epig_n, decision_parts, epig_mc_n, gaussian_epig_n)
-from alkit.acquisition.gaussian import OutputCovariance, label_probs, observation_noise_n_K  # noqa: E402
+from alkit.posterior import OutputCovariance, label_probs, observation_noise_n_K  # noqa: E402
 from alkit.models.backbone import pool_input_spec  # noqa: E402
 
 

@@ -16,7 +16,7 @@ from alkit.acquisition import ACQUISITIONS, AcquisitionError, EPIGTargets, get_a
 from alkit.acquisition.bald import bald_mc_n, gaussian_bald_n
 from alkit.distributions import member_bald_n
 from alkit.acquisition.epig import epig_mc_n, gaussian_epig_n, member_epig_n
-from alkit.acquisition.gaussian import OutputCovariance
+from alkit.posterior import OutputCovariance
 from alkit.registry import check_acquisition
 from alkit.strategies import get_selector
 from alkit.types import AcquisitionContext, Candidates, GaussianLastLayer, Prediction, SelectionContext
@@ -365,7 +365,7 @@ def test_decision_risk_greedy_batch_equals_explicit_conditioning() -> None:
     s_t = targets.decision_sign_M_K
     # target decision vectors in the joint space, from the prepared cross factors: S g*_j
     U_M = (s_t.T[:, None, :] * targets.cross_G_d_M[cov.group_K] * cov.scale_K[:, None, None]).permute(2, 0, 1).reshape(-1, 3 * d)
-    from alkit.acquisition.decision_risk import expected_risk
+    from alkit.posterior import expected_risk
 
     def risk_after(rows: list[int]) -> float:
         A = g_n[rows]  # (r, Kd)
@@ -385,7 +385,7 @@ def test_expected_decision_risk_closed_form_against_quadrature() -> None:
     from scipy.integrate import quad
     from scipy.stats import norm
 
-    from alkit.acquisition.decision_risk import expected_risk
+    from alkit.posterior import expected_risk
 
     rng = np.random.default_rng(0)
     m = np.abs(rng.normal(size=60)) * 3
@@ -437,7 +437,7 @@ def test_decision_flip_greedy_uses_the_flip_left_after_earlier_picks() -> None:
     """decision-flip under diverse: the first pick is the top flip probability; each later gain is
     E Phi(-|m'|/s') for that item after conditioning the stacked model on the earlier picks'
     decisions (explicitly here), which is below its flip probability before the batch."""
-    from alkit.acquisition.decision_risk import expected_risk
+    from alkit.posterior import expected_risk
     from alkit.acquisition.epig import decision_parts
 
     n, d, C = 20, 4, 3

@@ -86,7 +86,9 @@ def _upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
     below = {  # module prefix -> prefixes it must not import
         "alkit.types": ("alkit.",),
         "alkit.distributions": ("alkit.loop", "alkit.strategies", "alkit.acquisition", "alkit.learners", "alkit.engines"),
-        "alkit.strategies": ("alkit.loop", "alkit.runs", "alkit.engines", "alkit.learners", "alkit.models", "alkit.pools", "alkit.cli"),
+        "alkit.strategies": ("alkit.loop", "alkit.runs", "alkit.engines", "alkit.learners", "alkit.models", "alkit.pools",
+                             "alkit.cli", "alkit.acquisition"),
+        "alkit.posterior": ("alkit.loop", "alkit.strategies", "alkit.acquisition", "alkit.learners", "alkit.engines"),
         "alkit.acquisition": ("alkit.loop", "alkit.runs", "alkit.strategies", "alkit.engines", "alkit.learners", "alkit.pools", "alkit.cli"),
         "alkit.learners": ("alkit.loop", "alkit.runs", "alkit.strategies", "alkit.engines", "alkit.pools", "alkit.cli"),
         "alkit.engines": ("alkit.loop", "alkit.runs", "alkit.strategies", "alkit.cli"),

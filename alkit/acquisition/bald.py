@@ -26,7 +26,7 @@ import torch
 
 from alkit.acquisition._common import AcquisitionError, require_posterior
 from alkit.distributions import entropy_n, member_bald_n
-from alkit.acquisition.gaussian import OutputCovariance, label_probs, n_outputs_of, observation_noise_n_K
+from alkit.posterior import OutputCovariance, label_probs, n_outputs_of, observation_noise_n_K
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 

@@ -27,67 +27,18 @@ every candidate-target covariance) on each pick.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 
 from alkit.acquisition._common import AcquisitionError
 from alkit.distributions import entropy_n
-from alkit.acquisition.gaussian import MIN_FISHER, OutputCovariance, label_probs, n_outputs_of, observation_noise_n_K
+from alkit.posterior import (  # noqa: F401 (EPIGTargets, decision_parts re-exported)
+    EPIGTargets, OutputCovariance, decision_parts, gaussian_information_n, label_probs, n_outputs_of,
+    observation_noise_n_K,
+)
 from alkit.types import AcquisitionContext, GaussianLastLayer, Prediction, Scores
 
 _ROWS = 1024  # candidate rows per block: memory O(_ROWS * K * M)
-
-
-@dataclass
-class EPIGTargets:
-    """The cycle's target sample, prepared once: for the Gaussian form the factors S_g phi*_j,
-    the target variances v*_jk and noises r*_jk; for members their probabilities."""
-
-    cov: OutputCovariance | None = None
-    cross_G_d_M: torch.Tensor | None = None
-    var_M_K: torch.Tensor | None = None
-    noise_M_K: torch.Tensor | None = None
-    member_probs_M_S_C: torch.Tensor | None = None
-    decision_sign_M_K: torch.Tensor | None = None  # classification: e_a - e_b of each target's top two classes
-    decision_noise_M: torch.Tensor | None = None  # 1 / Fisher of that decision
-    decision_margin_M: torch.Tensor | None = None  # mean logit margin m_a - m_b >= 0 of that decision
-    objective: str = "information"  # what a batch is greedy in: "information" (EPIG) or "risk" (decision-risk)
-
-    @property
-    def n_targets(self) -> int:
-        ref = self.var_M_K if self.var_M_K is not None else self.member_probs_M_S_C
-        return 0 if ref is None else int(ref.shape[0])
-
-    @classmethod
-    def from_prediction(cls, pred: Prediction, posterior: GaussianLastLayer | None,
-                        objective: str = "information") -> "EPIGTargets":
-        """Targets from the learner's Prediction for the target items (and its posterior)."""
-        members = pred.extras.get("member_probs_n_M_C")
-        if posterior is None:
-            if members is None:
-                raise AcquisitionError("the epig acquisition needs a Gaussian last-layer posterior (scorers "
-                                       "vbll, laplace) or ensemble members (ensemble, mc-dropout, sve)")
-            return cls(member_probs_M_S_C=members.double())
-        probs = label_probs(pred)
-        K = n_outputs_of(posterior, probs)
-        cov = OutputCovariance.of(posterior, K)
-        phi = cov.features(pred.embedding_n_d)
-        sign = noise = margin = None
-        if probs is not None and pred.probs_n_C is not None:
-            sign, noise = decision_parts(probs)
-            logits = pred.extras.get("logits_n_C")
-            logits = probs.clamp_min(1e-300).log() if logits is None else logits.double()
-            margin = (sign * logits).sum(1).clamp_min(0.0)
-        return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi),
-                   observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise, margin, objective)
-
-
-def gaussian_information_n(cov_n_K_M: torch.Tensor, total_var_n_K: torch.Tensor,
-                           total_var_M_K: torch.Tensor) -> torch.Tensor:
-    """mean_j sum_k -1/2 log(1 - c^2 / (Var y_k Var y*_jk)) for a block of rows, float64 (n,)."""
-    rho2 = cov_n_K_M.square() / (total_var_n_K[:, :, None] * total_var_M_K.T[None])
-    return (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).sum(1).mean(1)
 
 
 def gaussian_epig_n(phi_n_d: torch.Tensor, var_n_K: torch.Tensor, noise_n_K: torch.Tensor,
@@ -101,24 +52,6 @@ def gaussian_epig_n(phi_n_d: torch.Tensor, var_n_K: torch.Tensor, noise_n_K: tor
         c = targets.cov.covariance_n_K_m(phi_n_d[lo:lo + _ROWS], targets.cross_G_d_M)
         out[lo:lo + _ROWS] = gaussian_information_n(c, total_n_K[lo:lo + _ROWS], total_M_K)
     return out
-
-
-def decision_parts(probs_n_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The top-two decision of each item: sign vector s = e_a - e_b (n, C) of its two most
-    probable classes a, b, and the noise 1/F of observing it, F = (p_a + p_b) q (1 - q) with
-    q = p_a / (p_a + p_b): the Fisher information a label carries about the logit difference
-    z_a - z_b (it is one of the two with probability p_a + p_b, then Bernoulli(q))."""
-    p = probs_n_C.double()
-    n = p.shape[0]
-    top = p.topk(2, dim=1)
-    rows = torch.arange(n)
-    sign = torch.zeros_like(p)
-    sign[rows, top.indices[:, 0]] = 1.0
-    sign[rows, top.indices[:, 1]] = -1.0
-    pair = top.values.sum(1)
-    q = top.values[:, 0] / pair.clamp_min(1e-12)
-    fisher = (pair * q * (1.0 - q)).clamp_min(MIN_FISHER)
-    return sign, 1.0 / fisher
 
 
 def decision_epig_n(phi_n_d: torch.Tensor, var_n_K: torch.Tensor, sign_n_K: torch.Tensor,

@@ -22,8 +22,7 @@ from __future__ import annotations
 import torch
 
 from alkit.acquisition._common import require_posterior, require_probs
-from alkit.acquisition.epig import decision_parts
-from alkit.acquisition.gaussian import OutputCovariance, label_probs
+from alkit.posterior import OutputCovariance, decision_parts, label_probs
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 

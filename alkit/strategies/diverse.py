@@ -196,8 +196,7 @@ def _greedy_heteroscedastic(candidates: Candidates, emb_n_d: np.ndarray, post: G
     Gains: BALD 1/2 sum_k log(1 + v_ik / r_ik); EPIG the closed form of alkit/acquisition/epig.py
     with every variance and candidate-target covariance conditioned on the picks so far.
     """
-    from alkit.acquisition.epig import EPIGTargets, gaussian_information_n
-    from alkit.acquisition.gaussian import OutputCovariance
+    from alkit.posterior import EPIGTargets, OutputCovariance, gaussian_information_n
 
     import torch
 
@@ -256,8 +255,7 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     decision flips, expected after the labels of the picks so far), exact in the joint weight space."""
     import torch
 
-    from alkit.acquisition.decision_risk import expected_risk, risk_reduction_n
-    from alkit.acquisition.gaussian import OutputCovariance
+    from alkit.posterior import OutputCovariance, expected_risk, risk_reduction_n
 
     sign_n_K = torch.as_tensor(np.asarray(candidates.extras["decision_sign_n_K"]), dtype=torch.float64)
     noise_n = torch.as_tensor(np.asarray(candidates.extras["decision_noise_n"]), dtype=torch.float64)
