@@ -4,9 +4,11 @@
 label it outside alkit and the labels come back through :func:`import_labels`.  Labels from
 people are shared (``labels.run_id`` NULL, source ``import``) so every run learns from them.
 
-Every import is one transaction that first takes the store's write lock (a no-op UPDATE, so
-SQLite waits on its busy timeout and PostgreSQL on a row lock), then validates the whole file
-against the store and writes, or refuses with every offending row named and writes nothing.
+This module reads and checks the file (every row against the project's classes) and hands the
+decisions to ``Store.import_labels``, the one transaction that writes them: it takes the store's
+write lock (a no-op UPDATE, so SQLite waits on its busy timeout and PostgreSQL on a row lock),
+validates every decision against the store and writes, or refuses with every offending row named
+and writes nothing.
 Re-importing a file changes nothing.  A skip leaves no label row (labels must be learnable);
 who skipped an item is kept in ``meta`` under ``skip:<key>``.
 """
@@ -15,20 +17,20 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 
 from alkit.config import Project
 from alkit.pools import labelfiles
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
-from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow, utcnow
-from alkit.pools.store import Store, write_lock
+from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
+from alkit.pools.store import SKIP, ImportRefused, Store, show_decision
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -36,7 +38,6 @@ FORMATS: tuple[str, ...] = tuple(labelfiles.FORMATS)
 ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
 SKIP_LABEL = "__skip__"
 RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
-_CHUNK = 5_000
 _MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
 
 
@@ -101,11 +102,6 @@ class QueueStatus:
 
 
 # ---------------------------------------------------------------------------- store helpers
-def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(seq), n):
-        yield seq[start : start + n]
-
-
 def n_waiting(store: Store, run_id: int) -> int:
     """Items this run selected that are still queued (waiting for people)."""
     with store.session() as s:
@@ -238,11 +234,10 @@ def _float_or_none(s: str) -> float | None:
         return None
 
 
-_SKIP = object()  # the decision "skip this item"
 
 
 def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[str, tuple[Any, Row]]:
-    """item id -> (canonical label or _SKIP, first row saying so); pending rows dropped."""
+    """item id -> (canonical label or SKIP, first row saying so); pending rows dropped."""
     out: dict[str, tuple[Any, Row]] = {}
     for r in rows:
         if not r.item_id:
@@ -252,7 +247,7 @@ def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[s
             problems.append(f"{r.name()}: annotator name longer than {_MAX_ANNOTATOR} characters")
             continue
         if r.label == SKIP_LABEL or (r.skip and r.label is None):
-            decision: Any = _SKIP
+            decision: Any = SKIP
         elif r.skip:
             problems.append(f"{r.name()}: both a label {r.label!r} and skip=true; keep one")
             continue
@@ -268,13 +263,9 @@ def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[s
         if prev is None:
             out[r.item_id] = (decision, r)
         elif prev[0] is not decision and prev[0] != decision:
-            problems.append(f"id {r.item_id}: conflicting labels in the file: {_show(prev[0])} at {prev[1].where}, "
-                            f"{_show(decision)} at {r.where}")
+            problems.append(f"id {r.item_id}: conflicting labels in the file: {show_decision(prev[0])} at {prev[1].where}, "
+                            f"{show_decision(decision)} at {r.where}")
     return out
-
-
-def _show(decision: Any) -> str:
-    return "skip" if decision is _SKIP else repr(decision)
 
 
 def import_labels(
@@ -307,77 +298,11 @@ def import_labels(
     if problems:
         raise refuse(path, problems)
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
-    counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
-    with store.session() as s:
-        write_lock(s)
-        ids = list(decisions)
-        items: dict[str, Item] = {}
-        for chunk in _chunks(ids):
-            items.update({it.item_id: it for it in s.scalars(select(Item).where(Item.item_id.in_(chunk)))})
-        keys = [it.key for it in items.values()]
-        shared: dict[int, Label] = {}
-        cycles: dict[int, int] = {}
-        skip_keys: set[int] = set()
-        for chunk in _chunks(keys):
-            shared.update({lab.item_key: lab for lab in s.scalars(
-                select(Label).where(Label.item_key.in_(chunk), Label.run_id.is_(None)))})
-            cycles.update({int(k): int(c) for k, c in s.execute(
-                select(SelectionRow.item_key, func.max(SelectionRow.cycle))
-                .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
-            skip_keys.update(int(k[len("skip:"):]) for k in s.scalars(
-                select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
-        conflicts: list[str] = []
-        plan: list[tuple[str, Item, Any, Row]] = []  # (action, item, decision, row)
-        for item_id, (decision, row) in decisions.items():
-            it = items.get(item_id)
-            if it is None:
-                problems.append(f"{row.name()}: unknown id")
-                continue
-            if it.split != "pool":
-                problems.append(f"{row.name()}: the item is in the {it.split} split, not the pool")
-                continue
-            existing: Any = None
-            if it.state == "labeled" and it.key in shared:
-                existing = shared[it.key].value
-            elif it.state == "skipped":
-                existing = _SKIP
-            elif it.state != "queued":
-                problems.append(f"{row.name()}: the item is not queued (state {it.state}); only queued items take labels")
-                continue
-            if existing is None:
-                plan.append(("new", it, decision, row))
-            elif existing is decision or existing == decision:
-                counts["unchanged"] += 1
-            elif on_conflict == "error":
-                conflicts.append(f"{row.name()}: {_show(decision)} conflicts with the stored {_show(existing)}")
-            elif on_conflict == "keep":
-                counts["kept"] += 1
-            else:
-                plan.append(("replace", it, decision, row))
-        if problems or conflicts:
-            if conflicts:
-                conflicts[0] += " (use --on-conflict keep or replace)"
-            raise refuse(path, problems + conflicts)
-        now = utcnow()
-        for action, it, decision, row in plan:
-            who = annotator or row.annotator
-            if action == "replace":
-                if it.key in shared:
-                    s.execute(delete(Label).where(Label.id == shared[it.key].id))
-                if it.key in skip_keys:
-                    s.execute(delete(Meta).where(Meta.key == f"skip:{it.key}"))
-                counts["replaced"] += 1
-            if decision is _SKIP:
-                s.add(Meta(key=f"skip:{it.key}", value=json.dumps({"annotator": who, "time": now.isoformat()})))
-                it.state = "skipped"
-                counts["skipped"] += int(action == "new")
-            else:
-                s.add(Label(item_key=it.key, run_id=None, value=decision, source="import", annotator=who,
-                            cycle=cycles.get(it.key), created_at=now))
-                it.state = "labeled"
-                counts["labeled"] += int(action == "new")
-        s.flush()
-        still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
+    try:
+        counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
+                                            on_conflict=on_conflict, annotator=annotator)
+    except ImportRefused as exc:
+        raise refuse(path, problems + exc.problems) from None
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"], counts["kept"], pending, still)
 

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
-from sqlalchemy import create_engine, event, func, insert, select, update
+from sqlalchemy import create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow
+from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow, utcnow
 
 
 def write_lock(s: Session) -> None:
@@ -119,6 +119,28 @@ class RunSpec:
     batch_size: int
     initial: int
     options: dict[str, Any]
+
+
+SKIP = object()  # a person's decision "skip this item" (no label row; who skipped is kept in meta)
+_CHUNK = 5_000
+
+
+class ImportRefused(StoreError):
+    """An import that would break an invariant; ``problems`` names every offending row."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"{len(problems)} problems")
+        self.problems = problems
+
+
+def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(seq), n):
+        yield seq[start : start + n]
+
+
+def show_decision(decision: Any) -> str:
+    """A decision as the refusal messages name it."""
+    return "skip" if decision is SKIP else repr(decision)
 
 
 class Store:
@@ -342,3 +364,88 @@ class Store:
             s.execute(insert(CycleRow), [dict(cycle_row, run_id=run_id, cycle=cycle)])
             if run_status is not None:
                 s.execute(update(Run).where(Run.id == run_id).values(status=run_status))
+
+    # ------------------------------------------------------------------ people's labels
+    def import_labels(self, decisions: dict[str, tuple[Any, str, str | None]], *, on_conflict: str = "error",
+                      annotator: str | None = None) -> tuple[dict[str, int], int]:
+        """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
+        annotator)) in one transaction under the write lock, all or nothing.
+
+        Every id must be a queued pool item, or already answered: the same answer is unchanged;
+        a different one is a conflict, refused (``error``), ignored (``keep``) or overwritten
+        (``replace``).  Any problem raises ImportRefused listing every one, nothing written.
+        Returns the counts (labeled, skipped, replaced, unchanged, kept) and the items still queued.
+        """
+        counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
+        with self.session() as s:
+            write_lock(s)
+            ids = list(decisions)
+            items: dict[str, Item] = {}
+            for chunk in _chunks(ids):
+                items.update({it.item_id: it for it in s.scalars(select(Item).where(Item.item_id.in_(chunk)))})
+            keys = [it.key for it in items.values()]
+            shared: dict[int, Label] = {}
+            cycles: dict[int, int] = {}
+            skip_keys: set[int] = set()
+            for chunk in _chunks(keys):
+                shared.update({lab.item_key: lab for lab in s.scalars(
+                    select(Label).where(Label.item_key.in_(chunk), Label.run_id.is_(None)))})
+                cycles.update({int(k): int(c) for k, c in s.execute(
+                    select(SelectionRow.item_key, func.max(SelectionRow.cycle))
+                    .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
+                skip_keys.update(int(k[len("skip:"):]) for k in s.scalars(
+                    select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
+            conflicts: list[str] = []
+            problems: list[str] = []
+            plan: list[tuple[str, Item, Any, str | None]] = []  # (action, item, decision, row annotator)
+            for item_id, (decision, where, row_annotator) in decisions.items():
+                it = items.get(item_id)
+                if it is None:
+                    problems.append(f"{where}: unknown id")
+                    continue
+                if it.split != "pool":
+                    problems.append(f"{where}: the item is in the {it.split} split, not the pool")
+                    continue
+                existing: Any = None
+                if it.state == "labeled" and it.key in shared:
+                    existing = shared[it.key].value
+                elif it.state == "skipped":
+                    existing = SKIP
+                elif it.state != "queued":
+                    problems.append(f"{where}: the item is not queued (state {it.state}); only queued items take labels")
+                    continue
+                if existing is None:
+                    plan.append(("new", it, decision, row_annotator))
+                elif existing is decision or existing == decision:
+                    counts["unchanged"] += 1
+                elif on_conflict == "error":
+                    conflicts.append(f"{where}: {show_decision(decision)} conflicts with the stored {show_decision(existing)}")
+                elif on_conflict == "keep":
+                    counts["kept"] += 1
+                else:
+                    plan.append(("replace", it, decision, row_annotator))
+            if problems or conflicts:
+                if conflicts:
+                    conflicts[0] += " (use --on-conflict keep or replace)"
+                raise ImportRefused(problems + conflicts)
+            now = utcnow()
+            for action, it, decision, row_annotator in plan:
+                who = annotator or row_annotator
+                if action == "replace":
+                    if it.key in shared:
+                        s.execute(delete(Label).where(Label.id == shared[it.key].id))
+                    if it.key in skip_keys:
+                        s.execute(delete(Meta).where(Meta.key == f"skip:{it.key}"))
+                    counts["replaced"] += 1
+                if decision is SKIP:
+                    s.add(Meta(key=f"skip:{it.key}", value=json.dumps({"annotator": who, "time": now.isoformat()})))
+                    it.state = "skipped"
+                    counts["skipped"] += int(action == "new")
+                else:
+                    s.add(Label(item_key=it.key, run_id=None, value=decision, source="import", annotator=who,
+                                cycle=cycles.get(it.key), created_at=now))
+                    it.state = "labeled"
+                    counts["labeled"] += int(action == "new")
+            s.flush()
+            still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
+        return counts, still
