@@ -9,11 +9,13 @@ order.  Cost: M fits and M forward passes per chunk.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import FeatureMap, InputSpec
+from alkit.models.backbone import BackboneConfig, InputSpec
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -31,11 +33,10 @@ class DeepEnsembleLearner:
         n_classes: int | None = None,
         *,
         M: int = 5,
-        width: int = 128,
-        depth: int = 1,
-        feature_map: FeatureMap = "none",
+        backbone: BackboneConfig | None = None,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
+        **backbone_options: Any,
     ) -> None:
         if M < 2:
             raise ValueError(f"an ensemble needs M >= 2 members, got {M}")
@@ -43,7 +44,7 @@ class DeepEnsembleLearner:
         self.n_classes = n_classes
         self.M = M
         self.members = [
-            MLPLearner(task, n_classes, width=width, depth=depth, feature_map=feature_map, train=train, input=input)
+            MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options), train=train, input=input)
             for _ in range(M)
         ]
         self._fitted = False

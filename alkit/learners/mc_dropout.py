@@ -12,11 +12,13 @@ Cost: T forward passes per chunk.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import FeatureMap, InputSpec
+from alkit.models.backbone import BackboneConfig, InputSpec
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -36,29 +38,27 @@ class MCDropoutLearner:
         *,
         T: int = 20,
         p: float = 0.1,
-        width: int = 128,
-        depth: int = 1,
-        feature_map: FeatureMap = "none",
+        backbone: BackboneConfig | None = None,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
+        **backbone_options: Any,
     ) -> None:
         if T < 2:
             raise ValueError(f"MC dropout needs T >= 2 passes, got {T}")
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout rate must be in [0, 1), got {p}")
-        if depth < 1:
+        config = BackboneConfig.of(backbone, **backbone_options, dropout=p)
+        if config.depth < 1:
             raise ValueError("MC dropout needs at least one residual block (depth >= 1) to drop in")
         self.task = task
         self.T, self.p = T, p
-        self.net = MLPLearner(
-            task, n_classes, width=width, depth=depth, feature_map=feature_map, dropout=p, train=train, input=input
-        )
+        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input)
         self.masks_T_B_w: torch.Tensor | None = None
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.net.fit(X_n_f, y_n, seed=seed)
         gen = torch.Generator().manual_seed(member_seeds(seed, 1)[0])
-        shape = (self.T, len(self.net.backbone.blocks), self.net.width)
+        shape = (self.T, len(self.net.backbone.blocks), self.net.backbone_config.width)
         keep = torch.full(shape, 1.0 - self.p)
         self.masks_T_B_w = torch.bernoulli(keep, generator=gen) / (1.0 - self.p)
         return report

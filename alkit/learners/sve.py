@@ -27,7 +27,7 @@ Choices (the paper fine-tunes a pretrained foundation model; alkit has no such m
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import FeatureMap, InputSpec, ResidualMLP
+from alkit.models.backbone import BackboneConfig, InputSpec, ResidualMLP
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -171,13 +171,12 @@ class SVELearner:
         *,
         M: int = 4,
         sigma_init: float = 0.01,
-        width: int = 128,
-        depth: int = 1,
-        feature_map: FeatureMap = "none",
+        backbone: BackboneConfig | None = None,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         pretrain: TrainConfig | None = None,
         forward_mode: ForwardMode = "auto",
+        **backbone_options: Any,
     ) -> None:
         if M < 2:
             raise ValueError(f"an ensemble needs M >= 2 members, got {M}")
@@ -186,9 +185,8 @@ class SVELearner:
         self.task = task
         self.M, self.sigma_init, self.forward_mode = M, sigma_init, forward_mode
         self.train_config = train or TrainConfig()
-        self.base = MLPLearner(
-            task, n_classes, width=width, depth=depth, feature_map=feature_map, train=pretrain or train, input=input
-        )
+        self.base = MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options),
+                               train=pretrain or train, input=input)
         self.net: SVENetwork | None = None
 
     def _loss(self, x_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:

@@ -20,7 +20,7 @@ noise, and a ``GaussianLastLayer`` so a strategy can compute joint batch informa
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     ClassificationHead, ClassScore, Cov, GaussianHead, HeadKind, VariationalLinear, class_scores,
     laplace_bridge_mi, posterior_of,
 )
-from alkit.models.backbone import ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
+from alkit.models.backbone import BackboneConfig, ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -77,10 +77,7 @@ class VBLLLearner:
         *,
         head: HeadKind | None = None,
         cov: Cov = "dense",
-        feature_map: FeatureMap | None = None,
-        width: int = 128,
-        depth: int = 1,
-        rff_dim: int = 256,
+        backbone: BackboneConfig | None = None,
         prior_scale: float | None = None,
         reg_weight: float | None = None,
         class_score: ClassScore = "mi",
@@ -96,7 +93,9 @@ class VBLLLearner:
         posterior_temperature: float = 1.0,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
+        **backbone_options: Any,
     ) -> None:
+        """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         if head is None:  # regression: CR-VBLL, chosen on the docvis development set (learner_parity_dev.md)
@@ -114,8 +113,10 @@ class VBLLLearner:
         if posterior_temperature <= 0:
             raise ValueError(f"posterior_temperature must be positive, got {posterior_temperature}")
         self.class_bias, self.kl_weight, self.posterior_temperature = class_bias, kl_weight, posterior_temperature
-        self.feature_map: FeatureMap = feature_map or _default_feature_map()
-        self.width, self.depth, self.rff_dim = width, depth, rff_dim
+        if backbone_options.get("feature_map") is None:
+            backbone_options["feature_map"] = _default_feature_map()
+        self.backbone_config = BackboneConfig.of(backbone, **backbone_options)
+        self.feature_map: FeatureMap = self.backbone_config.feature_map
         if prior_scale is None:  # measured on digits (benchmarks/results/vbll_ood.md)
             prior_scale = 30.0 if task == "classification" else 1.0
         self.prior_scale, self.reg_weight = prior_scale, reg_weight
@@ -145,8 +146,7 @@ class VBLLLearner:
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         N = X.shape[0]
-        self.backbone = build_backbone(X.shape[1], self.input, X, width=self.width, depth=self.depth,
-                                       feature_map=self.feature_map, rff_dim=self.rff_dim)
+        self.backbone = build_backbone(X.shape[1], self.input, X, self.backbone_config)
         y = torch.as_tensor(np.asarray(y_n))
         if self.task == "regression":
             y = y.float()

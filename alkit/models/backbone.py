@@ -14,9 +14,10 @@ convolutional stem instead of a dense one.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -283,9 +284,32 @@ class ConvBackbone(nn.Module):
         return self.mlp.trainable(z_n_f)
 
 
-def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Tensor, *, width: int = 128,
-                   depth: int = 2, feature_map: FeatureMap = "none", rff_dim: int = 256,
-                   dropout: float = 0.0) -> ResidualMLP | ConvBackbone:
+@dataclass(frozen=True)
+class BackboneConfig:
+    """The backbone's shape, one record for every learner that trains one (MLP, VBLL, the
+    post-hoc scorers' MLP, ensembles, MC dropout, SVE): ``width`` units, ``depth`` residual
+    blocks, the last-layer ``feature_map`` ('none', 'l2', 'rff' with ``rff_dim`` features) and
+    ``dropout`` in the blocks."""
+
+    width: int = 128
+    depth: int = 1
+    feature_map: FeatureMap = "none"
+    rff_dim: int = 256
+    dropout: float = 0.0
+
+    @classmethod
+    def of(cls, config: "BackboneConfig | None" = None, **options: Any) -> "BackboneConfig":
+        """``config`` (default: the defaults) with ``options`` (width=..., depth=...) replaced;
+        an unknown option is a TypeError naming it and the known ones."""
+        unknown = set(options) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; backbone options: "
+                            f"{', '.join(cls.__dataclass_fields__)}")
+        return dataclasses.replace(config or cls(), **options)
+
+
+def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Tensor,
+                   config: BackboneConfig) -> ResidualMLP | ConvBackbone:
     """The backbone for these inputs, with its input standardisation fixed.
 
     Image-shaped inputs with pool filters (``spec.patch_filters``) get the ConvBackbone, everything
@@ -298,9 +322,10 @@ def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Ten
             raise ValueError(f"image shape {shape} does not match {n_features} features")
         pix_mean, pix_std = _channel_stats(spec.mean_f, spec.std_f, shape[0])
         conv = PatchConv(torch.as_tensor(spec.patch_filters), shape, pix_mean, pix_std)
-        return ConvBackbone(conv, spec.conv_mean_f, spec.conv_std_f, width, depth, feature_map=feature_map,
-                            rff_dim=rff_dim, dropout=dropout)
-    net = ResidualMLP(n_features, width, depth, feature_map=feature_map, rff_dim=rff_dim, dropout=dropout)
+        return ConvBackbone(conv, spec.conv_mean_f, spec.conv_std_f, config.width, config.depth,
+                            feature_map=config.feature_map, rff_dim=config.rff_dim, dropout=config.dropout)
+    net = ResidualMLP(n_features, config.width, config.depth, feature_map=config.feature_map,
+                      rff_dim=config.rff_dim, dropout=config.dropout)
     if spec is not None and spec.mean_f is not None:
         if len(spec.mean_f) != n_features:
             raise ValueError(f"input statistics have {len(spec.mean_f)} features, the data {n_features}")

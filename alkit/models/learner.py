@@ -7,13 +7,15 @@ gradient norms) wrap.  A plain network has no epistemic estimate of its own, so
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
-from alkit.models.backbone import ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
+from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -46,18 +48,16 @@ class MLPLearner:
         task: Task,
         n_classes: int | None = None,
         *,
-        width: int = 128,
-        depth: int = 1,
-        feature_map: FeatureMap = "none",
-        dropout: float = 0.0,
+        backbone: BackboneConfig | None = None,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
+        **backbone_options: Any,
     ) -> None:
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.task = task
         self.n_classes = n_classes
-        self.width, self.depth, self.feature_map, self.dropout = width, depth, feature_map, dropout
+        self.backbone_config = BackboneConfig.of(backbone, **backbone_options)  # width=, depth=, ... also accepted
         self.train_config = train or TrainConfig()
         self.input = input
         self.backbone: ResidualMLP | ConvBackbone | None = None
@@ -65,8 +65,7 @@ class MLPLearner:
         self.scaler: TargetScaler | None = None
 
     def _build(self, X_n_f: torch.Tensor) -> None:
-        self.backbone = build_backbone(X_n_f.shape[1], self.input, X_n_f, width=self.width, depth=self.depth,
-                                       feature_map=self.feature_map, dropout=self.dropout)
+        self.backbone = build_backbone(X_n_f.shape[1], self.input, X_n_f, self.backbone_config)
         n_out = self.n_classes if self.task == "classification" else 2
         self.head = nn.Linear(self.backbone.out_dim, n_out)
 
