@@ -65,9 +65,11 @@ class RunPlan:
 
 def curve_name(req: RunRequest, scorer: str) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
-    its name): the strategy with whatever differs from its defaults, or the run's own --name."""
+    its name): the strategy with whatever differs from its defaults; for a run given its own
+    --name, that name less its "-b<batch>-s<seed>" ending when it has this run's one."""
     if req.name:
-        return req.name
+        ending = f"-b{req.batch_size}-s{req.seed}"
+        return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
     preset = get_preset(req.strategy)
     base = req.strategy if scorer in ("none", preset.default_scorer) else f"{req.strategy}-{scorer}"
     if req.acquisition and req.acquisition != preset.acquisition:

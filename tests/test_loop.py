@@ -83,6 +83,21 @@ def test_cycles_frame_for_plots(digits_project: Path) -> None:
     assert df["n_labeled"].to_list() == [10, 20] and df["strategy"].unique().to_list() == ["random"]
 
 
+def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
+    """A run's curve group is written at creation: seeds of one arm share it (also for --name runs
+    ending in their own -b<batch>-s<seed>), another batch size or a plain name is its own, and
+    a run is found by its stored group even when its name would parse otherwise."""
+    loop = ActiveLoop(load_project(digits_project))
+    for req in (_req(budget=10, seed=0), _req(budget=10, seed=1), _req(budget=10, name="arm-b10-s0"),
+                _req(budget=10, seed=1, name="arm-b10-s1"), _req(budget=10, name="mine-b20-s0"),
+                _req(budget=10, name="plain")):
+        loop.run(req)
+    curves = {r["run"]: r["strategy"] for r in cycles_frame(loop.store).iter_rows(named=True)}
+    assert curves == {"random-b10-s0": "random", "random-b10-s1": "random", "arm-b10-s0": "arm",
+                      "arm-b10-s1": "arm", "mine-b20-s0": "mine-b20-s0", "plain": "plain"}
+    assert {r.name: r.config["curve"] for r in loop.store.runs()}["mine-b20-s0"] == "mine-b20-s0"
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
