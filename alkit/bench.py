@@ -28,6 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from alkit.config import Project, load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
+from alkit.pools.labelfiles._common import escape_formulas
 from alkit.plots import summary_table, to_markdown
 from alkit.presets import PRESETS, get_preset
 from alkit.registry import SCORERS
@@ -200,8 +201,8 @@ def run_bench(
     out = Path(out_dir) if out_dir is not None else proj.root / "bench"
     out.mkdir(parents=True, exist_ok=True)
     paths = out / "bench_summary.csv", out / "bench_summary.md", out / "bench_cycles.csv"
-    table.write_csv(paths[0])
-    df.sort("run", "cycle").write_csv(paths[2])
+    escape_formulas(table).write_csv(paths[0])  # run names are the user's: no spreadsheet formulas
+    escape_formulas(df.sort("run", "cycle")).write_csv(paths[2])
     paths[1].write_text(_markdown(proj, table, metric, higher, target, budget, batch_size, seed_list,
                                   at_list, failed, command))
     return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan],

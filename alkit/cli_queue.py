@@ -29,11 +29,12 @@ def export_cmd(
     fmt: str = typer.Option("csv", "--format", "-f", help=f"One of {', '.join(FORMATS)}."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: queue.<ext> in the project)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated payload columns to include (default: all)."),
+    escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
     project: Path = ProjectOpt,
 ) -> None:
     """Write the queued items for labelers: id, payload, empty label/skip, score, rank, cycle and why."""
     with user_errors():
-        res = export_queue(load_project(project), out, fmt, parse_csv(include))
+        res = export_queue(load_project(project), out, fmt, parse_csv(include), escape_formulas=escape_formulas)
     if res.n_items == 0:
         console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} "
                           "(`alkit run` queues the next batch)")

@@ -520,3 +520,47 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     qs = json.loads(invoke("queue", "status", "--json", "--project", proj).stdout)
     assert (qs["queued"], qs["labeled"]) == (10, 10)
     assert qs["by_annotator"] == [{"annotator": "script", "labeled": 10, "skipped": 0}]
+
+
+def test_csv_export_escapes_formulas_and_import_round_trips(tmp_path: Path) -> None:
+    """OWASP CSV injection: ids and payload text starting with =, +, -, @, tab or CR are written
+    with a leading ' (so a spreadsheet shows them), the import strips it (labels land on the right
+    ids), and --no-escape-formulas writes them raw."""
+    import csv as csv_mod
+
+    evil = ["=HYPERLINK(\"http://x\")", "+1+2", "-3", "@SUM(A1)", "'=quoted", "plain"]  # ids (stripped on import)
+    notes = [*evil[:-1], "\tTAB"]  # payload text; tab- and CR-led cells are escaped too
+    df = digits_frame(120)
+    ids = df["id"].to_list()
+    ids[N_TEST : N_TEST + len(evil)] = evil  # pool rows (the first N_TEST are the labelled test split)
+    note = list(ids)
+    note[N_TEST : N_TEST + len(notes)] = notes
+    df = df.with_columns(pl.Series("id", ids), pl.Series("note", note),
+                         pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
+    data = tmp_path / "evil.parquet"
+    df.write_parquet(data)
+    root = tmp_path / "proj"
+    init_project(data, root, InitOptions(id_col="id", label_col="label", features=PX, progress=False))
+    project = load_project(root)
+    store = Store(project.store_url)
+    keys = [k for k, i in store.ids_for_keys(store.pool_keys().tolist()).items() if i in evil]
+    r = store.get_or_create_run(RunSpec("manual", "random", "none", 0, 1000, 10, 10, {}))
+    store.commit_cycle(r.id, 0, queue_selected=True, oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": len(keys), "metrics": {}},
+                       selections=[{"item_key": int(k), "rank": i, "score": 0.0, "utility": 0.0, "selector": "random"}
+                                   for i, k in enumerate(keys)])
+    out = export_queue(project, tmp_path / "q.csv", "csv").path
+    cells = [c for row in csv_mod.reader(out.open(newline="")) for c in row]
+    assert not any(c[:1] in ("=", "+", "-", "@", "\t", "\r") for c in cells)
+    assert "'=HYPERLINK(\"http://x\")" in cells and "''=quoted" in cells and "'\tTAB" in cells and "plain" in cells
+    raw = export_queue(project, tmp_path / "raw.csv", "csv", escape_formulas=False).path
+    assert "=HYPERLINK(\"http://x\")" in [c for row in csv_mod.reader(raw.open(newline="")) for c in row]
+    rows = list(csv_mod.DictReader(out.open(newline="")))
+    for row in rows:
+        row["label"] = "3"
+    with (tmp_path / "labeled.csv").open("w", newline="") as f:
+        w = csv_mod.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    res = import_labels(project, tmp_path / "labeled.csv")
+    assert res.labeled == len(evil)
+    assert set(shared_labels(project)) == set(evil)

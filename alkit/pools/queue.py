@@ -175,10 +175,12 @@ def export_queue(
     fmt: str = "csv",
     include: Sequence[str] | None = None,
     store: Store | None = None,
+    escape_formulas: bool = True,
 ) -> ExportResult:
     """Write every queued item for labelers: id, payload columns, an empty ``label`` (and
     ``skip``) to fill in, and why it was picked (score, rank, cycle, run, strategy, scorer,
-    selector).  ``label-studio`` writes a JSON list of Label Studio tasks instead."""
+    selector).  ``label-studio`` writes a JSON list of Label Studio tasks instead.  CSV text cells
+    that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw)."""
     labelfiles.get_format(fmt)  # refuse an unknown format before reading anything
     store = store or Store(project.store_url)
     cols = _payload_columns(project, include)
@@ -198,7 +200,7 @@ def export_queue(
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
-    columns = labelfiles.get_format(fmt).write(path, records, frame, cols)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, cols, escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns)
 
 

@@ -4,6 +4,7 @@ that names every bad row, cell decoding, and the atomic write (labelers never se
 from __future__ import annotations
 
 import math
+import re
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -12,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection").
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+_ESCAPED = re.compile(r"^'+[=+\-@\t\r]")
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0", ""}
 _MAX_LISTED = 20
@@ -105,3 +109,24 @@ def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], p
         rows.append(Row(where, item_id, as_text(rec.get("label")), as_skip(rec.get("skip"), where, problems),
                          as_text(rec.get("annotator"))))
     return rows
+
+
+def escape_formula(value: str) -> str:
+    """A text cell a spreadsheet will show, not run: a leading ' before =, +, -, @, tab or CR
+    (also before any quotes already there, so ``unescape_formula`` gives the value back exactly)."""
+    return "'" + value if _FORMULA.match(value) else value
+
+
+def unescape_formula(value: str) -> str:
+    """The inverse of ``escape_formula`` on what a CSV file holds."""
+    return value[1:] if _ESCAPED.match(value) else value
+
+
+def escape_formulas(frame: "pl.DataFrame") -> "pl.DataFrame":
+    """Every text column of a frame with ``escape_formula`` applied (numbers stay numbers)."""
+    import polars as pl
+
+    text = [c for c, t in frame.schema.items() if t == pl.Utf8]
+    return frame.with_columns(
+        pl.when(pl.col(c).str.contains(_FORMULA.pattern)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        for c in text)

@@ -1,5 +1,7 @@
 """CSV queue files: one row per item, a header with id and label (skip, annotator optional);
-nested payload cells are written as JSON text."""
+nested payload cells are written as JSON text.  Text cells that a spreadsheet would run as a
+formula (starting with =, +, -, @, tab or CR) are written with a leading ' unless the caller
+turns it off for machine consumers; reading strips that quote again, so a round trip is lossless."""
 
 from __future__ import annotations
 
@@ -10,17 +12,21 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import Row, atomic_write, check_columns, decode, records_to_rows, refuse
+from alkit.pools.labelfiles._common import Row, atomic_write, check_columns, decode, records_to_rows, refuse, unescape_formula
+from alkit.pools.labelfiles._common import escape_formulas as escape_text
 
 NAME = "csv"
 SUFFIXES = (".csv",)
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str]) -> list[str]:
+def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+          escape_formulas: bool = True) -> list[str]:
     """The typed frame as CSV (list/struct payload cells as JSON text); the columns written."""
     nested = [c for c in cols if isinstance(frame.schema[c], (pl.List, pl.Array, pl.Struct))]
     frame = frame.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str), return_dtype=pl.Utf8)
                                for c in nested)
+    if escape_formulas:
+        frame = escape_text(frame)
     atomic_write(path, lambda p: frame.write_csv(p))
     return list(frame.columns)
 
@@ -44,7 +50,7 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
                 problems.append(f"{where}{f' (id {first})' if first else ''}: {len(fields)} fields, expected "
                                 f"{len(header)} (truncated or malformed file)")
                 continue
-            records.append((where, dict(zip(header, fields))))
+            records.append((where, dict(zip(header, (unescape_formula(f) for f in fields)))))
     except csv.Error as exc:
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
     return records_to_rows(path, records, problems)

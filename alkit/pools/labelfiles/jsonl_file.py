@@ -13,7 +13,8 @@ NAME = "jsonl"
 SUFFIXES = (".jsonl", ".ndjson")
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str]) -> list[str]:
+def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+          escape_formulas: bool = True) -> list[str]:  # escape_formulas: CSV only
     atomic_write(path, lambda p: p.write_text("".join(json.dumps(r, default=str) + "\n" for r in records),
                                               encoding="utf-8"))
     return list(frame.columns)

@@ -17,7 +17,8 @@ NAME = "label-studio"
 SUFFIXES = (".json",)
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str]) -> list[str]:
+def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+          escape_formulas: bool = True) -> list[str]:  # escape_formulas: CSV only
     tasks = [{
         "data": {"id": r["id"], **{c: r[c] for c in cols}},
         "predictions": [{"model_version": f"alkit {r['strategy']}/{r['scorer']}/{r['selector']}",
