@@ -171,7 +171,7 @@ def run(
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
-                         train={"max_epochs": max_epochs} if max_epochs else {},
+                         train={"max_epochs": max_epochs} if max_epochs is not None else {},
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
                          initial_selector=initial_selector)
         loop = ActiveLoop(proj)
@@ -254,7 +254,7 @@ def bench(
 
         res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
                         batch_size=batch_size, initial=initial,
-                        train={"max_epochs": max_epochs} if max_epochs else None, metric=metric,
+                        train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
                         at=[int(a) for a in _parse_csv(at)] if at else None, target=target, out_dir=out_dir,
                         console=console, command="alkit " + " ".join(sys.argv[1:]))
         png = res.summary_md.with_name("bench_curves.png")

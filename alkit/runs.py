@@ -97,6 +97,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"--batch-size must be at least 1, got {req.batch_size}")
     if req.budget < 1:
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
+    if req.candidates is not None and req.candidates < 1:
+        raise LoopError(f"--candidates must be at least 1, got {req.candidates}")
     initial = req.batch_size if req.initial is None else req.initial
     if initial < 0:
         raise LoopError(f"--initial must be >= 0, got {initial}")
@@ -124,9 +126,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+    try:
+        train_config = TrainConfig(**req.train)
+    except (TypeError, ValueError) as exc:
+        raise LoopError(f"invalid training option: {exc}") from None
     try:  # build one (unfitted) learner now, so a bad option is refused before anything is written
-        make_learner(scorer, cfg.task, cfg.n_classes, train=TrainConfig(**req.train),
-                     **req.learner_options)
+        make_learner(scorer, cfg.task, cfg.n_classes, train=train_config, **req.learner_options)
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
     if req.engine not in ENGINES:
