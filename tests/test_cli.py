@@ -75,3 +75,18 @@ def test_bad_init_exits_nonzero_and_writes_nothing(tmp_path: Path, digits_csv: P
     assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.csv"]
     proc = alkit("run", "--budget", "5", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "no alkit project" in proc.stderr
+
+
+@pytest.mark.parametrize("url, message", [
+    ("mysql://alice:s3cretPW@localhost/db", "mysql store needs the Python package that provides 'MySQLdb'"),
+    ("nosuchdb://alice:s3cretPW@host/db", "cannot use the store URL: NoSuchModuleError"),
+])
+def test_store_url_without_its_driver_is_one_line(tmp_path: Path, digits_csv: Path, url: str, message: str) -> None:
+    """A store URL whose driver is missing or whose dialect is unknown: exit 2, one line naming
+    what to install, no traceback, the password never printed, no store written."""
+    proc = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                 "--store", url, "-p", "proj", cwd=tmp_path, check=False)
+    err = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and message in err, proc.stderr
+    assert "Traceback" not in proc.stderr and "s3cretPW" not in proc.stdout + proc.stderr
+    assert not list(tmp_path.glob("proj/*"))

@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import numpy as np
 from sqlalchemy import create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow, utcnow
@@ -93,7 +93,15 @@ def make_engine(url: str) -> Engine:
             raise StoreError(
                 f"{exc.name} is needed for a PostgreSQL store: pip install 'alkit[postgres]'"
             ) from None
-    return create_engine(url, pool_pre_ping=True)
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except ModuleNotFoundError as exc:  # e.g. mysql:// without mysqlclient
+        backend = url.split(":", 1)[0]
+        raise StoreError(f"the {backend} store needs the Python package that provides {exc.name!r} "
+                         f"(install the driver SQLAlchemy names for {backend}, e.g. pip install mysqlclient "
+                         "for mysql://, or use a SQLite or PostgreSQL store)") from None
+    except (ArgumentError, NoSuchModuleError) as exc:  # malformed URL, unknown dialect (no URL in the message)
+        raise StoreError(f"cannot use the store URL: {type(exc).__name__} (see --store's documented forms)") from None
 
 
 def _check_lengths(rows: list[dict[str, Any]], columns: dict[str, Any]) -> None:
