@@ -11,13 +11,14 @@ from rich.console import Console
 
 from alkit.config import ConfigError
 from alkit.loop import LoopError
+from alkit.pools.features import FeatureFileError
 from alkit.pools.ingest import InputError
 from alkit.pools.store import StoreError
 
 console = Console()
 err = Console(stderr=True)
 
-USER_ERRORS = (InputError, LoopError, ConfigError, StoreError, ValueError, FileNotFoundError, KeyError)
+USER_ERRORS = (InputError, LoopError, ConfigError, StoreError, FeatureFileError, ValueError, FileNotFoundError, KeyError)
 
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
 

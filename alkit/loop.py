@@ -76,6 +76,7 @@ class ActiveLoop:
         oracle takes the selections away to be answered (people: one cycle per call)."""
         plan = self.resolve(req)
         spec = plan.spec
+        self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         run = self.store.get_or_create_run(spec)
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
                                     "spent": self.store.n_spent(run.id)})

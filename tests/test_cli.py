@@ -90,3 +90,29 @@ def test_store_url_without_its_driver_is_one_line(tmp_path: Path, digits_csv: Pa
     assert proc.returncode == 2 and message in err, proc.stderr
     assert "Traceback" not in proc.stderr and "s3cretPW" not in proc.stdout + proc.stderr
     assert not list(tmp_path.glob("proj/*"))
+
+
+@pytest.mark.parametrize("damage", ["overwrite", "truncate", "other-table"])
+def test_damaged_feature_file_is_refused_before_any_write(tmp_path: Path, digits_csv: Path, damage: str) -> None:
+    """features.parquet overwritten in the middle, truncated, or replaced by another table:
+    `alkit run` exits 2 with one line naming the file, no traceback, and no run row is created."""
+    import sqlite3
+
+    import polars as pl
+
+    alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
+    path = tmp_path / "p" / "features.parquet"
+    data = bytearray(path.read_bytes())
+    if damage == "overwrite":
+        data[len(data) // 3: len(data) // 3 + 4096] = b"\xff" * 4096
+        path.write_bytes(bytes(data))
+    elif damage == "truncate":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+    else:
+        pl.DataFrame({"a": [1, 2, 3]}).write_parquet(path)
+    proc = alkit("run", "--strategy", "random", "--budget", "20", "-p", "p", cwd=tmp_path, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "features.parquet is not a readable alkit feature file" in " ".join(proc.stderr.split())
+    assert "Traceback" not in proc.stderr
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        assert db.execute("select count(*) from runs").fetchone()[0] == 0

@@ -29,6 +29,16 @@ def write_features(path: Path, X_n_f: np.ndarray) -> None:
             writer.write_table(pa.Table.from_arrays([keys, values], schema=schema))
 
 
+class FeatureFileError(ValueError):
+    """features.parquet cannot be read as alkit wrote it (overwritten, truncated, another table)."""
+
+
+def _unreadable(path: Path | str, exc: BaseException) -> FeatureFileError:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return FeatureFileError(f"{Path(path).name} is not a readable alkit feature file ({first}); "
+                            "re-create the project with `alkit init`")
+
+
 def open_features(path: Path | str) -> pq.ParquetFile:
     """The feature file for one streaming pass.  ``pre_buffer=False``: with pyarrow's default
     (True) the reader caches every range it has read until the pass ends, so a pass over the pool
@@ -44,7 +54,14 @@ def iter_masked_batches(
     ``row_groups`` starting at a multiple of chunk_rows the batches are exactly the whole-file
     batches of that range, so a Ray task sees the chunks a local pass would."""
     n_features = file.schema_arrow.field("x").type.list_size
-    for batch in file.iter_batches(batch_size=chunk_rows, columns=["key", "x"], row_groups=row_groups):
+    batches = file.iter_batches(batch_size=chunk_rows, columns=["key", "x"], row_groups=row_groups)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (OSError, pa.ArrowException) as exc:  # corrupt pages surface only when read
+            raise _unreadable("features.parquet", exc) from None
         keys = batch.column(0).to_numpy()
         if mask_n is not None:
             sel = mask_n[keys]
@@ -61,10 +78,17 @@ class FeatureReader:
 
     def __init__(self, path: Path, chunk_rows: int = 16_384) -> None:
         self.path = Path(path)
-        self.file = open_features(self.path)
-        self.n_items = self.file.metadata.num_rows
-        x_type = self.file.schema_arrow.field("x").type
-        self.n_features = x_type.list_size
+        try:
+            self.file = open_features(self.path)
+            self.n_items = self.file.metadata.num_rows
+            x_type = self.file.schema_arrow.field("x").type
+            self.n_features = x_type.list_size
+            if self.file.schema_arrow.names[:2] != ["key", "x"] or not isinstance(self.n_features, int):
+                raise ValueError("columns key and x (a fixed-size list) expected")
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged file
+            raise _unreadable(self.path, exc) from None
         self.chunk_rows = chunk_rows
 
     def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
