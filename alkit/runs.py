@@ -126,6 +126,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+    vbll_only = sorted({"head", "cov"} & set(req.learner_options)) if scorer != "vbll" else []
+    if vbll_only:
+        raise LoopError(f"--{vbll_only[0]} applies to the vbll scorer (its heads and covariance), not to "
+                        f"{scorer!r}; drop it or use --scorer vbll")
     try:
         train_config = TrainConfig(**req.train)
     except (TypeError, ValueError) as exc:

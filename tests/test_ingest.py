@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +79,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
     _bad(tmp_path, df.with_columns(pl.when(pl.col("id") == df["id"][3]).then(float("nan")).otherwise(pl.col("px5")).alias("px5")),
          r"NaN or infinite feature values in px5")
     _bad(tmp_path, df.with_columns(pl.lit(float("inf")).alias("px7")), r"NaN or infinite.*px7")
-    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "non-numeric feature columns: px2")
+    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "feature column 'px2' is not numeric: row 1 \\(id d0360\\) holds 'abc', text")
     _bad(tmp_path, df, "feature columns not found: zz", features=["px1", "zz"])
     _bad(tmp_path, None, "no rows", raw="id,px1,label\n")
     _bad(tmp_path, None, "cannot read|no rows", raw="")
@@ -229,3 +230,23 @@ def test_cli_split_col_and_image_shape(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert f"{want.count('test')} test items" in out.output
     assert load_project(tmp_path / "p").config.image_shape == [1, 8, 8]
+
+
+@pytest.mark.parametrize("cell, says", [("nan", "holds 'nan', a missing value; missing values are not allowed"),
+                                         ("NA", "holds 'NA', a missing value"),
+                                         ("abc", "holds 'abc', text; features must be numbers")])
+def test_non_numeric_feature_cell_is_named(tmp_path: Path, cell: str, says: str) -> None:
+    """A literal nan / NA or a word in a numeric column: the column, the row, its id and the value."""
+    path = tmp_path / "d.csv"
+    path.write_text(f"id,px0,px1,label\na,1.0,2,x\nb,{cell},3,y\nc,2,4,x\nd,3,5,y\n")
+    with pytest.raises(InputError, match=f"feature column 'px0' is not numeric: row 2 \\(id b\\) {re.escape(says)}"):
+        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+    assert not (tmp_path / "p").exists() or not any((tmp_path / "p").iterdir())
+
+
+def test_ragged_csv_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text("id,px0,label\na,1,x\nb,2,y\nc,3,x,extra\n")
+    with pytest.raises(InputError, match="d.csv: line 4 has 4 fields, the header 3") as info:
+        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+    assert "truncate_ragged_lines" not in str(info.value)

@@ -31,6 +31,9 @@ from alkit.pools.store import Store
 from alkit.pools.tables import InputError, read_table  # noqa: F401 (InputError re-exported)
 
 
+_MISSING_TOKENS = ('', 'nan', 'na', 'n/a', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
+
+
 @dataclass
 class InitOptions:
     id_col: str
@@ -133,6 +136,18 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
             if not names:
                 raise InputError("no feature columns: pass --features or --feature-col")
         non_numeric = [c for c in names if not (df[c].dtype.is_numeric() or df[c].dtype == pl.Boolean)]
+        for c in non_numeric:  # name the first cell that is not a number, and say what it is
+            if df[c].dtype == pl.Utf8:
+                text = df[c]
+                missing = text.is_null() | text.str.strip_chars().str.to_lowercase().is_in(list(_MISSING_TOKENS))
+                bad = missing | text.cast(pl.Float64, strict=False).is_null()
+                i = int(bad.arg_true()[0]) if bad.any() else None
+                if i is not None:
+                    rid = df[opts.id_col][i]
+                    kind = ("a missing value; missing values are not allowed in features" if missing[i]
+                            else "text; features must be numbers")
+                    raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
+                                     f"{text[i]!r}, {kind}")
         if non_numeric:
             raise InputError(
                 f"non-numeric feature columns: {', '.join(non_numeric)} "

@@ -6,6 +6,7 @@ Its own module because both project creation (pools/ingest.py) and the embedding
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import polars as pl
@@ -29,7 +30,27 @@ def read_table(path: Path) -> pl.DataFrame:
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
-        raise InputError(f"cannot read {path}: {exc}") from exc
+        where = _ragged_line(path) if suffix == ".csv" else None
+        if where:
+            raise InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)") from None
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise InputError(f"cannot read {path.name}: {first}") from None
     if df.height == 0:
         raise InputError(f"{path} has no rows")
     return df
+
+
+def _ragged_line(path: Path) -> str | None:
+    """Where a CSV file first has a row with another number of fields than its header."""
+    try:
+        with path.open(newline="", encoding="utf-8", errors="replace") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                return None
+            for fields in reader:
+                if fields and len(fields) != len(header):
+                    return f"line {reader.line_num} has {len(fields)} fields, the header {len(header)}"
+    except csv.Error as exc:
+        return f"malformed CSV ({exc})"
+    return None
