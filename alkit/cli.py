@@ -159,7 +159,7 @@ def run(
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per cycle (default 200, early stopping)."),
     engine: str = typer.Option("local", "--engine", help="Where pool scoring runs: local (this process) or ray (map/reduce over Parquet row groups; same picks)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: cluster address (e.g. auto, ray://host:10001); default starts Ray locally."),
-    acquisition: Optional[str] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them): epistemic, bald, epig, margin, entropy, least-confident."),
+    acquisition: Optional[str] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them): epistemic, bald, epig, epig-decision, decision-flip, decision-bald, decision-risk, margin, entropy, least-confident."),
     initial_selector: Optional[str] = typer.Option(None, "--initial-selector", help="Model-free selector of the first batch (default: the strategy's): random or coldstart."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     project: Path = ProjectOpt,
