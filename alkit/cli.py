@@ -54,6 +54,7 @@ def init(
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
     split_col: Optional[str] = typer.Option(None, "--split-col", help="Column marking each row test or pool (or train): the test split, instead of --test-frac."),
     image_shape: Optional[str] = typer.Option(None, "--image-shape", help="H,W or C,H,W: the features are the pixels of an image of that shape (row-major, channels first)."),
+    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
@@ -67,7 +68,7 @@ def init(
         opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
-                           cache_dir=cache_dir, split_col=split_col,
+                           cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths,
                            image_shape=parse_image_shape(image_shape) if image_shape is not None else None)
         cfg = init_project(data, project, opts)
         counts = Store(load_project(project).store_url).counts()
@@ -134,12 +135,14 @@ def embed(
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),
     id_col: Optional[str] = typer.Option(None, "--id-col", help="Id column used to name bad rows in errors."),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
+    allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
 ) -> None:
     """Embed raw text or images once; then `alkit init OUT --feature-col embedding`."""
     with user_errors():
         from alkit.embed import embed_file
 
-        n, n_new = embed_file(data, out, text_col=text_col, image_col=image_col, id_col=id_col, cache_dir=cache_dir)
+        n, n_new = embed_file(data, out, text_col=text_col, image_col=image_col, id_col=id_col, cache_dir=cache_dir,
+                              allow_outside_paths=allow_outside_paths)
     console.print(f"[green]wrote[/] {out}: {n} rows embedded ({n_new} encoded, {n - n_new} from the cache)")
 
 

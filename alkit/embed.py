@@ -70,11 +70,29 @@ def _write_cache(path: Path, cache: dict[str, np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
+def confine_paths(values: Sequence[object], ids: Sequence[str], base_dir: Path, *, allow_outside: bool) -> list[str]:
+    """Image paths resolved against ``base_dir`` (symlinks and '..' included), each refused unless
+    it lies inside that folder (or ``allow_outside``), before any file is opened: the message is
+    the same whether or not the file exists, so it reveals nothing about the machine."""
+    base = base_dir.resolve()
+    out = []
+    for i, v in enumerate(values):
+        p = Path(str(v))
+        full = (p if p.is_absolute() else base / p).resolve(strict=False)
+        if not allow_outside and not full.is_relative_to(base):
+            raise ValueError(f"image of item {ids[i]!r} (row {i + 1}): path {str(v)!r} is outside the data folder "
+                             f"{base}; pass --allow-outside-paths to use it")
+        out.append(str(full))
+    return out
+
+
 def embed_values(values: Sequence[object], ids: Sequence[str], kind: Kind, *, cache_dir: Path | None,
-                 base_dir: Path | None = None, progress: bool = True) -> tuple[np.ndarray, int]:
+                 base_dir: Path | None = None, progress: bool = True,
+                 allow_outside_paths: bool = False) -> tuple[np.ndarray, int]:
     """Encode a text or image-path column; returns (features (n, d), number actually encoded).
 
-    Image paths are resolved against ``base_dir`` (the data file's folder).  Errors name the item.
+    Image paths are resolved against ``base_dir`` (the data file's folder) and must lie inside it
+    unless ``allow_outside_paths`` (``confine_paths``).  Errors name the item.
     """
     from alkit import encoders
 
@@ -88,7 +106,8 @@ def embed_values(values: Sequence[object], ids: Sequence[str], kind: Kind, *, ca
         if any(v is None for v in values):
             i = next(i for i, v in enumerate(values) if v is None)
             raise ValueError(f"image of item {ids[i]!r} (row {i + 1}): missing image path")
-        rows = [str((base_dir / str(v)) if base_dir and not Path(str(v)).is_absolute() else Path(str(v))) for v in values]
+        rows = (confine_paths(values, ids, base_dir, allow_outside=allow_outside_paths) if base_dir
+                else [str(Path(str(v))) for v in values])
         try:
             encoders.validate_image_paths(rows)
         except ValueError as exc:
@@ -109,7 +128,7 @@ def embed_values(values: Sequence[object], ids: Sequence[str], kind: Kind, *, ca
 
 
 def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col: str | None = None, id_col: str | None = None,
-               cache_dir: Path | None = None, progress: bool = True) -> tuple[int, int]:
+               cache_dir: Path | None = None, progress: bool = True, allow_outside_paths: bool = False) -> tuple[int, int]:
     """Write ``data`` plus an ``embedding`` list column to ``out`` (Parquet); (rows, newly encoded)."""
     import polars as pl
 
@@ -128,7 +147,7 @@ def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col:
     ids = df[id_col].cast(pl.Utf8).to_list() if id_col else [str(i + 1) for i in range(df.height)]
     base = Path(data).resolve().parent
     X, n_new = embed_values(df[col].to_list(), ids, kind, cache_dir=cache_dir or base / CACHE_DIR_NAME,  # type: ignore[arg-type]
-                            base_dir=base, progress=progress)
+                            base_dir=base, progress=progress, allow_outside_paths=allow_outside_paths)
     table = df.to_arrow().append_column(
         "embedding", pa.FixedSizeListArray.from_arrays(pa.array(X.reshape(-1)), X.shape[1]))
     tmp = out.with_suffix(".tmp")

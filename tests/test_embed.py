@@ -103,3 +103,32 @@ def test_images_init_and_errors(tmp_path: Path) -> None:
         init_project(tmp_path / "b2.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
                                                                       image_col="path", progress=False))
     assert not (tmp_path / "q").exists()
+
+
+def test_image_paths_outside_the_data_folder_are_refused_before_opening(tmp_path: Path) -> None:
+    """'../' paths, absolute paths and symlinks leading out of the data folder are refused with one
+    message that is the same whether the file exists or not, before any file is opened; inside
+    paths (also via '..' that stays inside) are fine, and --allow-outside-paths lets them through."""
+    from alkit.embed import confine_paths
+
+    data = tmp_path / "data"
+    (data / "img").mkdir(parents=True)
+    (tmp_path / "secret.png").write_bytes(b"x")
+    (data / "img" / "link.png").symlink_to(tmp_path / "secret.png")
+    ids = ["a"]
+    messages = []
+    for bad in ["../secret.png", "../nope.png", str(tmp_path / "secret.png"), "/etc/shadow", "img/link.png",
+                "img/../../secret.png"]:
+        with pytest.raises(ValueError, match="is outside the data folder") as info:
+            confine_paths([bad], ids, data, allow_outside=False)
+        messages.append(str(info.value).replace(repr(bad), "<path>"))
+    assert len(set(messages)) == 1  # existing or not: the same words
+    assert confine_paths(["img/x.png", "img/../img/y.png"], ["a", "b"], data, allow_outside=False) == [
+        str((data / "img" / "x.png").resolve()), str((data / "img" / "y.png").resolve())]
+    assert confine_paths(["../secret.png"], ids, data, allow_outside=True) == [str((tmp_path / "secret.png").resolve())]
+    # through init: refused as bad input, nothing written
+    pl.DataFrame({"id": ["a", "b"], "path": ["../secret.png", "img/x.png"], "label": [0, 1]}).write_csv(data / "d.csv")
+    with pytest.raises(InputError, match=r"item 'a' \(row 1\): path '../secret.png' is outside the data folder"):
+        init_project(data / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", image_col="path",
+                                                                 progress=False))
+    assert not (tmp_path / "p").exists()

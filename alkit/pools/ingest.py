@@ -50,6 +50,7 @@ class InitOptions:
     text_col: str | None = None  # encode this column with the frozen text encoder
     image_col: str | None = None  # encode the image paths in this column with the image encoder
     cache_dir: Path | None = None  # embedding cache (default: .alkit-cache beside the data file)
+    allow_outside_paths: bool = False  # --image-col paths outside the data file's folder
     split_col: str | None = None  # column of test/pool(/train) marks: a given test split instead of --test-frac
     image_shape: tuple[int, ...] | None = None  # (H, W) or (C, H, W): the features are pixels of that image
     progress: bool = True
@@ -86,7 +87,8 @@ def _encoded_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path) -> tu
     cache = opts.cache_dir or data_dir / CACHE_DIR_NAME
     try:
         X, _ = embed_values(df[col].to_list(), df[opts.id_col].cast(pl.Utf8).to_list(), kind,  # type: ignore[arg-type]
-                            cache_dir=cache, base_dir=data_dir, progress=opts.progress)
+                            cache_dir=cache, base_dir=data_dir, progress=opts.progress,
+                            allow_outside_paths=opts.allow_outside_paths)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return X, col
