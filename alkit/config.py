@@ -19,6 +19,27 @@ class ConfigError(ValueError):
     """The project configuration is missing or invalid."""
 
 
+_FIELD_TYPES = {"task": "str", "id_col": "str", "label_col": "str", "n_items": "int", "n_features": "int",
+                "store": "str", "classes": "list[str]", "feature_cols": "list[str]", "feature_col": "str",
+                "hide_labels": "bool", "test_frac": "float", "seed": "int", "source": "str",
+                "payload_cols": "list[str]", "encoder": "str", "split_col": "str", "image_shape": "list[int]"}
+_KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "float": "a number",
+               "list[str]": "a list of strings", "list[int]": "a list of integers"}
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "str":
+        return isinstance(value, str)
+    inner = kind[5:-1]
+    return isinstance(value, list) and all(_is_kind(v, inner) for v in value)
+
+
 @dataclass
 class ProjectConfig:
     task: str  # classification | regression
@@ -40,6 +61,15 @@ class ProjectConfig:
     image_shape: list[int] = field(default_factory=list)  # [C, H, W] of pixel features (row-major), if any
 
     def __post_init__(self) -> None:
+        for name, kind in _FIELD_TYPES.items():  # alkit.toml is hand-editable: check every field's type
+            value = getattr(self, name)
+            if not _is_kind(value, kind):
+                raise ConfigError(f"{name} must be {_KIND_WORDS[kind]}, not {value!r}")
+        for name in ("n_items", "n_features"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if not 0.0 <= self.test_frac < 1.0:
+            raise ConfigError(f"test_frac must be in [0, 1), not {self.test_frac}")
         if self.task not in ("classification", "regression"):
             raise ConfigError(f"task must be classification or regression, not {self.task!r}")
         if self.task == "classification" and len(self.classes) < 2:

@@ -250,3 +250,28 @@ def test_ragged_csv_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="d.csv: line 4 has 4 fields, the header 3") as info:
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
     assert "truncate_ragged_lines" not in str(info.value)
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("n_features", '"many"', "n_features must be an integer, not 'many'"),
+    ("n_items", "0", "n_items must be at least 1, not 0"),
+    ("test_frac", "2.5", "test_frac must be in [0, 1), not 2.5"),
+    ("hide_labels", '"yes"', "hide_labels must be true or false, not 'yes'"),
+    ("seed", '"x"', "seed must be an integer, not 'x'"),
+])
+def test_hand_edited_config_fields_are_checked(tmp_path: Path, key: str, value: str, says: str) -> None:
+    """Every alkit.toml field is type- and range-checked on load, the message naming field and value."""
+    import tomllib
+
+    from alkit.config import ConfigError
+
+    src = tmp_path / "d.csv"
+    digits_frame(120).write_csv(src)
+    init_project(src, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+    toml = tmp_path / "p" / "alkit.toml"
+    lines = [ln for ln in toml.read_text().splitlines() if not ln.startswith(f"{key} =")]
+    lines.insert(1, f"{key} = {value}")
+    toml.write_text("\n".join(lines) + "\n")
+    tomllib.loads(toml.read_text())  # still valid TOML: the check is alkit's
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_project(tmp_path / "p")
