@@ -233,8 +233,7 @@ class Store:
         keys = [int(k) for k in keys]
         out: dict[int, str | None] = {}
         with self.session() as s:
-            for start in range(0, len(keys), 5_000):
-                chunk = keys[start : start + 5_000]
+            for chunk in _chunks(keys):
                 for k, v in s.execute(select(Item.key, Item.label).where(Item.key.in_(chunk))):
                     out[int(k)] = v
         return out
@@ -242,8 +241,7 @@ class Store:
     def keys_for_ids(self, item_ids: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         with self.session() as s:
-            for start in range(0, len(item_ids), 5_000):
-                chunk = list(item_ids[start : start + 5_000])
+            for chunk in _chunks(list(item_ids)):
                 out.update({i: int(k) for i, k in s.execute(select(Item.item_id, Item.key).where(Item.item_id.in_(chunk)))})
         return out
 
@@ -251,8 +249,7 @@ class Store:
         out: dict[int, str] = {}
         keys = [int(k) for k in keys]
         with self.session() as s:
-            for start in range(0, len(keys), 5_000):
-                chunk = keys[start : start + 5_000]
+            for chunk in _chunks(keys):
                 out.update({int(k): i for k, i in s.execute(select(Item.key, Item.item_id).where(Item.key.in_(chunk)))})
         return out
 
@@ -355,10 +352,10 @@ class Store:
             if queue_selected:
                 keys = [int(r["item_key"]) for r in selections]
                 n = 0
-                for start in range(0, len(keys), 5_000):
+                for chunk in _chunks(keys):
                     res = s.execute(
                         update(Item)
-                        .where(Item.key.in_(keys[start:start + 5_000]), Item.split == "pool", Item.state == "unlabeled")
+                        .where(Item.key.in_(chunk), Item.split == "pool", Item.state == "unlabeled")
                         .values(state="queued")
                     )
                     n += int(res.rowcount)
