@@ -136,6 +136,36 @@ def decision_parts(probs_n_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
     return sign, 1.0 / fisher
 
 
+@dataclass
+class DecisionView:
+    """What every top-two-decision score reads from a Prediction and the posterior: the label
+    distribution at the linearisation point, the output covariance, the features, the output
+    variances, each item's decision (sign, noise) and its mean logit margin m_a - m_b >= 0."""
+
+    probs_n_C: torch.Tensor
+    cov: OutputCovariance
+    phi_n_d: torch.Tensor
+    var_n_K: torch.Tensor
+    sign_n_K: torch.Tensor
+    noise_n: torch.Tensor
+    margin_n: torch.Tensor
+
+    @classmethod
+    def of(cls, pred: Prediction, posterior: GaussianLastLayer) -> "DecisionView":
+        probs = label_probs(pred)
+        cov = OutputCovariance.of(posterior, probs.shape[1])
+        phi = cov.features(pred.embedding_n_d)
+        sign, noise = decision_parts(probs)
+        return cls(probs, cov, phi, cov.variance_n_K(phi), sign, noise, decision_margin_n(pred, probs, sign))
+
+
+def decision_margin_n(pred: Prediction, probs_n_C: torch.Tensor, sign_n_K: torch.Tensor) -> torch.Tensor:
+    """m_a - m_b >= 0 of each item's top-two decision from the mean logits (or log-probabilities)."""
+    logits = pred.extras.get("logits_n_C")
+    logits = probs_n_C.clamp_min(1e-300).log() if logits is None else logits.double()
+    return (sign_n_K * logits).sum(1).clamp_min(0.0)
+
+
 def gaussian_information_n(cov_n_K_M: torch.Tensor, total_var_n_K: torch.Tensor,
                            total_var_M_K: torch.Tensor) -> torch.Tensor:
     """mean_j sum_k -1/2 log(1 - c^2 / (Var y_k Var y*_jk)) for a block of rows, float64 (n,)."""
@@ -180,9 +210,7 @@ class EPIGTargets:
         sign = noise = margin = None
         if probs is not None and pred.probs_n_C is not None:
             sign, noise = decision_parts(probs)
-            logits = pred.extras.get("logits_n_C")
-            logits = probs.clamp_min(1e-300).log() if logits is None else logits.double()
-            margin = (sign * logits).sum(1).clamp_min(0.0)
+            margin = decision_margin_n(pred, probs, sign)
         return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi),
                    observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise, margin, objective)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from alkit.acquisition._common import require_posterior, require_probs
-from alkit.posterior import OutputCovariance, decision_parts, label_probs
+from alkit.posterior import DecisionView
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 
@@ -37,10 +37,6 @@ class DecisionBALDAcquisition:
 
     def score(self, pred: Prediction, ctx: AcquisitionContext) -> Scores:
         require_probs(pred, self.name)
-        post = require_posterior(ctx, self.name)
-        probs = label_probs(pred)
-        cov = OutputCovariance.of(post, probs.shape[1])
-        phi = cov.features(pred.embedding_n_d)
-        sign, noise = decision_parts(probs)
-        return Scores(decision_bald_n(cov.variance_n_K(phi), sign, noise),
-                      {"decision_sign_n_K": sign, "decision_noise_n": noise})
+        d = DecisionView.of(pred, require_posterior(ctx, self.name))
+        return Scores(decision_bald_n(d.var_n_K, d.sign_n_K, d.noise_n),
+                      {"decision_sign_n_K": d.sign_n_K, "decision_noise_n": d.noise_n})

@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 
 from alkit.acquisition._common import AcquisitionError, require_posterior, require_probs
-from alkit.posterior import EPIGTargets, OutputCovariance, decision_parts, label_probs, risk_reduction_n
+from alkit.posterior import DecisionView, EPIGTargets, risk_reduction_n
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 _ROWS = 256  # candidate rows per block of the cross-covariance
@@ -46,11 +46,9 @@ class DecisionRiskAcquisition:
         if not isinstance(t, EPIGTargets) or t.decision_margin_M is None or t.cov is None:
             raise AcquisitionError("the decision-risk acquisition needs the targets' decisions (EPIGTargets "
                                    "from a classification Prediction); the cycle prepared none")
-        probs = label_probs(pred)
-        cov = OutputCovariance.of(post, probs.shape[1])
-        phi = cov.features(pred.embedding_n_d)
-        sign, noise = decision_parts(probs)
-        var_f = (sign.square() * cov.variance_n_K(phi)).sum(1)
+        d = DecisionView.of(pred, post)
+        cov, phi, sign, noise = d.cov, d.phi_n_d, d.sign_n_K, d.noise_n
+        var_f = (sign.square() * d.var_n_K).sum(1)
         var_t = (t.decision_sign_M_K.square() * t.var_M_K).sum(1)
         c = torch.cat([torch.einsum("nk,nkm,mk->nm", sign[lo:lo + _ROWS],
                                     cov.covariance_n_K_m(phi[lo:lo + _ROWS], t.cross_G_d_M), t.decision_sign_M_K)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from alkit.acquisition._common import require_posterior, require_probs
-from alkit.posterior import OutputCovariance, decision_parts, label_probs
+from alkit.posterior import DecisionView
 from alkit.types import AcquisitionContext, Prediction, Scores
 
 
@@ -45,16 +45,8 @@ class FlipAcquisition:
 
     def score(self, pred: Prediction, ctx: AcquisitionContext) -> Scores:
         require_probs(pred, self.name)
-        post = require_posterior(ctx, self.name)
-        probs = label_probs(pred)
+        d = DecisionView.of(pred, require_posterior(ctx, self.name))
         logits = pred.extras.get("logits_n_C")
-        if logits is None:
-            logits = probs.clamp_min(1e-300).log()
-        K = probs.shape[1]
-        cov = OutputCovariance.of(post, K)
-        phi = cov.features(pred.embedding_n_d)
-        var = cov.variance_n_K(phi)
-        sign, noise = decision_parts(probs)
-        margin = (sign * logits.double()).sum(1).clamp_min(0.0)
-        return Scores(flip_probability_n(logits, var),
-                      {"decision_sign_n_K": sign, "decision_noise_n": noise, "decision_margin_n": margin})
+        logits = d.probs_n_C.clamp_min(1e-300).log() if logits is None else logits
+        return Scores(flip_probability_n(logits, d.var_n_K),
+                      {"decision_sign_n_K": d.sign_n_K, "decision_noise_n": d.noise_n, "decision_margin_n": d.margin_n})
