@@ -26,6 +26,7 @@ from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.oracles import Oracle, OracleError, oracle_for
+from alkit.pools import leases
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
@@ -77,6 +78,30 @@ class ActiveLoop:
         plan = self.resolve(req)
         spec = plan.spec
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
+        self._check_labels()
+        lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
+        try:
+            return self._drive(req, plan, lease)
+        finally:
+            leases.release(self.store, lease)
+
+    def _check_labels(self) -> None:
+        """Every stored label must be one the project's alkit.toml knows, checked before any write."""
+        bad = []
+        for value in sorted(self.store.label_values()):
+            try:
+                self.project.encode_label(value)
+            except ValueError:
+                bad.append(value)
+        if bad:
+            shown = ", ".join(repr(v) for v in bad[:5]) + (" ..." if len(bad) > 5 else "")
+            what = (f"classes = [{', '.join(self.cfg.classes)}]" if self.cfg.task == "classification"
+                    else "a regression project (numbers only)")
+            raise LoopError(f"the store holds labels that alkit.toml does not know ({shown}); it lists {what}. "
+                            "Restore alkit.toml as `alkit init` wrote it")
+
+    def _drive(self, req: RunRequest, plan: RunPlan, lease: leases.Lease) -> list[CycleResult]:
+        spec = plan.spec
         run = self.store.get_or_create_run(spec)
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
                                     "spent": self.store.n_spent(run.id)})
@@ -90,6 +115,7 @@ class ActiveLoop:
                 self.on_event("human_wait", {"run": run.name, "cycle": cycle - 1, "queued": waiting, "message": msg})
                 self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
                 break
+            leases.renew(self.store, lease)
             spent = self.store.n_spent(run.id)
             last = self.store.cycles(run.id)[-1:]
             if spent >= spec.budget and last and last[-1].n_selected == 0:

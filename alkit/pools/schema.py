@@ -8,6 +8,8 @@ runs       one strategy x scorer x seed x batch size on this project.
 selections which items a run picked in which cycle, with score and greedy utility (audit);
            UNIQUE(run_id, item_key) makes "no item selected twice within a run" a DB invariant.
 cycles     one row per completed cycle: labels at fit time, metrics, timings.
+run_leases which process is driving a run right now (alkit/pools/leases.py); created on first use,
+           so stores made before it need no migration.
 """
 
 from __future__ import annotations
@@ -145,3 +147,16 @@ class CycleRow(Base):
     select_s: Mapped[float] = mapped_column(Float, default=0.0)
     n_scored: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class RunLease(Base):
+    """One row per run name while a process drives it: a second `alkit run` of the same run is
+    refused as busy instead of racing the first on the same cycle."""
+
+    __tablename__ = "run_leases"
+    run_name: Mapped[str] = mapped_column(String(256), primary_key=True)
+    token: Mapped[str] = mapped_column(String(64))  # random per holder: only the holder renews or releases
+    host: Mapped[str] = mapped_column(String(256))
+    pid: Mapped[int] = mapped_column(Integer)
+    acquired_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

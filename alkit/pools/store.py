@@ -11,6 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -104,6 +105,14 @@ def make_engine(url: str) -> Engine:
         raise StoreError(f"cannot use the store URL: {type(exc).__name__} (see --store's documented forms)") from None
 
 
+def _sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL (None for other backends and in-memory databases)."""
+    if not url.startswith("sqlite"):
+        return None
+    database = make_url(url).database
+    return None if database in (None, "", ":memory:") or database.startswith("file:") else Path(database)
+
+
 def _check_lengths(rows: list[dict[str, Any]], columns: dict[str, Any]) -> None:
     """Refuse values longer than their VARCHAR: PostgreSQL enforces the length, SQLite does not,
     so checking here gives one clear error on every backend instead of a driver error on one."""
@@ -154,6 +163,10 @@ def show_decision(decision: Any) -> str:
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
+        db_file = _sqlite_file(url)
+        if not create and db_file is not None and not db_file.exists():  # connecting would create an empty one
+            raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
+                             "(restore the file, or point alkit.toml's store at the right one)")
         self.engine = make_engine(url)
         if create:
             try:
@@ -237,6 +250,13 @@ class Store:
                 for k, v in s.execute(select(Item.key, Item.label).where(Item.key.in_(chunk))):
                     out[int(k)] = v
         return out
+
+    def label_values(self) -> set[str]:
+        """Every distinct label text the store holds (given, imported, hidden or test)."""
+        with self.session() as s:
+            given = s.scalars(select(Label.value).distinct()).all()
+            held = s.scalars(select(Item.label).where(Item.label.is_not(None)).distinct()).all()
+        return set(given) | set(held)
 
     def keys_for_ids(self, item_ids: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -11,6 +11,7 @@ from alkit.strategies.batchbald import BatchBALDStrategy
 from alkit.strategies.coldstart import ColdStartStrategy
 from alkit.strategies.diverse import DiverseStrategy
 from alkit.strategies.kcenter import KCenterStrategy
+from alkit.strategies.power import PowerStrategy
 from alkit.strategies.random import RandomStrategy
 from alkit.strategies.topk import TopKStrategy
 from alkit.types import Strategy
@@ -21,6 +22,7 @@ SELECTORS: dict[str, type] = {
     "diverse": DiverseStrategy,
     "kcenter": KCenterStrategy,
     "badge": BadgeStrategy,
+    "power": PowerStrategy,
     "coldstart": ColdStartStrategy,
     "batchbald": BatchBALDStrategy,
 }
@@ -43,6 +45,7 @@ __all__ = [
     "ColdStartStrategy",
     "DiverseStrategy",
     "KCenterStrategy",
+    "PowerStrategy",
     "RandomStrategy",
     "TopKStrategy",
     "get_selector",
