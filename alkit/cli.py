@@ -6,36 +6,55 @@ import inspect
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from alkit.cli_common import ProjectOpt, console, err, user_errors
+from alkit import cli_common
+from alkit.cli_common import ProjectOpt, console, err, use_threads, user_errors
 from alkit.cli_common import parse_csv as _parse_csv
-from alkit.config import load_project
-from alkit.loop import ActiveLoop, RunRequest
-from alkit.pools.ingest import InitOptions, init_project
-from alkit.pools.store import Store
+from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
+if TYPE_CHECKING:
+    from alkit.pools.store import Store
+    from alkit.loop import ActiveLoop, RunRequest
 
 app = typer.Typer(
     help="alkit: active learning with analytic, single-pass epistemic uncertainty.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _store(url: str) -> Store:
+    """The project's store, imported here so `alkit --help` loads no SQLAlchemy."""
+    from alkit.pools.store import Store
+
+    return Store(url)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from alkit import __version__
+
+        print(f"alkit {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _global(
+    version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                 help="Print alkit's version and exit."),
     threads: int = typer.Option(1, "--threads", envvar="ALKIT_THREADS",
                                 help="torch CPU threads (1 is fastest for small networks on a busy machine)."),
 ) -> None:
     """alkit: active learning with analytic, single-pass epistemic uncertainty."""
-    import torch
+    cli_common.THREADS = max(1, threads)  # applied by the commands that compute (use_threads), not for --help
 
-    torch.set_num_threads(max(1, threads))
+
 @app.command()
 def init(
     data: Path = typer.Argument(..., help="CSV or Parquet file, one row per item."),
@@ -58,7 +77,8 @@ def init(
     project: Path = ProjectOpt,
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
-    from alkit.pools.ingest import parse_image_shape
+    use_threads()
+    from alkit.pools.ingest import InitOptions, init_project, parse_image_shape
 
     with user_errors():
         if task not in (None, "classification", "regression"):
@@ -71,7 +91,11 @@ def init(
                            cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths,
                            image_shape=parse_image_shape(image_shape) if image_shape is not None else None)
         cfg = init_project(data, project, opts)
-        counts = Store(load_project(project).store_url).counts()
+        external = store is not None and not store.startswith("sqlite")
+        counts = _store(store if external else load_project(project).store_url).counts()  # the URL as typed
+    if external and cfg.store != store:
+        console.print(f"the store's password is not kept in {CONFIG_NAME} (owner-only, 0600): give it to later "
+                      f"commands as ${STORE_URL_ENV} (the full URL) or with PGPASSWORD / ~/.pgpass")
     pool = sum(v for k, v in counts.items() if k.startswith("pool:"))
     test = sum(v for k, v in counts.items() if k.startswith("test:"))
     classes = f", {len(cfg.classes)} classes" if cfg.classes else ""
@@ -138,6 +162,7 @@ def embed(
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
 ) -> None:
     """Embed raw text or images once; then `alkit init OUT --feature-col embedding`."""
+    use_threads()
     with user_errors():
         from alkit.embed import embed_file
 
@@ -168,6 +193,9 @@ def run(
     project: Path = ProjectOpt,
 ) -> None:
     """Run active learning until the budget is spent; the same command resumes an interrupted run."""
+    use_threads()
+    from alkit.loop import ActiveLoop, RunRequest
+
     with user_errors():
         proj = load_project(project)
         learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
@@ -201,7 +229,7 @@ def status(
         from alkit.report import run_summaries
 
         proj = load_project(project)
-        rows = run_summaries(Store(proj.store_url))
+        rows = run_summaries(_store(proj.store_url))
     if json_out:
         print(json.dumps(rows, default=str))
         return
@@ -223,7 +251,7 @@ def plot(
         from alkit.report import cycles_frame
 
         proj = load_project(project)
-        df = cycles_frame(Store(proj.store_url))
+        df = cycles_frame(_store(proj.store_url))
         metric = metric or ("accuracy" if proj.config.task == "classification" else "crps")
         if df.height == 0:
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
@@ -248,6 +276,7 @@ def bench(
     project: Path = ProjectOpt,
 ) -> None:
     """Every strategy x seed on this project (resumable), then the label-efficiency table and plot."""
+    use_threads()
     import sys
 
     with user_errors():
@@ -261,7 +290,7 @@ def bench(
                         at=[int(a) for a in _parse_csv(at)] if at else None, target=target, out_dir=out_dir,
                         console=console, command="alkit " + " ".join(sys.argv[1:]))
         png = res.summary_md.with_name("bench_curves.png")
-        df = cycles_frame(Store(load_project(project).store_url))
+        df = cycles_frame(_store(load_project(project).store_url))
         plot_learning_curves(df.filter(df["run"].is_in(res.runs)), res.metric, png, title=f"{res.metric} vs labels")
     for name, why in res.unavailable.items():
         console.print(f"[yellow]left out[/] {name}: {why}")
@@ -321,6 +350,7 @@ def demo(
     strategies_: str = typer.Option("random,epistemic", "--strategies", help="Comma-separated strategy presets."),
 ) -> None:
     """Bundled end-to-end demo: digits, random vs epistemic, learning-curve PNG."""
+    use_threads()
     with user_errors():
         from alkit.demo import run_demo
 
@@ -328,7 +358,7 @@ def demo(
                        strategies=_parse_csv(strategies_) or [], runner=_run_with_progress, console=console)
         from alkit.report import run_summaries
 
-        rows = run_summaries(Store(load_project(project).store_url))
+        rows = run_summaries(_store(load_project(project).store_url))
     console.print(_summary_table(rows, f"demo runs in {project.resolve()}"))
     console.print(f"[green]learning curves:[/] {png}")
 

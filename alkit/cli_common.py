@@ -8,19 +8,37 @@ from typing import Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from alkit.config import ConfigError
-from alkit.loop import LoopError
-from alkit.pools.features import FeatureFileError
-from alkit.pools.ingest import InputError
-from alkit.pools.store import StoreError
+from alkit.errors import StoreError
 
-console = Console()
-err = Console(stderr=True)
+# soft_wrap: a message is one line however narrow the terminal (a log or a pipe gets it whole);
+# tables are laid out to the width as before
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
-USER_ERRORS = (InputError, LoopError, ConfigError, StoreError, FeatureFileError, ValueError, FileNotFoundError, KeyError)
+# every refusal alkit raises is one of these: InputError, LoopError, ConfigError, FeatureFileError,
+# QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
+USER_ERRORS = (ValueError, StoreError, FileNotFoundError, KeyError)
 
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
+
+
+THREADS = 1  # torch CPU threads, from `alkit --threads` / ALKIT_THREADS
+
+
+def use_threads() -> None:
+    """Apply --threads to torch; called by the commands that train or embed (importing torch is
+    what makes a command slow to start, so --help and status never do)."""
+    import torch
+
+    torch.set_num_threads(THREADS)
+
+
+def one_line(text: str) -> str:
+    """Newlines, tabs and other control characters (from a message or a user's value quoted in it)
+    shown as escapes, so a refusal is always exactly one line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 @contextmanager
@@ -30,7 +48,7 @@ def user_errors() -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        err.print(f"[bold red]error:[/] {msg}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
         raise typer.Exit(code=2) from None
 
 

@@ -13,13 +13,15 @@ from rich.table import Table
 
 from alkit.cli_common import ProjectOpt, console, parse_csv, user_errors
 from alkit.config import load_project
-from alkit.pools.queue import FORMATS, ON_CONFLICT, SKIP_LABEL, export_queue, import_labels, queue_status
+from alkit.choices import ON_CONFLICT, SKIP_LABEL
+from alkit.choices import QUEUE_FORMATS as FORMATS
 
 queue_app = typer.Typer(
     help="Label with people: export the queued items, import their labels, see progress.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -33,6 +35,8 @@ def export_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Write the queued items for labelers: id, payload, empty label/skip, score, rank, cycle and why."""
+    from alkit.pools.queue import export_queue
+
     with user_errors():
         res = export_queue(load_project(project), out, fmt, parse_csv(include), escape_formulas=escape_formulas)
     if res.n_items == 0:
@@ -56,6 +60,8 @@ def import_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Import labels for queued items, all or nothing; the same file twice changes nothing."""
+    from alkit.pools.queue import import_labels
+
     with user_errors():
         res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict, fmt=fmt)
     if json_out:
@@ -75,6 +81,8 @@ def status_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Queued, labeled and skipped pool items, and labels/skips by annotator."""
+    from alkit.pools.queue import queue_status
+
     with user_errors():
         st = queue_status(load_project(project))
     if json_out:

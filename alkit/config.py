@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -116,10 +117,28 @@ class Project:
         return float(value)
 
 
+STORE_URL_ENV = "ALKIT_STORE_URL"  # the store URL with its password, kept out of alkit.toml
+
+
 def resolve_store_url(url: str, root: Path) -> str:
+    """The URL to connect with: a relative SQLite path resolved against the project, and for an
+    external store the password from $ALKIT_STORE_URL when that names the same database (same
+    driver, user, host, port and database; otherwise it is ignored, and libpq's PGPASSWORD or
+    ~/.pgpass still apply)."""
     prefix = "sqlite:///"
     if url.startswith(prefix) and not url.startswith(prefix + "/") and url != "sqlite:///:memory:":
         return prefix + str((root / url[len(prefix):]).resolve())
+    env = os.environ.get(STORE_URL_ENV)
+    if env and not url.startswith("sqlite"):
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            given, full = make_url(url), make_url(env)
+        except ArgumentError:
+            raise ConfigError(f"${STORE_URL_ENV} is not a valid store URL") from None
+        if given.password is None and _drop_password(full) == given:
+            return full.render_as_string(hide_password=False)
     return url
 
 
@@ -144,7 +163,32 @@ def load_project(root: str | Path = ".") -> Project:
     return Project(root, cfg)
 
 
+def without_password(url: str) -> str:
+    """The store URL as alkit.toml keeps it: never with a password (ALKIT_STORE_URL, PGPASSWORD or
+    ~/.pgpass supply it when the store is opened)."""
+    if url.startswith("sqlite"):
+        return url
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    return url if parsed.password is None else _drop_password(parsed).render_as_string(hide_password=False)
+
+
+def _drop_password(u: Any) -> Any:
+    """The same sqlalchemy URL without its password (URL.set treats None as "unchanged")."""
+    from sqlalchemy.engine import URL
+
+    return URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query)
+
+
 def write_config(root: Path, cfg: ProjectConfig, name: str = CONFIG_NAME) -> Path:
+    """alkit.toml; readable by its owner only when it names an external store (user, host, db)."""
     path = root / name
-    path.write_text(tomli_w.dumps({"project": asdict(cfg)}))
+    text = tomli_w.dumps({"project": asdict(cfg)})
+    private = not cfg.store.startswith("sqlite")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    with os.fdopen(fd, "w") as f:
+        if private:
+            os.fchmod(f.fileno(), 0o600)  # also when the file existed with wider permissions
+        f.write(text)
     return path

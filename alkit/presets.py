@@ -24,6 +24,7 @@ class Preset:
     is_baseline: bool = False
     acquisition: str = "epistemic"  # the score the selectors rank or diversify
     regression_acquisition: str | None = None  # on regression projects, where ``acquisition`` needs classes
+    regression_selector: str | None = None  # on regression projects, at any batch size
 
     def acquisition_for(self, task: str) -> str:
         """The preset's acquisition on a project of this task."""
@@ -31,12 +32,18 @@ class Preset:
             return self.regression_acquisition
         return self.acquisition
 
+    def selector_for(self, task: str, batch_size: int) -> str:
+        """The selector once a model exists, on a project of this task and batch size."""
+        if task == "regression" and self.regression_selector is not None:
+            return self.regression_selector
+        return self.single_selector if batch_size == 1 else self.selector
+
 
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
         Preset("random", "uniform random batches (the baseline every curve is compared with)", "none", "random", "random", "random", True),
-        Preset("epistemic", "posterior-driven: the VBLL posterior's probability that an item's top-two decision flips, each batch greedy with the posterior conditioned on every pick (regression: greedy EPIG about a pool sample); cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="decision-flip", regression_acquisition="epig"),
+        Preset("epistemic", "posterior-driven: the VBLL posterior's probability that an item's top-two decision flips, each batch greedy with the posterior conditioned on every pick (regression: items drawn with probability proportional to their epistemic variance, power sampling); cold-start strata first", "vbll", "diverse", "diverse", "coldstart", acquisition="decision-flip", regression_acquisition="epistemic", regression_selector="power"),
         Preset("decision-flip", "posterior probability that the top-two decision flips, of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="decision-flip"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),

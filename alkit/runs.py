@@ -110,7 +110,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if req.stratify_by and req.stratify_by not in cfg.payload_cols:
         raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(cfg.payload_cols)}")
     initial_selector = req.initial_selector or preset.initial_selector
-    for name in (preset.selector, preset.single_selector, initial_selector):
+    for name in (preset.selector_for(cfg.task, req.batch_size), initial_selector):
         get_selector(name)
     if get_selector(initial_selector).needs_model:
         raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
@@ -151,6 +151,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     def fresh_learner(input_spec: InputSpec | None) -> Learner:
         return make_learner(scorer, cfg.task, cfg.n_classes, train=train, input=input_spec, **learner_options)
 
-    name = preset.single_selector if req.batch_size == 1 else preset.selector
+    name = preset.selector_for(cfg.task, req.batch_size)
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
                    initial_selector, get_selector(name), name)

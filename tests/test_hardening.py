@@ -116,3 +116,108 @@ def test_a_deleted_database_is_not_recreated(project: Path) -> None:
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (args, proc.stderr)
         assert "does not exist; a store is only created by `alkit init`" in " ".join(proc.stderr.split())
         assert snapshot(project) == before and not (project / "alkit.db").exists()
+
+
+def test_init_killed_at_any_point_then_rerun_just_works(tmp_path: Path, digits_csv: Path) -> None:
+    """SIGKILL during `alkit init` (while building, or between the final moves, simulated by a
+    temp folder whose journal says some files were already moved in): the next init removes the
+    dead one's debris, rolls its moves back and succeeds; nothing of it is left."""
+    import shutil
+    import signal
+    import time
+
+    from alkit.pools.ingest import INIT_PREFIX
+
+    root = tmp_path / "p"
+    big = tmp_path / "big.csv"  # large enough that the kill lands inside init
+    import polars as pl
+
+    df = pl.read_csv(digits_csv)
+    pl.concat([df.with_columns(pl.col("id").cast(pl.Utf8) + f"-{r}") for r in range(60)]).write_csv(big)
+    proc = subprocess.Popen([*ALKIT, "init", str(big), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                             "-p", str(root)], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(root.glob(f"{INIT_PREFIX}*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (root / "alkit.toml").exists() or proc.returncode == 0
+    # a second dead init that had moved two files in before dying (journal), pid of a finished process
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    if not (root / "alkit.toml").exists():
+        stale = root / f"{INIT_PREFIX}{dead.pid}-x"
+        stale.mkdir(parents=True)
+        for name in ("features.parquet", "alkit.db"):
+            (root / name).write_bytes(b"half")
+        (stale / "moved.txt").write_text(f"{root / 'features.parquet'}\n{root / 'alkit.db'}\n")
+        out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                    "-p", str(root), cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+    assert not list(root.glob(f"{INIT_PREFIX}*"))
+    assert sorted(p.name for p in root.iterdir()) == ["alkit.db", "alkit.toml", "features.parquet", "payload.parquet"]
+    assert alkit(*RUN, "-p", str(root), cwd=tmp_path).returncode == 0
+    shutil.rmtree(root)
+
+
+def test_a_failed_init_leaves_no_store_file(tmp_path: Path, digits_csv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure after the store is built: no alkit.db, no temp folder, nothing in the project."""
+    from alkit.pools import ingest
+
+    def boom(*a, **k):  # noqa: ANN002, ANN003
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ingest, "write_config", boom)
+    with pytest.raises(OSError):
+        init_project(digits_csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+    assert list((tmp_path / "p").iterdir()) == []
+
+
+def test_store_password_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """alkit.toml keeps the external store's URL without its password, owner-only; the password
+    comes back from $ALKIT_STORE_URL only for the same database."""
+    from alkit.config import ProjectConfig, resolve_store_url, without_password, write_config
+
+    url = "postgresql+psycopg://alice:s3cretPW@db.example:5432/al?sslmode=require"
+    kept = without_password(url)
+    assert kept == "postgresql+psycopg://alice@db.example:5432/al?sslmode=require"
+    cfg = ProjectConfig(task="regression", id_col="id", label_col="y", n_items=1, n_features=1, store=kept)
+    path = write_config(tmp_path, cfg)
+    assert "s3cretPW" not in path.read_text() and path.stat().st_mode & 0o077 == 0
+    monkeypatch.setenv("ALKIT_STORE_URL", url)
+    assert resolve_store_url(kept, tmp_path) == url
+    assert resolve_store_url("postgresql+psycopg://alice@db.example:5432/other", tmp_path).endswith("/other")
+    path.chmod(0o644)  # rewritten over a world-readable file: private again
+    assert write_config(tmp_path, cfg).stat().st_mode & 0o077 == 0
+
+
+def test_cli_init_on_postgres_keeps_no_password(tmp_path: Path, digits_csv: Path, pg_database) -> None:  # noqa: ANN001
+    from sqlalchemy.engine import make_url
+
+    url = make_url(pg_database()).set(password="s3cretPW").render_as_string(hide_password=False)
+    out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "--store", url,
+                "-p", "p", cwd=tmp_path)
+    assert out.returncode == 0 and "ALKIT_STORE_URL" in " ".join(out.stdout.split()), out.stderr
+    toml = tmp_path / "p" / "alkit.toml"
+    assert "s3cretPW" not in toml.read_text() and toml.stat().st_mode & 0o077 == 0
+    run = alkit(*RUN, "-p", "p", cwd=tmp_path, env={"ALKIT_STORE_URL": url})  # trust auth: the URL must match
+    assert run.returncode == 0 and "s3cretPW" not in run.stdout + run.stderr, run.stderr
+
+
+def test_a_failed_init_on_postgres_drops_the_tables_it_created(tmp_path: Path, digits_csv: Path, pg_database,  # noqa: ANN001
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import create_engine, inspect
+
+    from alkit.pools import ingest
+
+    url = pg_database()
+    monkeypatch.setattr(ingest, "write_config", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        init_project(digits_csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                              progress=False, store=url))
+    engine = create_engine(url)
+    try:
+        assert inspect(engine).get_table_names() == []
+    finally:
+        engine.dispose()
+    assert list((tmp_path / "p").iterdir()) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sqlalchemy.exc import IntegrityError
@@ -32,6 +34,8 @@ def test_wal_mode_and_reopen(store_url: str) -> None:
 
 
 def test_not_an_alkit_store(store_url: str) -> None:
+    if store_url.startswith("sqlite:///"):  # an existing SQLite file that is not a store (a missing one: test_hardening)
+        Path(store_url[len("sqlite:///"):]).write_bytes(b"")
     with pytest.raises(StoreError, match="not an alkit store"):
         Store(store_url)
 

@@ -7,6 +7,7 @@ init leaves no half-made project behind.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -24,9 +25,11 @@ from alkit.config import (
     ProjectConfig,
     load_project,
     resolve_store_url,
+    without_password,
     write_config,
 )
 from alkit.pools.features import write_features
+from alkit.pools.procs import pid_alive
 from alkit.pools.store import Store
 from alkit.pools.tables import InputError, read_table  # noqa: F401 (InputError re-exported)
 
@@ -263,9 +266,52 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
     return dims
 
 
+INIT_PREFIX = ".alkit-init-"  # temp folder of an init in progress: .alkit-init-<pid>-<random>
+_JOURNAL = "moved.txt"  # inside it: every file already moved into the project, one path per line
+
+
+def _pid_of(folder: Path) -> int | None:
+    head = folder.name[len(INIT_PREFIX):].split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _commit_moves(tmp: Path, moves: list[tuple[Path, Path]]) -> None:
+    """Move the built files into the project, journaling each target first, so an init killed
+    between two moves is rolled back by the next one (``remove_stale_inits``)."""
+    with (tmp / _JOURNAL).open("a") as journal:
+        for src, dst in moves:
+            journal.write(f"{dst}\n")
+            journal.flush()
+            os.fsync(journal.fileno())
+            shutil.move(src, dst)  # a rename within one file system; a copy for a store elsewhere
+
+
+def _roll_back(tmp: Path) -> None:
+    """Remove what a failed or killed init had already moved into the project."""
+    journal = tmp / _JOURNAL
+    if journal.exists():
+        for line in journal.read_text().splitlines():
+            for suffix in ("", "-wal", "-shm"):
+                Path(line + suffix).unlink(missing_ok=True)
+
+
+def remove_stale_inits(root: Path) -> None:
+    """Temp folders of inits whose process is gone (killed): roll back what each had moved in,
+    unless it got as far as alkit.toml (then the project is complete), and delete the folder."""
+    for folder in root.glob(f"{INIT_PREFIX}*"):
+        pid = _pid_of(folder)
+        if not folder.is_dir() or (pid is not None and pid != os.getpid() and pid_alive(pid)):
+            continue  # another init is running here right now
+        if not (root / CONFIG_NAME).exists():
+            _roll_back(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -> ProjectConfig:
     """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input."""
     data, root = Path(data), Path(project_dir)
+    if root.is_dir():
+        remove_stale_inits(root)  # debris of a killed init goes first, whatever this one decides
     if (root / CONFIG_NAME).exists():
         raise InputError(f"{root / CONFIG_NAME} already exists: this directory already holds a project")
     test_frac = DEFAULT_TEST_FRAC if opts.test_frac is None else opts.test_frac
@@ -354,7 +400,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     url = resolve_store_url(store_token, root)
     cfg = ProjectConfig(
         task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=n, n_features=X.shape[1],
-        store=store_token, classes=classes, feature_cols=feature_names if not opts.feature_col else [],
+        store=without_password(store_token), classes=classes,
+        feature_cols=feature_names if not opts.feature_col else [],
         feature_col=opts.feature_col or "", hide_labels=opts.hide_labels,
         # with --split-col, the share of rows the column put in the test split
         test_frac=float(marked_test.mean()) if marked_test is not None else test_frac,
@@ -362,31 +409,33 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         encoder="text:all-MiniLM-L6-v2" if opts.text_col else "image:efficientnet-lite0" if opts.image_col else "",
         split_col=opts.split_col or "", image_shape=image_shape,
     )
-    tmp = Path(tempfile.mkdtemp(prefix=".alkit-init-", dir=root))
     db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
-    db_existed = db_file is not None and db_file.exists()
-    if db_existed:
-        shutil.rmtree(tmp)
+    if db_file is not None and db_file.exists():
         raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
-    store = None
+    tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
+    # the embedded store is built in the temp folder too, and moved in with the rest
+    build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
+    store, created = None, []
     try:
         write_features(tmp / FEATURES_NAME, X)
         df.select(payload_cols).with_columns(pl.Series("key", np.arange(n, dtype=np.int64))).write_parquet(tmp / PAYLOAD_NAME)
-        store = Store(url, create=True)
+        store = Store(build_url, create=True)
+        created = store.created_tables
         store.initialise(items, shared_labels)
         store.dispose()
-        for name in (FEATURES_NAME, PAYLOAD_NAME):
-            (tmp / name).replace(root / name)
-        write_config(root, cfg)
+        store = None
+        write_config(tmp, cfg)
+        moves = [(tmp / FEATURES_NAME, root / FEATURES_NAME), (tmp / PAYLOAD_NAME, root / PAYLOAD_NAME)]
+        if db_file is not None:
+            moves.append((tmp / db_file.name, db_file))
+        _commit_moves(tmp, [*moves, (tmp / CONFIG_NAME, root / CONFIG_NAME)])  # alkit.toml last
     except BaseException:
         if store is not None:
             store.dispose()
-        if db_file is not None:
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(db_file) + suffix).unlink(missing_ok=True)
-        for name in (FEATURES_NAME, PAYLOAD_NAME):
-            if not (root / CONFIG_NAME).exists():
-                (root / name).unlink(missing_ok=True)
+        if not (root / CONFIG_NAME).exists():
+            _roll_back(tmp)
+            if created:  # an external store: drop exactly the tables this init created
+                Store.drop_created(build_url, created)
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

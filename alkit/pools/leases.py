@@ -21,6 +21,7 @@ from datetime import timedelta
 from sqlalchemy import delete, update
 from sqlalchemy.exc import IntegrityError
 
+from alkit.pools.procs import pid_alive
 from alkit.pools.schema import RunLease, utcnow
 from alkit.pools.store import Store, StoreError
 
@@ -37,19 +38,11 @@ class Lease:
     token: str
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def _abandoned(row: RunLease, host: str) -> bool:
     if row.host == host:
-        return not _alive(row.pid)
+        return not pid_alive(row.pid)
     return utcnow() - row.heartbeat_at > STALE_AFTER
 
 

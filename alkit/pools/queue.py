@@ -25,6 +25,7 @@ from typing import Any, Literal
 import polars as pl
 from sqlalchemy import func, select
 
+from alkit.choices import ON_CONFLICT, SKIP_LABEL
 from alkit.config import Project
 from alkit.pools import labelfiles
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
@@ -35,8 +36,6 @@ from alkit.pools.store import SKIP, ImportRefused, Store, show_decision
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
 FORMATS: tuple[str, ...] = tuple(labelfiles.FORMATS)
-ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
-SKIP_LABEL = "__skip__"
 RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
 _MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
 
@@ -296,6 +295,8 @@ def import_labels(
     store = store or Store(project.store_url)
     problems: list[str] = []
     rows = labelfiles.read(path, problems, fmt)
+    if not rows and not problems:
+        problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     decisions = _decisions(project, rows, problems)
     if problems:
         raise refuse(path, problems)

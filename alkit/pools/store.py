@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
-from sqlalchemy import create_engine, delete, event, func, insert, select, update
+from sqlalchemy import create_engine, delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from alkit.errors import StoreError  # noqa: F401 (re-exported: alkit.pools.store.StoreError)
 from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow, utcnow
 
 
@@ -32,8 +33,6 @@ def write_lock(s: Session) -> None:
     s.execute(update(Meta).where(Meta.key == "schema_version").values(value=Meta.value))
 
 
-class StoreError(RuntimeError):
-    """A store operation was refused; the message names the problem.  Nothing was written."""
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -168,9 +167,12 @@ class Store:
             raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
                              "(restore the file, or point alkit.toml's store at the right one)")
         self.engine = make_engine(url)
+        self.created_tables: list[str] = []  # create=True: the tables this call made (a failed init drops them)
         if create:
             try:
+                existing = set(inspect(self.engine).get_table_names())
                 Base.metadata.create_all(self.engine)
+                self.created_tables = [t for t in Base.metadata.tables if t not in existing]
             except OperationalError as exc:
                 self.engine.dispose()
                 reason = str(exc.orig or exc).strip().splitlines()[0]
@@ -178,6 +180,15 @@ class Store:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if not create:
             self._check_schema()
+
+    @staticmethod
+    def drop_created(url: str, tables: list[str]) -> None:
+        """Drop the tables a failed ``alkit init`` created in an external store (and nothing else)."""
+        engine = make_engine(url)
+        try:
+            Base.metadata.drop_all(engine, tables=[Base.metadata.tables[t] for t in tables])
+        finally:
+            engine.dispose()
 
     def _safe_url(self) -> str:
         """The URL with any password masked, for messages."""

@@ -54,9 +54,11 @@ class Row:
 
 
 def refuse(path: Path, problems: list[str]) -> QueueError:
+    """One line: the file, that nothing was imported, and the first problems (rows named)."""
     shown = problems[:_MAX_LISTED]
-    more = f"\n  ... and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
-    return QueueError(f"{path.name}: refused, nothing imported:\n  " + "\n  ".join(shown) + more)
+    more = f"; ... and {len(problems) - _MAX_LISTED} more" if len(problems) > _MAX_LISTED else ""
+    count = f"{len(problems)} problems: " if len(problems) > 1 else ""
+    return QueueError(f"{path.name}: refused, nothing imported: {count}" + "; ".join(shown) + more)
 
 
 def decode(path: Path, data: bytes) -> str:

@@ -1,0 +1,14 @@
+"""The fixed choices the command line offers, as plain data with no imports: `alkit --help` must
+list them without loading the modules that implement them (torch, SQLAlchemy, polars).  Each
+implementing module takes its list from here or is checked against it by tests/test_cli_help.py."""
+
+from __future__ import annotations
+
+QUEUE_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")  # = alkit.pools.labelfiles.FORMATS
+ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
+SKIP_LABEL = "__skip__"  # the label text that means "skip this item"
+TASKS: tuple[str, ...] = ("classification", "regression")
+ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
+HEADS: tuple[str, ...] = ("gaussian", "quantile", "buckets")  # VBLL regression heads
+COVARIANCES: tuple[str, ...] = ("dense", "diagonal", "shared")  # VBLL covariance
+INITIAL_SELECTORS: tuple[str, ...] = ("random", "coldstart")  # model-free first batch

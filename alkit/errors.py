@@ -1,0 +1,9 @@
+"""Error types the command line turns into one-line refusals, in a module with no imports so the
+CLI can name them without loading SQLAlchemy or torch.  Every other refusal alkit raises is a
+ValueError subclass (InputError, LoopError, ConfigError, FeatureFileError, QueueError, ...)."""
+
+from __future__ import annotations
+
+
+class StoreError(RuntimeError):
+    """A store operation was refused; the message names the problem.  Nothing was written."""
