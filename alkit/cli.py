@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from alkit import cli_common
-from alkit.cli_common import ProjectOpt, console, err, use_threads, user_errors
+from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
+                              console, err, one_line, use_threads, user_errors)
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,  # plain click help: [text] and --flags shown as written, no <bool> placeholders
 )
 
 
@@ -57,12 +60,12 @@ def _global(
 
 @app.command()
 def init(
-    data: Path = typer.Argument(..., help="CSV or Parquet file, one row per item."),
+    data: Path = typer.Argument(..., metavar="DATA", help="CSV or Parquet file, one row per item."),
     id_col: str = typer.Option(..., "--id-col", help="Column with a unique id per row."),
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated numeric feature columns (default: all other columns)."),
     feature_col: Optional[str] = typer.Option(None, "--feature-col", help="One list column holding the feature vector."),
-    task: Optional[str] = typer.Option(None, "--task", help="classification or regression (default: inferred from the labels)."),
+    task: Optional[Task] = typer.Option(None, "--task", help="The task (default: inferred from the labels)."),
     test_frac: Optional[float] = typer.Option(None, "--test-frac", help="With --hide-labels: fraction of rows held out as the test split (default 0.2; stratified by class for classification)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the test split."),
     store: Optional[str] = typer.Option(None, "--store", help="SQLAlchemy URL of the store (default: sqlite file alkit.db in the project)."),
@@ -153,7 +156,7 @@ def _summary_table(rows: list[dict[str, Any]], title: str) -> Table:
 
 @app.command()
 def embed(
-    data: Path = typer.Argument(..., help="CSV or Parquet file with a text or image-path column."),
+    data: Path = typer.Argument(..., metavar="DATA", help="CSV or Parquet file with a text or image-path column."),
     out: Path = typer.Option(..., "--out", "-o", help="Parquet file to write: the input plus an 'embedding' list column."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed (MiniLM, 384-d)."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),
@@ -173,22 +176,22 @@ def embed(
 
 @app.command()
 def run(
-    strategy: str = typer.Option("epistemic", "--strategy", "-s", help="Strategy preset; `alkit strategies` lists them."),
+    strategy: Strategy = typer.Option("epistemic", "--strategy", "-s", help="Strategy preset; `alkit strategies` lists them."),
     budget: int = typer.Option(..., "--budget", "-b", help="Total labels the run may spend (the initial batch included)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Items selected per cycle."),
     seed: int = typer.Option(0, "--seed", help="Run seed (model init, data order, sampling)."),
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
-    scorer: Optional[str] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
-    head: Optional[str] = typer.Option(None, "--head", help="VBLL regression head: gaussian, quantile or buckets."),
-    cov: Optional[str] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
+    scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
+    head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets)."),
+    cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per cycle (default 200, early stopping)."),
-    engine: str = typer.Option("local", "--engine", help="Where pool scoring runs: local (this process) or ray (map/reduce over Parquet row groups; same picks)."),
+    engine: Engine = typer.Option("local", "--engine", help="Where pool scoring runs: local (this process) or ray (map/reduce over Parquet row groups; same picks)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: cluster address (e.g. auto, ray://host:10001); default starts Ray locally."),
-    acquisition: Optional[str] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them): epistemic, bald, epig, epig-decision, decision-flip, decision-bald, decision-risk, margin, entropy, least-confident."),
-    initial_selector: Optional[str] = typer.Option(None, "--initial-selector", help="Model-free selector of the first batch (default: the strategy's): random or coldstart."),
+    acquisition: Optional[Acquisition] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them)."),
+    initial_selector: Optional[InitialSelector] = typer.Option(None, "--initial-selector", help="Model-free selector of the first batch (default: the strategy's)."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -268,7 +271,7 @@ def bench(
     seeds: int = typer.Option(3, "--seeds", help="Seeds per strategy (0..N-1)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),
-    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per fit."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per fit (default 200, early stopping)."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
     target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
@@ -368,7 +371,26 @@ app.add_typer(queue_app, name="queue")
 
 
 def main() -> None:
-    app()
+    """The `alkit` command.  A usage error (unknown option, a value not among an option's choices)
+    is one line and exit 2 like every other refusal, not click's usage block."""
+    import sys
+
+    usage_error = typer.BadParameter.__bases__[0]  # click's UsageError (typer may vendor its own click)
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(prog_name="alkit", standalone_mode=False)
+    except usage_error as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:  # bare `alkit`, `alkit queue`
+            print(exc.ctx.get_help())
+            sys.exit(0)
+        path = exc.ctx.command_path if exc.ctx is not None else "alkit"
+        msg = exc.format_message().replace("Value error, ", "")  # typer's pydantic coercion prefix
+        err.print(f"[bold red]error:[/] {escape(one_line(msg))} (see {path} -h)", highlight=False)
+        sys.exit(2)
+    except typer.Abort:  # Ctrl-C outside a run (a run reports its own interruption)
+        err.print("interrupted", highlight=False)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -10,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from alkit import choices
 from alkit.errors import StoreError
+from alkit.presets import PRESETS
 
 # soft_wrap: a message is one line however narrow the terminal (a log or a pipe gets it whole);
 # tables are laid out to the width as before
@@ -23,6 +26,22 @@ USER_ERRORS = (ValueError, StoreError, FileNotFoundError, KeyError)
 
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
 
+
+def _choices(name: str, values: tuple[str, ...] | list[str]) -> type[StrEnum]:
+    """An option type whose values --help lists and shells complete; members are the strings themselves."""
+    return StrEnum(name, {v: v for v in values})
+
+
+Task = _choices("Task", choices.TASKS)
+Strategy = _choices("Strategy", list(PRESETS))
+Scorer = _choices("Scorer", choices.SCORERS)
+Head = _choices("Head", choices.HEADS)
+Covariance = _choices("Covariance", choices.COVARIANCES)
+Engine = _choices("Engine", choices.ENGINES)
+Acquisition = _choices("Acquisition", choices.ACQUISITIONS)
+InitialSelector = _choices("InitialSelector", choices.INITIAL_SELECTORS)
+QueueFormat = _choices("QueueFormat", choices.QUEUE_FORMATS)
+OnConflict = _choices("OnConflict", choices.ON_CONFLICT)
 
 THREADS = 1  # torch CPU threads, from `alkit --threads` / ALKIT_THREADS
 

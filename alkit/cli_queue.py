@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from alkit.cli_common import ProjectOpt, console, parse_csv, user_errors
+from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, user_errors
 from alkit.config import load_project
 from alkit.choices import ON_CONFLICT, SKIP_LABEL
 from alkit.choices import QUEUE_FORMATS as FORMATS
@@ -22,13 +22,14 @@ queue_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,  # plain click help: [text] and --flags shown as written, no <bool> placeholders
 )
 
 
 
 @queue_app.command("export")
 def export_cmd(
-    fmt: str = typer.Option("csv", "--format", "-f", help=f"One of {', '.join(FORMATS)}."),
+    fmt: QueueFormat = typer.Option("csv", "--format", "-f", help="The file format."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: queue.<ext> in the project)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated payload columns to include (default: all)."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
@@ -52,10 +53,10 @@ def export_cmd(
 
 @queue_app.command("import")
 def import_cmd(
-    file: Path = typer.Argument(..., help="Labeled CSV, JSONL, Parquet, or Label Studio export (.json)."),
+    file: Path = typer.Argument(..., metavar="FILE", help="Labeled CSV, JSONL, Parquet, or Label Studio export (.json)."),
     annotator: Optional[str] = typer.Option(None, "--annotator", help="Who labeled this file (overrides the file's annotator column)."),
-    on_conflict: str = typer.Option("error", "--on-conflict", help=f"An item already labeled differently: {', '.join(ON_CONFLICT)}."),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help=f"The file's format, one of {', '.join(FORMATS)} (default: from its suffix)."),
+    on_conflict: OnConflict = typer.Option("error", "--on-conflict", help="An item already labeled differently: refuse the file, keep the old label, or replace it."),
+    fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file's format (default: from its suffix)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     project: Path = ProjectOpt,
 ) -> None:

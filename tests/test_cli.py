@@ -51,7 +51,8 @@ def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["run", "--strategy", "bogus", "--budget", "10"], "unknown strategy 'bogus'; known strategies: random"),
+        (["run", "--strategy", "bogus", "--budget", "10"], "Invalid value for '--strategy' / '-s': 'bogus' is not one of 'random', 'epistemic'"),
+        (["run", "--bogus"], "No such option: --bogus (see alkit run -h)"),
         (["run", "--strategy", "random", "--budget", "100000"], "larger than the unlabeled pool"),
         (["run", "--strategy", "random", "--budget", "10", "--batch-size", "0"], "batch-size must be at least 1"),
         (["plot", "--out", "x.pdf"], "no cycle has metrics yet"),
