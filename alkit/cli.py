@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from alkit import cli_common
@@ -109,7 +109,8 @@ def init(
 
 def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -> list:
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console, disable=quiet)
+                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                        console=console, disable=quiet)
     task_ids: dict[str, Any] = {}
     messages: list[str] = []
 
@@ -122,7 +123,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
             messages.append(p["message"])
         elif kind == "cycle_end":
             m = p["metrics"]
-            main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "mae") if k in m), "")
+            main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "crps") if k in m), "")
             progress.update(task_ids[p["run"]], advance=p["n_selected"], info=f"cycle {p['cycle']} {main}")
 
     def task_ids_last() -> Any:
@@ -211,7 +212,13 @@ def run(
         loop = ActiveLoop(proj)
         spec = loop.resolve(req).spec
         t0 = time.perf_counter()
-        _run_with_progress(loop, req, quiet=json_out)
+        try:
+            _run_with_progress(loop, req, quiet=json_out)
+        except KeyboardInterrupt:  # the lease is released and the unfinished cycle will be redone
+            run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
+            at = loop.store.next_cycle(run_id) if run_id is not None else 0
+            err.print(f"interrupted at cycle {at} of run {spec.name}; run the same command to continue", highlight=False)
+            raise typer.Exit(code=130) from None
         elapsed = time.perf_counter() - t0
         from alkit.report import run_summaries
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from alkit.pools.leases import live_runs
 from alkit.pools.store import Store
 
 
@@ -23,6 +24,7 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
     by_run: dict[int, list] = {}
     for c in cycles:
         by_run.setdefault(c.run_id, []).append(c)
+    live = live_runs(store)
     out = []
     for run in store.runs():
         rows = by_run.get(run.id, [])
@@ -35,7 +37,8 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             "seed": run.seed,
             "batch_size": run.batch_size,
             "budget": run.budget,
-            "status": run.status,
+            # a run left 'running' that no live process holds was killed or interrupted: resumable
+            "status": "interrupted" if run.status == "running" and run.name not in live else run.status,
             "cycles": len(rows),
             "n_labeled": len(store.labeled_set(run.id)[0]),
             "metrics_n_labeled": latest.n_labeled if latest else None,

@@ -221,3 +221,36 @@ def test_a_failed_init_on_postgres_drops_the_tables_it_created(tmp_path: Path, d
     finally:
         engine.dispose()
     assert list((tmp_path / "p").iterdir()) == []
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: str) -> None:
+    """Ctrl-C prints where the run stopped and how to go on; after Ctrl-C or a kill, `alkit status`
+    shows the run as interrupted (no live process holds it), and the same command finishes it."""
+    import json
+    import signal
+    import time
+
+    args = [*ALKIT, "run", "--strategy", "epistemic", "--budget", "200", "--batch-size", "10", "--max-epochs", "30",
+            "-p", str(project)]
+    env = {**os.environ, "ALKIT_THREADS": "1", "COLUMNS": "200"}
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    db = project / "alkit.db"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # wait until two cycles are committed
+        with sqlite3.connect(db) as c:
+            if c.execute("select count(*) from cycles").fetchone()[0] >= 2:
+                break
+        time.sleep(0.2)
+    proc.send_signal(getattr(signal, how))
+    _, err = proc.communicate(timeout=120)
+    if how == "SIGINT":
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert "interrupted at cycle" in err and "run the same command to continue" in err
+    status = json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)
+    assert [r["status"] for r in status] == ["interrupted"]
+    done = alkit(*RUN[:2], "epistemic", "--budget", "40", "--batch-size", "10", "--max-epochs", "30", "-p", str(project),
+                 cwd=project.parent)
+    assert done.returncode == 0, done.stderr
+    assert [r["status"] for r in json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)] \
+        == ["complete"]

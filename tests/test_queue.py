@@ -564,3 +564,20 @@ def test_csv_export_escapes_formulas_and_import_round_trips(tmp_path: Path) -> N
     res = import_labels(project, tmp_path / "labeled.csv")
     assert res.labeled == len(evil)
     assert set(shared_labels(project)) == set(evil)
+
+
+def test_all_problems_of_a_file_come_in_one_round(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    """An unknown id beside two bad labels: one refusal names all three (not the labels now and the
+    id on the next try)."""
+    project, truth = human
+    ids = queue_batch(project, 4)
+    path = tmp_path / "mixed.csv"
+    pl.DataFrame({"id": [ids[0], "nosuch-id", ids[1], ids[2]],
+                  "label": [truth[ids[0]], truth[ids[0]], "cat", "dog"]}).write_csv(path)
+    before = snapshot(project)
+    with pytest.raises(QueueError) as exc:
+        import_labels(project, path)
+    msg = str(exc.value)
+    assert "3 problems" in msg and "line 3 (id nosuch-id): unknown id" in msg
+    assert f"line 4 (id {ids[1]})" in msg and f"line 5 (id {ids[2]})" in msg and "'cat'" in msg and "'dog'" in msg
+    assert snapshot(project) == before

@@ -18,7 +18,7 @@ import socket
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import delete, update
+from sqlalchemy import delete, inspect, select, update
 from sqlalchemy.exc import IntegrityError
 
 from alkit.pools.procs import pid_alive
@@ -66,6 +66,15 @@ def acquire(store: Store, run_name: str) -> Lease:
             return Lease(run_name, token)
     except IntegrityError:  # a concurrent start inserted the row between our read and our insert
         raise RunBusy(f"run {run_name!r} is busy: another process has just started it") from None
+
+
+def live_runs(store: Store) -> set[str]:
+    """Names of the runs a live process is driving now (read-only: a store without the table has none)."""
+    if not inspect(store.engine).has_table(RunLease.__tablename__):
+        return set()
+    host = socket.gethostname()
+    with store.session() as s:
+        return {row.run_name for row in s.scalars(select(RunLease)) if not _abandoned(row, host)}
 
 
 def renew(store: Store, lease: Lease) -> None:

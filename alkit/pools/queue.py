@@ -298,14 +298,14 @@ def import_labels(
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     decisions = _decisions(project, rows, problems)
-    if problems:
+    if problems and not decisions:
         raise refuse(path, problems)
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
-    try:
+    try:  # the store checks the ids of every well-formed row even when the file is already refused
         counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
-                                            on_conflict=on_conflict, annotator=annotator)
+                                            on_conflict=on_conflict, annotator=annotator, found=problems)
     except ImportRefused as exc:
-        raise refuse(path, problems + exc.problems) from None
+        raise refuse(path, exc.problems) from None
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"], counts["kept"], pending, still)
 

@@ -403,13 +403,15 @@ class Store:
 
     # ------------------------------------------------------------------ people's labels
     def import_labels(self, decisions: dict[str, tuple[Any, str, str | None]], *, on_conflict: str = "error",
-                      annotator: str | None = None) -> tuple[dict[str, int], int]:
+                      annotator: str | None = None, found: Sequence[str] = ()) -> tuple[dict[str, int], int]:
         """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
         annotator)) in one transaction under the write lock, all or nothing.
 
         Every id must be a queued pool item, or already answered: the same answer is unchanged;
         a different one is a conflict, refused (``error``), ignored (``keep``) or overwritten
-        (``replace``).  Any problem raises ImportRefused listing every one, nothing written.
+        (``replace``).  Any problem raises ImportRefused listing every one, nothing written;
+        ``found`` are problems the caller already found in the file (bad labels), reported together
+        with the store's (unknown or not-queued ids) so a file's problems come in one round.
         Returns the counts (labeled, skipped, replaced, unchanged, kept) and the items still queued.
         """
         counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
@@ -460,10 +462,10 @@ class Store:
                     counts["kept"] += 1
                 else:
                     plan.append(("replace", it, decision, row_annotator))
-            if problems or conflicts:
+            if found or problems or conflicts:
                 if conflicts:
                     conflicts[0] += " (use --on-conflict keep or replace)"
-                raise ImportRefused(problems + conflicts)
+                raise ImportRefused(list(found) + problems + conflicts)
             now = utcnow()
             for action, it, decision, row_annotator in plan:
                 who = annotator or row_annotator
