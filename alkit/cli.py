@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich import box
 from rich.table import Table
 
 from alkit import cli_common
 from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
                               console, err, one_line, use_threads, user_errors)
 from alkit.cli_common import parse_csv as _parse_csv
+from alkit.cli_tables import bench_table, print_table, summary_table
 from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
 if TYPE_CHECKING:
     from alkit.pools.store import Store
@@ -137,24 +139,6 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
     return results
 
 
-def _summary_table(rows: list[dict[str, Any]], title: str) -> Table:
-    metric_names: list[str] = []
-    for r in rows:
-        for k in r["metrics"]:
-            if k not in metric_names:
-                metric_names.append(k)
-    t = Table(title=title)
-    for col in ("id", "run", "strategy", "scorer", "seed", "cycles", "n_labeled", "status"):
-        t.add_column(col, justify="right" if col in ("id", "seed", "cycles", "n_labeled") else "left")
-    for m in metric_names:
-        t.add_column(m, justify="right")
-    for r in rows:
-        t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]),
-                  str(r["n_labeled"]), r["status"],
-                  *[f"{r['metrics'][m]:.4f}" if m in r["metrics"] else "" for m in metric_names])
-    return t
-
-
 @app.command()
 def embed(
     data: Path = typer.Argument(..., metavar="DATA", help="CSV or Parquet file with a text or image-path column."),
@@ -194,6 +178,7 @@ def run(
     acquisition: Optional[Acquisition] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them)."),
     initial_selector: Optional[InitialSelector] = typer.Option(None, "--initial-selector", help="Model-free selector of the first batch (default: the strategy's)."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Run active learning until the budget is spent; the same command resumes an interrupted run."""
@@ -226,12 +211,13 @@ def run(
     if json_out:
         console.print_json(json.dumps(rows))
         return
-    console.print(_summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)"))
+    print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide), wide)
 
 
 @app.command()
 def status(
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
     """One line per run: strategy, scorer, seed, cycles, labels and the latest metrics."""
@@ -246,7 +232,7 @@ def status(
     if not rows:
         console.print("no runs yet: start one with `alkit run --strategy random --budget N`")
         return
-    console.print(_summary_table(rows, f"runs in {proj.root}"))
+    print_table(console, summary_table(rows, f"runs in {proj.root}", wide), wide)
 
 
 @app.command()
@@ -283,6 +269,7 @@ def bench(
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
     target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Where the tables go (default: <project>/bench)."),
+    wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Every strategy x seed on this project (resumable), then the label-efficiency table and plot."""
@@ -291,7 +278,7 @@ def bench(
 
     with user_errors():
         from alkit.bench import run_bench
-        from alkit.plots import plot_learning_curves, to_markdown
+        from alkit.plots import plot_learning_curves
         from alkit.report import cycles_frame
 
         res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
@@ -306,7 +293,7 @@ def bench(
         console.print(f"[yellow]left out[/] {name}: {why}")
     for name, why in res.failed.items():
         err.print(f"[bold red]failed[/] {name}: {why}")
-    console.print(to_markdown(res.table))
+    print_table(console, bench_table(res.table, res.metric, wide), wide)
     console.print(f"[green]wrote[/] {res.summary_csv}, {res.summary_md}, {res.cycles_csv}, {png}")
     if res.failed:
         raise typer.Exit(code=1)
@@ -321,33 +308,33 @@ def strategies() -> None:
 
     from alkit.acquisition import ACQUISITIONS, BASELINE_ACQUISITIONS, summary
 
-    t = Table(title="strategies (--strategy)")
+    t = Table(title="strategies (--strategy)", box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column("name")
     t.add_column("scorer")
     t.add_column("acquisition")
-    t.add_column("what it does")
+    t.add_column("what it does", overflow="fold")
     for p in PRESETS.values():
         acq = p.acquisition + (f" (regression: {p.regression_acquisition})" if p.regression_acquisition else "")
         t.add_row(p.name, p.default_scorer, acq if p.selector != "random" else "-", p.summary)
     console.print(t)
-    t = Table(title="acquisitions (--acquisition)")
+    t = Table(title="acquisitions (--acquisition)", box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column("name")
-    t.add_column("needs")
-    t.add_column("what it does")
+    t.add_column("needs", overflow="fold")
+    t.add_column("what it does", overflow="fold")
     for n, cls in ACQUISITIONS.items():
-        t.add_row(n, ", ".join(cls.needs), summary(n) + (" [baseline]" if n in BASELINE_ACQUISITIONS else ""))
+        t.add_row(n, ", ".join(cls.needs), summary(n) + (" \\[baseline]" if n in BASELINE_ACQUISITIONS else ""))
     console.print(t)
-    t = Table(title="selectors (used by the presets)")
+    t = Table(title="selectors (used by the presets)", box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column("name")
-    t.add_column("what it does")
+    t.add_column("what it does", overflow="fold")
     for n, cls in SELECTORS.items():
         t.add_row(n, " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split()))
     console.print(t)
-    t = Table(title="scorers (--scorer)")
+    t = Table(title="scorers (--scorer)", box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column("name")
-    t.add_column("what it does")
+    t.add_column("what it does", overflow="fold")
     for s in SCORERS.values():
-        t.add_row(s.name, s.summary + (" [baseline]" if s.is_baseline else ""))
+        t.add_row(s.name, s.summary + (" \\[baseline]" if s.is_baseline else ""))
     console.print(t)
 
 
@@ -358,6 +345,7 @@ def demo(
     batch_size: int = typer.Option(20, "--batch-size", help="Labels per cycle."),
     seeds: int = typer.Option(2, "--seeds", help="Seeds per strategy."),
     strategies_: str = typer.Option("random,epistemic", "--strategies", help="Comma-separated strategy presets."),
+    wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
 ) -> None:
     """Bundled end-to-end demo: digits, random vs epistemic, learning-curve PNG."""
     use_threads()
@@ -369,7 +357,7 @@ def demo(
         from alkit.report import run_summaries
 
         rows = run_summaries(_store(load_project(project).store_url))
-    console.print(_summary_table(rows, f"demo runs in {project.resolve()}"))
+    print_table(console, summary_table(rows, f"demo runs in {project.resolve()}", wide), wide)
     console.print(f"[green]learning curves:[/] {png}")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, user_errors
@@ -92,7 +93,7 @@ def status_cmd(
     console.print(f"pool: [bold]{st.queued}[/] queued, [bold]{st.labeled}[/] labeled, "
                       f"[bold]{st.skipped}[/] skipped, {st.unlabeled} unlabeled")
     if st.by_annotator:
-        t = Table(title="by annotator")
+        t = Table(title="by annotator", box=box.SIMPLE_HEAD, title_justify="left")
         t.add_column("annotator")
         t.add_column("labeled", justify="right")
         t.add_column("skipped", justify="right")

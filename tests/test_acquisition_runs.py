@@ -45,6 +45,11 @@ def test_member_acquisitions_and_refusals(digits_project: Path) -> None:
     code, out = _run(digits_project, "--strategy", "topk", "--scorer", "none", "--acquisition", "epig")
     assert code == 2 and "a Gaussian last-layer posterior (scorers vbll, laplace)" in " ".join(out.split())
     code, out = _run(digits_project, "--strategy", "topk", "--acquisition", "bogus")
-    assert code == 2 and "unknown acquisition 'bogus'" in out
+    assert code == 2 and "'bogus' is not one of 'epistemic'" in out
     code, out = _run(digits_project, "--strategy", "topk", "--initial-selector", "topk")
-    assert code == 2 and "needs a model" in out
+    assert code == 2 and "'topk' is not one of 'random', 'coldstart'" in out
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, LoopError, RunRequest
+
+    with pytest.raises(LoopError, match="needs a model"):  # the library refuses it too
+        ActiveLoop(load_project(digits_project)).resolve(RunRequest(strategy="topk", budget=10, initial_selector="topk"))

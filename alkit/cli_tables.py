@@ -1,0 +1,109 @@
+"""Tables the CLI prints, laid out to fit an 80-column terminal: the few columns a person reads
+by default, everything with ``wide`` (and ``--json`` for machines).  Values are never cut: a run
+name folds onto a second line rather than ending in an ellipsis."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+# the metric a curve is judged by first, then a second one, per task; arrows say which way is better
+PRIMARY = {"accuracy": "↑", "crps": "↓"}
+SECONDARY = {"accuracy": "nll", "crps": "rmse"}
+LOWER_IS_BETTER = {"nll", "ece", "mae", "rmse", "crps", "nll10", "ece10"}
+
+
+def number(x: Any) -> str:
+    """A metric in about 6 characters, as many decimals as its size leaves room for."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return str(x)
+    if not math.isfinite(x):
+        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    a = abs(x)
+    if a >= 1e5 or (0 < a < 1e-3):
+        return f"{x:.1e}"
+    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.3f}"
+
+
+def arrow(metric: str) -> str:
+    return f"{metric} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
+
+
+def print_table(console: Any, table: Table, wide: bool) -> None:
+    """Narrow tables fit the terminal; a --wide one is laid out at its natural width (a narrow
+    terminal then wraps its lines, but no value is cut)."""
+    if wide:
+        from rich.console import Console
+
+        console = Console(width=max(console.width, 240), soft_wrap=True, file=console.file)
+    console.print(table)
+
+
+def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) -> Table:
+    """One row per run.  Narrow: run, labels spent/budget, status, the task's main metric and one
+    more; wide: identity columns and every metric too."""
+    metric_names: list[str] = []
+    for r in rows:
+        metric_names += [k for k in r["metrics"] if k not in metric_names]
+    t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    if wide:
+        shown = metric_names
+        for col in ("id", "run", "strategy", "scorer", "seed", "cycles", "labels", "status"):
+            t.add_column(col, justify="right" if col in ("id", "seed", "cycles", "labels") else "left", no_wrap=col != "run",
+                         overflow="fold")
+    else:
+        main = next((m for m in PRIMARY if m in metric_names), metric_names[0] if metric_names else None)
+        shown = [m for m in (main, SECONDARY.get(main or "")) if m and m in metric_names]
+        t.add_column("run", overflow="fold", min_width=12)
+        for col in ("cycles", "labels", "status"):
+            t.add_column(col, justify="right" if col != "status" else "left", no_wrap=True)
+    for m in shown:
+        t.add_column(arrow(m), justify="right", no_wrap=True)
+    for r in rows:
+        labels = f"{r['n_labeled']}/{r['budget']}"
+        values = [number(r["metrics"][m]) if m in r["metrics"] else "" for m in shown]
+        if wide:
+            t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]), labels,
+                      r["status"], *values)
+        else:
+            t.add_row(r["name"], str(r["cycles"]), labels, r["status"], *values)
+    return t
+
+
+def _pair(row: dict[str, Any], base: str) -> str:
+    mean, std = row.get(f"{base}_mean"), row.get(f"{base}_std")
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "—"
+    return number(mean) if std is None or (isinstance(std, float) and math.isnan(std)) else f"{number(mean)} ± {number(std)}"
+
+
+def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
+    """`alkit bench`'s summary.  Narrow: per strategy, the metric at the last label count, the
+    area under the learning curve and the labels to reach the target; wide: every checkpoint and
+    the timings too (the full table is always in bench_summary.md)."""
+    cols = table_df.columns
+    points = [c[: -len("_mean")] for c in cols if c.startswith(f"{metric}@") and c.endswith("_mean")]
+    shown = points if wide else points[-1:]
+    extra = ["score_s_per_1k", "select_s_per_run"] if wide else []
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t.add_column("strategy", overflow="fold", min_width=10)
+    t.add_column("seeds", justify="right", no_wrap=True)
+    direction = "↓" if metric in LOWER_IS_BETTER else "↑"
+    for p in shown:
+        t.add_column(f"{p} {direction}", justify="right", no_wrap=True)
+    t.add_column(f"AULC {direction}", justify="right", no_wrap=True)
+    if "labels_to_target_mean" in cols:
+        t.add_column("labels to target", justify="right")
+    for e in extra:
+        t.add_column(e.replace("_", " "), justify="right", no_wrap=True)
+    for row in table_df.iter_rows(named=True):
+        cells = [str(row["strategy"]), str(row.get("n_seeds", ""))] + [_pair(row, p) for p in shown] + [_pair(row, "aulc")]
+        if "labels_to_target_mean" in cols:
+            v = row["labels_to_target_mean"]
+            cells.append("—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0f}")
+        cells += [_pair(row, e) for e in extra]
+        t.add_row(*cells)
+    return t

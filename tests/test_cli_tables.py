@@ -1,0 +1,62 @@
+"""The CLI's tables at 80 columns (issue 17): `alkit run`, `status` and `bench` on a classification
+and a regression project, every value whole (no ellipsis), no line wider than the terminal."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from sklearn.datasets import load_diabetes
+
+from alkit.cli_tables import number
+
+ALKIT = [sys.executable, "-m", "alkit.cli"]
+
+
+def _alkit(*args: str, cwd: Path) -> str:
+    env = {**os.environ, "COLUMNS": "80", "ALKIT_THREADS": "1"}
+    proc = subprocess.run([*ALKIT, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def _fits(text: str) -> None:
+    lines = text.splitlines()
+    assert not any("…" in ln for ln in lines), text
+    assert max(len(ln) for ln in lines) <= 80, text
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_tables_fit_80_columns(tmp_path: Path, digits_csv: Path, task: str) -> None:
+    if task == "regression":
+        X, y = load_diabetes(return_X_y=True)
+        data = tmp_path / "diabetes.csv"
+        pl.DataFrame(X.astype(np.float32), schema=[f"x{i}" for i in range(X.shape[1])]).with_columns(
+            pl.Series("id", [f"patient-{i}" for i in range(len(y))]), pl.Series("label", y)).write_csv(data)
+    else:
+        data = digits_csv
+    _alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
+    for strategy in ("random", "epistemic"):
+        out = _alkit("run", "--strategy", strategy, "--budget", "30", "--max-epochs", "10", "-p", "p", cwd=tmp_path)
+        _fits(out)
+    status = _alkit("status", "-p", "p", cwd=tmp_path)
+    _fits(status)
+    main = "crps ↓" if task == "regression" else "accuracy ↑"
+    assert main in status and "epistemic-b10-s0" in status and "30/30" in status
+    bench = _alkit("bench", "--strategies", "random,epistemic", "--seeds", "1", "--budget", "30", "--max-epochs", "10",
+                   "-p", "p", cwd=tmp_path)
+    table = bench[bench.index(" strategy"):bench.index("wrote ")]
+    _fits(table)
+    assert "AULC" in table
+    wide = _alkit("status", "--wide", "-p", "p", cwd=tmp_path)
+    assert "…" not in wide and "scorer" in wide and ("nll10" in wide if task == "regression" else "ece" in wide)
+
+
+def test_number_is_short() -> None:
+    assert [number(v) for v in (0.91234, 12.345, 1234.5, 3e-5, 2.5e6, float("nan"))] == \
+        ["0.912", "12.3", "1234", "3.0e-05", "2.5e+06", "nan"]
