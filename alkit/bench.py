@@ -30,12 +30,12 @@ from alkit.config import Project, load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import escape_formulas
 from alkit.plots import summary_table, to_markdown
-from alkit.presets import PRESETS, get_preset
+from alkit.choices import HIGHER_IS_BETTER
+from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
 from alkit.report import cycles_frame
 from alkit.strategies import SELECTORS
 
-HIGHER_IS_BETTER = {"accuracy"}
 
 
 @dataclass
@@ -128,7 +128,7 @@ def run_bench(
     proj = project if isinstance(project, Project) else load_project(project)
     task = proj.config.task
     usable, unavailable = available_strategies(task)
-    names = list(strategies) if strategies is not None else usable
+    names = like_with_like(list(strategies) if strategies is not None else usable)
     if not names:
         raise LoopError("no strategy to bench")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -156,18 +156,22 @@ def run_bench(
     with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
         overall = bar.add_task(f"bench: {len(plan)} runs, labels", total=budget * len(plan))
         current = bar.add_task("", total=budget)
-        now = {"run": ""}
+        now: dict[str, Any] = {"run": "", "done": 0}
 
         def on_event(kind: str, payload: dict[str, Any]) -> None:
-            if kind == "run_start":
+            if kind == "run_start":  # a reused longer run counts its first `budget` labels only
                 now["run"] = payload["run"]
-                bar.update(current, completed=payload["spent"], description=f"  {payload['run']}")
-                bar.advance(overall, payload["spent"])
+                spent = min(payload["spent"], budget)
+                now["done"] = spent
+                bar.update(current, completed=spent, description=f"  {payload['run']}")
+                bar.advance(overall, spent)
             elif kind == "phase":
                 bar.update(current, description=f"  {now['run']}: cycle {payload['cycle']} {payload['phase']}")
             elif kind == "cycle_end":
-                bar.advance(current, payload["n_selected"])
-                bar.advance(overall, payload["n_selected"])
+                step = min(payload["n_selected"], budget - now["done"])
+                now["done"] += step
+                bar.advance(current, step)
+                bar.advance(overall, step)
 
         loop.on_event = on_event
         for req, run_name in plan:
@@ -185,6 +189,7 @@ def run_bench(
                 failed[run_name] = f"{type(exc).__name__}: {exc}"
                 if console is not None:
                     console.print(f"[red]failed[/] {run_name}: {failed[run_name]}")
+        bar.remove_task(current)  # the per-run bar is done; the total stays
 
     bench_runs = {n for _, n in plan}
     df = cycles_frame(loop.store)

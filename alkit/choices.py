@@ -15,3 +15,4 @@ INITIAL_SELECTORS: tuple[str, ...] = ("random", "coldstart")  # model-free first
 SCORERS: tuple[str, ...] = ("vbll", "laplace", "csd", "gradnorm", "ensemble", "mc-dropout", "sve", "none")  # = alkit.registry.SCORERS
 ACQUISITIONS: tuple[str, ...] = ("epistemic", "bald", "epig", "epig-decision", "decision-flip", "decision-bald",
                                  "decision-risk", "margin", "entropy", "least-confident")  # = alkit.acquisition.ACQUISITIONS
+HIGHER_IS_BETTER = frozenset({"accuracy"})  # every other metric alkit reports (nll, ece, mae, rmse, crps, ...) is lower-is-better

@@ -67,6 +67,7 @@ def init(
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated numeric feature columns (default: all other columns)."),
     feature_col: Optional[str] = typer.Option(None, "--feature-col", help="One list column holding the feature vector."),
+    exclude: Optional[str] = typer.Option(None, "--exclude", help="Comma-separated columns that are no features (notes, titles, ...; they stay in exports)."),
     task: Optional[Task] = typer.Option(None, "--task", help="The task (default: inferred from the labels)."),
     test_frac: Optional[float] = typer.Option(None, "--test-frac", help="With --hide-labels: fraction of rows held out as the test split (default 0.2; stratified by class for classification)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the test split."),
@@ -91,6 +92,7 @@ def init(
         if features and feature_col:
             raise ValueError("pass either --features or --feature-col, not both")
         opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
+                           exclude=_parse_csv(exclude),
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
                            cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths,
@@ -167,6 +169,7 @@ def run(
     seed: int = typer.Option(0, "--seed", help="Run seed (model init, data order, sampling)."),
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
+    opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets)."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
@@ -187,7 +190,13 @@ def run(
 
     with user_errors():
         proj = load_project(project)
+        from alkit.presets import get_preset
+        from alkit.registry import learner_class
+        from alkit.scorer_options import parse
+
+        scorer_name = scorer or get_preset(strategy).default_scorer
         learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
+        learner_options.update(parse(learner_class(scorer_name), scorer_name, opt or []))
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
@@ -300,8 +309,25 @@ def bench(
 
 
 @app.command()
-def strategies() -> None:
-    """List every strategy preset, selector and scorer with one line each."""
+def strategies(
+    scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="List this scorer's --opt options instead."),
+) -> None:
+    """List every strategy preset, selector and scorer with one line each (or one scorer's options)."""
+    if scorer is not None:
+        from alkit.registry import get_scorer, learner_class
+        from alkit.scorer_options import declared
+
+        t = Table(title=f"options of scorer {scorer} (alkit run --scorer {scorer} --opt KEY=VALUE)",
+                  box=box.SIMPLE_HEAD, title_justify="left")
+        t.add_column("option", no_wrap=True)
+        t.add_column("values", overflow="fold")
+        t.add_column("default", overflow="fold")
+        for o in declared(learner_class(scorer)).values():
+            t.add_row(o.name, ("|".join(o.choices) if o.choices else o.kind.__name__) + ("|none" if o.optional else ""),
+                      repr(o.default))
+        console.print(get_scorer(scorer).summary, highlight=False)
+        console.print(t)
+        return
     from alkit.presets import PRESETS
     from alkit.registry import SCORERS
     from alkit.strategies import SELECTORS
@@ -342,7 +368,7 @@ def strategies() -> None:
 def demo(
     project: Path = typer.Option(Path("alkit-demo"), "--project", "-p", help="Directory for the demo project."),
     budget: int = typer.Option(200, "--budget", help="Labels per run."),
-    batch_size: int = typer.Option(20, "--batch-size", help="Labels per cycle."),
+    batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     seeds: int = typer.Option(2, "--seeds", help="Seeds per strategy."),
     strategies_: str = typer.Option("random,epistemic", "--strategies", help="Comma-separated strategy presets."),
     wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),

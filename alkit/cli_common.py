@@ -27,9 +27,16 @@ USER_ERRORS = (ValueError, StoreError, FileNotFoundError, KeyError)
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
 
 
+class _Choice(StrEnum):
+    """A member is its string everywhere: in messages (repr too), JSON and the store."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
 def _choices(name: str, values: tuple[str, ...] | list[str]) -> type[StrEnum]:
     """An option type whose values --help lists and shells complete; members are the strings themselves."""
-    return StrEnum(name, {v: v for v in values})
+    return _Choice(name, {v: v for v in values})
 
 
 Task = _choices("Task", choices.TASKS)

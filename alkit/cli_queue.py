@@ -58,6 +58,7 @@ def import_cmd(
     annotator: Optional[str] = typer.Option(None, "--annotator", help="Who labeled this file (overrides the file's annotator column)."),
     on_conflict: OnConflict = typer.Option("error", "--on-conflict", help="An item already labeled differently: refuse the file, keep the old label, or replace it."),
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file's format (default: from its suffix)."),
+    label_field: Optional[str] = typer.Option(None, "--label-field", help="Label Studio JSON-MIN/CSV exports: the control holding the label (default: the one field that is neither data nor Label Studio's own)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -65,7 +66,8 @@ def import_cmd(
     from alkit.pools.queue import import_labels
 
     with user_errors():
-        res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict, fmt=fmt)
+        res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict, fmt=fmt,
+                           label_field=label_field)
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
         return

@@ -10,10 +10,11 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from alkit.choices import HIGHER_IS_BETTER
+
 # the metric a curve is judged by first, then a second one, per task; arrows say which way is better
 PRIMARY = {"accuracy": "↑", "crps": "↓"}
 SECONDARY = {"accuracy": "nll", "crps": "rmse"}
-LOWER_IS_BETTER = {"nll", "ece", "mae", "rmse", "crps", "nll10", "ece10"}
 
 
 def number(x: Any) -> str:
@@ -29,7 +30,7 @@ def number(x: Any) -> str:
 
 
 def arrow(metric: str) -> str:
-    return f"{metric} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
+    return f"{metric} {'↑' if metric in HIGHER_IS_BETTER else '↓'}"
 
 
 def print_table(console: Any, table: Table, wide: bool) -> None:
@@ -91,7 +92,7 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     t.add_column("strategy", overflow="fold", min_width=10)
     t.add_column("seeds", justify="right", no_wrap=True)
-    direction = "↓" if metric in LOWER_IS_BETTER else "↑"
+    direction = "↑" if metric in HIGHER_IS_BETTER else "↓"
     for p in shown:
         t.add_column(f"{p} {direction}", justify="right", no_wrap=True)
     t.add_column(f"AULC {direction}", justify="right", no_wrap=True)

@@ -12,7 +12,7 @@ from sklearn.datasets import load_digits
 from alkit.config import CONFIG_NAME, load_project
 from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
-from alkit.presets import get_preset
+from alkit.presets import get_preset, like_with_like
 from alkit.registry import SCORERS
 
 
@@ -44,9 +44,10 @@ def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strateg
     if skipped and console is not None:
         console.print(f"[yellow]skipping[/] {', '.join(skipped)}: scorer not installed")
     loop = ActiveLoop(proj)
-    for strategy in usable:
+    for entry in like_with_like(usable):  # random trains the strategies' model: curves differ by selection only
+        strategy, _, scorer = entry.partition(":")
         for seed in range(seeds):
-            req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed)
+            req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer or None)
             (runner or (lambda lp, rq: lp.run(rq)))(loop, req)
     png = project / "learning_curves.png"
     plot_learning_curves(cycles_frame(loop.store), "accuracy", png, title="digits: accuracy vs labels")

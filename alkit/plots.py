@@ -18,6 +18,8 @@ from typing import Literal
 import matplotlib
 import numpy as np
 import polars as pl
+
+from alkit.choices import HIGHER_IS_BETTER
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -168,7 +170,8 @@ def plot_learning_curves(
         raise ValueError(f"unsupported figure format {path.suffix!r}; allowed: {', '.join(ALLOWED_EXTENSIONS)}")
     stats = curve_stats(df, metric, band=band)
 
-    fig = Figure(figsize=(6.4, 4.2))
+    many = len(stats) > 5  # a long legend goes beside the axes, not over the curves
+    fig = Figure(figsize=(9.0 if many else 6.4, 4.2))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     n_analytic = 0
@@ -191,9 +194,10 @@ def plot_learning_curves(
                           marker=marker, markersize=4, label=f"{strategy} ({seeds})")
         line.set_gid(_svg_id("curve", strategy))
     band_text = "mean ± 1 std over seeds" if band == "std" else "mean, band = min–max over seeds"
-    ax.legend(title=band_text, fontsize="small", title_fontsize="small", frameon=False)
+    where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if many else {}
+    ax.legend(title=band_text, fontsize="small", title_fontsize="small", frameon=False, **where)
     ax.set_xlabel("labeled items")
-    ax.set_ylabel(metric)
+    ax.set_ylabel(f"{metric} ({'higher' if metric in HIGHER_IS_BETTER else 'lower'} is better)")
     ax.set_title(title if title is not None else f"{metric} vs. labeled items")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()

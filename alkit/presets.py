@@ -69,3 +69,17 @@ def get_preset(name: str) -> Preset:
     if name not in PRESETS:
         raise ValueError(f"unknown strategy {name!r}; known strategies: {', '.join(PRESETS)}")
     return PRESETS[name]
+
+
+def like_with_like(entries: list[str]) -> list[str]:
+    """Compare strategies with the same learner: a bare ``random`` becomes ``random:<scorer>`` with
+    the scorer most of the other strategies train (ties: the first listed), so the curves differ by
+    the selection alone (a plain-MLP random against a VBLL strategy measures the model too).
+    ``random:none`` keeps the plain MLP; entries with a scorer (``preset:scorer``) count with theirs."""
+    scorers = [e.partition(":")[2] or get_preset(e).default_scorer
+               for e in entries if e.partition(":")[0] != "random"]
+    scorers = [s for s in scorers if s != "none"]
+    if not scorers:
+        return list(entries)
+    shared = max(dict.fromkeys(scorers), key=scorers.count)
+    return [f"random:{shared}" if e == "random" else e for e in entries]

@@ -33,6 +33,7 @@ def _lazy(module: str, cls: str) -> LearnerFactory:
     def factory(task: Task, n_classes: int | None, **options: Any) -> Learner:
         return getattr(importlib.import_module(module), cls)(task, n_classes, **options)
 
+    factory.target = (module, cls)  # type: ignore[attr-defined]  (learner_class reads it)
     return factory
 
 
@@ -117,5 +118,14 @@ def check_acquisition(acquisition: str, scorer: str, task: Task) -> None:
                              f"on a {task} project has none of it")
 
 
+def learner_class(scorer: str) -> type:
+    """The Learner class behind a scorer (its options are read from it: alkit/scorer_options.py)."""
+    target = getattr(get_scorer(scorer).factory, "target", None)
+    return MLPLearner if target is None else getattr(importlib.import_module(target[0]), target[1])
+
+
 def make_learner(scorer: str, task: Task, n_classes: int | None, **options: Any) -> Learner:
-    return get_scorer(scorer).factory(task, n_classes, **options)
+    """A fresh learner; ``options`` as recorded with the run (``csd.steps`` style groups included)."""
+    from alkit.scorer_options import to_kwargs
+
+    return get_scorer(scorer).factory(task, n_classes, **to_kwargs(learner_class(scorer), options))

@@ -19,7 +19,7 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     # one run half done beforehand: the bench must resume it, not restart or duplicate it
     loop = ActiveLoop(load_project(digits_project))
     loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=1, train=TINY_TRAIN, max_cycles=1))
-    res = run_bench(digits_project, strategies=["random", "mc-dropout"], **ARGS)
+    res = run_bench(digits_project, strategies=["random:none", "mc-dropout"], **ARGS)
     assert sorted(res.ran) == ["mc-dropout-b10-s0", "mc-dropout-b10-s1", "random-b10-s0", "random-b10-s1"]
     assert not res.failed and res.metric == "accuracy" and sorted(res.runs) == sorted(res.ran)
     runs = {r.name: r for r in loop.store.runs()}
@@ -46,7 +46,7 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     md = res.summary_md.read_text()
     assert "| strategy |" in md and "mc-dropout" in md and "±" in md
 
-    again = run_bench(digits_project, strategies=["random", "mc-dropout"], **ARGS)
+    again = run_bench(digits_project, strategies=["random:none", "mc-dropout"], **ARGS)
     assert again.ran == [] and len(again.skipped) == 4
     assert len(loop.store.cycles()) == len(ActiveLoop(load_project(digits_project)).store.cycles())
 
@@ -74,3 +74,16 @@ def test_bench_preset_with_another_scorer(digits_project: Path) -> None:
     assert res.table["strategy"].to_list() == ["random-gradnorm"]
     with pytest.raises(ValueError, match="unknown scorer 'nope'"):
         run_bench(digits_project, strategies=["epistemic:nope"], **ARGS)
+
+
+def test_bench_compares_like_with_like(digits_project: Path) -> None:
+    """A bare `random` trains the model the other strategies train (curves differ by selection only);
+    `random:none` keeps the plain MLP."""
+    from alkit.presets import like_with_like
+
+    assert like_with_like(["random", "epistemic", "margin"]) == ["random:vbll", "epistemic", "margin"]
+    assert like_with_like(["random", "ensemble", "epistemic", "bald"]) == ["random:vbll", "ensemble", "epistemic", "bald"]
+    assert like_with_like(["random:none", "epistemic"]) == ["random:none", "epistemic"]
+    assert like_with_like(["random", "coldstart"]) == ["random", "coldstart"]
+    res = run_bench(digits_project, strategies=["random", "topk:gradnorm"], **{**ARGS, "seeds": 1})
+    assert sorted(res.ran) == ["random-gradnorm-b10-s0", "topk-gradnorm-b10-s0"]

@@ -254,3 +254,25 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
     assert done.returncode == 0, done.stderr
     assert [r["status"] for r in json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)] \
         == ["complete"]
+
+
+def test_text_columns_are_named_and_exclude_leaves_them_out(tmp_path: Path, digits_csv: Path) -> None:
+    """A data file with notes beside its numbers: init names every text column and the ways out;
+    --exclude leaves them out of the features and keeps them in the payload (exports)."""
+    import polars as pl
+
+    df = pl.read_csv(digits_csv).with_columns(pl.format("note {}", pl.col("id")).alias("note"),
+                                              pl.lit("batch A").alias("source"))
+    data = tmp_path / "notes.csv"
+    df.write_csv(data)
+    proc = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
+    err = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "non-numeric columns: note, source (text)" in err and "--exclude note,source" in err
+    assert "--text-col" in err and not (tmp_path / "p").exists()
+    bad = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--exclude", "nosuch", "-p", "p", cwd=tmp_path)
+    assert bad.returncode == 2 and "--exclude: columns not found: nosuch" in bad.stderr
+    ok = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "--exclude", "note,source",
+               "-p", "p", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    cfg = load_project(tmp_path / "p").config
+    assert cfg.n_features == 64 and "note" in cfg.payload_cols and "source" in cfg.payload_cols

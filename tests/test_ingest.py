@@ -79,7 +79,9 @@ def test_bad_inputs(tmp_path: Path) -> None:
     _bad(tmp_path, df.with_columns(pl.when(pl.col("id") == df["id"][3]).then(float("nan")).otherwise(pl.col("px5")).alias("px5")),
          r"NaN or infinite feature values in px5")
     _bad(tmp_path, df.with_columns(pl.lit(float("inf")).alias("px7")), r"NaN or infinite.*px7")
-    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "feature column 'px2' is not numeric: row 1 \\(id d0360\\) holds 'abc', text")
+    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "non-numeric columns: px2 \\(text\\); leave them out with --exclude px2")
+    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "feature column 'px2' is not numeric: row 1 \\(id d0360\\) holds 'abc', text",
+         features=["px1", "px2"])
     _bad(tmp_path, df, "feature columns not found: zz", features=["px1", "zz"])
     _bad(tmp_path, None, "no rows", raw="id,px1,label\n")
     _bad(tmp_path, None, "cannot read|no rows", raw="")

@@ -142,8 +142,8 @@ def test_export_every_format_has_payload_score_and_why(human: tuple[Project, dic
 
     ls = export_queue(project, tmp_path / "q.json", "label-studio")
     tasks = json.loads(ls.path.read_text())
-    assert [t["data"]["id"] for t in tasks] == ids
-    assert set(tasks[0]["data"]) == {"id", "path", "batch"} and tasks[0]["data"]["path"] == f"img/{ids[0]}.png"
+    assert [t["data"]["alkit_id"] for t in tasks] == ids and all("id" not in t["data"] for t in tasks)
+    assert set(tasks[0]["data"]) == {"alkit_id", "path", "batch"} and tasks[0]["data"]["path"] == f"img/{ids[0]}.png"
     assert tasks[1]["predictions"][0]["score"] == pytest.approx(0.99)
     assert tasks[1]["predictions"][0]["result"] == [] and "random" in tasks[1]["predictions"][0]["model_version"]
     assert tasks[1]["meta"]["rank"] == 1 and tasks[1]["meta"]["selector"] == "random"
@@ -166,7 +166,7 @@ def _write_labeled(fmt: str, path: Path, rows: list[dict[str, Any]], tasks: list
         by_id = {r["id"]: r for r in rows}
         out = []
         for n, t in enumerate(tasks or [], start=1):
-            r = by_id[t["data"]["id"]]
+            r = by_id[t["data"]["alkit_id"]]
             ann = {"id": 100 + n, "completed_by": {"id": 7, "email": "ls@example.org"}, "was_cancelled": False,
                    "ground_truth": False, "lead_time": 2.5,
                    "result": [{"id": f"r{n}", "type": "choices", "from_name": "digit", "to_name": "image",
@@ -330,7 +330,7 @@ def _bad_files(ids: list[str], truth: dict[str, str], test_id: str, unqueued_id:
     add("truncated label studio", "cut.json", '[{"id": 1, "data": {"id": "' + ids[1] + '"}, "annotations": [{"result": [',
         ["line 1: invalid JSON", "truncated"])
     add("label studio without ids", "noid.json", json.dumps([{"id": 1, "data": {"path": "x"}, "annotations": []}]),
-        ["task 1: no data.id"])
+        ["task 1: no data.alkit_id"])
     add("latin-1", "latin1.csv", f"id,label,annotator\n{ids[1]},3,Jos\xe9\n".encode("latin-1"),
         ["line 2: not valid UTF-8", "save the file as UTF-8"])
     full = tmp / "full.parquet"
@@ -581,3 +581,40 @@ def test_all_problems_of_a_file_come_in_one_round(human: tuple[Project, dict[str
     assert "3 problems" in msg and "line 3 (id nosuch-id): unknown id" in msg
     assert f"line 4 (id {ids[1]})" in msg and f"line 5 (id {ids[2]})" in msg and "'cat'" in msg and "'dog'" in msg
     assert snapshot(project) == before
+
+
+@pytest.mark.parametrize("shape", ["json-min", "json-min-multi", "csv"])
+def test_label_studio_flat_exports(human: tuple[Project, dict[str, str]], tmp_path: Path, shape: str) -> None:
+    """Label Studio's JSON-MIN and CSV exports of the tasks alkit wrote, in the shapes Label Studio
+    writes them (its own task id at the top, data fields flattened beside one key per control,
+    columns sorted): every label lands; a second control makes the field ambiguous until
+    --label-field names it."""
+    project, truth = human
+    ids = queue_batch(project, 6)
+    tasks = json.loads(export_queue(project, tmp_path / "tasks.json", "label-studio").path.read_text())
+    records = []
+    for n, t in enumerate(tasks, start=1):
+        item = t["data"]["alkit_id"]
+        value = {"choices": [truth[item]]} if shape == "json-min-multi" else truth[item]
+        records.append({**t["data"], "id": 40 + n, "digit": value, "annotator": "ls@example.org",
+                        "annotation_id": 200 + n, "created_at": "2026-12-01T10:00:00.0Z",
+                        "updated_at": "2026-12-01T10:00:05.0Z", "lead_time": 5.2})
+    if shape == "csv":
+        path = tmp_path / "project-3-at-2026-12-01.csv"
+        pl.DataFrame(records).select(sorted(records[0])).write_csv(path)
+    else:
+        path = tmp_path / "project-3-at-2026-12-01.json"
+        path.write_text(json.dumps(records))
+    res = import_labels(project, path)
+    assert res.labeled == 6
+    got = shared_labels(project)
+    assert {i: got[i][0] for i in ids} == {i: truth[i] for i in ids} and {got[i][2] for i in ids} == {"ls@example.org"}
+    # a second control: refused as ambiguous (nothing imported), --label-field picks one
+    two = [{**r, "quality": "ok"} for r in records]
+    amb = tmp_path / "two.json"
+    amb.write_text(json.dumps(two))
+    with pytest.raises(QueueError, match=r"several fields could be the label \(digit, quality\); name the labeling control with --label-field"):
+        import_labels(project, amb)
+    assert import_labels(project, amb, label_field="digit").unchanged == 6
+    with pytest.raises(QueueError, match="--label-field 'nosuch' is not a field of the export"):
+        import_labels(project, amb, label_field="nosuch")

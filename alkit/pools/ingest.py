@@ -56,6 +56,7 @@ class InitOptions:
     allow_outside_paths: bool = False  # --image-col paths outside the data file's folder
     split_col: str | None = None  # column of test/pool(/train) marks: a given test split instead of --test-frac
     image_shape: tuple[int, ...] | None = None  # (H, W) or (C, H, W): the features are pixels of that image
+    exclude: list[str] | None = None  # columns that are no features (kept in the payload for exports)
     progress: bool = True
 
 
@@ -102,6 +103,9 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
 
     With --text-col/--image-col the encoder's vectors come first, then any --features columns.
     """
+    if opts.exclude and (opts.features or opts.feature_col):
+        raise InputError("--exclude leaves columns out of the default features; with --features or --feature-col "
+                         "list only the ones you want")
     if opts.text_col or opts.image_col:
         if opts.text_col and opts.image_col:
             raise InputError("pass either --text-col or --image-col, not both")
@@ -137,9 +141,19 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
             if opts.split_col in names:
                 raise InputError(f"split column {opts.split_col!r} cannot also be a feature column")
         else:
-            names = [c for c in df.columns if c not in (opts.id_col, opts.label_col, opts.split_col)]
+            missing = [c for c in opts.exclude or [] if c not in df.columns]
+            if missing:
+                raise InputError(f"--exclude: columns not found: {', '.join(missing)}; columns: {', '.join(df.columns)}")
+            left_out = {opts.id_col, opts.label_col, opts.split_col, opts.text_col, opts.image_col, *(opts.exclude or [])}
+            names = [c for c in df.columns if c not in left_out]
             if not names:
                 raise InputError("no feature columns: pass --features or --feature-col")
+            textual = [c for c in names if df[c].dtype == pl.Utf8 and
+                       df[c].cast(pl.Float64, strict=False).is_null().mean() > 0.5]  # mostly text: no feature
+            if textual:
+                raise InputError(
+                    f"non-numeric columns: {', '.join(textual)} (text); leave them out with --exclude "
+                    f"{','.join(textual)}, embed one with --text-col COL, or list the features with --features")
         non_numeric = [c for c in names if not (df[c].dtype.is_numeric() or df[c].dtype == pl.Boolean)]
         for c in non_numeric:  # name the first cell that is not a number, and say what it is
             if df[c].dtype == pl.Utf8:

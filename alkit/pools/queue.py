@@ -276,6 +276,7 @@ def import_labels(
     on_conflict: str = "error",
     store: Store | None = None,
     fmt: str | None = None,
+    label_field: str | None = None,
 ) -> ImportResult:
     """Import people's labels for queued items, all or nothing.
 
@@ -294,7 +295,8 @@ def import_labels(
     path = Path(path)
     store = store or Store(project.store_url)
     problems: list[str] = []
-    rows = labelfiles.read(path, problems, fmt)
+    rows = labelfiles.read(path, problems, fmt, label_field=label_field,
+                           data_fields=[*project.config.payload_cols, *WHY_COLS])
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     decisions = _decisions(project, rows, problems)

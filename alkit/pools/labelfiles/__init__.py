@@ -4,6 +4,8 @@ and one line in ``FORMATS``."""
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -25,6 +27,8 @@ def format_of(path: Path, name: str | None = None) -> ModuleType:
     if name is not None:
         return get_format(name)
     suffix = path.suffix.lower()
+    if suffix == ".csv" and _label_studio_csv(path):
+        return label_studio
     for mod in FORMATS.values():
         if suffix in mod.SUFFIXES:
             return mod
@@ -33,13 +37,29 @@ def format_of(path: Path, name: str | None = None) -> ModuleType:
                      f"({', '.join(FORMATS)})")
 
 
-def read(path: str | Path, problems: list[str], name: str | None = None) -> list[Row]:
-    """Parse a labeled queue file; structural problems raise, row problems are appended."""
+def _label_studio_csv(path: Path) -> bool:
+    """A .csv that is Label Studio's CSV export of alkit's tasks (its header says so)."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig", errors="replace") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, csv.Error):
+        return False
+    return label_studio.is_export_csv([h.strip() for h in header])
+
+
+def read(path: str | Path, problems: list[str], name: str | None = None, *, label_field: str | None = None,
+         data_fields: Sequence[str] = ()) -> list[Row]:
+    """Parse a labeled queue file; structural problems raise, row problems are appended.
+    ``label_field`` / ``data_fields``: which Label Studio control holds the label (flat exports)."""
     path = Path(path)
     if not path.is_file():
         raise QueueError(f"{path}: no such file")
     mod = format_of(path, name)
     data = path.read_bytes() if getattr(mod, "READS_BYTES", True) else None
+    if mod is label_studio:
+        return mod.read(path, data, problems, label_field=label_field, data_fields=data_fields)
+    if label_field is not None:
+        raise QueueError(f"--label-field names a Label Studio control; {path.name} is read as {mod.NAME}")
     return mod.read(path, data, problems)
 
 

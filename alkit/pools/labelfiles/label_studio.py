@@ -1,11 +1,24 @@
-"""Label Studio JSON: alkit writes a list of tasks (the item in ``data``, why it was picked in
-``meta`` and ``predictions``) and reads Label Studio's JSON export of them back (the label from
-the annotation's choices/labels/..., a cancelled annotation as a skip, ``completed_by`` as the
-annotator); a plain JSON list of {id, label} records is read too."""
+"""Label Studio: alkit writes a list of tasks (the item id as ``data.alkit_id``, the payload in
+``data``, why it was picked in ``meta`` and ``predictions``) and reads back each of Label Studio's
+three export shapes:
+
+- JSON (full): tasks with ``annotations``; the label from an annotation's choices/labels/...,
+  a cancelled annotation as a skip, ``completed_by`` as the annotator;
+- JSON-MIN: one flat record per annotation, the task's data fields beside one key per control
+  (``{"alkit_id": ..., "text": ..., "sentiment": "great", "annotator": ...}``);
+- CSV: the same columns as JSON-MIN.
+
+Label Studio puts its own task ``id`` at the top of the flat shapes, which is why alkit's id
+travels as ``alkit_id`` (tasks exported before that carried it as ``data.id``, still read).  The
+label is the control named by ``--label-field``, else the one key that is neither a data field
+of the project nor Label Studio's own.  A plain JSON list of {id, label} records is read too."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +28,25 @@ from alkit.pools.labelfiles._common import WHY_COLS, Row, as_text, atomic_write,
 
 NAME = "label-studio"
 SUFFIXES = (".json",)
+ID_KEY = "alkit_id"
+# what Label Studio adds to every JSON-MIN record / CSV row besides the data and the controls
+LS_KEYS = {"id", ID_KEY, "annotator", "annotation_id", "created_at", "updated_at", "lead_time", "agreement",
+           "drafts", "predictions", "meta", "total_annotations", "cancelled_annotations", "total_predictions",
+           "file_upload", "inner_id", "project", "updated_by", "comment_count", "unresolved_comment_count",
+           "last_comment_updated_at", "annotations_results", "annotations_ids", "predictions_score"}
 
 
 def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
           escape_formulas: bool = True) -> list[str]:  # escape_formulas: CSV only
+    cols = [c for c in cols if c not in (ID_KEY, "id")]  # "id" would collide with Label Studio's task id
     tasks = [{
-        "data": {"id": r["id"], **{c: r[c] for c in cols}},
+        "data": {ID_KEY: r["id"], **{c: r[c] for c in cols}},
         "predictions": [{"model_version": f"alkit {r['strategy']}/{r['scorer']}/{r['selector']}",
                          "score": r["score"], "result": []}],
         "meta": {k: r[k] for k in WHY_COLS},
     } for r in records]
     atomic_write(path, lambda p: p.write_text(json.dumps(tasks, indent=1, default=str), encoding="utf-8"))
-    return ["id", *cols]
+    return [ID_KEY, *cols]
 
 
 def _ls_label(result: Any) -> tuple[str | None, str | None]:
@@ -55,16 +75,83 @@ def _ls_annotator(ann: dict[str, Any]) -> str | None:
     return None if by is None else f"label-studio user {by}"
 
 
-def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
+def _flat_label(value: Any) -> tuple[str | None, str | None]:
+    """(label, problem) from a control's value in a flat record: a string, a number, a list of one,
+    or {"choices": [...]} as JSON-MIN writes a multi-choice control (a CSV cell holds that as JSON)."""
+    if isinstance(value, str) and value.strip().startswith(("{", "[")):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            pass
+    if isinstance(value, dict):
+        inner = next((value[k] for k in ("choices", "labels", "taxonomy", "text", "number", "rating") if k in value), None)
+        if inner is None:
+            return None, f"cannot read a label from {json.dumps(value)[:60]}"
+        value = inner
+    if isinstance(value, list):
+        flat = [x[0] if isinstance(x, list) and x else x for x in value]
+        if len(flat) > 1:
+            return None, f"{len(flat)} values in one annotation, expected exactly one"
+        value = flat[0] if flat else None
+    return as_text(value), None
+
+
+def _label_key(records: list[dict[str, Any]], label_field: str | None, data_fields: set[str]) -> str:
+    keys = [k for k in dict.fromkeys(k for r in records for k in r)]
+    if label_field is not None:
+        if label_field not in keys:
+            raise ValueError(f"--label-field {label_field!r} is not a field of the export; fields: {', '.join(keys)}")
+        return label_field
+    candidates = [k for k in keys if k not in LS_KEYS and k not in data_fields]
+    if len(candidates) != 1:
+        what = f"several fields could be the label ({', '.join(candidates)})" if candidates else "no annotation field"
+        raise ValueError(f"{what}; name the labeling control with --label-field")
+    return candidates[0]
+
+
+def _flat_rows(path: Path, records: list[tuple[str, dict[str, Any]]], problems: list[str],
+               label_field: str | None, data_fields: set[str]) -> list[Row]:
+    """JSON-MIN records or CSV rows: one annotation each."""
+    try:
+        key = _label_key([r for _, r in records], label_field, data_fields)
+    except ValueError as exc:
+        raise refuse(path, [str(exc)]) from None
+    rows = []
+    for where, rec in records:
+        item_id = as_text(rec.get(ID_KEY))
+        if item_id is None:
+            problems.append(f"{where}: no {ID_KEY} (export tasks that alkit wrote)")
+            continue
+        label, problem = _flat_label(rec.get(key))
+        if problem:
+            problems.append(f"{where} (id {item_id}): {problem}")
+            continue
+        rows.append(Row(where, item_id, label, False, as_text(rec.get("annotator"))))
+    return rows
+
+
+def is_export_csv(header: list[str]) -> bool:
+    """A CSV header as Label Studio writes its CSV export of alkit's tasks."""
+    return ID_KEY in header and "annotation_id" in header
+
+
+def read(path: Path, data: bytes, problems: list[str], *, label_field: str | None = None,
+         data_fields: Sequence[str] = ()) -> list[Row]:
+    """``data_fields``: the project's payload columns (never the label when guessing the field)."""
     text = decode(path, data)
+    fields = set(data_fields)
+    if path.suffix.lower() == ".csv":
+        return _flat_rows(path, _csv_records(path, text), problems, label_field, fields)
     try:
         tasks = json.loads(text)
     except json.JSONDecodeError as exc:
         raise refuse(path, [f"line {exc.lineno}: invalid JSON ({exc.msg}; truncated or malformed file)"]) from None
     if not isinstance(tasks, list):
         raise refuse(path, [f"expected a JSON list of tasks, found {type(tasks).__name__}"])
-    if tasks and all(isinstance(t, dict) and "data" not in t and "annotations" not in t for t in tasks):
-        # a plain JSON list of {id, label, ...} records
+    flat = tasks and all(isinstance(t, dict) and "data" not in t and "annotations" not in t for t in tasks)
+    if flat and any(ID_KEY in t for t in tasks):  # JSON-MIN
+        return _flat_rows(path, [(f"record {i}", t) for i, t in enumerate(tasks, start=1)], problems, label_field, fields)
+    if flat:  # a plain JSON list of {id, label, ...} records
         for i, t in enumerate(tasks, start=1):
             if "id" not in t or not ({"label", "skip"} & set(t)):
                 problems.append(f"record {i}: missing key {', '.join(k for k in ('id', 'label') if k not in t)}")
@@ -73,10 +160,10 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
     for i, task in enumerate(tasks, start=1):
         where = f"task {i}"
         data_ = task.get("data") if isinstance(task, dict) else None
-        if not isinstance(data_, dict) or "id" not in data_:
-            problems.append(f"{where}: no data.id (export the tasks alkit wrote, which carry the item id in data.id)")
+        if not isinstance(data_, dict) or not ({ID_KEY, "id"} & set(data_)):
+            problems.append(f"{where}: no data.{ID_KEY} (export the tasks alkit wrote, which carry the item id)")
             continue
-        item_id = as_text(data_["id"])
+        item_id = as_text(data_.get(ID_KEY, data_.get("id")))
         anns = task.get("annotations") or []
         if not isinstance(anns, list):
             problems.append(f"{where} (id {item_id}): annotations is not a list")
@@ -95,3 +182,23 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
                 continue
             rows.append(Row(w, item_id, label, False, _ls_annotator(ann)))
     return rows
+
+
+def _csv_records(path: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        if not is_export_csv(header):
+            raise refuse(path, [f"header: not a Label Studio CSV export of alkit tasks (needs {ID_KEY} and "
+                                "annotation_id columns)"])
+        out = []
+        for fields in reader:
+            if not fields or all(not f.strip() for f in fields):
+                continue
+            where = f"line {reader.line_num}"
+            if len(fields) != len(header):
+                raise refuse(path, [f"{where}: {len(fields)} fields, expected {len(header)} (truncated or malformed file)"])
+            out.append((where, dict(zip(header, fields))))
+    except csv.Error as exc:
+        raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
+    return out

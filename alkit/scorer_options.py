@@ -1,0 +1,141 @@
+"""`--opt key=value`: every option a scorer's learner declares, typed and checked before a run.
+
+A scorer's options are read from its learner class, not listed by hand, so a new keyword on a
+learner is reachable from the command line the day it is added: the keyword-only parameters of
+``__init__`` with simple types (int, float, bool, str, a Literal of choices); the backbone's
+fields (width, depth, feature_map, ...), which every learner passes on to its network; and the
+fields of a config dataclass parameter as ``param.field`` (``csd.steps=500``).  Values are parsed
+by the declared type and refused with a message naming the option and what it accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+INTERNAL = {"self", "task", "n_classes", "train", "input", "backbone", "contexts", "seed"}  # set by the loop
+SIMPLE = (bool, int, float, str)
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    kind: type  # bool, int, float or str
+    choices: tuple[str, ...] | None
+    default: Any
+    optional: bool  # None is a value ("none" on the command line)
+
+    def describe(self) -> str:
+        what = "|".join(self.choices) if self.choices else self.kind.__name__
+        return f"{self.name}=<{what}{'|none' if self.optional else ''}> (default {self.default!r})"
+
+    def parse(self, text: str) -> Any:
+        if self.optional and text.lower() in ("none", "null"):
+            return None
+        if self.choices is not None:
+            if text not in self.choices:
+                raise ValueError(f"option {self.name}={text!r}: must be one of {', '.join(self.choices)}")
+            return text
+        if self.kind is bool:
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(f"option {self.name}={text!r}: must be true or false")
+            return text.lower() in ("true", "1", "yes")
+        try:
+            return self.kind(text)
+        except ValueError:
+            raise ValueError(f"option {self.name}={text!r}: must be {'an integer' if self.kind is int else 'a number'}") from None
+
+
+def _simple(hint: Any) -> tuple[type, tuple[str, ...] | None, bool] | None:
+    """(kind, choices, optional) of a type hint alkit can parse from text, else None."""
+    optional = False
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(hint))
+        if len(args) != 1:
+            return (str, None, optional) if str in args else None  # e.g. str | Sequence[str]: given as text
+        hint, origin = args[0], typing.get_origin(args[0])
+    if origin is Literal:
+        values = typing.get_args(hint)
+        return (str, tuple(str(v) for v in values), optional) if all(isinstance(v, str) for v in values) else None
+    return (hint, None, optional) if hint in SIMPLE else None
+
+
+def _from_dataclass(cls: type, prefix: str) -> dict[str, Option]:
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        simple = _simple(hints[f.name])
+        if simple is not None:
+            name = f"{prefix}{f.name}"
+            out[name] = Option(name, *simple[:2], f.default, simple[2])
+    return out
+
+
+def declared(learner_cls: type) -> dict[str, Option]:
+    """Every option of a learner class, by the name `--opt` takes."""
+    from alkit.models.backbone import BackboneConfig
+
+    init = learner_cls.__init__
+    hints = typing.get_type_hints(init)
+    out: dict[str, Option] = {}
+    takes_backbone = False
+    for p in inspect.signature(init).parameters.values():
+        if p.kind is p.VAR_KEYWORD or p.name == "backbone":
+            takes_backbone = True
+            continue
+        if p.name in INTERNAL or p.kind is not p.KEYWORD_ONLY:
+            continue
+        hint = hints.get(p.name)
+        inner = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+        if len(inner) == 1 and dataclasses.is_dataclass(inner[0]):
+            out.update(_from_dataclass(inner[0], f"{p.name}."))
+            continue
+        simple = _simple(hint)
+        if simple is not None:
+            out[p.name] = Option(p.name, simple[0], simple[1], p.default, simple[2])
+    if takes_backbone:
+        out.update({k: v for k, v in _from_dataclass(BackboneConfig, "").items() if k not in out})
+    return out
+
+
+def parse(learner_cls: type, scorer: str, pairs: list[str]) -> dict[str, Any]:
+    """``["cov=shared", "csd.steps=500"]`` -> ``{"cov": "shared", "csd.steps": 500}`` (JSON-safe:
+    what the run records); a malformed pair or an undeclared option is a ValueError."""
+    options = declared(learner_cls)
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--opt {pair!r}: write it as key=value (`alkit strategies --scorer {scorer}` lists the keys)")
+        if key not in options:
+            raise ValueError(f"--opt {key}: not an option of scorer {scorer!r}; its options: {', '.join(options)}")
+        out[key] = options[key].parse(value.strip())
+    return out
+
+
+def to_kwargs(learner_cls: type, options: dict[str, Any]) -> dict[str, Any]:
+    """Recorded options -> the learner's keyword arguments: ``param.field`` entries become the
+    config dataclass of ``param``; everything else is passed as it is."""
+    hints = typing.get_type_hints(learner_cls.__init__)
+    kwargs: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for key, value in options.items():
+        head, dot, field = key.partition(".")
+        if dot:
+            groups.setdefault(head, {})[field] = value
+        else:
+            kwargs[key] = value
+    for head, fields in groups.items():
+        inner = [a for a in typing.get_args(hints.get(head)) if a is not type(None)] or [hints.get(head)]
+        if head not in hints or not dataclasses.is_dataclass(inner[0]):
+            raise TypeError(f"{head}.{next(iter(fields))}: {head} is not an option group of this scorer")
+        base = kwargs.get(head) or inner[0]()
+        kwargs[head] = dataclasses.replace(base, **fields)
+    return kwargs
