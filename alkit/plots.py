@@ -276,8 +276,8 @@ def _fmt(x: float | None, decimals: int | None = None) -> str:
 def _fmt_pair(mean: float | None, std: float | None, decimals: int | None = None) -> str:
     if mean is None or math.isnan(mean):
         return "—"
-    if decimals is None and mean != 0 and abs(mean) < 1e-3:
-        return f"{mean:.2e}" + ("" if std is None else f" ± {std:.1e}")
+    if decimals is None and mean != 0 and abs(mean) < 1e-3:  # two significant digits, still fixed-point
+        decimals = min(12, 1 - math.floor(math.log10(abs(mean))))
     d = _decimals(mean) if decimals is None else decimals
     return _fmt(mean, d) + ("" if std is None or math.isnan(std) else f" ± {_fmt(std, d)}")
 

@@ -204,3 +204,21 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'store.db'}"
     return request.getfixturevalue("pg_database")()
+
+
+def folder_snapshot(root: Path) -> dict[str, str]:
+    """Every file below ``root`` with the hash of its bytes, a SQLite database as the hash of its SQL
+    dump (its bytes change on open even when no row does): equal snapshots = nothing changed."""
+    import hashlib
+    import sqlite3
+
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.name.endswith(("-wal", "-shm")):
+            if p.suffix == ".db":
+                with sqlite3.connect(p) as db:
+                    data = "\n".join(db.iterdump()).encode()
+            else:
+                data = p.read_bytes()
+            out[str(p.relative_to(root))] = hashlib.sha256(data).hexdigest()
+    return out

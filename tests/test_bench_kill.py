@@ -37,7 +37,7 @@ def test_bench_resumes_after_kill(tmp_path: Path, digits_csv: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert killed, "the bench finished before it could be killed"
     runs = loop.store.runs()
-    assert sorted(r.name for r in runs) == ["random-b10-s0", "random-b10-s1", "topk-b10-s0", "topk-b10-s1"]
+    assert sorted(r.name for r in runs) == ["random-vbll-b10-s0", "random-vbll-b10-s1", "topk-b10-s0", "topk-b10-s1"]
     for r in runs:
         cycles = loop.store.cycles(r.id)
         assert [c.cycle for c in cycles] == list(range(len(cycles)))

@@ -10,11 +10,9 @@ shape, ...) and random content around it, so no case can pass by being accidenta
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import polars as pl
@@ -26,7 +24,7 @@ from typer.testing import CliRunner
 from alkit.cli import app
 from alkit.config import load_project
 from alkit.pools.ingest import InitOptions, init_project
-from conftest import digits_frame
+from conftest import digits_frame, folder_snapshot
 from test_queue import PX, queue_batch
 
 CASES = {"import": 0, "init": 0}  # how many cases ran (printed by the last test, for the closing note)
@@ -36,17 +34,7 @@ cell = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
 bad_id = cell.filter(lambda s: not (len(s) == 5 and s[0] == "d" and s[1:].isdigit()))  # never an id of the project
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and not p.name.endswith(("-wal", "-shm")):
-            if p.suffix == ".db":
-                with sqlite3.connect(p) as db:
-                    data = "\n".join(db.iterdump()).encode()
-            else:
-                data = p.read_bytes()
-            out[str(p.relative_to(root))] = hashlib.sha256(data).hexdigest()
-    return out
+snapshot = folder_snapshot
 
 
 def refused(args: list[str]) -> str:

@@ -3,7 +3,6 @@ whose labels alkit.toml does not know, a deleted database, secrets, an init kill
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import subprocess
@@ -16,6 +15,7 @@ from alkit.config import load_project
 from alkit.pools import leases
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.pools.store import Store
+from conftest import folder_snapshot
 
 ALKIT = [sys.executable, "-m", "alkit.cli"]
 RUN = ["run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--max-epochs", "5"]
@@ -26,19 +26,7 @@ def alkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproces
     return subprocess.run([*ALKIT, *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=600)
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    """Every file of the project folder with the hash of its bytes, the database as its SQL dump
-    (a SQLite file's bytes change on open even when no row does)."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and not p.name.endswith(("-wal", "-shm")):
-            if p.suffix == ".db":
-                with sqlite3.connect(p) as db:
-                    data = "\n".join(db.iterdump()).encode()
-            else:
-                data = p.read_bytes()
-            out[str(p.relative_to(root))] = hashlib.sha256(data).hexdigest()
-    return out
+snapshot = folder_snapshot
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import ON_CONFLICT, SKIP_LABEL
+from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
 from alkit.config import Project
 from alkit.pools import labelfiles
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
@@ -193,7 +193,9 @@ def export_queue(
     for q in items:
         p = by_key.get(q.key, {})
         records.append({"id": q.item_id, **{c: p.get(c) for c in cols}, "label": None, "skip": None,
-                        "score": _finite(q.score), "rank": q.rank, "cycle": q.cycle, "run": q.run,
+                        # a model-free pick (cold start, random) has no score: empty, not a low 0.0
+                        "score": None if q.selector in INITIAL_SELECTORS and q.score == 0 else _finite(q.score),
+                        "rank": q.rank, "cycle": q.cycle, "run": q.run,
                         "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
     schema: dict[str, Any] = {"id": pl.Utf8, **{c: payload.schema[c] for c in cols}, "label": pl.Utf8,
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,

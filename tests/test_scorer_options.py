@@ -1,0 +1,73 @@
+"""`--opt KEY=VALUE`: a scorer's options are read from its learner, parsed by their declared type,
+refused by name, recorded with the run, and reach the learner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from alkit.learners.csd import CSDConfig, CSDLearner
+from alkit.learners.laplace import LaplaceLearner
+from alkit.registry import SCORERS, learner_class, make_learner
+from alkit.scorer_options import declared, parse, to_kwargs
+
+
+def test_every_scorer_declares_its_options() -> None:
+    laplace = declared(LaplaceLearner)
+    assert laplace["epistemic"].choices == ("trace", "mi") and laplace["hessian"].choices == ("kfac", "full")
+    assert laplace["prior_precision"].kind is float and laplace["prior_precision"].optional
+    assert {"width", "depth", "feature_map"} <= set(laplace)  # the backbone's fields, for every learner
+    assert "layers" in declared(learner_class("gradnorm")) and "M" in declared(learner_class("ensemble"))
+    assert declared(CSDLearner)["csd.steps"].default == CSDConfig().steps
+    for name in SCORERS:
+        assert declared(learner_class(name)), name
+
+
+def test_values_are_parsed_by_type_and_refused_by_name() -> None:
+    got = parse(LaplaceLearner, "laplace", ["epistemic=trace", "prior_precision=none", "width=64", "dropout=0.1"])
+    assert got == {"epistemic": "trace", "prior_precision": None, "width": 64, "dropout": 0.1}
+    assert parse(learner_class("vbll"), "vbll", ["refit=false", "learn_prior=yes"]) == {"refit": False, "learn_prior": True}
+    for pairs, says in ((["epistemic=sample"], "must be one of trace, mi"), (["width=wide"], "must be an integer"),
+                        (["dropout=x"], "must be a number"), (["nokey=1"], "not an option of scorer 'laplace'"),
+                        (["epistemic"], "write it as key=value"), (["=3"], "write it as key=value")):
+        with pytest.raises(ValueError, match=says):
+            parse(LaplaceLearner, "laplace", pairs)
+
+
+def test_options_reach_the_learner() -> None:
+    kwargs = to_kwargs(CSDLearner, {"csd.steps": 50, "csd.hidden": 16, "width": 32})
+    assert kwargs["csd"] == CSDConfig(steps=50, hidden=16) and kwargs["width"] == 32
+    learner = make_learner("csd", "classification", 3, **{"csd.steps": 50})
+    assert learner.config.steps == 50
+    lap = make_learner("laplace", "classification", 3, epistemic="trace", width=32)
+    assert lap.epistemic == "trace" and lap.base.backbone_config.width == 32
+
+
+def test_cli_opt_is_recorded_with_the_run(tmp_path: Path, digits_csv: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+
+    def alkit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=tmp_path, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    subprocess.run([sys.executable, "-m", "alkit.cli", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
+                    "--hide-labels", "-p", "p"], cwd=tmp_path, check=True, capture_output=True, env=env)
+    bad = alkit("run", "--scorer", "laplace", "-o", "epistemic=sample", "--budget", "20")
+    assert bad.returncode == 2 and "option epistemic='sample': must be one of trace, mi" in bad.stderr
+    assert "Traceback" not in bad.stderr and json.loads(alkit("status", "--json").stdout) == []
+    ok = alkit("run", "--strategy", "topk", "--scorer", "laplace", "-o", "epistemic=trace", "-o", "width=32",
+               "--budget", "20", "--max-epochs", "5", "--json")
+    assert ok.returncode == 0, ok.stderr
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        (config,) = db.execute("select config from runs").fetchone()
+    assert json.loads(config)["learner"] == {"epistemic": "trace", "width": 32}
+    listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", "laplace"], capture_output=True,
+                             text=True, env=env, timeout=120).stdout
+    assert "epistemic" in listing and "trace|mi" in listing and "prior_precision" in listing
