@@ -139,8 +139,14 @@ def queued_items(store: Store) -> list[QueuedItem]:
 
 
 # ---------------------------------------------------------------------------- export
-def default_queue_path(project: Project, fmt: str = "csv") -> Path:
-    return project.root / f"queue{labelfiles.default_suffix(fmt)}"
+def default_queue_path(project: Project, fmt: str = "csv", cycle: int | None = None) -> Path:
+    """queue.csv (what `alkit run` rewrites every cycle, so it is never stale); another format is
+    named after the newest cycle it holds, queue-c<cycle>.<ext>, so an export from an earlier
+    cycle left in the folder cannot pass for the current queue."""
+    suffix = labelfiles.default_suffix(fmt)
+    if fmt == "csv" or cycle is None:
+        return project.root / f"queue{suffix}"
+    return project.root / f"queue-c{cycle}{suffix}"
 
 
 def _payload_columns(project: Project, include: Sequence[str] | None) -> list[str]:
@@ -184,7 +190,7 @@ def export_queue(
     store = store or Store(project.store_url)
     cols = _payload_columns(project, include)
     items = queued_items(store)
-    path = Path(out) if out is not None else default_queue_path(project, fmt)
+    path = Path(out) if out is not None else default_queue_path(project, fmt, max((q.cycle for q in items), default=None))
     keys = [q.key for q in items]
     payload = (pl.scan_parquet(project.payload_path).select(["key", *cols])
                .filter(pl.col("key").is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
