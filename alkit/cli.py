@@ -125,6 +125,8 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
             progress.update(task_ids_last(), info=f"cycle {p['cycle']}: {p['phase']}")
         elif kind in ("human_queue", "human_wait"):
             messages.append(p["message"])
+        elif kind == "stopped":
+            messages.append(f"[bold yellow]stopped:[/] {escape(p['message'])}")
         elif kind == "cycle_end":
             m = p["metrics"]
             main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "crps") if k in m), "")
@@ -137,7 +139,8 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
     with progress:
         results = loop.run(req)
     for msg in messages:
-        (err if quiet else console).print(f"[bold cyan]next:[/] {msg}", highlight=False)
+        text = msg if msg.startswith("[bold yellow]") else f"[bold cyan]next:[/] {escape(msg)}"
+        (err if quiet else console).print(text, highlight=False)
     return results
 
 
@@ -170,6 +173,7 @@ def run(
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
     opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),
+    stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.002,min_points=5]."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets)."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
@@ -202,7 +206,7 @@ def run(
                          learner_options=learner_options,
                          train={"max_epochs": max_epochs} if max_epochs is not None else {},
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
-                         initial_selector=initial_selector)
+                         initial_selector=initial_selector, stop=list(stop or []))
         loop = ActiveLoop(proj)
         spec = loop.resolve(req).spec
         t0 = time.perf_counter()
@@ -242,6 +246,15 @@ def status(
         console.print("no runs yet: start one with `alkit run --strategy random --budget N`")
         return
     print_table(console, summary_table(rows, f"runs in {proj.root}", wide), wide)
+    for r in rows:
+        if r.get("stopped"):
+            st = r["stopped"]
+            console.print(f"{r['name']}: stopped by {st['rule']} at cycle {st['cycle']} with {st['n_labeled']} labels "
+                          f"({escape(st['why'])}); a larger --budget continues it", highlight=False)
+        if r.get("forecast"):
+            fc = r["forecast"]
+            console.print(f"{r['name']}: predicted {fc['metric']} at the budget ({fc['at']} labels) {fc['mean']:.3f} "
+                          f"(5-95 %: {fc['lo']:.3f}-{fc['hi']:.3f})", highlight=False)
 
 
 @app.command()

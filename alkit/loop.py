@@ -20,6 +20,7 @@ import numpy as np
 
 from alkit import metrics
 from alkit.acquisition import AcquisitionError, EPIGTargets
+from alkit.choices import HIGHER_IS_BETTER
 from alkit.config import Project
 from alkit.engines import AcquisitionScorer
 from alkit.engines.candidates import CandidateRequest, candidate_count
@@ -30,9 +31,11 @@ from alkit.pools import leases
 from alkit.pools.features import FeatureReader
 from alkit.pools.store import RunSpec, Store
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
+from alkit.stopping import Decision, History, first_fired
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
+STOP_SET = 1000  # pool items whose predicted classes the kappa stopping rule compares across cycles
 STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -47,6 +50,7 @@ class CycleResult:
     fit_s: float
     score_s: float
     select_s: float
+    stopped: dict[str, Any] | None = None  # the stopping rule that ended the run at this cycle
 
 
 def _seed(*parts: int) -> int:
@@ -79,7 +83,10 @@ class ActiveLoop:
         spec = plan.spec
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
+        if any(r.name == "forecast" for r in plan.stop_rules) and not len(self.store.test_set()[0]):
+            raise LoopError("--stop forecast follows the test metric; this project has no test split")
         lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
+        self.store.ensure_signals_table()
         try:
             return self._drive(req, plan, lease)
         finally:
@@ -103,6 +110,12 @@ class ActiveLoop:
     def _drive(self, req: RunRequest, plan: RunPlan, lease: leases.Lease) -> list[CycleResult]:
         spec = plan.spec
         run = self.store.get_or_create_run(spec)
+        if run.status == "stopped":  # a rule ended it; a larger --budget would have reopened it
+            stopped = run.config.get("stopped", {})
+            msg = (f"run {run.name} was stopped by {stopped.get('rule')} at cycle {stopped.get('cycle')}: "
+                   f"{stopped.get('why')}; a larger --budget continues it")
+            self.on_event("stopped", {"run": run.name, **stopped, "message": msg})
+            return []
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
                                     "spent": self.store.n_spent(run.id)})
         results: list[CycleResult] = []
@@ -124,8 +137,15 @@ class ActiveLoop:
             res = self._cycle(run.id, cycle, plan, spent)
             results.append(res)
             self.on_event("cycle_end", {"run": run.name, **res.__dict__})
+            if res.stopped is not None:  # recorded after the cycle: a kill in between re-decides the same way
+                self.store.stop_run(run.id, res.stopped)
+                self.on_event("stopped", {"run": run.name, **res.stopped, "message":
+                              f"stopped by {res.stopped['rule']} at cycle {cycle} with {res.n_labeled} labels: "
+                              f"{res.stopped['why']}"})
+                break
             if self.oracle.one_cycle_per_call:
-                self._hand_off(run.name, cycle, res, req)
+                if res.stopped is None:
+                    self._hand_off(run.name, cycle, res, req)
                 break
         self.on_event("run_end", {"run": run.name, "run_id": run.id})
         return results
@@ -170,7 +190,7 @@ class ActiveLoop:
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
             fit_s = time.perf_counter() - t0
             result_metrics = self._evaluate(learner)
-        selection = None
+        selection, cands, signals = None, None, None
         if k > 0:
             selector, selector_name = ((plan.initial_selector, plan.initial_selector_name) if learner is None
                                        else (plan.selector, plan.selector_name))
@@ -181,6 +201,14 @@ class ActiveLoop:
             cands, n_scored = self._candidates(mask, selector, learner, plan, k, cycle, acq_ctx)
             cands.targets = acq_ctx.targets if acq_ctx is not None else None
             score_s = time.perf_counter() - t0
+            if learner is not None:
+                signals = self._signals(learner, cands, spec)
+                decision = self._stop_decision(run_id, plan, (len(y_lab), result_metrics, signals))
+                if decision is not None:  # stop before spending this cycle's batch
+                    stopped = {"rule": decision.rule, "why": decision.why, "cycle": cycle, "n_labeled": len(y_lab)}
+                    self._commit(run_id, cycle, spec, None, "", len(y_lab), result_metrics, fit_s, score_s, 0.0,
+                                 n_scored=n_scored, signals=signals)
+                    return CycleResult(cycle, len(y_lab), 0, result_metrics, fit_s, score_s, 0.0, stopped)
             self.on_event("phase", {"cycle": cycle, "phase": "select", "selector": selector_name})
             t0 = time.perf_counter()
             ctx = SelectionContext(
@@ -193,10 +221,43 @@ class ActiveLoop:
             selection = selector.select(cands, k, ctx)
             select_s = time.perf_counter() - t0
             self._check_selection(selection, cands, k)
+        if learner is not None and signals is None:
+            signals = self._signals(learner, cands, spec)
         self._commit(run_id, cycle, spec, selection, selector_name if selection else "", len(y_lab),
-                     result_metrics, fit_s, score_s, select_s, n_scored=n_scored)
+                     result_metrics, fit_s, score_s, select_s, n_scored=n_scored, signals=signals)
         return CycleResult(cycle, len(y_lab), 0 if selection is None else len(selection.keys),
                            result_metrics, fit_s, score_s, select_s)
+
+    def _stop_decision(self, run_id: int, plan: RunPlan,
+                       current: tuple[int, dict[str, float], dict[str, Any]]) -> Decision | None:
+        """The first of the run's stopping rules that fires on its cycles since it last stopped plus
+        the ``current`` one (labels, test metrics, signals), or None (also for a run without rules)."""
+        if not plan.stop_rules:
+            return None
+        run = next(r for r in self.store.runs() if r.id == run_id)
+        since = int(run.config.get("stopped", {}).get("cycle", -1))
+        rows = [c for c in self.store.cycles(run_id) if c.cycle > since]
+        signals = self.store.signals(run_id)
+        metric = "accuracy" if self.cfg.task == "classification" else "crps"
+        history = History([c.n_labeled for c in rows] + [current[0]], [dict(c.metrics) for c in rows] + [current[1]],
+                          [signals.get(c.cycle, {}) for c in rows] + [current[2]], plan.spec.batch_size,
+                          plan.spec.budget, metric, higher_is_better=metric in HIGHER_IS_BETTER)
+        return first_fired(plan.stop_rules, history)
+
+    def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec) -> dict[str, Any]:
+        """What the stopping rules read of this cycle: the model's classes on the run's fixed stop
+        set (STOP_SET pool items, seeded by the run's seed) and the candidates' score summary."""
+        out: dict[str, Any] = {}
+        if cands is not None and cands.scores_n is not None and len(cands.scores_n):
+            scores = np.asarray(cands.scores_n, dtype=np.float64)
+            out.update(score_max=float(np.max(scores)), score_mean=float(np.mean(scores)))
+        if self.cfg.task == "classification":
+            pool = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))
+            rng = np.random.default_rng(_seed(spec.seed, 6))
+            keys = np.sort(rng.choice(pool, size=min(STOP_SET, len(pool)), replace=False))
+            probs = learner.predict(self.features.take(keys)).probs_n_C
+            out["stop_preds"] = probs.argmax(1).tolist()
+        return out
 
     def _check_selection(self, sel: Selection, cands: Candidates, k: int) -> None:
         if len(sel.keys) != min(k, len(cands)):
@@ -206,7 +267,7 @@ class ActiveLoop:
 
     def _commit(self, run_id: int, cycle: int, spec: RunSpec, sel: Selection | None, selector: str,
                 n_labeled: int, result_metrics: dict[str, float], fit_s: float, score_s: float,
-                select_s: float, n_scored: int) -> None:
+                select_s: float, n_scored: int, signals: dict[str, Any] | None = None) -> None:
         """Record the cycle in one transaction, through the oracle: the simulated one writes its
         answers with it, with people the selected items become queued."""
         selections = [] if sel is None else [
@@ -214,7 +275,8 @@ class ActiveLoop:
             for rank, (key, score, util) in enumerate(zip(sel.keys, sel.scores, sel.utilities))
         ]
         cycle_row = {"n_labeled": n_labeled, "n_selected": len(selections), "metrics": result_metrics,
-                     "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored}
+                     "fit_s": fit_s, "score_s": score_s, "select_s": select_s, "n_scored": n_scored,
+                     "signals": signals or None}
         try:
             self.oracle.commit(run_id, cycle, selections, cycle_row, final=sel is None)
         except OracleError as exc:

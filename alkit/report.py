@@ -47,8 +47,22 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             "score_s": sum(c.score_s for c in rows),
             "select_s": sum(c.select_s for c in rows),
             "n_scored": sum(c.n_scored for c in rows),
+            "stopped": run.config.get("stopped") if run.status == "stopped" else None,
+            "forecast": _forecast(run, rows),
         })
     return out
+
+
+def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:
+    """For a run with the forecast stopping rule: its metric predicted at the budget, 5-95 % band."""
+    if not any(str(r).startswith("forecast") for r in run.config.get("stop", [])):
+        return None
+    from alkit.stopping import forecast_at
+
+    metric = "accuracy" if any("accuracy" in c.metrics for c in rows) else "crps"
+    pts = [(c.n_labeled, c.metrics[metric]) for c in rows if metric in c.metrics]
+    fc = forecast_at([n for n, _ in pts], [v for _, v in pts], run.budget, metric == "accuracy") if len(pts) >= 4 else None
+    return None if fc is None else {"metric": metric, **fc}
 
 
 def cycles_frame(store: Store) -> pl.DataFrame:

@@ -17,6 +17,7 @@ from alkit.models.train import TrainConfig
 from alkit.pools.store import RunSpec
 from alkit.presets import get_preset
 from alkit.registry import check_acquisition, get_scorer, make_learner
+from alkit.stopping import get_rule
 from alkit.strategies import get_selector
 from alkit.types import Acquisition, Learner, Strategy
 
@@ -46,6 +47,7 @@ class RunRequest:
     ray_address: str | None = None  # engine='ray': cluster address (None: reuse ray.init() or start a local one)
     acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
     initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
+    stop: list[str] = field(default_factory=list)  # stopping rules, 'name[:param=value,...]' (alkit/stopping)
 
 
 @dataclass
@@ -61,6 +63,7 @@ class RunPlan:
     initial_selector_name: str
     selector: Strategy
     selector_name: str
+    stop_rules: list[Any] = field(default_factory=list)
 
 
 def curve_name(req: RunRequest, scorer: str) -> str:
@@ -138,12 +141,19 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         make_learner(scorer, cfg.task, cfg.n_classes, train=train_config, **req.learner_options)
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
+    try:
+        stop_rules = [get_rule(r) for r in req.stop]
+    except ValueError as exc:
+        raise LoopError(str(exc)) from None
+    if cfg.task == "regression" and any(r.name == "kappa" for r in stop_rules):
+        raise LoopError("--stop kappa compares predicted classes; on a regression project use forecast or an "
+                        "uncertainty rule")
     if req.engine not in ENGINES:
         raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
     options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
                "learner": dict(req.learner_options), "train": dict(req.train),
                "engine": req.engine, "ray_address": req.ray_address,
-               "acquisition": acquisition, "initial_selector": initial_selector,
+               "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": curve_name(req, scorer)}
     spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
     train, learner_options = TrainConfig(**req.train), dict(req.learner_options)
@@ -153,4 +163,4 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
 
     name = preset.selector_for(cfg.task, req.batch_size)
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
-                   initial_selector, get_selector(name), name)
+                   initial_selector, get_selector(name), name, stop_rules)

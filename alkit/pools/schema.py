@@ -8,6 +8,8 @@ runs       one strategy x scorer x seed x batch size on this project.
 selections which items a run picked in which cycle, with score and greedy utility (audit);
            UNIQUE(run_id, item_key) makes "no item selected twice within a run" a DB invariant.
 cycles     one row per completed cycle: labels at fit time, metrics, timings.
+cycle_signals what the stopping rules read per cycle (the model's predictions on a fixed stop set,
+           the acquisition scores' maximum and mean), written with the cycle; created on first use.
 run_leases which process is driving a run right now (alkit/pools/leases.py); created on first use,
            so stores made before it need no migration.
 """
@@ -160,3 +162,12 @@ class RunLease(Base):
     pid: Mapped[int] = mapped_column(Integer)
     acquired_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class CycleSignals(Base):
+    """Per cycle, what stopping rules read (alkit/stopping/): written in the cycle's transaction."""
+
+    __tablename__ = "cycle_signals"
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), primary_key=True)
+    cycle: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[dict] = mapped_column(JSON, default=dict)

@@ -21,7 +21,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from alkit.errors import StoreError  # noqa: F401 (re-exported: alkit.pools.store.StoreError)
-from alkit.pools.schema import SCHEMA_VERSION, Base, CycleRow, Item, Label, Meta, Run, SelectionRow, utcnow
+from alkit.pools.schema import (SCHEMA_VERSION, Base, CycleRow, CycleSignals, Item, Label, Meta, Run, SelectionRow,
+                                utcnow)
 
 
 def write_lock(s: Session) -> None:
@@ -307,10 +308,30 @@ class Store:
                         "use another --name or the original arguments"
                     )
             if spec.budget != run.budget:
-                run.budget = spec.budget  # a larger budget extends the run
-                if run.status == "complete":
+                extended = spec.budget > run.budget
+                run.budget = spec.budget  # a larger budget extends the run (a stopped one too)
+                if run.status == "complete" or (run.status == "stopped" and extended):
                     run.status = "running"
             return run
+
+    def ensure_signals_table(self) -> None:
+        """cycle_signals exists (stores made before stopping rules lack it)."""
+        CycleSignals.__table__.create(self.engine, checkfirst=True)
+
+    def signals(self, run_id: int) -> dict[int, dict[str, Any]]:
+        """cycle -> the signals recorded with it (empty for a store without the table)."""
+        if not inspect(self.engine).has_table(CycleSignals.__tablename__):
+            return {}
+        with self.session() as s:
+            rows = s.execute(select(CycleSignals.cycle, CycleSignals.data).where(CycleSignals.run_id == run_id))
+            return {int(c): dict(d) for c, d in rows}
+
+    def stop_run(self, run_id: int, stopped: dict[str, Any]) -> None:
+        """Mark a run stopped by a rule; ``stopped`` (rule, why, cycle) goes into its config."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            run.config = {**run.config, "stopped": stopped}
+            run.status = "stopped"
 
     def runs(self) -> list[Run]:
         with self.session() as s:
@@ -397,7 +418,10 @@ class Store:
                 s.execute(insert(SelectionRow), [dict(r, run_id=run_id, cycle=cycle) for r in selections])
             if oracle_labels:
                 s.execute(insert(Label), [dict(r, run_id=run_id, cycle=cycle, source="oracle") for r in oracle_labels])
+            signals = cycle_row.pop("signals", None)
             s.execute(insert(CycleRow), [dict(cycle_row, run_id=run_id, cycle=cycle)])
+            if signals:
+                s.execute(insert(CycleSignals), [{"run_id": run_id, "cycle": cycle, "data": signals}])
             if run_status is not None:
                 s.execute(update(Run).where(Run.id == run_id).values(status=run_status))
 

@@ -1,0 +1,56 @@
+"""The inputs every stopping rule reads and the decision it returns."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class History:
+    """The cycles of a run so far, oldest first (only those since it last stopped).
+
+    ``n_labeled[i]`` labels were used by the model of cycle i, ``metrics[i]`` its test metrics
+    (empty without a test split or a model), ``signals[i]`` what was recorded with it
+    (``stop_preds``: predicted class per stop-set item; ``score_max`` / ``score_mean``: the
+    acquisition scores of the cycle's candidates)."""
+
+    n_labeled: list[int]
+    metrics: list[dict[str, float]]
+    signals: list[dict[str, Any]]
+    batch_size: int
+    budget: int
+    metric: str  # the test metric the forecast follows: accuracy, or crps for regression
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Decision:
+    rule: str
+    fired: bool
+    why: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_rule(spec: str) -> tuple[str, dict[str, float | int]]:
+    """'kappa:threshold=0.99,k=3' -> ('kappa', {'threshold': 0.99, 'k': 3})."""
+    name, _, rest = spec.strip().partition(":")
+    params: dict[str, float | int] = {}
+    for kv in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = kv.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--stop {spec!r}: parameters are key=value, separated by commas")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--stop {spec!r}: {key.strip()}={value!r} is not a number") from None
+        params[key.strip()] = int(number) if number.is_integer() and "." not in value else number
+    return name.strip(), params
+
+
+def check_params(rule: str, given: dict[str, Any], cls: type) -> None:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ValueError(f"--stop {rule}: unknown parameter {unknown[0]!r}; parameters: {', '.join(sorted(known))}")

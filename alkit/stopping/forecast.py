@@ -1,0 +1,95 @@
+"""forecast: stop when the learning curve predicts the next batch gains less than ``gain``.
+
+The test metric of each cycle is fitted by an inverse power law, m(n) = a - b n^(-c) for a metric
+that grows (accuracy; a + b n^(-c) for one that falls, CRPS), the usual saturating shape of learning
+curves (Mukherjee et al. 2003; Figueroa et al. 2012).  With at least ``min_points`` evaluated
+cycles the rule fires when m(n + batch) - m(n) < ``gain``.  ``forecast_at`` gives the predicted
+metric at the budget with a band from the fit's parameter covariance (5-95 % of 400 draws), which
+`alkit status` shows.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from alkit.stopping._common import Decision, History
+
+
+def _curve(n: np.ndarray, a: float, b: float, c: float, sign: float) -> np.ndarray:
+    return a - sign * b * np.power(n, -c)
+
+
+def fit_curve(n: list[int], y: list[float], higher_is_better: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """(params a, b, c; their covariance) of the inverse power law, or None when it cannot be fitted."""
+    from scipy.optimize import OptimizeWarning, curve_fit
+
+    n_, y_ = np.asarray(n, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(y_) & (n_ > 0)
+    n_, y_ = n_[ok], y_[ok]
+    if len(n_) < 4 or np.ptp(n_) == 0:
+        return None
+    sign = 1.0 if higher_is_better else -1.0
+    # the asymptote of a rising metric (accuracy) is at most 1, of a falling one (CRPS, NLL) at least 0
+    bounds = ([-np.inf, 0.0, 0.01], [1.0, np.inf, 3.0]) if higher_is_better else ([0.0, 0.0, 0.01], [np.inf, np.inf, 3.0])
+    a0 = min(y_.max(), 1.0 - 1e-6) if higher_is_better else max(y_.min(), 1e-6)  # inside the bounds
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OptimizeWarning)
+            popt, pcov = curve_fit(lambda x, a, b, c: _curve(x, a, b, c, sign), n_, y_, p0=(a0, abs(y_[0] - a0) * n_[0] ** 0.5 + 1e-3, 0.5),
+                                   bounds=bounds, maxfev=5000)
+    except (RuntimeError, ValueError):
+        return None
+    return popt, pcov
+
+
+def forecast_at(n: list[int], y: list[float], at: int, higher_is_better: bool = True,
+                seed: int = 0) -> dict[str, float] | None:
+    """The metric predicted at ``at`` labels with a 5-95 % band, or None."""
+    fit = fit_curve(n, y, higher_is_better)
+    if fit is None:
+        return None
+    popt, pcov = fit
+    sign = 1.0 if higher_is_better else -1.0
+    mean = float(_curve(np.array([at], dtype=np.float64), *popt, sign)[0])
+    draws = np.random.default_rng(seed).multivariate_normal(popt, np.nan_to_num(pcov), size=400, check_valid="ignore")
+    draws[:, 1:] = np.maximum(draws[:, 1:], [0.0, 0.01])
+    vals = np.array([_curve(np.array([at], dtype=np.float64), *d, sign)[0] for d in draws])
+    if higher_is_better:
+        vals = np.minimum(vals, 1.0)
+    else:
+        vals = np.maximum(vals, 0.0)
+    lo, hi = np.nanpercentile(vals, [5, 95])
+    return {"at": int(at), "mean": mean, "lo": float(lo), "hi": float(hi)}
+
+
+@dataclass(frozen=True)
+class ForecastRule:
+    gain: float = 0.002
+    min_points: int = 5
+
+    name = "forecast"
+
+    def __post_init__(self) -> None:
+        if self.gain <= 0 or self.min_points < 4:
+            raise ValueError("--stop forecast: gain must be positive and min_points at least 4")
+
+    def check(self, h: History) -> Decision:
+        pts = [(n, m[h.metric]) for n, m in zip(h.n_labeled, h.metrics) if h.metric in m]
+        if len(pts) < self.min_points:
+            return Decision(self.name, False, f"{len(pts)} evaluated cycles, the forecast needs {self.min_points}")
+        n, y = [p[0] for p in pts], [p[1] for p in pts]
+        fit = fit_curve(n, y, h.higher_is_better)
+        if fit is None:
+            return Decision(self.name, False, "the learning curve could not be fitted yet")
+        popt, _ = fit
+        sign = 1.0 if h.higher_is_better else -1.0
+        now, nxt = _curve(np.array([n[-1], n[-1] + h.batch_size], dtype=np.float64), *popt, sign)
+        gain = float((nxt - now) * sign)
+        fired = gain < self.gain
+        details: dict[str, Any] = {"predicted_gain": gain, "params": [float(p) for p in popt]}
+        return Decision(self.name, fired, f"next batch predicted to gain {gain:.4f} {h.metric} "
+                        f"({'<' if fired else '>='} {self.gain})", details)

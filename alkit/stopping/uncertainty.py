@@ -1,0 +1,44 @@
+"""max-uncertainty / overall-uncertainty: stop when the pool has little left to learn.
+
+The acquisition score is what the run ranks the pool by; when even its best candidate (max) or the
+candidates on average (overall: the mean over the cycle's candidates, the top of the pool for
+top-m selectors) score below ``threshold``, further labels are expected to change little (Zhu et al.
+2008's max- and overall-uncertainty rules, on whichever acquisition the run uses).  The default
+thresholds suit probability-like scores such as the epistemic preset's decision-flip probability.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alkit.stopping._common import Decision, History
+
+
+def _below(h: History, key: str, threshold: float, name: str) -> Decision:
+    value = h.signals[-1].get(key) if h.signals else None
+    if value is None:
+        return Decision(name, False, "no acquisition score recorded yet")
+    fired = value < threshold
+    what = "best" if key == "score_max" else "mean"
+    return Decision(name, fired, f"{what} candidate score {value:.4g} {'<' if fired else '>='} {threshold}",
+                    {key: value})
+
+
+@dataclass(frozen=True)
+class MaxUncertaintyRule:
+    threshold: float = 0.01
+
+    name = "max-uncertainty"
+
+    def check(self, h: History) -> Decision:
+        return _below(h, "score_max", self.threshold, self.name)
+
+
+@dataclass(frozen=True)
+class OverallUncertaintyRule:
+    threshold: float = 0.005
+
+    name = "overall-uncertainty"
+
+    def check(self, h: History) -> Decision:
+        return _below(h, "score_mean", self.threshold, self.name)

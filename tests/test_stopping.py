@@ -1,0 +1,104 @@
+"""Stopping rules: each fires on a constructed sequence of cycles where it must and not where it
+must not; `alkit run --stop` ends a run, records which rule fired and why, and a larger budget
+continues it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from alkit.stopping import History, first_fired, forecast_at, get_rule
+
+
+def _history(preds: list[list[int]] | None = None, scores: list[tuple[float, float]] | None = None,
+             accs: list[float] | None = None, start: int = 20) -> History:
+    n = len(preds or scores or accs or [])
+    signals = [{} for _ in range(n)]
+    for i in range(n):
+        if preds:
+            signals[i]["stop_preds"] = preds[i]
+        if scores:
+            signals[i]["score_max"], signals[i]["score_mean"] = scores[i]
+    metrics = [{"accuracy": a} for a in accs] if accs else [{} for _ in range(n)]
+    return History([start + 10 * i for i in range(n)], metrics, signals, 10, 300, "accuracy")
+
+
+def test_kappa_fires_only_after_k_stable_pairs() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 5, 400).tolist()
+    noisy = [rng.integers(0, 5, 400).tolist() for _ in range(3)]
+    rule = get_rule("kappa:threshold=0.99,k=3")
+    assert not rule.check(_history(noisy + [base])).fired  # consecutive models disagree
+    assert not rule.check(_history(noisy + [base, base, base])).fired  # 2 stable pairs of the 3 needed
+    d = rule.check(_history(noisy + [base, base, base, base]))
+    assert d.fired and "for 3 cycles" in d.why and d.details["kappa"] == pytest.approx(1.0)
+    almost = list(base)
+    almost[:40] = [(v + 1) % 5 for v in almost[:40]]  # 10 % of the stop set changes class
+    assert not rule.check(_history(noisy + [base, almost, base, almost])).fired
+    assert get_rule("kappa:threshold=0.8,k=1").check(_history([base, almost])).fired
+
+
+def test_uncertainty_rules_follow_the_scores() -> None:
+    seq = [(0.4, 0.1), (0.2, 0.05), (0.009, 0.004)]
+    assert not get_rule("max-uncertainty").check(_history(scores=seq[:2])).fired
+    assert get_rule("max-uncertainty").check(_history(scores=seq)).fired  # best candidate 0.009 < 0.01
+    assert get_rule("overall-uncertainty").check(_history(scores=seq)).fired  # mean 0.004 < 0.005
+    assert not get_rule("overall-uncertainty:threshold=0.001").check(_history(scores=seq)).fired
+    assert not get_rule("max-uncertainty").check(_history(preds=[[0], [0]])).fired  # no score recorded
+
+
+def test_forecast_fires_when_the_curve_flattens() -> None:
+    curve = [0.97 - 1.5 * (20 + 10 * i) ** -0.7 for i in range(20)]  # a saturating learning curve
+    rule = get_rule("forecast:gain=0.002")
+    gains = [0.97 - 1.5 * (20 + 10 * (i + 1)) ** -0.7 - c for i, c in enumerate(curve)]
+    first = next(i for i, g in enumerate(gains) if g < 0.002)
+    assert not rule.check(_history(accs=curve[:4])).fired  # fewer points than min_points
+    assert not rule.check(_history(accs=curve[: max(5, first - 1)])).fired
+    assert rule.check(_history(accs=curve[: first + 2])).fired
+    fc = forecast_at([20 + 10 * i for i in range(12)], curve[:12], 300)
+    assert fc["lo"] <= fc["mean"] <= fc["hi"] <= 1.0
+    assert fc["mean"] == pytest.approx(0.97 - 1.5 * 300 ** -0.7, abs=0.01)
+
+
+def test_rule_specs_are_checked() -> None:
+    for spec, says in (("nosuch", "unknown stopping rule 'nosuch'"), ("kappa:k", "key=value"),
+                       ("kappa:k=two", "'two' is not a number"), ("kappa:level=3", "unknown parameter 'level'"),
+                       ("kappa:threshold=2", "threshold must be in")):
+        with pytest.raises(ValueError, match=says):
+            get_rule(spec)
+    assert first_fired([get_rule("max-uncertainty"), get_rule("overall-uncertainty")],
+                       _history(scores=[(0.5, 0.001)])).rule == "overall-uncertainty"
+
+
+def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path, digits_csv: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+
+    def alkit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=tmp_path, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    run = ["run", "--strategy", "epistemic", "--max-epochs", "10"]
+    first = alkit(*run, "--budget", "30", "--stop", "max-uncertainty:threshold=1e9")  # fires at the first model
+    assert first.returncode == 0 and "stopped by max-uncertainty at cycle 1 with 10 labels" in first.stdout, first.stdout
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "stopped" and st["n_labeled"] == 10 and st["stopped"]["rule"] == "max-uncertainty"
+    assert "stopped by max-uncertainty" in alkit("status").stdout
+    again = alkit(*run, "--budget", "30")  # same budget: stays stopped, says why
+    assert again.returncode == 0 and "was stopped by max-uncertainty" in " ".join(again.stdout.split())
+    more = alkit(*run, "--budget", "40")  # a larger budget: it goes on
+    assert more.returncode == 0, more.stderr
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "complete" and st["n_labeled"] == 40
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        sig = json.loads(db.execute("select data from cycle_signals where cycle = 2").fetchone()[0])
+    assert len(sig["stop_preds"]) == 320 and 0 <= sig["score_max"] and sig["score_mean"] <= sig["score_max"]
+    bad = alkit(*run, "--budget", "80", "--stop", "kappa:k=0")
+    assert bad.returncode == 2 and "k at least 1" in bad.stderr
