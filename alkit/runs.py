@@ -133,6 +133,16 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if vbll_only:
         raise LoopError(f"--{vbll_only[0]} applies to the vbll scorer (its heads and covariance), not to "
                         f"{scorer!r}; drop it or use --scorer vbll")
+    if req.learner_options.get("module"):
+        from alkit.models.user_backbone import BackboneImportError, load_factory
+
+        if scorer in ("mc-dropout", "sve"):
+            raise LoopError(f"--backbone: scorer {scorer!r} works on alkit's own residual blocks (dropout masks, "
+                            "their singular values); use vbll, laplace, csd, gradnorm, ensemble or none")
+        try:
+            load_factory(str(req.learner_options["module"]))
+        except BackboneImportError as exc:
+            raise LoopError(str(exc)) from None
     try:
         train_config = TrainConfig(**req.train)
     except (TypeError, ValueError) as exc:

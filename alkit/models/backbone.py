@@ -296,6 +296,7 @@ class BackboneConfig:
     feature_map: FeatureMap = "none"
     rff_dim: int = 256
     dropout: float = 0.0
+    module: str = ""  # a user's network, "package.module:function" or "file.py:function" (--backbone)
 
     @classmethod
     def of(cls, config: "BackboneConfig | None" = None, **options: Any) -> "BackboneConfig":
@@ -312,10 +313,18 @@ def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Ten
                    config: BackboneConfig) -> ResidualMLP | ConvBackbone:
     """The backbone for these inputs, with its input standardisation fixed.
 
-    Image-shaped inputs with pool filters (``spec.patch_filters``) get the ConvBackbone, everything
-    else the ResidualMLP.  Statistics come from ``spec`` (the pool) when it has them, else from
-    the fitting inputs ``X_fit_n_f``.
+    A ``config.module`` reference builds the user's network (alkit/models/user_backbone.py);
+    otherwise image-shaped inputs with pool filters (``spec.patch_filters``) get the ConvBackbone,
+    everything else the ResidualMLP.  Statistics come from ``spec`` (the pool) when it has them,
+    else from the fitting inputs ``X_fit_n_f``.
     """
+    if config.module:
+        from alkit.models.user_backbone import build_user_backbone
+
+        pooled = spec is not None and spec.mean_f is not None
+        mean = spec.mean_f if pooled else X_fit_n_f.mean(0)
+        std = spec.std_f if pooled else (X_fit_n_f.std(0) if len(X_fit_n_f) > 1 else torch.ones(n_features))
+        return build_user_backbone(config.module, n_features, spec.image_shape if spec is not None else None, mean, std)
     if spec is not None and spec.patch_filters is not None:
         shape = spec.image_shape
         if int(np.prod(shape)) != n_features:

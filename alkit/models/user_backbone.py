@@ -1,0 +1,97 @@
+"""`--backbone MODULE:FUNCTION`: the user's own network as the feature extractor of every learner.
+
+The function takes the number of features (or, for an image-shaped project, its (C, H, W) shape)
+and returns a ``torch.nn.Module`` whose output is the feature vector phi (n, d).  alkit wraps it
+like its own backbones: inputs standardised with the pool's statistics (``fixed``), the user's
+module as the trained part (``trainable``), d found by one forward pass.  The reference is
+``package.module:function`` (importable from the current folder or the project folder) or
+``path/to/file.py:function``, and it is recorded with the run: a resumed run imports it again.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+
+class BackboneImportError(ValueError):
+    """The user's backbone reference cannot be imported or called; the message says why."""
+
+
+def load_factory(ref: str, search: tuple[Path, ...] = ()) -> Callable[..., nn.Module]:
+    """The function a ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` reference names."""
+    target, sep, func = ref.rpartition(":")
+    if not sep or not target or not func:
+        raise BackboneImportError(f"--backbone {ref!r}: write it as module:function or path/to/file.py:function")
+    try:
+        if target.endswith(".py"):
+            path = Path(target).expanduser()
+            if not path.is_absolute():
+                path = next((p / path for p in (Path.cwd(), *search) if (p / path).is_file()), path)
+            spec = importlib.util.spec_from_file_location(f"alkit_user_backbone_{path.stem}", path)
+            if spec is None or spec.loader is None or not path.is_file():
+                raise BackboneImportError(f"--backbone {ref!r}: no file {path}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        else:
+            for p in (Path.cwd(), *search):
+                if str(p) not in sys.path:
+                    sys.path.append(str(p))
+            module = importlib.import_module(target)
+    except BackboneImportError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure to import the user's code is reported by name
+        raise BackboneImportError(f"--backbone {ref!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+    factory = getattr(module, func, None)
+    if not callable(factory):
+        raise BackboneImportError(f"--backbone {ref!r}: {target} has no function {func!r}")
+    return factory
+
+
+class UserBackbone(nn.Module):
+    """x (n, f) -> standardised -> the user's module -> phi (n, out_dim)."""
+
+    def __init__(self, net: nn.Module, mean_f: torch.Tensor, std_f: torch.Tensor,
+                 image_shape: tuple[int, ...] | None = None) -> None:
+        super().__init__()
+        if not isinstance(net, nn.Module):
+            raise BackboneImportError(f"the backbone function returned {type(net).__name__}, not a torch.nn.Module")
+        self.net = net
+        self.image_shape = tuple(image_shape) if image_shape else None
+        self.register_buffer("x_mean", mean_f.float())
+        self.register_buffer("x_std", torch.where(std_f > 1e-8, std_f, torch.ones_like(std_f)).float())
+        with torch.no_grad():
+            was = net.training
+            net.eval()
+            out = self.trainable(torch.zeros(2, len(mean_f)))
+            net.train(was)
+        if out.ndim != 2 or out.shape[0] != 2:
+            raise BackboneImportError(f"the backbone must return (n, d) features, it returned shape {tuple(out.shape)}")
+        self.out_dim = int(out.shape[1])
+
+    def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
+        return self.trainable(self.fixed(x_n_f))
+
+    def fixed(self, x_n_f: torch.Tensor) -> torch.Tensor:
+        return (x_n_f - self.x_mean) / self.x_std
+
+    def trainable(self, z_n_f: torch.Tensor) -> torch.Tensor:
+        z = z_n_f.reshape(-1, *self.image_shape) if self.image_shape else z_n_f
+        return self.net(z)
+
+
+def build_user_backbone(ref: str, n_features: int, image_shape: tuple[int, ...] | None, mean_f: Any,
+                        std_f: Any) -> UserBackbone:
+    factory = load_factory(ref)
+    try:
+        net = factory(tuple(image_shape) if image_shape else n_features)
+    except Exception as exc:  # noqa: BLE001
+        raise BackboneImportError(f"--backbone {ref!r} failed when called: {type(exc).__name__}: {exc}") from None
+    return UserBackbone(net, torch.as_tensor(mean_f, dtype=torch.float32), torch.as_tensor(std_f, dtype=torch.float32),
+                        image_shape)
