@@ -173,7 +173,8 @@ def run(
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
     opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),
-    stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.002,min_points=5]."),
+    stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]."),
+    learner: Optional[str] = typer.Option(None, "--learner", help="Your scikit-learn estimator instead of alkit's network: package.module:function or file.py:function returning an unfitted estimator (fit + predict_proba / predict); bootstrap members give BALD/EPIG (-o members=5). Pair it with a strategy whose acquisition it can feed (margin, entropy, bald, epig)."),
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets)."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
@@ -199,11 +200,17 @@ def run(
         from alkit.registry import learner_class
         from alkit.scorer_options import parse
 
+        if learner is not None:
+            if scorer not in (None, "sklearn"):
+                raise ValueError(f"--learner replaces the scorer's network; drop --scorer {scorer}")
+            scorer = "sklearn"
         scorer_name = scorer or get_preset(strategy).default_scorer
         learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
         learner_options.update(parse(learner_class(scorer_name), scorer_name, opt or []))
         if backbone:
             learner_options["module"] = backbone
+        if learner is not None:
+            learner_options["estimator"] = learner
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,

@@ -88,6 +88,13 @@ SCORERS: dict[str, ScorerInfo] = {
         True,
         frozenset({"members"}),
     ),
+    "sklearn": ScorerInfo(
+        "sklearn",
+        "your scikit-learn estimator (alkit run --learner MODULE:FUNCTION), bootstrap members for BALD / EPIG "
+        "(options: members=5)",
+        _lazy("alkit.learners.sklearn_adapter", "SklearnLearner"),
+        provides=frozenset({"members"}),
+    ),
 }
 
 

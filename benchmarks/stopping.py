@@ -33,7 +33,7 @@ from alkit.loop import ActiveLoop, RunRequest  # noqa: E402
 from alkit.stopping import History, first_fired, get_rule  # noqa: E402
 
 RULES = ["kappa", "kappa:threshold=0.95,k=2", "max-uncertainty", "overall-uncertainty", "forecast",
-         "forecast:gain=0.005"]
+         "forecast:gain=0.002,k=1"]
 
 
 def run_seed(loop: ActiveLoop, seed: int, budget: int) -> str:

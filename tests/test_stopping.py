@@ -56,7 +56,7 @@ def test_uncertainty_rules_follow_the_scores() -> None:
 
 def test_forecast_fires_when_the_curve_flattens() -> None:
     curve = [0.97 - 1.5 * (20 + 10 * i) ** -0.7 for i in range(20)]  # a saturating learning curve
-    rule = get_rule("forecast:gain=0.002")
+    rule = get_rule("forecast:gain=0.002,k=1")
     gains = [0.97 - 1.5 * (20 + 10 * (i + 1)) ** -0.7 - c for i, c in enumerate(curve)]
     first = next(i for i, g in enumerate(gains) if g < 0.002)
     assert not rule.check(_history(accs=curve[:4])).fired  # fewer points than min_points

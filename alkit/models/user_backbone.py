@@ -24,11 +24,12 @@ class BackboneImportError(ValueError):
     """The user's backbone reference cannot be imported or called; the message says why."""
 
 
-def load_factory(ref: str, search: tuple[Path, ...] = ()) -> Callable[..., nn.Module]:
-    """The function a ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` reference names."""
+def load_factory(ref: str, search: tuple[Path, ...] = (), flag: str = "--backbone") -> Callable[..., Any]:
+    """The function a ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` reference names (``flag``: the
+    option the user gave it with, for the messages)."""
     target, sep, func = ref.rpartition(":")
     if not sep or not target or not func:
-        raise BackboneImportError(f"--backbone {ref!r}: write it as module:function or path/to/file.py:function")
+        raise BackboneImportError(f"{flag} {ref!r}: write it as module:function or path/to/file.py:function")
     try:
         if target.endswith(".py"):
             path = Path(target).expanduser()
@@ -36,7 +37,7 @@ def load_factory(ref: str, search: tuple[Path, ...] = ()) -> Callable[..., nn.Mo
                 path = next((p / path for p in (Path.cwd(), *search) if (p / path).is_file()), path)
             spec = importlib.util.spec_from_file_location(f"alkit_user_backbone_{path.stem}", path)
             if spec is None or spec.loader is None or not path.is_file():
-                raise BackboneImportError(f"--backbone {ref!r}: no file {path}")
+                raise BackboneImportError(f"{flag} {ref!r}: no file {path}")
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
         else:
@@ -47,10 +48,10 @@ def load_factory(ref: str, search: tuple[Path, ...] = ()) -> Callable[..., nn.Mo
     except BackboneImportError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to import the user's code is reported by name
-        raise BackboneImportError(f"--backbone {ref!r} cannot be imported: {type(exc).__name__}: {exc}") from None
+        raise BackboneImportError(f"{flag} {ref!r} cannot be imported: {type(exc).__name__}: {exc}") from None
     factory = getattr(module, func, None)
     if not callable(factory):
-        raise BackboneImportError(f"--backbone {ref!r}: {target} has no function {func!r}")
+        raise BackboneImportError(f"{flag} {ref!r}: {target} has no function {func!r}")
     return factory
 
 

@@ -1,0 +1,84 @@
+"""`--learner MODULE:FUNCTION`: any scikit-learn estimator as alkit's learner.
+
+The function returns an unfitted estimator with ``fit`` and ``predict_proba`` (classification) or
+``predict`` (regression).  The adapter fits ``members`` clones of it on bootstrap resamples of the
+labelled set (seeded; ``random_state`` set per member where the estimator has one), so its
+Prediction carries member distributions: margin, entropy and least-confident read their mean,
+BALD / EPIG / `epistemic` the disagreement between members (the bootstrap is the epistemic part an
+estimator without a posterior can offer; ``members=1`` fits it once and reports no epistemic
+score).  Regression members give the mean prediction and a Gaussian with each member's training
+residual variance.  Acquisitions that need a Gaussian last layer (decision-flip, the epistemic
+preset's) are refused by name: use margin, entropy, bald or epig with topk or power.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from alkit.learners.bald import classification_prediction, regression_prediction
+from alkit.models.backbone import InputSpec
+from alkit.models.train import TrainConfig
+from alkit.models.user_backbone import load_factory
+from alkit.types import GaussianLastLayer, Prediction, Task
+
+
+class SklearnLearner:
+    """A scikit-learn estimator behind alkit's Learner protocol (see the module docstring)."""
+
+    def __init__(self, task: Task, n_classes: int | None = None, *, estimator: str = "", members: int = 5,
+                 train: TrainConfig | None = None, input: InputSpec | None = None) -> None:  # noqa: A002
+        if not estimator:
+            raise ValueError("the sklearn learner needs estimator=MODULE:FUNCTION (alkit run --learner)")
+        if members < 1:
+            raise ValueError(f"members must be at least 1, got {members}")
+        self.task, self.n_classes, self.ref, self.M = task, n_classes, estimator, members
+        self.factory = load_factory(estimator, flag="--learner")
+        self.input = input
+        self.members_: list[Any] = []
+        self.resid_var_: list[float] = []
+
+    def _embed(self, X: np.ndarray) -> torch.Tensor:
+        """The standardised inputs (pool statistics when known): what diversity selectors compare."""
+        mean = self.input.mean_f if self.input is not None and self.input.mean_f is not None else X.mean(0)
+        std = self.input.std_f if self.input is not None and self.input.std_f is not None else X.std(0)
+        return torch.as_tensor((X - mean) / np.where(std > 1e-8, std, 1.0), dtype=torch.float32)
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        rng = np.random.default_rng(seed)
+        n = len(y_n)
+        self.members_, self.resid_var_ = [], []
+        for m in range(self.M):
+            idx = np.arange(n) if self.M == 1 else rng.integers(0, n, n)
+            if self.task == "classification" and len(np.unique(y_n[idx])) < 2:
+                idx = np.arange(n)  # a resample with one class cannot be fitted: use every label
+            est = self.factory()
+            if not hasattr(est, "fit"):
+                raise ValueError(f"--learner {self.ref!r} returned {type(est).__name__}, not an estimator with fit()")
+            if "random_state" in getattr(est, "get_params", lambda: {})():
+                est.set_params(random_state=int(rng.integers(2**31 - 1)))
+            est.fit(X_n_f[idx], y_n[idx])
+            if self.task == "regression":
+                self.resid_var_.append(float(np.var(y_n[idx] - est.predict(X_n_f[idx]))) + 1e-12)
+            self.members_.append(est)
+        return {"members": float(self.M)}
+
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        if not self.members_:
+            raise RuntimeError("fit the learner before predicting")
+        emb = self._embed(np.asarray(X_n_f, dtype=np.float64))
+        if self.task == "classification":
+            probs = np.zeros((len(X_n_f), self.M, int(self.n_classes or 0)))
+            for m, est in enumerate(self.members_):
+                if not hasattr(est, "predict_proba"):
+                    raise ValueError(f"--learner {self.ref!r}: a classifier needs predict_proba")
+                probs[:, m, np.asarray(est.classes_, dtype=np.int64)] = est.predict_proba(X_n_f)
+            return classification_prediction(torch.as_tensor(probs, dtype=torch.float32), emb)
+        means = np.stack([est.predict(X_n_f) for est in self.members_], 1)
+        var = np.broadcast_to(np.asarray(self.resid_var_)[None, :], means.shape)
+        return regression_prediction(torch.as_tensor(means), torch.as_tensor(var.copy()), emb)
+
+    def posterior(self) -> GaussianLastLayer | None:
+        return None
