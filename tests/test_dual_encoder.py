@@ -393,3 +393,23 @@ def test_learner_posterior_feeds_the_diverse_strategy() -> None:
     cands = Candidates(keys_n=np.arange(30), scores_n=pred.epistemic_n.numpy(), embedding_n_d=pred.embedding_n_d.numpy())
     sel = get_selector("diverse").select(cands, 5, SelectionContext(seed=0, posterior=learner.posterior()))
     assert len(sel.keys) == 5 and np.all(np.diff(sel.utilities) <= 1e-9)  # gains shrink greedily
+
+
+def test_finetuned_posterior_tunes_its_prior_around_the_pretrained_projection() -> None:
+    """Fine-tuning penalises ||theta - theta_0||^2, so the evidence that tunes the fine-tuned
+    posterior's prior precision must read the same distance (not ||theta||^2): the learner's
+    lambda equals the evidence optimum at that distance and differs from the 0-centred one."""
+    gen = _gen(12)
+    vlm, img, prompts, basis, fac = _toy_vlm(gen)
+    learner = DualEncoderLearner(vlm, prompts, fac, finetune_steps=150)
+    Z = torch.randn(40, 4, generator=gen, dtype=f64)
+    X = (Z @ basis[:, 4:8].T).float().numpy()
+    learner.fit(X, Z.argmax(1).numpy(), seed=0)
+    proj = learner.model.image_proj
+    factors = fac + infonce_kfac(PreProjection(torch.as_tensor(X)), proj, vlm.text_proj(prompts).double(), vlm.logit_scale)
+    eig_A, eig_B = torch.linalg.eigvalsh(factors.A_q_q), torch.linalg.eigvalsh(factors.B_D_D)
+    dist_sq = float(((proj.theta_D_q - vlm.image_proj.theta_D_q) ** 2).sum())
+    around_theta0 = tune_kron_prior_precision(eig_A, eig_B, dist_sq, learner.n_pseudo)
+    around_zero = tune_kron_prior_precision(eig_A, eig_B, float((proj.theta_D_q**2).sum()), learner.n_pseudo)
+    assert learner.model.image_post.prior_precision == pytest.approx(around_theta0, rel=1e-6)
+    assert abs(math.log(around_theta0 / around_zero)) > 0.1  # the fix changes the answer here

@@ -64,6 +64,16 @@ def restore(probs_n_K: torch.Tensor, edges_K1: torch.Tensor) -> dict[str, torch.
     return {"mean_n": p @ centres, "median_n": median, "mode_n": centres[p.argmax(1)], "dist": dist, "centres_K": centres}
 
 
+
+def delta_method_var(m_n_K: torch.Tensor, v_n_K: torch.Tensor, centres_K: torch.Tensor) -> torch.Tensor:
+    """Var_z[sum_k softmax(z)_k c_k] for z ~ N(m, diag v), by the delta method: linearised at the
+    logit mean, d yhat / d z_k = p_k (c_k - yhat) with p = softmax(m) and yhat = p . c, so the
+    variance is sum_k v_k p_k^2 (c_k - yhat)^2 (n,).  Exact as v -> 0."""
+    p = torch.softmax(m_n_K.double(), -1)
+    c = centres_K.double()
+    yhat = p @ c
+    return (v_n_K.double() * p**2 * (c[None, :] - yhat[:, None]) ** 2).sum(1)
+
 class BucketHead(ClassificationHead):
     """VBLL classification over target buckets (standardised units); bias = bucket log-prior."""
 
@@ -96,7 +106,7 @@ class BucketHead(ClassificationHead):
         edges = shift + scale * self.edges.double()
         r = restore(p, edges)
         yhat, c = r["mean_n"], r["centres_K"]
-        delta = (v.double() * p**2 * (c - yhat[:, None]) ** 2).sum(1)
+        delta = delta_method_var(m, v, c)
         bald = laplace_bridge_mi(m, v)
         width = torch.diff(edges)
         alea = (p * (c - yhat[:, None]) ** 2).sum(1) + (p * width**2 / 12).sum(1)

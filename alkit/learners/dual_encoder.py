@@ -334,9 +334,12 @@ def fit_kron_posterior(
     *,
     n_pseudo: float = 1.0,
     prior_precision: float | None = None,
+    prior_mean: LinearProjection | None = None,
 ) -> KronPosterior:
     """Damped Kronecker Laplace posterior for ``proj``; the prior precision is tuned by the
-    evidence (``kron_log_evidence``) unless given."""
+    evidence (``kron_log_evidence``) unless given.  ``prior_mean``: where the Gaussian prior is
+    centred (fine-tuning anchors it at the pretrained projection, so the evidence's fit term is
+    ||theta* - theta_0||^2, the same penalty the fine-tuning minimised); default 0."""
     theta = proj.theta_D_q
     if factors.A_sum_q_q.shape[0] != theta.shape[1] or factors.B_sum_D_D.shape[0] != theta.shape[0]:
         raise ValueError(
@@ -345,7 +348,8 @@ def fit_kron_posterior(
         )
     eig_A, Q_A = eigh64(factors.A_q_q)
     eig_B, Q_B = eigh64(factors.B_D_D)
-    theta_sq = float((theta**2).sum())
+    delta = theta if prior_mean is None else theta - prior_mean.theta_D_q.to(theta.dtype)
+    theta_sq = float((delta**2).sum())
     if prior_precision is not None and prior_precision <= 0:
         raise ValueError(f"prior_precision must be positive, got {prior_precision}")
     lam = prior_precision if prior_precision is not None else tune_kron_prior_precision(eig_A, eig_B, theta_sq, n_pseudo)
@@ -719,7 +723,9 @@ class DualEncoderLearner:
         factors = self.pretrain_factors
         if len(x):
             factors = factors + infonce_kfac(x, proj, self._class_emb(), self.base.logit_scale)
-        post = fit_kron_posterior(factors, proj, n_pseudo=self.n_pseudo)
+        # the fine-tuning prior is centred at the pretrained projection; so is the evidence's
+        post = fit_kron_posterior(factors, proj, n_pseudo=self.n_pseudo,
+                                  prior_mean=self.base.image_proj if len(x) else None)
         self.model = BayesVLM(proj, self.base.text_proj, post, self.base.text_post,
                               self.base.logit_scale, self.base.logit_bias)
         return {"n_labeled": float(len(x)), "prior_precision": post.prior_precision,
