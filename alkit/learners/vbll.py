@@ -12,7 +12,10 @@ weight 1/N), and afterwards S is set to the ELBO optimum for the final features:
   it is solved by a damped fixed-point iteration (the same routine refits QR/CR heads with their
   own weights).
 
-Both are stationary points of the very loss the head is trained with (tests check the gradient).
+The Gaussian head's refit is a stationary point of the loss it is trained with, mean and
+covariance; the classification (and QR/CR) refit makes the covariance stationary for the trained
+mean, which stays the optimiser's (its gradient after the refit is small, not zero; tests check
+the covariance's).  ``refit_cov`` returns the iterations it used, so a refit that hit its cap shows.
 Per item the head gives the epistemic variance v_k = phi^T S_k phi per output, the aleatoric
 noise, and a ``GaussianLastLayer`` so a strategy can compute joint batch information.
 """
