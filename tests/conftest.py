@@ -222,3 +222,17 @@ def folder_snapshot(root: Path) -> dict[str, str]:
                 data = p.read_bytes()
             out[str(p.relative_to(root))] = hashlib.sha256(data).hexdigest()
     return out
+
+
+def project_cli(cwd: Path, project: str = "p") -> Callable[..., "subprocess.CompletedProcess[str]"]:
+    """`alkit ARGS -p PROJECT` run in ``cwd`` as a user types it (one torch thread, wide columns)."""
+    import subprocess
+    import sys
+
+    env = {**_os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+
+    def alkit(*args: str) -> "subprocess.CompletedProcess[str]":
+        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", project], cwd=cwd, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    return alkit

@@ -5,13 +5,11 @@ it cannot feed."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import project_cli
 import torch
 from sklearn.datasets import load_diabetes, load_digits
 
@@ -78,11 +76,7 @@ def test_regressor_gives_a_predictive_distribution(models: Path) -> None:
 
 
 def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
-    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
-
-    def alkit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=models, capture_output=True,
-                              text=True, env=env, timeout=600)
+    alkit = project_cli(models)
 
     assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
     for strategy in ("margin", "bald"):

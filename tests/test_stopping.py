@@ -5,14 +5,12 @@ continues it."""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import project_cli
 
 from alkit.stopping import History, first_fired, forecast_at, get_rule
 
@@ -78,11 +76,7 @@ def test_rule_specs_are_checked() -> None:
 
 
 def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path, digits_csv: Path) -> None:
-    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
-
-    def alkit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=tmp_path, capture_output=True,
-                              text=True, env=env, timeout=600)
+    alkit = project_cli(tmp_path)
 
     assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
     run = ["run", "--strategy", "epistemic", "--max-epochs", "10"]
