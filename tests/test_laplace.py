@@ -245,3 +245,21 @@ def test_eigenbasis_mc_equals_general_mc():
     b, pb = L.mc_mutual_information_eig(logits, Q, m, n_samples=32)
     torch.testing.assert_close(a, b)
     torch.testing.assert_close(pa, pb)
+
+
+def test_trace_mode_skips_the_mutual_information() -> None:
+    """epistemic='trace' ranks by the logit-covariance trace and does not pay for the MC MI
+    (issue 14: no unused work); its trace equals the MI mode's on the same fit."""
+    from sklearn.datasets import load_digits
+
+    from alkit.learners.laplace import LaplaceLearner
+
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float32)
+    trace, mi = LaplaceLearner("classification", 10, epistemic="trace"), LaplaceLearner("classification", 10)
+    for learner in (trace, mi):
+        learner.fit(X[:200], y[:200], seed=0)
+    pt, pm = trace.predict(X[500:700]), mi.predict(X[500:700])
+    assert "mi_n" not in pt.extras and "mi_n" in pm.extras
+    torch.testing.assert_close(pt.epistemic_n, pm.extras["trace_n"])
+    torch.testing.assert_close(pt.probs_n_C, pm.probs_n_C)

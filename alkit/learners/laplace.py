@@ -356,8 +356,10 @@ class LastLayerLaplace:
         a = with_bias(h_n_d, self.bias)
         return kfac_logit_eigvar(a, self.Q_A, self.eig_A, self.eig_G, self.prior_precision)
 
-    def predict_features(self, h_n_d: torch.Tensor, logits_n_C: torch.Tensor) -> LaplaceOutput:
-        """Scores from layer inputs and outputs already computed (no forward pass)."""
+    def predict_features(self, h_n_d: torch.Tensor, logits_n_C: torch.Tensor, *, with_mi: bool = True) -> LaplaceOutput:
+        """Scores from layer inputs and outputs already computed (no forward pass).  ``with_mi=False``
+        skips the (Monte Carlo) mutual information, the costly part, when only the trace is used;
+        ``mi_n`` is then NaN."""
         m = self.eigvar(h_n_d) if self.hessian == "kfac" else None
         var = self.logit_var(h_n_d) if m is None else m @ (self.Q_G**2).to(m.dtype).T
         if self.likelihood == "heteroscedastic":
@@ -371,7 +373,9 @@ class LastLayerLaplace:
             return LaplaceOutput(logits_n_C, var.float(), trace.float(), mi.float(), None, h_n_d)
         logits = logits_n_C.to(var.dtype)
         probs = probit_probs(logits, var)
-        if self.mi == "mc" and self.hessian == "kfac":
+        if not with_mi:
+            mi = torch.full((len(logits),), float("nan"), dtype=var.dtype)
+        elif self.mi == "mc" and self.hessian == "kfac":
             mi, _ = mc_mutual_information_eig(logits, self.Q_G, m, n_samples=self.mc_samples)
         elif self.mi == "mc":
             mi, _ = mc_mutual_information(logits, self.logit_cov(h_n_d)[1], n_samples=self.mc_samples)
@@ -498,15 +502,16 @@ class LaplaceLearner(PostHocLearner):
         return {"prior_precision": self.scorer.prior_precision}
 
     def rescore(self, pred: Prediction, X_n_f: np.ndarray) -> Prediction:
-        res = self.scorer.predict_features(pred.embedding_n_d, self.head_outputs(pred))
+        trace_only = self.epistemic == "trace"
+        res = self.scorer.predict_features(pred.embedding_n_d, self.head_outputs(pred), with_mi=not trace_only)
         if self.task == "regression":
             scale2 = self.base.scaler.scale ** 2
             pred.epistemic_n = res.trace_n * scale2 if self.epistemic == "trace" else res.mi_n
             pred.extras.update({"mean_var_n": res.trace_n * scale2, "mi_n": res.mi_n})
             return pred
-        pred.epistemic_n = res.trace_n if self.epistemic == "trace" else res.mi_n
+        pred.epistemic_n = res.trace_n if trace_only else res.mi_n
         pred.extras.update({"logit_var_n_C": res.logit_var_n_C, "trace_n": res.trace_n,
-                            "mi_n": res.mi_n, "probit_probs_n_C": res.probs_n_C})
+                            "probit_probs_n_C": res.probs_n_C, **({} if trace_only else {"mi_n": res.mi_n})})
         return pred
 
     def posterior(self) -> GaussianLastLayer | None:
