@@ -24,3 +24,6 @@ def test_chunks_and_take(tmp_path: Path) -> None:
     order = np.array([999, 0, 512, 3])
     assert np.array_equal(r.take(order), X[order])
     assert r.take(np.array([], dtype=np.int64)).shape == (0, 7)
+    shuffled = np.random.default_rng(1).permutation(1000)[:300]
+    again = np.concatenate([shuffled, shuffled[:50]])  # a key asked twice gets its row both times
+    assert np.array_equal(r.take(again), X[again])

@@ -103,10 +103,13 @@ class FeatureReader:
             return out
         if keys.min() < 0 or keys.max() >= self.n_items:
             raise KeyError("item key out of range of the feature file")
+        uniq, inverse = np.unique(keys, return_inverse=True)  # a key asked twice gets its row twice
         mask = np.zeros(self.n_items, dtype=bool)
-        mask[keys] = True
-        pos = {int(k): i for i, k in enumerate(keys)}
+        mask[uniq] = True
+        slot = np.empty(self.n_items, dtype=np.int64)  # key -> row of ``rows``: one gather per chunk
+        slot[uniq] = np.arange(len(uniq))
+        rows = np.empty((len(uniq), self.n_features), dtype=np.float32)
         for chunk_keys, X in self.iter_chunks(mask):
-            idx = np.fromiter((pos[int(k)] for k in chunk_keys), dtype=np.int64, count=len(chunk_keys))
-            out[idx] = X
+            rows[slot[chunk_keys]] = X
+        out[:] = rows[inverse]
         return out
