@@ -87,8 +87,6 @@ def init(
     from alkit.pools.ingest import InitOptions, init_project, parse_image_shape
 
     with user_errors():
-        if task not in (None, "classification", "regression"):
-            raise ValueError(f"--task must be classification or regression, not {task!r}")
         if features and feature_col:
             raise ValueError("pass either --features or --feature-col, not both")
         opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
@@ -116,7 +114,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
                         TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                         console=console, disable=quiet)
     task_ids: dict[str, Any] = {}
-    messages: list[str] = []
+    messages: list[tuple[str, str]] = []  # (prefix markup, plain message)
 
     def on_event(kind: str, p: dict[str, Any]) -> None:
         if kind == "run_start":
@@ -124,9 +122,9 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
         elif kind == "phase":
             progress.update(task_ids_last(), info=f"cycle {p['cycle']}: {p['phase']}")
         elif kind in ("human_queue", "human_wait"):
-            messages.append(p["message"])
+            messages.append(("[bold cyan]next:[/]", p["message"]))
         elif kind == "stopped":
-            messages.append(f"[bold yellow]stopped:[/] {escape(p['message'])}")
+            messages.append(("[bold yellow]stopped:[/]", p["message"]))
         elif kind == "cycle_end":
             m = p["metrics"]
             main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "crps") if k in m), "")
@@ -138,9 +136,8 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
     loop.on_event = on_event
     with progress:
         results = loop.run(req)
-    for msg in messages:
-        text = msg if msg.startswith("[bold yellow]") else f"[bold cyan]next:[/] {escape(msg)}"
-        (err if quiet else console).print(text, highlight=False)
+    for prefix, msg in messages:
+        (err if quiet else console).print(f"{prefix} {escape(msg)}", highlight=False)
     return results
 
 
@@ -346,8 +343,7 @@ def strategies(
         t.add_column("values", overflow="fold")
         t.add_column("default", overflow="fold")
         for o in declared(learner_class(scorer)).values():
-            t.add_row(o.name, ("|".join(o.choices) if o.choices else o.kind.__name__) + ("|none" if o.optional else ""),
-                      repr(o.default))
+            t.add_row(o.name, o.values(), repr(o.default))
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)
         return

@@ -20,7 +20,6 @@ import numpy as np
 
 from alkit import metrics
 from alkit.acquisition import AcquisitionError, EPIGTargets
-from alkit.choices import HIGHER_IS_BETTER
 from alkit.config import Project
 from alkit.engines import AcquisitionScorer
 from alkit.engines.candidates import CandidateRequest, candidate_count
@@ -68,6 +67,7 @@ class ActiveLoop:
         self.on_event = on_event or (lambda kind, payload: None)
         self.oracle: Oracle = oracle_for(project, self.store)
         self._input: InputSpec | None = None
+        self._stop_sets: dict[int, np.ndarray] = {}  # run seed -> features of its stop set (_signals)
 
     # ----------------------------------------------------------------- plan
     def resolve(self, req: RunRequest) -> RunPlan:
@@ -144,8 +144,7 @@ class ActiveLoop:
                               f"{res.stopped['why']}"})
                 break
             if self.oracle.one_cycle_per_call:
-                if res.stopped is None:
-                    self._hand_off(run.name, cycle, res, req)
+                self._hand_off(run.name, cycle, res, req)
                 break
         self.on_event("run_end", {"run": run.name, "run_id": run.id})
         return results
@@ -239,10 +238,8 @@ class ActiveLoop:
         rows = [c for c in self.store.cycles(run_id) if c.cycle > since]
         signals = self.store.signals(run_id)
         metric = "accuracy" if self.cfg.task == "classification" else "crps"
-        history = History([c.n_labeled for c in rows] + [current[0]], [dict(c.metrics) for c in rows] + [current[1]],
-                          [signals.get(c.cycle, {}) for c in rows] + [current[2]], plan.spec.batch_size,
-                          plan.spec.budget, metric, higher_is_better=metric in HIGHER_IS_BETTER)
-        return first_fired(plan.stop_rules, history)
+        points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in rows] + [current]
+        return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric))
 
     def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec) -> dict[str, Any]:
         """What the stopping rules read of this cycle: the model's classes on the run's fixed stop
@@ -252,10 +249,12 @@ class ActiveLoop:
             scores = np.asarray(cands.scores_n, dtype=np.float64)
             out.update(score_max=float(np.max(scores)), score_mean=float(np.mean(scores)))
         if self.cfg.task == "classification":
-            pool = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))
-            rng = np.random.default_rng(_seed(spec.seed, 6))
-            keys = np.sort(rng.choice(pool, size=min(STOP_SET, len(pool)), replace=False))
-            probs = learner.predict(self.features.take(keys)).probs_n_C
+            if spec.seed not in self._stop_sets:  # the pool never changes: one draw per run seed
+                pool = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))
+                rng = np.random.default_rng(_seed(spec.seed, 6))
+                keys = np.sort(rng.choice(pool, size=min(STOP_SET, len(pool)), replace=False))
+                self._stop_sets[spec.seed] = self.features.take(keys)
+            probs = learner.predict(self._stop_sets[spec.seed]).probs_n_C
             out["stop_preds"] = probs.argmax(1).tolist()
         return out
 

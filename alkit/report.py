@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from alkit.choices import HIGHER_IS_BETTER
 from alkit.pools.leases import live_runs
 from alkit.pools.store import Store
 
@@ -61,7 +62,7 @@ def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:
 
     metric = "accuracy" if any("accuracy" in c.metrics for c in rows) else "crps"
     pts = [(c.n_labeled, c.metrics[metric]) for c in rows if metric in c.metrics]
-    fc = forecast_at([n for n, _ in pts], [v for _, v in pts], run.budget, metric == "accuracy") if len(pts) >= 4 else None
+    fc = forecast_at([n for n, _ in pts], [v for _, v in pts], run.budget, metric in HIGHER_IS_BETTER)
     return None if fc is None else {"metric": metric, **fc}
 
 

@@ -29,9 +29,10 @@ class Option:
     default: Any
     optional: bool  # None is a value ("none" on the command line)
 
-    def describe(self) -> str:
+    def values(self) -> str:
+        """What the option accepts, as `alkit strategies --scorer` lists it: 'trace|mi', 'float|none'."""
         what = "|".join(self.choices) if self.choices else self.kind.__name__
-        return f"{self.name}=<{what}{'|none' if self.optional else ''}> (default {self.default!r})"
+        return what + ("|none" if self.optional else "")
 
     def parse(self, text: str) -> Any:
         if self.optional and text.lower() in ("none", "null"):

@@ -49,10 +49,9 @@ def replay(loop: ActiveLoop, name: str, rule: str, budget: int) -> dict[str, flo
     signals = loop.store.signals(run.id)
     final = cycles[-1]
     stop_at = final
+    points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in cycles]
     for i in range(len(cycles)):
-        h = History([c.n_labeled for c in cycles[: i + 1]], [dict(c.metrics) for c in cycles[: i + 1]],
-                    [signals.get(c.cycle, {}) for c in cycles[: i + 1]], 10, budget, "accuracy")
-        if first_fired([get_rule(rule)], h) is not None:
+        if first_fired([get_rule(rule)], History.of(points[: i + 1], 10, budget, "accuracy")) is not None:
             stop_at = cycles[i]
             break
     return {"labels": stop_at.n_labeled, "saved": final.n_labeled - stop_at.n_labeled,

@@ -448,7 +448,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
             store.dispose()
         if not (root / CONFIG_NAME).exists():
             _roll_back(tmp)
-            if created:  # an external store: drop exactly the tables this init created
+            if created and db_file is None:  # an external store: drop exactly the tables this init created
                 Store.drop_created(build_url, created)
         raise
     finally:

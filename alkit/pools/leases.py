@@ -38,8 +38,6 @@ class Lease:
     token: str
 
 
-
-
 def _abandoned(row: RunLease, host: str) -> bool:
     if row.host == host:
         return not pid_alive(row.pid)

@@ -34,8 +34,6 @@ def write_lock(s: Session) -> None:
     s.execute(update(Meta).where(Meta.key == "schema_version").values(value=Meta.value))
 
 
-
-
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

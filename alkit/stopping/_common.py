@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from alkit.choices import HIGHER_IS_BETTER
+
 
 @dataclass(frozen=True)
 class History:
@@ -22,7 +24,18 @@ class History:
     batch_size: int
     budget: int
     metric: str  # the test metric the forecast follows: accuracy, or crps for regression
-    higher_is_better: bool = True
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric in HIGHER_IS_BETTER
+
+    @classmethod
+    def of(cls, cycles: list[tuple[int, dict[str, float], dict[str, Any]]], batch_size: int, budget: int,
+           metric: str) -> "History":
+        """From (labels, test metrics, signals) per cycle, oldest first: how the loop and the
+        stopping benchmark both build what the rules read."""
+        return cls([c[0] for c in cycles], [dict(c[1]) for c in cycles], [c[2] for c in cycles], batch_size,
+                    budget, metric)
 
 
 @dataclass(frozen=True)
