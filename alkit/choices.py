@@ -12,7 +12,8 @@ ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
 HEADS: tuple[str, ...] = ("gaussian", "quantile", "buckets")  # VBLL regression heads
 COVARIANCES: tuple[str, ...] = ("dense", "diagonal", "shared")  # VBLL covariance
 INITIAL_SELECTORS: tuple[str, ...] = ("random", "coldstart")  # model-free first batch
-SCORERS: tuple[str, ...] = ("vbll", "laplace", "csd", "gradnorm", "ensemble", "mc-dropout", "sve", "none", "sklearn")  # = alkit.registry.SCORERS
+SCORERS: tuple[str, ...] = ("vbll", "laplace", "csd", "gradnorm", "ensemble", "mc-dropout", "sve", "none", "sklearn",
+                            "bayesvlm")  # = alkit.registry.SCORERS
 ACQUISITIONS: tuple[str, ...] = ("epistemic", "bald", "epig", "epig-decision", "decision-flip", "decision-bald",
                                  "decision-risk", "margin", "entropy", "least-confident")  # = alkit.acquisition.ACQUISITIONS
 HIGHER_IS_BETTER = frozenset({"accuracy"})  # every other metric alkit reports (nll, ece, mae, rmse, crps, ...) is lower-is-better

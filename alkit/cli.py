@@ -173,6 +173,8 @@ def run(
     stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]."),
     learner: Optional[str] = typer.Option(None, "--learner", help="Your scikit-learn estimator instead of alkit's network: package.module:function or file.py:function returning an unfitted estimator (fit + predict_proba / predict); bootstrap members give BALD/EPIG (-o members=5). Pair it with a strategy whose acquisition it can feed (margin, entropy, bald, epig)."),
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
+    model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
+    class_prompts: Optional[str] = typer.Option(None, "--class-prompts", help="Scorer bayesvlm: the prompt template, {} = the class name (default \"a photo of a {}\")."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets)."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: dense (default), diagonal or shared (one dense S for all outputs: ~1.4x a forward pass instead of ~4x on 10 classes)."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
@@ -201,6 +203,10 @@ def run(
             if scorer not in (None, "sklearn"):
                 raise ValueError(f"--learner replaces the scorer's network; drop --scorer {scorer}")
             scorer = "sklearn"
+        if model_dir is not None and scorer is None:
+            scorer = "bayesvlm"
+        if class_prompts is not None and (scorer or get_preset(strategy).default_scorer) != "bayesvlm":
+            raise ValueError("--class-prompts is the bayesvlm scorer's prompt template; use it with --model-dir")
         scorer_name = scorer or get_preset(strategy).default_scorer
         learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
         learner_options.update(parse(learner_class(scorer_name), scorer_name, opt or []))
@@ -208,6 +214,10 @@ def run(
             learner_options["module"] = backbone
         if learner is not None:
             learner_options["estimator"] = learner
+        if model_dir is not None:
+            learner_options["model_dir"] = str(model_dir.expanduser().resolve())
+        if class_prompts is not None:
+            learner_options["class_prompts"] = class_prompts
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
@@ -215,7 +225,9 @@ def run(
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
                          initial_selector=initial_selector, stop=list(stop or []))
         loop = ActiveLoop(proj)
-        spec = loop.resolve(req).spec
+        plan = loop.resolve(req)
+        spec = plan.spec
+        loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
         t0 = time.perf_counter()
         try:
             _run_with_progress(loop, req, quiet=json_out)

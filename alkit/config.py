@@ -23,7 +23,8 @@ class ConfigError(ValueError):
 _FIELD_TYPES = {"task": "str", "id_col": "str", "label_col": "str", "n_items": "int", "n_features": "int",
                 "store": "str", "classes": "list[str]", "feature_cols": "list[str]", "feature_col": "str",
                 "hide_labels": "bool", "test_frac": "float", "seed": "int", "source": "str",
-                "payload_cols": "list[str]", "encoder": "str", "split_col": "str", "image_shape": "list[int]"}
+                "payload_cols": "list[str]", "encoder": "str", "split_col": "str", "image_shape": "list[int]",
+                "image_col": "str"}
 _KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "float": "a number",
                "list[str]": "a list of strings", "list[int]": "a list of integers"}
 
@@ -60,6 +61,7 @@ class ProjectConfig:
     encoder: str = ""  # text/image encoder used to compute the features, if any
     split_col: str = ""  # column whose test/pool marks gave the test split (init --split-col), if any
     image_shape: list[int] = field(default_factory=list)  # [C, H, W] of pixel features (row-major), if any
+    image_col: str = ""  # payload column of image paths (init --image-col; relative to source's folder), if any
 
     def __post_init__(self) -> None:
         for name, kind in _FIELD_TYPES.items():  # alkit.toml is hand-editable: check every field's type

@@ -50,7 +50,7 @@ def _require(module: str, extra: str) -> Any:
 
 
 @contextlib.contextmanager
-def _progress(total: int, description: str, enabled: bool) -> Iterator[Any]:
+def progress_bar(total: int, description: str, enabled: bool) -> Iterator[Any]:
     """A rich progress bar (or a no-op) advanced by the number of rows encoded."""
     if not enabled:
         yield lambda k: None
@@ -106,7 +106,7 @@ def encode_texts(texts: Sequence[str], *, batch_size: int = 64, progress: bool =
     if not rows:
         return out_n_d
     model = _text_model()
-    with _progress(len(rows), "encoding texts", progress) as advance, torch.inference_mode():
+    with progress_bar(len(rows), "encoding texts", progress) as advance, torch.inference_mode():
         for start in range(0, len(rows), batch_size):
             chunk = rows[start : start + batch_size]
             emb = model.encode(
@@ -206,7 +206,7 @@ def encode_images(
     if not rows:
         return out_n_d
     net = _image_model(image_size)
-    with _progress(len(rows), "encoding images", progress) as advance, torch.inference_mode():
+    with progress_bar(len(rows), "encoding images", progress) as advance, torch.inference_mode():
         for start in range(0, len(rows), batch_size):
             chunk = rows[start : start + batch_size]
             x = torch.stack([load_image(p, image_size, start + j) for j, p in enumerate(chunk)])

@@ -14,6 +14,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,7 @@ class ActiveLoop:
         oracle takes the selections away to be answered (people: one cycle per call)."""
         plan = self.resolve(req)
         spec = plan.spec
+        self.use_features(plan)
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
         if any(r.name == "forecast" for r in plan.stop_rules) and not len(self.store.test_set()[0]):
@@ -91,6 +93,14 @@ class ActiveLoop:
             return self._drive(req, plan, lease)
         finally:
             leases.release(self.store, lease)
+
+    def use_features(self, plan: RunPlan, *, progress: bool = False) -> None:
+        """Read the plan's own feature file where its learner has one (bayesvlm: the model's image
+        features, encoded on first use), else the project's; the pool statistics follow."""
+        path = plan.features(self.project, progress) if plan.features is not None else self.project.features_path
+        if Path(path) != Path(self.features.path):
+            self.features = FeatureReader(Path(path))
+            self._input, self._stop_sets = None, {}
 
     def _check_labels(self) -> None:
         """Every stored label must be one the project's alkit.toml knows, checked before any write."""
@@ -182,7 +192,7 @@ class ActiveLoop:
         n_scored = 0
         result_metrics: dict[str, float] = {}
         self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
-        if self._trainable(y_lab):
+        if plan.zero_shot or self._trainable(y_lab):
             t0 = time.perf_counter()
             learner = plan.make_learner(self.input_spec())
             X_lab = self.features.take(keys_lab)

@@ -25,6 +25,8 @@ class ScorerInfo:
     factory: LearnerFactory
     is_baseline: bool = False
     provides: frozenset[str] = frozenset()  # 'posterior' (Gaussian last layer) and/or 'members' (ensembles)
+    zero_shot: bool = False  # predicts before any label (the loop uses the model from the first cycle)
+    class_names: bool = False  # the learner is given the project's class names (class_names=...)
 
 
 def _lazy(module: str, cls: str) -> LearnerFactory:
@@ -95,6 +97,15 @@ SCORERS: dict[str, ScorerInfo] = {
         _lazy("alkit.learners.sklearn_adapter", "SklearnLearner"),
         provides=frozenset({"members"}),
     ),
+    "bayesvlm": ScorerInfo(
+        "bayesvlm",
+        "BayesVLM on a local CLIP/SigLIP directory (--model-dir, --class-prompts): KFAC Laplace on the image "
+        "and text projections, ProbCosine, probit predictive; zero-shot from the first cycle (options: "
+        "score=var|mi|embed)",
+        _lazy("alkit.learners.bayesvlm", "BayesVLMLearner"),
+        zero_shot=True,
+        class_names=True,
+    ),
 }
 
 
@@ -131,8 +142,14 @@ def learner_class(scorer: str) -> type:
     return MLPLearner if target is None else getattr(importlib.import_module(target[0]), target[1])
 
 
-def make_learner(scorer: str, task: Task, n_classes: int | None, **options: Any) -> Learner:
-    """A fresh learner; ``options`` as recorded with the run (``csd.steps`` style groups included)."""
+def make_learner(scorer: str, task: Task, n_classes: int | None, *, class_names: list[str] | None = None,
+                 **options: Any) -> Learner:
+    """A fresh learner; ``options`` as recorded with the run (``csd.steps`` style groups included);
+    ``class_names`` reach only the scorers that read them (bayesvlm's prompts)."""
     from alkit.scorer_options import to_kwargs
 
-    return get_scorer(scorer).factory(task, n_classes, **to_kwargs(learner_class(scorer), options))
+    info = get_scorer(scorer)
+    kwargs = to_kwargs(learner_class(scorer), options)
+    if info.class_names:
+        kwargs["class_names"] = list(class_names or [])
+    return info.factory(task, n_classes, **kwargs)

@@ -6,11 +6,13 @@ store keeps both; nothing parses them back).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 from alkit.acquisition import ACQUISITIONS, get_acquisition
-from alkit.config import ProjectConfig
+from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
 from alkit.models.backbone import InputSpec
 from alkit.models.train import TrainConfig
@@ -64,6 +66,28 @@ class RunPlan:
     selector: Strategy
     selector_name: str
     stop_rules: list[Any] = field(default_factory=list)
+    zero_shot: bool = False  # the learner predicts before any label: a model from the first cycle on
+    features: Callable[[Project, bool], Path] | None = None  # the learner's own feature file (bayesvlm), else None
+
+
+def _name_part(key: str, value: Any) -> str:
+    """An option as it appears in a curve name: a model directory by its folder name, a prompt
+    template by a short hash (names stay short and free of spaces and slashes)."""
+    if key == "model_dir":
+        return Path(str(value)).name
+    if key == "class_prompts":
+        return "prompts" + hashlib.blake2b(str(value).encode(), digest_size=3).hexdigest()
+    return str(value)
+
+
+def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
+    def features(project: Project, progress: bool) -> Path:
+        from alkit.models.dual_encoder_dir import open_model_dir
+        from alkit.vlm_features import ensure_features
+
+        return ensure_features(project, open_model_dir(model_dir), progress=progress)
+
+    return features
 
 
 def curve_name(req: RunRequest, scorer: str) -> str:
@@ -79,7 +103,7 @@ def curve_name(req: RunRequest, scorer: str) -> str:
         base += f"-{req.acquisition}"
     if req.initial_selector and req.initial_selector != preset.initial_selector:
         base += f"-init{req.initial_selector}"
-    opts = "".join(f"-{v}" for _, v in sorted(req.learner_options.items()))
+    opts = "".join(f"-{_name_part(k, v)}" for k, v in sorted(req.learner_options.items()))
     return f"{base}{opts}"
 
 
@@ -125,6 +149,27 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         try:
             check_acquisition(acquisition, scorer, cfg.task)
         except ValueError as exc:
+            if req.acquisition:
+                raise LoopError(str(exc)) from None
+            acquisition = "epistemic"  # the preset's score needs what this scorer lacks: its own epistemic score
+    info = get_scorer(scorer)
+    model_dir = req.learner_options.get("model_dir")
+    if model_dir and scorer != "bayesvlm":
+        raise LoopError(f"--model-dir is the bayesvlm scorer's model; drop it or use --scorer bayesvlm, not {scorer!r}")
+    if scorer == "bayesvlm":
+        from alkit.models.dual_encoder_dir import ModelDirError, check_model_dir
+
+        if cfg.task != "classification":
+            raise LoopError("--scorer bayesvlm classifies among class prompts; this is a regression project")
+        if not model_dir:
+            raise LoopError("--scorer bayesvlm needs --model-dir DIR: a local CLIP or SigLIP directory written by "
+                            "save_pretrained (alkit never downloads one), or an alkit dual encoder")
+        if not cfg.image_col:
+            raise LoopError("--scorer bayesvlm reads the images: this project has no image column (make it with "
+                            "`alkit init DATA --image-col COL`)")
+        try:
+            check_model_dir(str(model_dir))
+        except ModelDirError as exc:
             raise LoopError(str(exc)) from None
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
@@ -148,7 +193,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid training option: {exc}") from None
     try:  # build one (unfitted) learner now, so a bad option is refused before anything is written
-        make_learner(scorer, cfg.task, cfg.n_classes, train=train_config, **req.learner_options)
+        make_learner(scorer, cfg.task, cfg.n_classes, class_names=cfg.classes, train=train_config,
+                     **req.learner_options)
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
     try:
@@ -169,8 +215,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     train, learner_options = TrainConfig(**req.train), dict(req.learner_options)
 
     def fresh_learner(input_spec: InputSpec | None) -> Learner:
-        return make_learner(scorer, cfg.task, cfg.n_classes, train=train, input=input_spec, **learner_options)
+        return make_learner(scorer, cfg.task, cfg.n_classes, class_names=cfg.classes, train=train,
+                            input=input_spec, **learner_options)
 
     name = preset.selector_for(cfg.task, req.batch_size)
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
-                   initial_selector, get_selector(name), name, stop_rules)
+                   initial_selector, get_selector(name), name, stop_rules, zero_shot=info.zero_shot,
+                   features=_vlm_features(str(model_dir)) if scorer == "bayesvlm" else None)

@@ -17,7 +17,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
-INTERNAL = {"self", "task", "n_classes", "train", "input", "backbone", "contexts", "seed"}  # set by the loop
+INTERNAL = {"self", "task", "n_classes", "train", "input", "backbone", "contexts", "seed", "class_names"}  # set by the loop
 SIMPLE = (bool, int, float, str)
 
 

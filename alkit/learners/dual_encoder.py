@@ -678,6 +678,19 @@ def finetune_projection(
     return LinearProjection(W.detach().clone(), None if b is None else b.detach().clone())
 
 
+def split_inputs(X_n_f: np.ndarray, proj: LinearProjection) -> PreProjection:
+    """Feature rows -> the projection's inputs (float32): ``a`` (p columns), or ``[a | offset]``
+    (p + D columns) for a projection followed by a residual (SigLIP's pooling head)."""
+    x = torch.as_tensor(np.asarray(X_n_f), dtype=torch.float32)
+    D, p = proj.weight_D_p.shape
+    if x.ndim == 2 and x.shape[1] == p:
+        return PreProjection(x)
+    if x.ndim == 2 and x.shape[1] == p + D:
+        return PreProjection(x[:, :p], x[:, p:])
+    raise ValueError(f"features have shape {tuple(x.shape)}; the image projection takes {p} columns "
+                     f"(or {p + D} with its residual)")
+
+
 @dataclass
 class DualEncoderLearner:
     """Learner over pre-projection image features with fixed class prompts (alkit/types.py).
@@ -713,8 +726,11 @@ class DualEncoderLearner:
             ).prior_precision
         return self._zero_shot_lam
 
+    def inputs(self, X_n_f: np.ndarray) -> PreProjection:
+        return split_inputs(X_n_f, self.base.image_proj)
+
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        x = PreProjection(torch.as_tensor(np.asarray(X_n_f), dtype=torch.float32))
+        x = self.inputs(X_n_f)
         y = torch.as_tensor(np.asarray(y_n)).long()
         proj = finetune_projection(
             self.base.image_proj, x, y, self._class_emb(), self.base.logit_scale,
@@ -735,8 +751,9 @@ class DualEncoderLearner:
     def predict(self, X_n_f: np.ndarray) -> Prediction:
         if self.model is None:
             raise RuntimeError("fit the learner before predicting (fit on zero items for zero-shot)")
-        a = torch.as_tensor(np.asarray(X_n_f), dtype=torch.float32)
-        out = self.model.zero_shot(PreProjection(a), self.class_prompts, covariance=self.covariance)
+        x = self.inputs(X_n_f)
+        a = x.a_n_p
+        out = self.model.zero_shot(x, self.class_prompts, covariance=self.covariance)
         probs = out.probs_n_C.float()
         return Prediction(
             epistemic_n=out.score(self.score).float(),

@@ -421,7 +421,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         test_frac=float(marked_test.mean()) if marked_test is not None else test_frac,
         seed=opts.seed, source=str(data.resolve()), payload_cols=payload_cols,
         encoder="text:all-MiniLM-L6-v2" if opts.text_col else "image:efficientnet-lite0" if opts.image_col else "",
-        split_col=opts.split_col or "", image_shape=image_shape,
+        split_col=opts.split_col or "", image_shape=image_shape, image_col=opts.image_col or "",
     )
     db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
     if db_file is not None and db_file.exists():

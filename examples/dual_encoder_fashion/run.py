@@ -117,6 +117,25 @@ def text_features(cache: Path) -> np.ndarray:
     return T
 
 
+LABEL_NAMES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"]
+
+
+def export_csv(path: Path, sp: dict[str, tuple[str, np.ndarray]]) -> None:
+    """The pool and test images as a CSV `alkit init --image-col path --split-col split` reads
+    (paths relative to the CSV, which lies in the cache folder beside the PNG files)."""
+    import csv
+
+    rows = []
+    for name in ("pool", "test"):
+        source, idx = sp[name]
+        _, labels = read_idx(source)
+        for i in idx:
+            rows.append((f"{source}-{i}", f"png/{source}/{i:05d}.png", LABEL_NAMES[labels[i]], name))
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows([("id", "path", "label", "split"), *rows])
+    print(f"wrote {len(rows)} rows to {path}", flush=True)
+
+
 # ------------------------------------------------------------------------------ alignment
 
 
@@ -288,6 +307,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a shared machine)")
     ap.add_argument("--cache-dir", type=Path, default=HERE / ".cache")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    ap.add_argument("--save-model", type=Path, default=None,
+                    help="write seed 0's aligned dual encoder here (alkit layout) for `alkit run --model-dir`")
+    ap.add_argument("--export-csv", action="store_true",
+                    help="write <cache-dir>/fashion_images.csv (id, path, label, split of the pool and test images) "
+                         "for `alkit init --image-col path --split-col split`")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     args.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -295,6 +319,8 @@ def main() -> None:
 
     sp = splits(args.n_align, args.n_pool, args.n_test)
     feats = {k: image_features(k, src, idx, args.cache_dir, args.image_size) for k, (src, idx) in sp.items()}
+    if args.export_csv:
+        export_csv(args.cache_dir / "fashion_images.csv", sp)
     T = text_features(args.cache_dir)
     t_enc = time.time() - t0
     print(f"features ready in {t_enc:.0f}s: " + ", ".join(f"{k} {v[0].shape}" for k, v in feats.items()), flush=True)
@@ -318,6 +344,12 @@ def main() -> None:
         P, Q, s = train_projections(Xa_t, torch.from_numpy(ya), T_t, dim=args.dim, steps=args.align_steps, seed=seed)
         vlm, img_fac = fit_bayes_vlm(PreProjection(Xa_t.double()), torch.from_numpy(ya), T_t.double(), P, Q, s, seed=seed)
         zero_shot.append(zero_shot_report(vlm, torch.from_numpy(Xt_s).double(), yt, prompts))
+        if seed == 0 and args.save_model:
+            from alkit.models.dual_encoder_dir import save_alkit_dual_encoder
+
+            save_alkit_dual_encoder(args.save_model, P.weight_D_p.numpy(), Q.weight_D_p.numpy(), s, mu, sd,
+                                    image_size=args.image_size)
+            print(f"wrote the aligned dual encoder to {args.save_model}", flush=True)
         t_fit += time.time() - t1
         z = zero_shot[-1]
         print(f"seed {seed}: zero-shot acc {z['acc_all']:.3f} (seen {z['acc_seen']:.3f}, unseen {z['acc_unseen']:.3f}); "
