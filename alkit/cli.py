@@ -227,6 +227,8 @@ def run(
         loop = ActiveLoop(proj)
         plan = loop.resolve(req)
         spec = plan.spec
+        for note in plan.notes:
+            err.print(f"note: {escape(note)}", highlight=False, style="dim")
         loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
         t0 = time.perf_counter()
         try:

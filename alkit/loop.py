@@ -36,6 +36,7 @@ from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Sel
 
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
 STOP_SET = 1000  # pool items whose predicted classes the kappa stopping rule compares across cycles
+CV_FOLDS = 3  # folds of the cross-validated learning curve (forecast stopping without a test split)
 STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -85,8 +86,6 @@ class ActiveLoop:
         self.use_features(plan)
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
-        if any(r.name == "forecast" for r in plan.stop_rules) and not len(self.store.test_set()[0]):
-            raise LoopError("--stop forecast follows the test metric; this project has no test split")
         lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
         self.store.ensure_signals_table()
         try:
@@ -199,6 +198,8 @@ class ActiveLoop:
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
             fit_s = time.perf_counter() - t0
             result_metrics = self._evaluate(learner)
+            if not result_metrics and any(r.name == "forecast" for r in plan.stop_rules):
+                result_metrics = self._cross_validate(plan, X_lab, y_lab, _seed(spec.seed, cycle, 7))
         selection, cands, signals = None, None, None
         if k > 0:
             selector, selector_name = ((plan.initial_selector, plan.initial_selector_name) if learner is None
@@ -248,6 +249,8 @@ class ActiveLoop:
         rows = [c for c in self.store.cycles(run_id) if c.cycle > since]
         signals = self.store.signals(run_id)
         metric = "accuracy" if self.cfg.task == "classification" else "crps"
+        if not any(metric in c.metrics for c in rows) and metric not in current[1]:
+            metric = f"cv_{metric}"  # no test split: the forecast follows the cross-validated estimate
         points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in rows] + [current]
         return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric))
 
@@ -311,6 +314,33 @@ class ActiveLoop:
         # Fixed per project (from the test targets) so nll10/ece10 compare across cycles and runs.
         edges = metrics.bucket_edges(y_test, 10) if len(np.unique(y_test)) > 1 else None
         return metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_test, edges)
+
+    def _cross_validate(self, plan: RunPlan, X_lab: np.ndarray, y_lab: np.ndarray, seed: int) -> dict[str, float]:
+        """The learning curve where there is no test split (for ``--stop forecast``): the metric of
+        CV_FOLDS-fold cross-validation on the labeled set, each fold a fresh learner (CV_FOLDS more
+        fits per cycle), stratified by class where every class has that many labels; empty while
+        the labeled set is too small to split."""
+        from sklearn.model_selection import KFold, StratifiedKFold
+
+        if len(y_lab) < 2 * CV_FOLDS:
+            return {}
+        classification = self.cfg.task == "classification"
+        counts = np.unique(y_lab, return_counts=True)[1] if classification else np.zeros(0)
+        splitter = (StratifiedKFold if classification and counts.min() >= CV_FOLDS else KFold)(
+            CV_FOLDS, shuffle=True, random_state=seed % 2**32)
+        hits, crps, n = 0.0, 0.0, 0
+        for fold, (tr, va) in enumerate(splitter.split(X_lab, y_lab)):
+            if not self._trainable(y_lab[tr]) and not plan.zero_shot:
+                return {}
+            learner = plan.make_learner(self.input_spec())
+            learner.fit(X_lab[tr], y_lab[tr], seed=_seed(seed, fold))
+            pred = learner.predict(X_lab[va])
+            if classification:
+                hits += metrics.accuracy(pred.probs_n_C.numpy(), y_lab[va]) * len(va)
+            else:
+                crps += metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_lab[va], None)["crps"] * len(va)
+            n += len(va)
+        return {"cv_accuracy": hits / n} if classification else {"cv_crps": crps / n}
 
     def _labeled_embedding(self, learner: Learner | None, keys_lab: np.ndarray) -> np.ndarray | None:
         if learner is None or len(keys_lab) == 0:

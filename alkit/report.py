@@ -60,7 +60,8 @@ def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:
         return None
     from alkit.stopping import forecast_at
 
-    metric = "accuracy" if any("accuracy" in c.metrics for c in rows) else "crps"
+    present = {k for c in rows for k in c.metrics}
+    metric = next((m for m in ("accuracy", "crps", "cv_accuracy", "cv_crps") if m in present), "accuracy")
     pts = [(c.n_labeled, c.metrics[metric]) for c in rows if metric in c.metrics]
     fc = forecast_at([n for n, _ in pts], [v for _, v in pts], run.budget, metric in HIGHER_IS_BETTER)
     return None if fc is None else {"metric": metric, **fc}

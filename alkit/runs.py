@@ -68,6 +68,7 @@ class RunPlan:
     stop_rules: list[Any] = field(default_factory=list)
     zero_shot: bool = False  # the learner predicts before any label: a model from the first cycle on
     features: Callable[[Project, bool], Path] | None = None  # the learner's own feature file (bayesvlm), else None
+    notes: list[str] = field(default_factory=list)  # what the plan chose that the request did not say
 
 
 def _name_part(key: str, value: Any) -> str:
@@ -142,6 +143,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if get_selector(initial_selector).needs_model:
         raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
                         "without one (use random or coldstart)")
+    notes: list[str] = []
     acquisition = req.acquisition or preset.acquisition_for(cfg.task)
     if acquisition not in ACQUISITIONS:
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
@@ -151,7 +153,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         except ValueError as exc:
             if req.acquisition:
                 raise LoopError(str(exc)) from None
-            acquisition = "epistemic"  # the preset's score needs what this scorer lacks: its own epistemic score
+            notes.append(f"strategy {req.strategy!r} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
+                         f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
+            acquisition = "epistemic"
     info = get_scorer(scorer)
     model_dir = req.learner_options.get("model_dir")
     if model_dir and scorer != "bayesvlm":
@@ -221,4 +225,4 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     name = preset.selector_for(cfg.task, req.batch_size)
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
                    initial_selector, get_selector(name), name, stop_rules, zero_shot=info.zero_shot,
-                   features=_vlm_features(str(model_dir)) if scorer == "bayesvlm" else None)
+                   features=_vlm_features(str(model_dir)) if scorer == "bayesvlm" else None, notes=notes)

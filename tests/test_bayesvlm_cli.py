@@ -228,3 +228,29 @@ def test_missing_image_files_are_named_before_anything_is_written(vlm_home: Path
     code, out = _invoke(work, "run", "--budget", "20", "--model-dir", "models/clip")
     assert code == 2 and "image files are missing" in out and first.name in out, out
     assert folder_snapshot(work / "p") == before
+
+
+def test_an_alkit_dual_encoder_over_the_frozen_encoders_runs(vlm_home: Path, tmp_path: Path) -> None:
+    """The alkit layout (linear projections over EfficientNet-Lite0 and MiniLM, as
+    examples/dual_encoder_fashion saves its aligned model): its image features are the frozen
+    encoder's, standardised with the directory's statistics; the run works end to end."""
+    pytest.importorskip("sentence_transformers")
+    from alkit.config import load_project
+    from alkit.models.dual_encoder_dir import save_alkit_dual_encoder
+    from alkit.pools.features import FeatureReader
+
+    work = _project(vlm_home, tmp_path)
+    rng = np.random.default_rng(0)
+    mean, std = rng.normal(size=1280) * 0.01, 1.0 + rng.random(1280)
+    save_alkit_dual_encoder(work / "aligned", rng.normal(size=(8, 1280)) / 36.0, rng.normal(size=(8, 384)) / 20.0,
+                            20.0, mean, std, image_size=224)
+    code, out = _invoke(work, "run", "--model-dir", "aligned", "--class-prompts", PROMPT, "--budget", "20", "--json")
+    assert code == 0, out
+    row = json.loads(out)[0]
+    assert row["scorer"] == "bayesvlm" and row["n_labeled"] == 20
+    proj = load_project(work / "p")
+    keys = np.arange(proj.config.n_items)
+    (vlm_file,) = (work / "p" / "vlm-features").glob("alkit-*.parquet")
+    X_vlm = FeatureReader(vlm_file).take(keys)
+    X_init = FeatureReader(proj.features_path).take(keys)  # what init stored: EfficientNet-Lite0 at 224 px
+    np.testing.assert_allclose(X_vlm, (X_init - mean) / std, rtol=1e-4, atol=1e-4)

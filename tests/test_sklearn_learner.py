@@ -85,8 +85,12 @@ def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
         assert out.returncode == 0, out.stderr
         row = json.loads(out.stdout)[0]
         assert row["scorer"] == "sklearn" and row["n_labeled"] == 40 and row["metrics"]["accuracy"] > 0.5
-    refused = alkit("run", "--learner", "mymodels:logreg", "--budget", "40")  # epistemic preset: decision-flip
+    refused = alkit("run", "--strategy", "epistemic", "--acquisition", "decision-flip", "--learner", "mymodels:logreg",
+                    "--budget", "40")
     assert refused.returncode == 2 and "needs a Gaussian last-layer posterior" in refused.stderr
+    # the preset's own decision-flip needs a posterior: it ranks by the bootstrap members' disagreement, and says so
+    preset = alkit("run", "--learner", "mymodels:logreg", "--budget", "30", "--json")
+    assert preset.returncode == 0 and "uses the scorer's own epistemic score" in preset.stderr, preset.stderr
     missing = alkit("run", "--strategy", "margin", "--learner", "mymodels:nosuch", "--budget", "40")
     assert missing.returncode == 2 and "mymodels has no function 'nosuch'" in missing.stderr
     both = alkit("run", "--strategy", "margin", "--learner", "mymodels:logreg", "--scorer", "vbll", "--budget", "40")

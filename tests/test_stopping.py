@@ -96,3 +96,37 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     assert len(sig["stop_preds"]) == 320 and 0 <= sig["score_max"] and sig["score_mean"] <= sig["score_max"]
     bad = alkit(*run, "--budget", "80", "--stop", "kappa:k=0")
     assert bad.returncode == 2 and "k at least 1" in bad.stderr
+
+
+def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_path: Path, digits_csv: Path) -> None:
+    """No test split: each cycle's learning-curve point is 3-fold cross-validation on the labels,
+    which tracks the held-out accuracy of a project that has a test split, and the forecast
+    rule fires on it."""
+    from conftest import FAST_TRAIN
+
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+
+    opts = dict(id_col="id", label_col="label", hide_labels=True)
+    init_project(digits_csv, tmp_path / "none", InitOptions(**opts, test_frac=0.0, progress=False))
+    loop = ActiveLoop(load_project(tmp_path / "none"))
+    req = RunRequest(strategy="random", scorer="vbll", budget=120, batch_size=20, train=FAST_TRAIN,
+                     stop=["forecast:gain=0.5,min_points=4,k=1"])
+    res = loop.run(req)
+    assert res[-1].stopped is not None and res[-1].stopped["rule"] == "forecast"
+    assert "cv_accuracy" in res[-1].stopped["why"]
+    cv = [r.metrics["cv_accuracy"] for r in res if r.metrics]
+    assert len(cv) >= 4 and all(0.0 <= v <= 1.0 for v in cv) and cv[-1] > cv[0]
+    # the estimate against the held-out accuracy of the same learner recipe on a test split
+    init_project(digits_csv, tmp_path / "test", InitOptions(**opts, test_frac=0.25, progress=False))
+    held = ActiveLoop(load_project(tmp_path / "test"))
+    plan = held.resolve(RunRequest(strategy="random", scorer="vbll", budget=100, train=FAST_TRAIN))
+    keys = held.store.pool_keys(("unlabeled",))[:100]
+    hidden = held.store.hidden_labels(keys)
+    X, y = held.features.take(keys), np.array([held.project.encode_label(hidden[int(k)]) for k in keys])
+    learner = plan.make_learner(held.input_spec())
+    learner.fit(X, y, seed=0)
+    test_acc = held._evaluate(learner)["accuracy"]
+    cv_acc = held._cross_validate(plan, X, y, seed=0)["cv_accuracy"]
+    assert abs(cv_acc - test_acc) < 0.12, (cv_acc, test_acc)
