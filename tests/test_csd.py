@@ -34,7 +34,7 @@ def test_csd_variance_matches_closed_form_ridge_variance():
     """Spearman with the closed form measured 0.962-0.983 over seeds 0-2 (ridge 0.1, 600 steps;
     0.93-0.96 at ridge 0.01 with 1500 steps: smaller ridges are harder to distil)."""
     model, X_lab, pool, far = _problem(0)
-    cfg = CSDConfig(steps=600, hidden=64, seed=0, ridge=0.1)
+    cfg = CSDConfig(steps=600, hidden=64, seed=0, ridge=0.1, solver="distilled")
     csd = CSDScorer.from_model(model, X_lab, contexts=pool, config=cfg)
     q = torch.cat([X_lab[:100], pool[:400]])
     s = csd.score(q)
@@ -51,9 +51,24 @@ def test_csd_variance_matches_closed_form_ridge_variance():
     assert 0.5 < float(s[:100].mean()) / float(ridge[:100].mean()) < 2.0
 
 
+def test_closed_solver_scores_the_distillation_target_exactly():
+    """solver='closed' (the default on the linear last-layer kernel) is the target the distilled
+    g converges to, ridge * varphi^T (Phi^T Phi + ridge I)^-1 varphi, for any query; it ignores
+    the contexts (they only shape g's regression) and trains nothing."""
+    model, X_lab, pool, far = _problem(2)
+    q = torch.cat([X_lab[:50], pool[:200], far[:50]])
+    closed = CSDScorer.from_model(model, X_lab, contexts=pool, config=CSDConfig(ridge=0.05))
+    vl = closed.kernel_features(X_lab) / math.sqrt(closed.scale)
+    vq = closed.kernel_features(q) / math.sqrt(closed.scale)
+    torch.testing.assert_close(closed.score(q).double(), ridge_variance(vl, vq, 0.05), rtol=1e-4, atol=1e-7)
+    no_ctx = CSDScorer.from_model(model, X_lab, config=CSDConfig(ridge=0.05))
+    torch.testing.assert_close(no_ctx.score(q), closed.score(q))
+    assert float(closed.score(far).mean()) > 8 * float(closed.score(X_lab[:50]).mean())
+
+
 def test_g_starts_at_zero_so_untrained_variance_is_the_prior():
     model, X_lab, _, far = _problem(1)
-    csd = CSDScorer.from_model(model, X_lab, config=CSDConfig(steps=0, n_noise=0))
+    csd = CSDScorer.from_model(model, X_lab, config=CSDConfig(steps=0, n_noise=0, solver="distilled"))
     v = csd.kernel_features(far) / math.sqrt(csd.scale)
     torch.testing.assert_close(csd.score(far), (v**2).sum(1))
 
@@ -91,7 +106,7 @@ def test_ood_digits_csd_variance_alone():
     ind = y < 5
     Xi, yi = X[ind], y[ind]
     n_tr = int(0.7 * len(Xi))
-    learner = CSDLearner("classification", 5, csd=CSDConfig(steps=600, hidden=64),
+    learner = CSDLearner("classification", 5, csd=CSDConfig(steps=600, hidden=64, solver="distilled"),
                          train=TrainConfig(max_epochs=30))
     learner.fit(Xi[:n_tr], yi[:n_tr], seed=0)
     p_in, p_out = learner.predict(Xi[n_tr:]), learner.predict(X[~ind])
