@@ -214,8 +214,29 @@ def mc_mutual_information_eig(
 
 
 def fixed_eps(n_samples: int, C: int, seed: int, dtype: torch.dtype) -> torch.Tensor:
+    """(S, C) standard-normal draws shared by every item, as a variance-reduced design: antithetic
+    pairs (eps, -eps), so every odd moment of the set is 0; with at least C pairs, Gaussian draws
+    whitened to an exact identity covariance, so the MC average of any quadratic function of the
+    logits is exact and only fourth-order error is left; with fewer, random orthogonal directions
+    of length sqrt(C) (identity covariance in expectation; measured better than chi-distributed
+    lengths there, 12 % vs 17 % error at 16 samples on 10 classes).  Against 20,000 iid samples the
+    mutual information's aggregate error on 10 digit classes is 12 % at 16 samples where 16 iid
+    draws give 26 %, and 4 % at 64 (benchmarks/results/laplace_mi_error.md).  An odd S adds the
+    centre point (eps = 0) and rescales the pairs so the covariance stays I."""
     gen = torch.Generator().manual_seed(seed)
-    return torch.randn(n_samples, C, generator=gen, dtype=torch.float64).to(dtype)
+    half = n_samples // 2
+    if half == 0:
+        return torch.zeros(n_samples, C, dtype=dtype)
+    g = torch.randn(max(half, C), C, generator=gen, dtype=torch.float64)
+    if half >= C:
+        evals, V = torch.linalg.eigh(g.T @ g / half)
+        e = g @ (V * evals.rsqrt()) @ V.T
+    else:
+        e = torch.linalg.qr(g.T)[0].T[:half] * math.sqrt(C)  # orthogonal rows of length sqrt(C)
+    eps = torch.cat([e, -e])
+    if n_samples % 2:
+        eps = torch.cat([eps * math.sqrt(n_samples / (2 * half)), torch.zeros(1, C, dtype=torch.float64)])
+    return eps.to(dtype)
 
 
 def _bald(z_n_S_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -279,9 +300,10 @@ class LastLayerLaplace:
         prior_precision: float | None = None,
         sigma_noise: float | None = None,
         mi: MIMethod = "mc",
+        mc_samples: int = 16,
     ) -> "LastLayerLaplace":
         name, layer = find_last_linear(model, last_layer)
-        lap = cls(model, layer, name, likelihood, hessian, mi)
+        lap = cls(model, layer, name, likelihood, hessian, mi, mc_samples)
         lap.fit(X, y, prior_precision=prior_precision, sigma_noise=sigma_noise)
         return lap
 
@@ -485,10 +507,13 @@ class LaplaceLearner(PostHocLearner):
     ``Prediction.embedding_n_d`` with the bias 1 appended."""
 
     def __init__(self, task: str, n_classes: int | None = None, *, hessian: Hessian = "kfac",
-                 epistemic: Literal["trace", "mi"] = "mi", mi: MIMethod = "mc",
+                 epistemic: Literal["trace", "mi"] = "mi", mi: MIMethod = "mc", mc_samples: int = 16,
                  prior_precision: float | None = None, **mlp_options: object) -> None:
         super().__init__(task, n_classes, **mlp_options)
+        if mc_samples < 1:
+            raise ValueError(f"mc_samples must be at least 1, got {mc_samples}")
         self.hessian, self.epistemic, self.mi, self.prior_precision = hessian, epistemic, mi, prior_precision
+        self.mc_samples = mc_samples  # MI error vs 20,000 samples: ~12 % at 16, ~4 % at 64 (laplace_mi_error.md)
 
     @property
     def laplace(self) -> LastLayerLaplace | None:
@@ -498,7 +523,7 @@ class LaplaceLearner(PostHocLearner):
         likelihood: Likelihood = "classification" if self.task == "classification" else "heteroscedastic"
         self.scorer = LastLayerLaplace.from_model(
             model, X_n_f, None, last_layer=self.base.head, likelihood=likelihood,
-            hessian=self.hessian, prior_precision=self.prior_precision, mi=self.mi)
+            hessian=self.hessian, prior_precision=self.prior_precision, mi=self.mi, mc_samples=self.mc_samples)
         return {"prior_precision": self.scorer.prior_precision}
 
     def rescore(self, pred: Prediction, X_n_f: np.ndarray) -> Prediction:
