@@ -53,12 +53,18 @@ OnConflict = _choices("OnConflict", choices.ON_CONFLICT)
 THREADS = 1  # torch CPU threads, from `alkit --threads` / ALKIT_THREADS
 
 
+_BLAS_LIMITS: list[object] = []  # the active threadpoolctl limit (kept referenced for the process)
+
+
 def use_threads() -> None:
-    """Apply --threads to torch; called by the commands that train or embed (importing torch is
-    what makes a command slow to start, so --help and status never do)."""
+    """Apply --threads to torch and to the BLAS / OpenMP pools numpy and scikit-learn use
+    (threadpoolctl); called by the commands that train or embed (importing torch is what makes
+    a command slow to start, so --help and status never do)."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(THREADS)
+    _BLAS_LIMITS[:] = [threadpool_limits(limits=THREADS)]
 
 
 def one_line(text: str) -> str:

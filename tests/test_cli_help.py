@@ -65,3 +65,24 @@ def test_choices_match_what_implements_them() -> None:
     assert set(choices.ENGINES) == set(ENGINES)
     assert choices.HEADS == typing.get_args(HeadKind) and choices.COVARIANCES == typing.get_args(Cov)
     assert set(choices.INITIAL_SELECTORS) == {n for n, c in SELECTORS.items() if not c.needs_model}
+
+
+def test_threads_govern_torch_and_blas_alike() -> None:
+    """--threads (ALKIT_THREADS) is applied to torch and to numpy's BLAS pools (threadpoolctl), so
+    the selectors' numpy work obeys it too."""
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from alkit import cli_common
+
+    before, old_torch = cli_common.THREADS, torch.get_num_threads()
+    with threadpool_limits(limits=None):  # restores the original BLAS limits afterwards
+        try:
+            for n in (1, 2):
+                cli_common.THREADS = n
+                cli_common.use_threads()
+                blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+                assert torch.get_num_threads() == n and blas and all(t == n for t in blas), blas
+        finally:
+            cli_common.THREADS = before
+            torch.set_num_threads(old_torch)
