@@ -295,7 +295,7 @@ def plot(
         if df.height == 0:
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
         if metric not in df.columns:
-            raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'score_s', 'select_s', 'n_scored'))}")
+            raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'eval_s', 'score_s', 'select_s', 'n_scored'))}")
         path = plot_learning_curves(df, metric, out, title=f"{proj.root.name}: {metric}")
     console.print(f"[green]wrote[/] {path}")
 

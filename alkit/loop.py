@@ -37,6 +37,7 @@ from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Sel
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
 STOP_SET = 1000  # pool items whose predicted classes the kappa stopping rule compares across cycles
 CV_FOLDS = 3  # folds of the cross-validated learning curve (forecast stopping without a test split)
+EVAL_CHUNK = 16_384  # test rows predicted at a time
 STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -54,6 +55,42 @@ class CycleResult:
     stopped: dict[str, Any] | None = None  # the stopping rule that ended the run at this cycle
 
 
+@dataclass
+class TestSplit:
+    keys: np.ndarray
+    y: np.ndarray
+    X: np.ndarray
+    edges: np.ndarray | None
+
+
+class ChunkedDistribution:
+    """Per-chunk predictive distributions read as one (PredictiveDistribution, alkit/types.py):
+    every method is per item, so the metrics equal those of a single prediction."""
+
+    def __init__(self, parts: list[Any], sizes: list[int]) -> None:
+        self.parts, self.bounds = parts, np.cumsum([0, *sizes])
+
+    def _map(self, method: str, y_n: Any = None) -> Any:
+        import torch
+
+        if y_n is None:
+            return torch.cat([getattr(d, method)() for d in self.parts])
+        y = torch.as_tensor(y_n)
+        return torch.cat([getattr(d, method)(y[a:b]) for d, a, b in zip(self.parts, self.bounds[:-1], self.bounds[1:])])
+
+    def mean(self) -> Any:
+        return self._map("mean")
+
+    def nll(self, y_n: Any) -> Any:
+        return self._map("nll", y_n)
+
+    def crps(self, y_n: Any) -> Any:
+        return self._map("crps", y_n)
+
+    def cdf(self, y_n: Any) -> Any:
+        return self._map("cdf", y_n)
+
+
 def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
 
@@ -69,6 +106,8 @@ class ActiveLoop:
         self.on_event = on_event or (lambda kind, payload: None)
         self.oracle: Oracle = oracle_for(project, self.store)
         self._input: InputSpec | None = None
+        self._test: TestSplit | None = None
+        self.last_eval_s = 0.0  # CPU seconds of the latest test evaluation
         self._stop_sets: dict[int, np.ndarray] = {}  # run seed -> features of its stop set (_signals)
 
     # ----------------------------------------------------------------- plan
@@ -99,7 +138,7 @@ class ActiveLoop:
         path = plan.features(self.project, progress) if plan.features is not None else self.project.features_path
         if Path(path) != Path(self.features.path):
             self.features = FeatureReader(Path(path))
-            self._input, self._stop_sets = None, {}
+            self._input, self._stop_sets, self._test = None, {}, None
 
     def _check_labels(self) -> None:
         """Every stored label must be one the project's alkit.toml knows, checked before any write."""
@@ -188,6 +227,7 @@ class ActiveLoop:
             k = min(spec.batch_size, remaining)
         learner: Learner | None = None
         fit_s = score_s = select_s = 0.0
+        self.last_eval_s = 0.0
         n_scored = 0
         result_metrics: dict[str, float] = {}
         self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
@@ -257,7 +297,7 @@ class ActiveLoop:
     def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec) -> dict[str, Any]:
         """What the stopping rules read of this cycle: the model's classes on the run's fixed stop
         set (STOP_SET pool items, seeded by the run's seed) and the candidates' score summary."""
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"eval_s": self.last_eval_s}  # CPU seconds of this cycle's test evaluation
         if cands is not None and cands.scores_n is not None and len(cands.scores_n):
             scores = np.asarray(cands.scores_n, dtype=np.float64)
             out.update(score_max=float(np.max(scores)), score_mean=float(np.mean(scores)))
@@ -303,17 +343,35 @@ class ActiveLoop:
         mask[self.store.selected_keys(run_id)] = False
         return mask
 
+    def _test_split(self) -> TestSplit | None:
+        """The test split, read once per loop (keys, labels and features; the features of the
+        reader in use), or None for a project without one."""
+        if self._test is None:
+            keys, values = self.store.test_set()
+            y = np.array([self.project.encode_label(v) for v in values])
+            X = self.features.take(keys) if len(keys) else np.zeros((0, self.features.n_features), np.float32)
+            # fixed per project (from the test targets) so nll10/ece10 compare across cycles and runs
+            edges = (metrics.bucket_edges(y, 10) if self.cfg.task == "regression" and len(np.unique(y)) > 1
+                     else None)
+            self._test = TestSplit(keys, y, X, edges)
+        return self._test if len(self._test.keys) else None
+
     def _evaluate(self, learner: Learner) -> dict[str, float]:
-        keys_test, values = self.store.test_set()
-        if len(keys_test) == 0:
+        """Test metrics of ``learner``, predicted in chunks of EVAL_CHUNK rows (classification keeps
+        only the (n, C) probabilities; regression the per-chunk distributions, which hold n-sized
+        parameters) and timed as ``eval_s``."""
+        test = self._test_split()
+        if test is None:
             return {}
-        y_test = np.array([self.project.encode_label(v) for v in values])
-        pred = learner.predict(self.features.take(keys_test))
+        t0 = time.thread_time()
+        preds = [learner.predict(test.X[s:s + EVAL_CHUNK]) for s in range(0, len(test.keys), EVAL_CHUNK)]
         if self.cfg.task == "classification":
-            return metrics.classification_metrics(pred.probs_n_C.numpy(), y_test)
-        # Fixed per project (from the test targets) so nll10/ece10 compare across cycles and runs.
-        edges = metrics.bucket_edges(y_test, 10) if len(np.unique(y_test)) > 1 else None
-        return metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_test, edges)
+            out = metrics.classification_metrics(np.concatenate([p.probs_n_C.numpy() for p in preds]), test.y)
+        else:
+            dist = ChunkedDistribution([p.dist for p in preds], [len(p.mean_n) for p in preds])
+            out = metrics.regression_metrics(dist, np.concatenate([p.mean_n.numpy() for p in preds]), test.y, test.edges)
+        self.last_eval_s = time.thread_time() - t0
+        return out
 
     def _cross_validate(self, plan: RunPlan, X_lab: np.ndarray, y_lab: np.ndarray, seed: int) -> dict[str, float]:
         """The learning curve where there is no test split (for ``--stop forecast``): the metric of

@@ -137,3 +137,50 @@ def test_regression_run_logs_regression_metrics(tmp_path: Path) -> None:
     res = loop.run(_req(budget=30))
     assert {"mae", "rmse", "nll", "crps", "nll10", "ece10"} <= set(res[-1].metrics)
     assert res[-1].metrics["mae"] < np.abs(y - y.mean()).mean()  # better than predicting the mean
+
+
+@pytest.mark.parametrize("task,head", [("classification", None), ("regression", "gaussian"), ("regression", "buckets")])
+def test_chunked_cached_evaluation_equals_one_prediction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         digits_csv: Path, task: str, head: str | None) -> None:
+    """The test split is read from the store once per loop and predicted in chunks; the metrics
+    equal those of one prediction of every test item, and eval_s is recorded per cycle."""
+    import polars as pl
+
+    import alkit.loop as loop_mod
+    from alkit import metrics
+
+    if task == "regression":
+        rng = np.random.default_rng(1)
+        X = rng.normal(size=(300, 4))
+        y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=300)
+        pl.DataFrame({"id": np.arange(300), **{f"f{j}": X[:, j] for j in range(4)}, "y": y}).write_csv(tmp_path / "r.csv")
+        init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    else:
+        init_project(digits_csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    reads = []
+    original = loop.store.test_set
+    monkeypatch.setattr(loop.store, "test_set", lambda: reads.append(1) or original())
+    monkeypatch.setattr(loop_mod, "EVAL_CHUNK", 7)  # many chunks, a ragged last one
+    opts = {"head": head} if head else {}
+    res = loop.run(RunRequest(strategy="random", scorer="vbll", budget=30, train=FAST_TRAIN, learner_options=opts))
+    assert len(reads) == 1 and len(res) == 4
+    # the last cycle's model again, evaluated in one call the way the library's metrics take it
+    plan = loop.resolve(RunRequest(strategy="random", scorer="vbll", budget=30, train=FAST_TRAIN, learner_options=opts))
+    run_id = loop.store.runs()[0].id
+    keys_lab, y_lab = loop._labeled(run_id)
+    learner = plan.make_learner(loop.input_spec())
+    learner.fit(loop.features.take(keys_lab), y_lab, seed=loop_mod._seed(0, res[-1].cycle, 1))
+    keys, values = original()
+    y_test = np.array([loop.project.encode_label(v) for v in values])
+    pred = learner.predict(loop.features.take(keys))
+    if task == "classification":
+        want = metrics.classification_metrics(pred.probs_n_C.numpy(), y_test)
+    else:
+        want = metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_test, metrics.bucket_edges(y_test, 10))
+    got = res[-1].metrics
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
+    frame = cycles_frame(loop.store)
+    assert (frame["eval_s"] > 0).all()
