@@ -359,8 +359,14 @@ class ClassificationHead(nn.Module):
 
     @torch.no_grad()
     def refit(self, phi_N_d: torch.Tensor, y_N: torch.Tensor | None = None, n_iter: int = 30,
-              tol: float = 1e-4) -> int:
-        """ELBO-optimal S for the trained mean (labels enter only through the trained mean)."""
+              tol: float = 1e-3) -> int:
+        """ELBO-optimal S for the trained mean (labels enter only through the trained mean).
+
+        ``tol`` 1e-3 (largest change of v relative to the largest v): on digits and Fashion-MNIST
+        at 100-300 labels the pool's mutual information is then within 1e-4 (relative) of a
+        1e-10 refit, with the same top-10 items and predicted classes, in 2-3 fewer iterations
+        than at 1e-4 (each a Cholesky and a triangular solve per class); at 20 labels 1e-4 and
+        1e-3 alike stop at the ``n_iter`` cap (MI within 4e-3)."""
         return _refit_scaled(self.layer, phi_N_d, self.refit_weights(phi_N_d), self.reg_weight, n_iter=n_iter,
                              tol=tol)
 
