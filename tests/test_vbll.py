@@ -118,6 +118,25 @@ def test_classification_refit_is_elbo_optimal_for_fixed_mean(cov: str) -> None:
     assert float(head.loss(phi, y).detach()) > base
 
 
+@pytest.mark.parametrize("bias", [False, True])
+def test_diagonal_loss_matches_the_plain_expression_value_and_gradient(bias: bool) -> None:
+    """The diagonal head's closed-form loss node (_DiagonalJensenLoss) is the autograd expression."""
+    g = torch.Generator().manual_seed(4)
+    N, d, C = 40, 6, 4
+    head = ClassificationHead(d, C, cov="diagonal", prior_var=0.4, reg_weight=0.3, bias=bias).double()
+    head.layer.log_prior_var.requires_grad_(True)  # learn_prior: s0 gets a gradient too
+    with torch.no_grad():
+        for p in (head.layer.W_logdiag, head.noise_logvar) + ((head.layer.bias,) if bias else ()):
+            p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64))
+    phi = torch.randn(N, d, generator=g, dtype=torch.float64, requires_grad=True)
+    y = torch.randint(0, C, (N,), generator=g)
+    params = [phi] + [p for p in head.parameters() if p.requires_grad]
+    fast, ref = head.loss(phi, y), head.reference_loss(phi, y)
+    np.testing.assert_allclose(float(fast.detach()), float(ref.detach()), rtol=1e-12)
+    for a, b in zip(torch.autograd.grad(fast, params), torch.autograd.grad(ref, params)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-9, atol=1e-12)
+
+
 def test_jensen_bound_is_below_monte_carlo_expected_log_likelihood() -> None:
     g = torch.Generator().manual_seed(3)
     N, d, C = 20, 4, 5

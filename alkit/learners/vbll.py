@@ -159,25 +159,27 @@ class VBLLLearner:
             y = (y - self.shift) / self.scale
         else:
             y = y.long()
+        backbone = self.backbone
+        Z = backbone.fixed(X)  # the frozen part (input standardisation, the image convolution): once per fit
         with torch.no_grad():
-            phi0 = self.backbone(X)
+            phi0 = backbone.trainable(Z)
             prior_var = self.prior_scale / float((phi0**2).sum(1).mean().clamp_min(1e-8))
         lam = self.reg_weight if self.reg_weight is not None else self.kl_weight / N
         self.head = self._build_head(self.backbone.out_dim, prior_var, lam, y, self.train_cov)
         self.head.layer.log_prior_var.requires_grad_(self.learn_prior)
-        backbone, head = self.backbone, self.head
+        head = self.head
 
         def loss_fn(z_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
             return head.loss(backbone.trainable(z_b_f), y_b)
 
         module = nn.ModuleDict({"backbone": backbone, "head": head})
         report = train_module(
-            module, loss_fn, backbone.fixed(X), y, seed=seed, config=self.train_config,
+            module, loss_fn, Z, y, seed=seed, config=self.train_config,
             no_decay=lambda n: n.startswith("head."),
         )
         if self.do_refit:
             with torch.no_grad():
-                phi = backbone(X)
+                phi = backbone.trainable(Z)
             if self.cov != self.train_cov:  # trained diagonal (cheap); refit what is scored
                 head.layer = head.layer.with_cov(self.cov)
             head.reg_weight = head.reg_weight * self.posterior_temperature  # T < 1: a colder posterior

@@ -104,12 +104,18 @@ class VariationalLinear(nn.Module):
         new.log_prior_var.requires_grad_(self.log_prior_var.requires_grad)
         if self.bias is not None:
             new.bias.copy_(self.bias)
-        var_K_d = torch.diagonal(self.cov_K_d_d(), dim1=-2, dim2=-1).double().expand(self.K, -1)
+        if self.W_offdiag is None:
+            var_K_d = (2 * self.W_logdiag.double()).exp()
+        else:
+            var_K_d = torch.diagonal(self.cov_K_d_d(), dim1=-2, dim2=-1).double()
+        var_K_d = var_K_d.expand(self.K, -1)
         if cov == "diagonal":
             new.set_posterior(self.W_mean.detach(), var_K_d)
-        else:
+        else:  # S = diag(var): its Cholesky factor is diag(sqrt(var)), set without a factorisation
             var = var_K_d.mean(0, keepdim=True) if cov == "shared" else var_K_d
-            new.set_posterior(self.W_mean.detach(), torch.diag_embed(var))
+            new.W_mean.copy_(self.W_mean)
+            new.W_logdiag.copy_((0.5 * var.clamp_min(1e-30).log()).to(new.W_logdiag))
+            new.W_offdiag.zero_()
         return new
 
     @torch.no_grad()
@@ -138,57 +144,58 @@ class VariationalLinear(nn.Module):
         Returns the iterations used.
         """
         phi = phi_N_d.double()
-        N, d = phi.shape
-        eye = torch.eye(d, dtype=torch.float64)
+        diagonal = self.cov == "diagonal"
         v = self.variance(phi.to(self.W_mean.dtype)).double()
-        prec_prev = None
+        prec_prev = factor = None
         it = 0
         for it in range(1, n_iter + 1):
             w_N_K = weight_fn(v).clamp_min(0.0)
             if self.cov == "shared":
                 w_N_K = w_N_K.mean(1, keepdim=True)
-            prec = _precisions(phi, w_N_K, self.prior_var, self.cov == "diagonal", eye)
+            prec = _precisions(phi, w_N_K, self.prior_var, diagonal)
             if prec_prev is not None:
-                prec = damping * prec_prev + (1 - damping) * prec
-            v_new = _variances(phi, prec, self.cov == "diagonal", self.K)
+                prec = torch.lerp(prec, prec_prev, damping)  # damping * prec_prev + (1 - damping) * prec
+            factor = prec if diagonal else _safe_cholesky(prec)  # one factorisation per iteration
+            v_new = _variances(phi, factor, diagonal, self.K)
             done = prec_prev is not None and float((v_new - v).abs().max()) <= tol * float(v.abs().max() + 1e-30)
             prec_prev, v = prec, v_new
             if done:
                 break
-        self.set_posterior(self.W_mean.detach(), _invert(prec_prev, self.cov == "diagonal"))
+        self.set_posterior(self.W_mean.detach(), _invert(factor, diagonal))
         return it
 
 
-def _precisions(phi: torch.Tensor, w_N_K: torch.Tensor, s0: float, diagonal: bool, eye: torch.Tensor) -> torch.Tensor:
-    """Posterior precisions: (K', d, d) dense, or (K', d) diagonals (mean-field optimum)."""
+def _precisions(phi: torch.Tensor, w_N_K: torch.Tensor, s0: float, diagonal: bool) -> torch.Tensor:
+    """Posterior precisions I/s0 + sum_i w_ik phi_i phi_i^T: (K', d, d) dense, or (K', d)
+    diagonals (mean-field optimum)."""
     if diagonal:
         return 1.0 / s0 + w_N_K.T @ (phi**2)
-    return eye / s0 + torch.bmm(
-        w_N_K.T.unsqueeze(1) * phi.T.unsqueeze(0), phi.unsqueeze(0).expand(w_N_K.shape[1], -1, -1)
-    )
+    gram = torch.matmul(phi.T.contiguous(), w_N_K.T[:, :, None] * phi)  # (d, N) x (K', N, d)
+    return gram + torch.eye(phi.shape[1], dtype=phi.dtype) / s0
 
 
-def _invert(prec: torch.Tensor, diagonal: bool) -> torch.Tensor:
+def _invert(factor: torch.Tensor, diagonal: bool) -> torch.Tensor:
+    """S from the precision's factor: 1 / P (diagonal) or P^{-1} from its Cholesky factor L."""
     if diagonal:
-        return 1.0 / prec
-    Lp = _safe_cholesky(prec)
-    S = torch.cholesky_inverse(Lp)
+        return 1.0 / factor
+    S = torch.cholesky_inverse(factor)
     return 0.5 * (S + S.transpose(-1, -2))
 
 
-def _variances(phi: torch.Tensor, prec: torch.Tensor, diagonal: bool, K: int) -> torch.Tensor:
-    """v_nk = phi^T P_k^{-1} phi via a triangular solve (float64), (N, K)."""
+def _variances(phi: torch.Tensor, factor: torch.Tensor, diagonal: bool, K: int) -> torch.Tensor:
+    """v_nk = phi^T P_k^{-1} phi (float64), (N, K): from the diagonal precisions, or from the
+    precisions' Cholesky factors L (K', d, d) by one triangular solve."""
     if diagonal:
-        return (phi**2) @ (1.0 / prec).T
-    Lp = _safe_cholesky(prec)  # (K', d, d)
-    sol = torch.linalg.solve_triangular(Lp, phi.T.unsqueeze(0).expand(Lp.shape[0], -1, -1), upper=False)
-    v = (sol**2).sum(1).T  # (N, K')
+        return (phi**2) @ (1.0 / factor).T
+    sol = torch.linalg.solve_triangular(factor, phi.T.unsqueeze(0).expand(factor.shape[0], -1, -1), upper=False)
+    v = torch.linalg.vector_norm(sol, dim=1).square().T  # (N, K')
     return v.expand(-1, K) if v.shape[1] == 1 else v
 
 
 def _safe_cholesky(M: torch.Tensor) -> torch.Tensor:
-    """Cholesky in float64 with growing jitter (uq-math §10)."""
-    M = 0.5 * (M.double() + M.double().transpose(-1, -2))
+    """Cholesky in float64 with growing jitter (uq-math §10).  Only the lower triangle of M is
+    read (LAPACK potrf), so a matrix symmetric up to rounding needs no symmetrising copy."""
+    M = M.double()
     L, info = torch.linalg.cholesky_ex(M)
     if not bool((info > 0).any()):
         return L
@@ -265,7 +272,6 @@ class GaussianHead(nn.Module):
         c = N * self.reg_weight  # weight of the KL relative to the summed data term
         s0 = self.layer.prior_var
         diagonal = self.layer.cov == "diagonal"
-        eye = torch.eye(d, dtype=torch.float64)
         s2 = self.noise_var.double()
         for _ in range(n_iter if refit_noise else 1):
             w = (1.0 / (c * s2)).expand(N, -1)
@@ -273,21 +279,20 @@ class GaussianHead(nn.Module):
                 if not torch.allclose(s2, s2[:1].expand_as(s2)):
                     raise ValueError("a shared covariance needs equal noise across outputs")
                 w = w[:, :1]
-            full_prec = _precisions(phi, w, s0, False, eye)
+            full_prec = _precisions(phi, w, s0, False)
             Lp = _safe_cholesky(full_prec)
             y_off = y if self.layer.bias is None else y - self.layer.bias.double()
             rhs = (phi.T @ y_off / (c * s2)).T  # (K, d)
-            if Lp.shape[0] == 1:
-                Lp = Lp.expand(rhs.shape[0], -1, -1)
-            mean = torch.cholesky_solve(rhs.unsqueeze(-1), Lp).squeeze(-1)  # exact mean, also mean-field
-            prec = torch.diagonal(full_prec, dim1=-2, dim2=-1) if diagonal else full_prec
-            v = _variances(phi, prec, diagonal, self.layer.K)
+            # exact mean, also mean-field
+            mean = torch.cholesky_solve(rhs.unsqueeze(-1), Lp.expand(rhs.shape[0], -1, -1)).squeeze(-1)
+            factor = torch.diagonal(full_prec, dim1=-2, dim2=-1) if diagonal else Lp
+            v = _variances(phi, factor, diagonal, self.layer.K)
             if refit_noise:
                 sq = ((y_off - phi @ mean.T) ** 2 + v).sum(0)
                 s2 = (sq + c * self.wishart_scale) / (N + 2 * c * self.nu)
                 if self.layer.cov == "shared":
                     s2 = s2.mean().expand_as(s2).clone()
-        self.layer.set_posterior(mean, _invert(prec, diagonal))
+        self.layer.set_posterior(mean, _invert(factor, diagonal))
         self.noise_logvar.copy_(s2.log().to(self.noise_logvar))
 
 
@@ -324,6 +329,24 @@ class ClassificationHead(nn.Module):
         return m.gather(1, y_n.long()[:, None])[:, 0] - torch.logsumexp(m + 0.5 * (v + self.noise_var), dim=1)
 
     def loss(self, phi_n_d: torch.Tensor, y_n: torch.Tensor) -> torch.Tensor:
+        """-ELBO/N: the mean negative Jensen bound plus reg_weight (KL - log prior of the noise).
+
+        A diagonal S (the structure trained by default) takes ``_DiagonalJensenLoss``, one autograd
+        node with its gradient written out: the training loop calls this every step and on 300
+        items the two dozen small autograd nodes of the plain expression cost more than its
+        arithmetic.  The plain expression (other structures) is the reference the tests hold it to.
+        """
+        layer = self.layer
+        if layer.W_offdiag is None:
+            bias = layer.bias if layer.bias is not None else torch.zeros((), dtype=phi_n_d.dtype)
+            return _DiagonalJensenLoss.apply(
+                phi_n_d, y_n.long(), layer.W_mean, layer.W_logdiag, bias, self.noise_logvar, layer.log_prior_var,
+                (self.reg_weight, self.nu, self.wishart_scale),
+            )
+        return self.reference_loss(phi_n_d, y_n)
+
+    def reference_loss(self, phi_n_d: torch.Tensor, y_n: torch.Tensor) -> torch.Tensor:
+        """``loss`` as the plain autograd expression (any covariance structure)."""
         s2 = self.noise_var
         log_prior_noise = (self.nu * (-self.noise_logvar) - 0.5 * self.wishart_scale / s2).sum()
         return -self.jensen_bound(phi_n_d, y_n).mean() - self.reg_weight * (log_prior_noise - self.layer.kl())
@@ -336,10 +359,65 @@ class ClassificationHead(nn.Module):
 
     @torch.no_grad()
     def refit(self, phi_N_d: torch.Tensor, y_N: torch.Tensor | None = None, n_iter: int = 30,
-              tol: float = 1e-4) -> int:
-        """ELBO-optimal S for the trained mean (labels enter only through the trained mean)."""
+              tol: float = 1e-3) -> int:
+        """ELBO-optimal S for the trained mean (labels enter only through the trained mean).
+
+        ``tol`` 1e-3 (largest change of v relative to the largest v): on digits and Fashion-MNIST
+        at 100-300 labels the pool's mutual information is then within 1e-4 (relative) of a
+        1e-10 refit, with the same top-10 items and predicted classes, in 2-3 fewer iterations
+        than at 1e-4 (each a Cholesky and a triangular solve per class); at 20 labels 1e-4 and
+        1e-3 alike stop at the ``n_iter`` cap (MI within 4e-3)."""
         return _refit_scaled(self.layer, phi_N_d, self.refit_weights(phi_N_d), self.reg_weight, n_iter=n_iter,
                              tol=tol)
+
+
+class _DiagonalJensenLoss(torch.autograd.Function):
+    """ClassificationHead.loss for a diagonal S, forward and gradient in closed form.
+
+    With var = exp(2 logdiag), s2 = exp(noise_logvar), s0 = exp(log_prior_var), lam = reg_weight:
+      z = m + (phi^2 var^T + s2) / 2,  m = phi W^T + b,
+      loss = mean_i [logsumexp(z_i) - m_iy] + lam (KL - log p(noise)),
+      KL = (||W||^2 + sum var) / (2 s0) - sum logdiag + K d (log s0 - 1) / 2,
+      -log p(noise) = sum_k nu lv_k + wishart_scale exp(-lv_k) / 2.
+    Gradient, with P = softmax(z) / N and G = P - onehot(y) / N (the gradient in m):
+      d phi = G W + phi * (P var),  d W = G^T phi + lam W / s0,  d b = sum_i G_i,
+      d logdiag = var * (P^T phi^2 + lam / s0) - lam,
+      d lv = s2 * sum_i P_i / 2 + lam (nu - wishart_scale exp(-lv) / 2),
+      d log s0 = lam (K d - (||W||^2 + sum var) / s0) / 2.
+    """
+
+    @staticmethod
+    def forward(ctx, phi, y, W, logdiag, bias, lv, log_s0, consts):  # type: ignore[override]
+        lam, nu, wishart = consts
+        N, Kd = phi.shape[0], W.numel()
+        inv_s0 = math.exp(-float(log_s0))  # the parameter-only terms in Python floats: fewer tensor ops
+        var, s2 = logdiag.mul(2.0).exp_(), lv.exp()
+        phi2 = phi.square()
+        m = torch.addmm(bias, phi, W.T) if bias.dim() else phi @ W.T
+        z = torch.addmm(torch.add(m, s2, alpha=0.5), phi2, var.T, alpha=0.5)
+        lse = torch.logsumexp(z, 1, keepdim=True)
+        sq = float(W.square().sum() + var.sum())
+        kl = 0.5 * inv_s0 * sq - float(logdiag.sum()) + 0.5 * Kd * (float(log_s0) - 1.0)
+        neg_log_prior = float((nu * lv + (0.5 * wishart) / s2).sum())
+        loss = (lse.sum() - m.gather(1, y[:, None]).sum()).div_(N).add_(lam * (kl + neg_log_prior))
+        ctx.save_for_backward(phi, phi2, y, W, var, s2, (z - lse).exp_().div_(N))
+        ctx.consts, ctx.has_bias, ctx.inv_s0, ctx.sq = consts, bias.dim() > 0, inv_s0, sq
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[override]
+        phi, phi2, y, W, var, s2, P = ctx.saved_tensors
+        lam, nu, wishart = ctx.consts
+        N, need, lam_s0 = phi.shape[0], ctx.needs_input_grad, lam * ctx.inv_s0
+        G = P.clone()
+        G[torch.arange(N), y] -= 1.0 / N
+        d_phi = torch.addmm(phi * (P @ var), G, W).mul_(g) if need[0] else None
+        d_W = torch.addmm(W, G.T, phi, beta=lam_s0).mul_(g) if need[2] else None
+        d_logdiag = (P.T @ phi2).add_(lam_s0).mul_(var).sub_(lam).mul_(g) if need[3] else None
+        d_bias = G.sum(0).mul_(g) if need[4] and ctx.has_bias else None
+        d_lv = (P.sum(0).mul_(0.5 * s2) - (0.5 * wishart * lam) / s2).add_(lam * nu).mul_(g) if need[5] else None
+        d_log_s0 = g * (0.5 * lam * (W.numel() - ctx.sq * ctx.inv_s0)) if need[6] else None
+        return d_phi, None, d_W, d_logdiag, d_bias, d_lv, d_log_s0, None
 
 
 def _refit_scaled(
