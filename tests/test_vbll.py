@@ -218,3 +218,19 @@ def test_registry_builds_vbll_learner() -> None:
     assert isinstance(learner, VBLLLearner) and learner.head_kind == "quantile" and learner.cov == "diagonal"
     with pytest.raises(ValueError):
         VBLLLearner("classification", 3, head="quantile")
+
+
+def test_dense_variance_in_output_blocks_equals_one_einsum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dense covariance's variance is computed a block of outputs at a time (bounded memory
+    at 100 classes); the blocks give exactly what one einsum over every output gives."""
+    import alkit.learners.vbll_heads as vh
+
+    torch.manual_seed(0)
+    layer = vh.VariationalLinear(12, 7, cov="dense")
+    with torch.no_grad():
+        layer.W_offdiag.normal_()
+    phi = torch.randn(50, 12)
+    L = layer.chol()
+    ref = torch.einsum("nd,kde->nke", phi, L).pow(2).sum(-1)
+    monkeypatch.setattr(vh, "VARIANCE_BLOCK", 50 * 12 * 3)  # 3 outputs per block, a ragged last block
+    torch.testing.assert_close(layer.variance(phi), ref, rtol=0, atol=0)

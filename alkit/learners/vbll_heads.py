@@ -24,6 +24,9 @@ ClassScore = Literal["mi", "logit_var"]
 WeightFn = Callable[[torch.Tensor], torch.Tensor]  # v_N_K (float64) -> w_N_K (float64)
 
 
+
+VARIANCE_BLOCK = 1 << 24  # elements of the per-block variance intermediate (64 MB in float32)
+
 class VariationalLinear(nn.Module):
     """q(W) for a K-output last layer: rows w_k ~ N(mu_k, S_k), prior N(0, s0 I).
 
@@ -75,7 +78,11 @@ class VariationalLinear(nn.Module):
         L = self.chol()
         if self.n_cov == 1:
             return ((phi_n_d @ L[0]) ** 2).sum(-1, keepdim=True).expand(-1, self.K)
-        return torch.einsum("nd,kde->nke", phi_n_d, L).pow(2).sum(-1)
+        # outputs in blocks, so the (n, block, d) intermediate stays under VARIANCE_BLOCK elements
+        # at any class count (one einsum over all K outputs took +1.9 GB per 16k rows at K = 100)
+        block = max(1, VARIANCE_BLOCK // max(1, phi_n_d.shape[0] * phi_n_d.shape[1]))
+        return torch.cat([torch.einsum("nd,kde->nke", phi_n_d, L[k:k + block]).pow(2).sum(-1)
+                          for k in range(0, L.shape[0], block)], dim=1)
 
     def mean(self, phi_n_d: torch.Tensor) -> torch.Tensor:
         m = phi_n_d @ self.W_mean.T.to(phi_n_d.dtype)
