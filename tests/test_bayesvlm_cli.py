@@ -95,7 +95,7 @@ def _invoke(work: Path, *args: str, project: str = "p") -> tuple[int, str]:
         res = CliRunner().invoke(app, [*args, "-p", project], catch_exceptions=False)
     finally:
         os.chdir(old)
-    return res.exit_code, res.output
+    return res.exit_code, (res.stdout if "--json" in args else res.output)  # notes go to stderr
 
 
 def _project(vlm_home: Path, tmp_path: Path) -> Path:
