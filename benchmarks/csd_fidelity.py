@@ -30,6 +30,7 @@ from torch import nn
 
 from alkit.learners.csd import CSDConfig, CSDScorer
 from alkit.models.learner import MLPLearner
+from report_lines import emit  # benchmarks/report_lines.py (scripts run from benchmarks/)
 
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 
@@ -115,10 +116,7 @@ def main() -> None:
             lines.append(f"| {name} | {f('ratio_in')} / {f('ratio_ood')} | {f('spearman')} | {f('auroc_closed')} "
                          f"| {f('auroc_distilled')} | {m['x_closed'][0]:.2f} / {m['x_distilled'][0]:.2f} |")
             print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

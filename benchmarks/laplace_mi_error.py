@@ -29,6 +29,7 @@ from torch import nn
 from alkit.learners.laplace import LastLayerLaplace, _bald, fixed_eps
 from alkit.models.layers import layer_io
 from alkit.models.learner import MLPLearner
+from report_lines import emit  # benchmarks/report_lines.py (scripts run from benchmarks/)
 
 
 def setup(n_classes: int):
@@ -93,10 +94,7 @@ def main() -> None:
                 lines.append(f"| {C} | {S} | {f(err['iid'])} | {f(err['design'])} | {rho['iid']:.3f} / {rho['design']:.3f} "
                              f"| {ratio:.1f} |")
                 print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from report_lines import emit  # benchmarks/report_lines.py (scripts run from benchmarks/)
+
 CHILD = r"""
 import json, resource, sys, time
 import numpy as np, torch
@@ -48,10 +50,7 @@ def main() -> None:
             r = json.loads(out)
             lines.append(f"| {C} | {label} | {r['rss_mb']:.0f} | {r['cpu_s']:.2f} |")
             print(lines[-1], flush=True)
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    emit(lines, args.out)
 
 
 if __name__ == "__main__":
