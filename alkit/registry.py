@@ -55,13 +55,15 @@ SCORERS: dict[str, ScorerInfo] = {
     "laplace": ScorerInfo(
         "laplace",
         "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
-        "(options: epistemic=mi|trace, hessian=kfac|full)",
+        "(options: epistemic=mi|trace, hessian=kfac|full, mc_samples=16; cost vs a forward: mi ~4-5x at 16 "
+        "samples, ~12x at 64, trace ~1.5x)",
         _lazy("alkit.learners.laplace", "LaplaceLearner"),
         provides=frozenset({"posterior"}),
     ),
     "csd": ScorerInfo(
         "csd",
-        "post-hoc contextual similarity distillation of the last-layer kernel: Theta(x,x) - g(x,x)",
+        "post-hoc contextual similarity distillation of the last-layer kernel, its target scored in closed "
+        "form (~1.2-1.7x a forward; csd.solver=distilled trains g: ~1.5-2.6x)",
         _lazy("alkit.learners.csd", "CSDLearner"),
     ),
     "gradnorm": ScorerInfo(
