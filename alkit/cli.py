@@ -205,8 +205,6 @@ def run(
             scorer = "sklearn"
         if model_dir is not None and scorer is None:
             scorer = "bayesvlm"
-        if class_prompts is not None and (scorer or get_preset(strategy).default_scorer) != "bayesvlm":
-            raise ValueError("--class-prompts is the bayesvlm scorer's prompt template; use it with --model-dir")
         scorer_name = scorer or get_preset(strategy).default_scorer
         learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
         learner_options.update(parse(learner_class(scorer_name), scorer_name, opt or []))

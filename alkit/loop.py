@@ -213,7 +213,11 @@ class ActiveLoop:
         y = np.array([self.project.encode_label(v) for v in values])
         return keys, y
 
-    def _trainable(self, y: np.ndarray) -> bool:
+    def _trainable(self, plan: RunPlan, y: np.ndarray) -> bool:
+        """Whether the plan's learner can be fitted on labels ``y``: a zero-shot learner always,
+        others on 2+ labels (of 2+ classes)."""
+        if plan.zero_shot:
+            return True
         if len(y) < 2:
             return False
         return self.cfg.task == "regression" or len(np.unique(y)) >= 2
@@ -231,7 +235,7 @@ class ActiveLoop:
         n_scored = 0
         result_metrics: dict[str, float] = {}
         self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
-        if plan.zero_shot or self._trainable(y_lab):
+        if self._trainable(plan, y_lab):
             t0 = time.perf_counter()
             learner = plan.make_learner(self.input_spec())
             X_lab = self.features.take(keys_lab)
@@ -388,7 +392,7 @@ class ActiveLoop:
             CV_FOLDS, shuffle=True, random_state=seed % 2**32)
         hits, crps, n = 0.0, 0.0, 0
         for fold, (tr, va) in enumerate(splitter.split(X_lab, y_lab)):
-            if not self._trainable(y_lab[tr]) and not plan.zero_shot:
+            if not self._trainable(plan, y_lab[tr]):
                 return {}
             learner = plan.make_learner(self.input_spec())
             learner.fit(X_lab[tr], y_lab[tr], seed=_seed(seed, fold))
@@ -396,7 +400,7 @@ class ActiveLoop:
             if classification:
                 hits += metrics.accuracy(pred.probs_n_C.numpy(), y_lab[va]) * len(va)
             else:
-                crps += metrics.regression_metrics(pred.dist, pred.mean_n.numpy(), y_lab[va], None)["crps"] * len(va)
+                crps += metrics.crps(pred.dist, y_lab[va]) * len(va)
             n += len(va)
         return {"cv_accuracy": hits / n} if classification else {"cv_crps": crps / n}
 

@@ -63,7 +63,7 @@ SCORERS: dict[str, ScorerInfo] = {
     "csd": ScorerInfo(
         "csd",
         "post-hoc contextual similarity distillation of the last-layer kernel, its target scored in closed "
-        "form (~1.2-1.7x a forward; csd.solver=distilled trains g: ~1.5-2.6x)",
+        "form (~1.2-1.8x a forward; csd.solver=distilled trains g: ~1.5-3x)",
         _lazy("alkit.learners.csd", "CSDLearner"),
     ),
     "gradnorm": ScorerInfo(

@@ -71,7 +71,7 @@ def cycles_frame(store: Store) -> pl.DataFrame:
     """Every cycle with metrics: run_id, run, strategy (curve group), seed, n_labeled, cycle,
     timings, and one float column per metric."""
     runs = {r.id: r for r in store.runs()}
-    signals = {rid: store.signals(rid) for rid in runs}
+    signals = store.all_signals()
     rows = []
     for c in store.cycles():
         if not c.metrics:
@@ -79,7 +79,7 @@ def cycles_frame(store: Store) -> pl.DataFrame:
         r = runs[c.run_id]
         rows.append({"run_id": r.id, "run": r.name, "strategy": curve_label(r), "seed": r.seed,
                      "cycle": c.cycle, "n_labeled": c.n_labeled, "fit_s": c.fit_s,
-                     "eval_s": float(signals[r.id].get(c.cycle, {}).get("eval_s", 0.0)), "score_s": c.score_s,
+                     "eval_s": float(signals.get((r.id, c.cycle), {}).get("eval_s", 0.0)), "score_s": c.score_s,
                      "select_s": c.select_s, "n_scored": c.n_scored,
                      **{k: float(v) for k, v in c.metrics.items()}})
     if not rows:

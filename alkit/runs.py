@@ -71,6 +71,15 @@ class RunPlan:
     notes: list[str] = field(default_factory=list)  # what the plan chose that the request did not say
 
 
+# options with a command-line flag of their own that only one scorer takes: option -> (scorer, what it is)
+_OWNED = {
+    "head": ("vbll", "applies to the vbll scorer (its heads and covariance)"),
+    "cov": ("vbll", "applies to the vbll scorer (its heads and covariance)"),
+    "model_dir": ("bayesvlm", "is the bayesvlm scorer's model"),
+    "class_prompts": ("bayesvlm", "is the bayesvlm scorer's prompt template"),
+}
+
+
 def _name_part(key: str, value: Any) -> str:
     """An option as it appears in a curve name: a model directory by its folder name, a prompt
     template by a short hash (names stay short and free of spaces and slashes)."""
@@ -157,31 +166,17 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
                          f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
             acquisition = "epistemic"
     info = get_scorer(scorer)
-    model_dir = req.learner_options.get("model_dir")
-    if model_dir and scorer != "bayesvlm":
-        raise LoopError(f"--model-dir is the bayesvlm scorer's model; drop it or use --scorer bayesvlm, not {scorer!r}")
-    if scorer == "bayesvlm":
-        from alkit.models.dual_encoder_dir import ModelDirError, check_model_dir
-
-        if cfg.task != "classification":
-            raise LoopError("--scorer bayesvlm classifies among class prompts; this is a regression project")
-        if not model_dir:
-            raise LoopError("--scorer bayesvlm needs --model-dir DIR: a local CLIP or SigLIP directory written by "
-                            "save_pretrained (alkit never downloads one), or an alkit dual encoder")
-        if not cfg.image_col:
-            raise LoopError("--scorer bayesvlm reads the images: this project has no image column (make it with "
-                            "`alkit init DATA --image-col COL`)")
-        try:
-            check_model_dir(str(model_dir))
-        except ModelDirError as exc:
-            raise LoopError(str(exc)) from None
+    for option in sorted(set(req.learner_options) & set(_OWNED)):
+        owner, what = _OWNED[option]
+        if scorer != owner:
+            raise LoopError(f"--{option.replace('_', '-')} {what}; scorer {scorer!r} has no such option: drop it "
+                            f"or use --scorer {owner}")
+    if scorer == "bayesvlm" and not cfg.image_col:  # the rest of its checks are the learner's own (below)
+        raise LoopError("--scorer bayesvlm reads the images: this project has no image column (make it with "
+                        "`alkit init DATA --image-col COL`)")
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
-    vbll_only = sorted({"head", "cov"} & set(req.learner_options)) if scorer != "vbll" else []
-    if vbll_only:
-        raise LoopError(f"--{vbll_only[0]} applies to the vbll scorer (its heads and covariance), not to "
-                        f"{scorer!r}; drop it or use --scorer vbll")
     if req.learner_options.get("module"):
         from alkit.models.user_backbone import BackboneImportError, load_factory
 
@@ -223,6 +218,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
                             input=input_spec, **learner_options)
 
     name = preset.selector_for(cfg.task, req.batch_size)
+    features = _vlm_features(str(learner_options["model_dir"])) if scorer == "bayesvlm" else None
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
                    initial_selector, get_selector(name), name, stop_rules, zero_shot=info.zero_shot,
-                   features=_vlm_features(str(model_dir)) if scorer == "bayesvlm" else None, notes=notes)
+                   features=features, notes=notes)

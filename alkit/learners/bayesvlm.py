@@ -59,7 +59,7 @@ def pool_curvature(model: DualEncoderDir, prompts: PreProjection, sample_n_f: np
         return KronFactors.zeros(P.theta_D_q.shape[1], D), fit_kron_posterior(
             KronFactors.zeros(Q.theta_D_q.shape[1], D), Q)
     x = split_inputs(sample_n_f, P)
-    x = PreProjection(x.a_n_p.double(), None if x.offset_n_D is None else x.offset_n_D.double())
+    x = x.double()
     img = infonce_kfac(x, P, Q(prompts).double(), s)
     emb_n_D = P(x).detach()
     txt = KronFactors.zeros(Q.theta_D_q.shape[1], D)
@@ -76,8 +76,7 @@ def _prepared(model: DualEncoderDir, prompts: tuple[str, ...], sample_n_f: np.nd
                                                             digest_size=16).hexdigest()
     key = (id(model), prompts, digest)
     if key not in _CACHE:
-        text = model.text_inputs(list(prompts))
-        text = PreProjection(text.a_n_p.double(), None if text.offset_n_D is None else text.offset_n_D.double())
+        text = model.text_inputs(list(prompts)).double()
         _CACHE.clear()  # one run at a time in a process: keep only the latest
         _CACHE[key] = (text, *pool_curvature(model, text, sample_n_f))
     return _CACHE[key]

@@ -43,7 +43,7 @@ varphi, so the distillation target has a closed form exactly as cheap to score a
 factor and trains nothing; ``'distilled'`` trains g as the paper does.  Measured on the same models
 (benchmarks/results/csd_fidelity.md, 3 seeds): the distilled score is 5.3-5.8x the closed form on
 digits and ~23-25x on Fashion-MNIST (median ratio), Spearman 0.87 / 0.97, OOD AUROC 0.912 / 0.905
-against 0.961 / 0.911 for the closed form, at 2.6 / 1.5x a plain forward against 1.7 / 1.2x.  The
+against 0.961 / 0.911 for the closed form, at 3.0 / 1.5x a plain forward against 1.8 / 1.2x.  The
 distilled network stays for the 'mlp' x tower, whose kernel has no such closed form.
 
 Library use on any module::
@@ -73,12 +73,15 @@ XTower = Literal["features", "mlp"]
 Solver = Literal["closed", "distilled"]
 
 
+def ridge_cholesky(phi_lab_N_d: torch.Tensor, ridge: float) -> torch.Tensor:
+    """L with L L^T = Phi^T Phi + ridge I, float64 (d, d)."""
+    P = phi_lab_N_d.double()
+    return torch.linalg.cholesky(P.T @ P + ridge * torch.eye(P.shape[1], dtype=torch.float64))
+
+
 def ridge_variance(phi_lab_N_d: torch.Tensor, phi_q_n_d: torch.Tensor, ridge: float) -> torch.Tensor:
     """ridge * phi^T (Phi^T Phi + ridge I)^-1 phi per query (n,), float64 via Cholesky."""
-    P = phi_lab_N_d.double()
-    M = P.T @ P + ridge * torch.eye(P.shape[1], dtype=torch.float64)
-    Lc = torch.linalg.cholesky(M)
-    Z = torch.linalg.solve_triangular(Lc, phi_q_n_d.double().T, upper=False)
+    Z = torch.linalg.solve_triangular(ridge_cholesky(phi_lab_N_d, ridge), phi_q_n_d.double().T, upper=False)
     return ridge * (Z**2).sum(0)
 
 
@@ -210,9 +213,8 @@ class CSDScorer:
         if cfg.solver == "closed" and cfg.x_tower == "features":
             self = cls(feature_model, layer, CSDNet(v_lab.shape[1], cfg.hidden, cfg.x_tower).to(dtype), scale)
             self.ridge = cfg.ridge
-            v = v_lab.double() / math.sqrt(scale)
-            Lc = torch.linalg.cholesky(v.T @ v + cfg.ridge * torch.eye(v.shape[1], dtype=torch.float64))
-            eye = torch.eye(v.shape[1], dtype=torch.float64)
+            Lc = ridge_cholesky(v_lab.double() / math.sqrt(scale), cfg.ridge)
+            eye = torch.eye(Lc.shape[0], dtype=torch.float64)
             self.closed_factor_d_d = torch.linalg.solve_triangular(Lc, eye, upper=False).to(dtype)
             self.train_loss = 0.0
             return self

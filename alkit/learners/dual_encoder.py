@@ -113,6 +113,9 @@ class PreProjection:
     def subset(self, idx: Any) -> "PreProjection":
         return PreProjection(self.a_n_p[idx], None if self.offset_n_D is None else self.offset_n_D[idx])
 
+    def double(self) -> "PreProjection":
+        return PreProjection(self.a_n_p.double(), None if self.offset_n_D is None else self.offset_n_D.double())
+
 
 @dataclass
 class LinearProjection:
@@ -245,7 +248,7 @@ def _kfac(
     x: PreProjection, proj: LinearProjection, targets_T_D: torch.Tensor, ggn: Any, **kw: Any
 ) -> KronFactors:
     phi = proj.phi(x.a_n_p).double()
-    g = proj(PreProjection(x.a_n_p.double(), None if x.offset_n_D is None else x.offset_n_D.double()))
+    g = proj(x.double())
     return KronFactors(sym(phi.T @ phi), ggn(g, targets_T_D, reduce=True, **kw), phi.shape[0])
 
 
@@ -479,7 +482,7 @@ class BayesVLM:
         x: PreProjection, proj: LinearProjection, post: KronPosterior | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Mean (n, D), diagonal variance (n, D) and the Kronecker scale k (n,), float64."""
-        mu = proj(PreProjection(x.a_n_p.double(), None if x.offset_n_D is None else x.offset_n_D.double()))
+        mu = proj(x.double())
         if post is None:
             return mu, torch.zeros_like(mu), torch.zeros(len(x), dtype=torch.float64)
         k = post.scale_n(proj.phi(x.a_n_p.double()))

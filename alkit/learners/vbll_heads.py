@@ -23,9 +23,8 @@ ClassScore = Literal["mi", "logit_var"]
 
 WeightFn = Callable[[torch.Tensor], torch.Tensor]  # v_N_K (float64) -> w_N_K (float64)
 
-
-
 VARIANCE_BLOCK = 1 << 24  # elements of the per-block variance intermediate (64 MB in float32)
+
 
 class VariationalLinear(nn.Module):
     """q(W) for a K-output last layer: rows w_k ~ N(mu_k, S_k), prior N(0, s0 I).

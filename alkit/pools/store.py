@@ -318,11 +318,19 @@ class Store:
 
     def signals(self, run_id: int) -> dict[int, dict[str, Any]]:
         """cycle -> the signals recorded with it (empty for a store without the table)."""
+        return {c: d for (r, c), d in self._signals(CycleSignals.run_id == run_id).items()}
+
+    def all_signals(self) -> dict[tuple[int, int], dict[str, Any]]:
+        """(run id, cycle) -> the signals recorded with it, every run in one query."""
+        return self._signals(None)
+
+    def _signals(self, where: Any) -> dict[tuple[int, int], dict[str, Any]]:
         if not inspect(self.engine).has_table(CycleSignals.__tablename__):
             return {}
+        q = select(CycleSignals.run_id, CycleSignals.cycle, CycleSignals.data)
         with self.session() as s:
-            rows = s.execute(select(CycleSignals.cycle, CycleSignals.data).where(CycleSignals.run_id == run_id))
-            return {int(c): dict(d) for c, d in rows}
+            rows = s.execute(q if where is None else q.where(where))
+            return {(int(r), int(c)): dict(d) for r, c, d in rows}
 
     def stop_run(self, run_id: int, stopped: dict[str, Any]) -> None:
         """Mark a run stopped by a rule; ``stopped`` (rule, why, cycle) goes into its config."""
