@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +29,7 @@ from torch import nn
 
 from alkit.learners.csd import CSDConfig, CSDScorer
 from alkit.models.learner import MLPLearner
-from report_lines import emit  # benchmarks/report_lines.py (scripts run from benchmarks/)
+from bench_common import cpu_medians, emit, mean_std  # benchmarks/bench_common.py
 
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 
@@ -62,12 +61,6 @@ def fashion(seed: int):
     return Xtr[tr], ytr[tr], Xte[ins], Xte[out]
 
 
-def cpu(fn):
-    t = time.thread_time()
-    out = fn()
-    return out, time.thread_time() - t
-
-
 def run(name: str, seed: int) -> dict[str, float]:
     Xtr, ytr, Xin, Xood = (digits if name == "digits" else fashion)(seed)
     base = MLPLearner("classification", 5)
@@ -80,15 +73,12 @@ def run(name: str, seed: int) -> dict[str, float]:
     X = torch.as_tensor(pool)
     with torch.no_grad():
         feats = closed.kernel_features(X)
-        times = {"forward": [], "closed": [], "distilled": []}
-        for _ in range(3):  # interleaved, median
-            times["forward"].append(cpu(lambda: model(X))[1])
-            times["closed"].append(cpu(lambda: closed.score_features(closed.kernel_features(X)))[1])
-            times["distilled"].append(cpu(lambda: distilled.score_features(distilled.kernel_features(X)))[1])
+        med = cpu_medians({"forward": lambda: model(X),
+                           "closed": lambda: closed.score_features(closed.kernel_features(X)),
+                           "distilled": lambda: distilled.score_features(distilled.kernel_features(X))})
     c, d = closed.score_features(feats).double().numpy(), distilled.score_features(feats).double().numpy()
     ratio = d / np.maximum(c, 1e-12)
     n_in = len(Xin)
-    med = {k: float(np.median(v)) for k, v in times.items()}
     return {
         "ratio_in": float(np.median(ratio[:n_in])), "ratio_ood": float(np.median(ratio[n_in:])),
         "spearman": float(spearmanr(c, d)[0]),
@@ -111,10 +101,10 @@ def main() -> None:
     with threadpool_limits(1):
         for name in args.data.split(","):
             rows = [run(name, s) for s in seeds]
-            m = {k: (np.mean([r[k] for r in rows]), np.std([r[k] for r in rows])) for k in rows[0]}
-            f = lambda k: f"{m[k][0]:.3f} ± {m[k][1]:.3f}"  # noqa: E731
+            f = lambda k: mean_std([r[k] for r in rows])  # noqa: E731
+            x = lambda k: f"{np.mean([r[k] for r in rows]):.2f}"  # noqa: E731
             lines.append(f"| {name} | {f('ratio_in')} / {f('ratio_ood')} | {f('spearman')} | {f('auroc_closed')} "
-                         f"| {f('auroc_distilled')} | {m['x_closed'][0]:.2f} / {m['x_distilled'][0]:.2f} |")
+                         f"| {f('auroc_distilled')} | {x('x_closed')} / {x('x_distilled')} |")
             print(lines[-1], flush=True)
     emit(lines, args.out)
 

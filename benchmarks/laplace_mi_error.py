@@ -16,7 +16,6 @@ KFAC last-layer Laplace; items: 1,000 other digits.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +28,7 @@ from torch import nn
 from alkit.learners.laplace import LastLayerLaplace, _bald, fixed_eps
 from alkit.models.layers import layer_io
 from alkit.models.learner import MLPLearner
-from report_lines import emit  # benchmarks/report_lines.py (scripts run from benchmarks/)
+from bench_common import cpu_medians, emit, mean_std  # benchmarks/bench_common.py
 
 
 def setup(n_classes: int):
@@ -80,17 +79,10 @@ def main() -> None:
                         err[k].append(float((est - ref).abs().sum() / ref.sum()))
                         rho[k] = float(spearmanr(est.numpy(), ref.numpy())[0])
                 lap.mc_samples = S
-                fwd, sc = [], []
                 with torch.no_grad():
-                    for _ in range(3):
-                        t = time.thread_time()
-                        model(Xev)
-                        fwd.append(time.thread_time() - t)
-                        t = time.thread_time()
-                        lap.predict(Xev)
-                        sc.append(time.thread_time() - t)
-                ratio = float(np.median(sc) / np.median(fwd))
-                f = lambda v: f"{np.mean(v):.3f} ± {np.std(v):.3f}"  # noqa: E731
+                    med = cpu_medians({"forward": lambda: model(Xev), "scoring": lambda: lap.predict(Xev)})
+                ratio = med["scoring"] / med["forward"]
+                f = mean_std
                 lines.append(f"| {C} | {S} | {f(err['iid'])} | {f(err['design'])} | {rho['iid']:.3f} / {rho['design']:.3f} "
                              f"| {ratio:.1f} |")
                 print(lines[-1], flush=True)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from report_lines import emit  # benchmarks/report_lines.py (scripts run from benchmarks/)
+from bench_common import emit  # benchmarks/bench_common.py
 
 CHILD = r"""
 import json, resource, sys, time
