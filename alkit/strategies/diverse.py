@@ -34,7 +34,6 @@ gain is not real; exact duplicates of picked items are held back until nothing e
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -118,7 +117,12 @@ def _duplicate_groups(phi_n_d: np.ndarray) -> np.ndarray:
 
 _TIE_REL = 1e-9  # lazy top-two gains closer than this (relative) are settled in the reference arithmetic
 _TIE_ABS = 1e-15  # ... or closer than this (absolute): the decision-flip gain's own rounding is ~1e-16
-_REFRESH = 16  # stale candidates the lazy greedy brings up to date per matrix product
+_REFRESH = 32  # stale candidates the lazy greedy first brings up to date per matrix product
+
+
+def _tie(g: float) -> float:
+    """How close two gains near g may be before the reference's own arithmetic has to decide."""
+    return _TIE_REL * abs(g) + _TIE_ABS
 
 
 class DiverseStrategy:
@@ -444,10 +448,10 @@ class _LazyGreedy:
     """Lazy greedy (Minoux) for gains that only shrink as picks are added, same picks as the full update.
 
     Each candidate keeps its variances as of the pick it was last brought up to date at (its stamp)
-    and its gain then, an upper bound on its gain now.  A step brings the top of a heap of bounds up
-    to date (``_REFRESH`` at a time: one product with the picks' factors u_s = S_s x_s since the
-    oldest stamp, Var_t(x) = Var_s(x) - sum (x^T u_s)^2 / den_s) until the top is current and every
-    other group's bound is below it by more than a relative ``_TIE_REL``; so the pick is the full
+    and its gain then, an upper bound on its gain now.  A step brings the highest stale bounds up to
+    date (``_REFRESH`` at first, doubling; one product with the picks' factors u_s = S_s x_s since
+    the oldest stamp, Var_t(x) = Var_s(x) - sum (x^T u_s)^2 / den_s) until no stale bound reaches
+    the best current gain and every other current gain is below it by more than ``_tie``; so the pick is the full
     update's argmax, whose arithmetic differs from this one only in the last bits.  Where the top two
     current gains are closer than that, the step is a full re-score in the reference's own
     arithmetic (``_FullUpdate``, replayed over the picks since the last re-score), and its argmax is
@@ -479,8 +483,6 @@ class _LazyGreedy:
         self._picked_n = np.zeros(n, dtype=bool)
         self._held_n = np.zeros(n, dtype=bool)
         self._release = False  # True once only duplicates of picks are left: they compete too
-        self._heap: list[tuple[float, int]] = [(-g, i) for i, g in enumerate(self._bound_n.tolist())]
-        heapq.heapify(self._heap)
         self._make_full, self._full, self._applied = make_full, None, 0
         order = np.empty(b, dtype=np.int64)
         gains = np.empty(b, dtype=np.float64)
@@ -492,29 +494,6 @@ class _LazyGreedy:
             if t < b - 1:
                 self._condition(t, j)
         return order, gains
-
-    def _eligible(self, i: int) -> bool:
-        return not self._picked_n[i] and (self._release or not self._held_n[i])
-
-    def _top(self) -> int | None:
-        """The index at the top of the heap among eligible candidates (ineligible ones are dropped)."""
-        heap = self._heap
-        while heap and not self._eligible(heap[0][1]):
-            heapq.heappop(heap)
-        return heap[0][1] if heap else None
-
-    def _refresh_top(self, t: int) -> None:
-        """Bring the top stale candidates (up to ``_REFRESH``) up to date and put them back."""
-        taken: list[tuple[float, int]] = []
-        stale: list[int] = []
-        while len(stale) < _REFRESH and self._top() is not None:
-            entry = heapq.heappop(self._heap)
-            taken.append(entry)
-            if self._stamp_n[entry[1]] != t:
-                stale.append(entry[1])
-        self._refresh(np.array(stale, dtype=np.int64), t)
-        for _, i in taken:
-            heapq.heappush(self._heap, (-self._bound_n[i], i))
 
     def _refresh(self, idx: np.ndarray, t: int) -> None:
         if idx.size == 0:
@@ -535,26 +514,26 @@ class _LazyGreedy:
         """Step t's pick and its gain."""
         if not self._release and (self._picked_n | self._held_n).all():
             self._release = True  # only duplicates of picks are left: they compete now
-            rest = np.flatnonzero(~self._picked_n)
-            self._heap = [(-g, i) for g, i in zip(self._bound_n[rest].tolist(), rest.tolist())]
-            heapq.heapify(self._heap)
-        while True:
-            lead = self._top()
-            if self._stamp_n[lead] != t:
-                self._refresh_top(t)
-                continue
-            g = float(self._bound_n[lead])
-            heapq.heappop(self._heap)
-            nxt = self._top()
-            clear = nxt is None or self._bound_n[nxt] < g - (_TIE_REL * abs(g) + _TIE_ABS)
-            if not clear and self._stamp_n[nxt] != t:
-                self._refresh_top(t)
-                heapq.heappush(self._heap, (-g, lead))
-                continue
-            if not clear:  # a near tie of current gains: the reference's own arithmetic decides
-                heapq.heappush(self._heap, (-g, lead))
-                return self._rescore(t, order)
-            return lead, g
+        avail_n = ~self._picked_n if self._release else ~(self._picked_n | self._held_n)
+        r = _REFRESH
+        while True:  # bring up to date every stale bound that could reach the best current gain
+            fresh_n = self._stamp_n == t
+            best = float(np.max(self._bound_n, where=avail_n & fresh_n, initial=-np.inf))
+            level = best - _tie(best) if np.isfinite(best) else -np.inf
+            stale = np.flatnonzero(avail_n & ~fresh_n & (self._bound_n >= level))
+            if stale.size == 0:
+                break
+            if stale.size > r:  # the highest r bounds first; r doubles while many remain
+                stale = stale[np.argpartition(-self._bound_n[stale], r - 1)[:r]]
+            self._refresh(stale, t)
+            r *= 2
+        key_n = np.where(avail_n, self._bound_n, -np.inf)
+        lead = int(np.argmax(key_n))
+        g = float(key_n[lead])
+        key_n[lead] = -np.inf
+        if float(key_n.max()) >= g - _tie(g):  # a near tie of current gains: the reference decides
+            return self._rescore(t, order)
+        return lead, g
 
     def _rescore(self, t: int, order: np.ndarray) -> tuple[int, float]:
         """The full update's pick at step t: its recursion replayed over the picks since the last
@@ -570,8 +549,6 @@ class _LazyGreedy:
         self._var_n_G = self._full.variances_n_G()
         self._stamp_n[:] = t
         self._bound_n = gain_n.copy()
-        self._heap = [(-g, i) for i, g in enumerate(gain_n.tolist()) if self._eligible(i)]
-        heapq.heapify(self._heap)
         self.n_rescored += 1
         return j, float(gain_n[j])
 
