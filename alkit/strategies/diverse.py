@@ -8,8 +8,11 @@ of labels carries about the weights is (uq-math.md section 9)
 which needs no labels.  By the chain rule the greedy gain of x after B is
 sum_k 1/2 log(1 + v_{k,B}(x)/sigma_k^2), with v_{k,B} the variance conditioned on B, so the
 picks' gains add up to the batch log-determinant exactly; the objective is monotone submodular,
-so greedy is within (1 - 1/e) of the best batch.  One pick costs O(N d + d^2) per distinct output
-(rank-1 update of the conditioned covariance and of every candidate's variance), in float64.
+so greedy is within (1 - 1/e) of the best batch.  The full update costs O(N d + d^2) per pick and
+distinct output (rank-1 update of the conditioned covariance and of every candidate's variance), in
+float64.  Since these gains only shrink as picks are added, the default is lazy greedy (Minoux):
+only the candidates whose stale gain could still be the best are brought up to date, with the
+same picks (see _LazyGreedy; benchmarks/results/select_scale.md for the saving).
 
 Kronecker posteriors (cov_k = scale_k * S) only differ per output through sigma_k^2 / scale_k,
 so outputs sharing that ratio share one recursion (weighted by their count).
@@ -40,6 +43,7 @@ from typing import Protocol
 
 import numpy as np
 import torch
+from threadpoolctl import threadpool_limits
 
 from alkit.strategies._common import check_batch, require_embedding, scores_or_zeros
 from alkit.types import Candidates, GaussianLastLayer, Selection, SelectionContext
@@ -154,7 +158,8 @@ class DiverseStrategy:
         else:
             make_full, lazy = _homoscedastic_paths(emb_n_d, post)
         if self.lazy and lazy is not None:
-            order, gains = lazy.run(b, make_full)
+            with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
+                order, gains = lazy.run(b, make_full)
         else:
             order, gains = _full_greedy(make_full(), b)
         scores_n = scores_or_zeros(candidates)
