@@ -8,8 +8,11 @@ of labels carries about the weights is (uq-math.md section 9)
 which needs no labels.  By the chain rule the greedy gain of x after B is
 sum_k 1/2 log(1 + v_{k,B}(x)/sigma_k^2), with v_{k,B} the variance conditioned on B, so the
 picks' gains add up to the batch log-determinant exactly; the objective is monotone submodular,
-so greedy is within (1 - 1/e) of the best batch.  One pick costs O(N d + d^2) per distinct output
-(rank-1 update of the conditioned covariance and of every candidate's variance), in float64.
+so greedy is within (1 - 1/e) of the best batch.  The full update costs O(N d + d^2) per pick and
+distinct output (rank-1 update of the conditioned covariance and of every candidate's variance), in
+float64.  Since these gains only shrink as picks are added, the default is lazy greedy (Minoux):
+only the candidates whose stale gain could still be the best are brought up to date, with the
+same picks (see _LazyGreedy; benchmarks/results/select_scale.md for the saving).
 
 Kronecker posteriors (cov_k = scale_k * S) only differ per output through sigma_k^2 / scale_k,
 so outputs sharing that ratio share one recursion (weighted by their count).
@@ -34,7 +37,13 @@ gain is not real; exact duplicates of picked items are held back until nothing e
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
 
 from alkit.strategies._common import check_batch, require_embedding, scores_or_zeros
 from alkit.types import Candidates, GaussianLastLayer, Selection, SelectionContext
@@ -110,132 +119,222 @@ def _duplicate_groups(phi_n_d: np.ndarray) -> np.ndarray:
     return inverse.reshape(-1)
 
 
+_TIE_REL = 1e-9  # lazy top-two gains closer than this (relative) are settled in the reference arithmetic
+_TIE_ABS = 1e-15  # ... or closer than this (absolute): the decision-flip gain's own rounding is ~1e-16
+_REFRESH = 32  # stale candidates the lazy greedy first brings up to date per matrix product
+
+
+def _tie(g: float) -> float:
+    """How close two gains near g may be before the reference's own arithmetic has to decide."""
+    return _TIE_REL * abs(g) + _TIE_ABS
+
+
 class DiverseStrategy:
     """Greedy batch mutual information on the top-m candidates (label-free, exact gains).
 
     Utilities are the gains (nats); they sum to I(y_B; w).  Without ``ctx.posterior`` the prior
-    is isotropic (S = I, sigma^2 = 1, no bias feature): a pure feature-space diversity rule."""
+    is isotropic (S = I, sigma^2 = 1, no bias feature): a pure feature-space diversity rule.
+
+    ``lazy`` (default): lazy greedy (Minoux) wherever the gains can only shrink as picks are added
+    (batch information, batch BALD, decision-bald, decision-flip), with the same picks as the
+    full-update greedy (``lazy=False``, kept as the reference); EPIG and decision-risk gains are not
+    monotone and always take the full update."""
 
     name = "diverse"
     candidate_source = "topm"
     needs_model = True
+
+    def __init__(self, lazy: bool = True) -> None:
+        self.lazy = lazy
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         b = check_batch(batch_size, candidates)
         emb_n_d = require_embedding(candidates, self.name)
         post = ctx.posterior
         if post is not None and "decision_sign_n_K" in candidates.extras and _joint_fits(post, candidates):
-            order, gains = _greedy_decision(candidates, emb_n_d, post, b)
-            scores_n = scores_or_zeros(candidates)
-            return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
-        if post is not None and "noise_n_K" in candidates.extras:
-            order, gains = _greedy_heteroscedastic(candidates, emb_n_d, post, b)
-            scores_n = scores_or_zeros(candidates)
-            return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
-        if post is not None and post.bias_feature:
-            phi_n_d = np.concatenate([emb_n_d, np.ones((emb_n_d.shape[0], 1))], axis=1)
+            make_full, lazy = _decision_paths(candidates, emb_n_d, post)
+        elif post is not None and "noise_n_K" in candidates.extras:
+            make_full, lazy = _heteroscedastic_paths(candidates, emb_n_d, post)
         else:
-            phi_n_d = emb_n_d
-        n, d = phi_n_d.shape
-        cov_G_d_d, noise_G, weight_G = posterior_groups(post, d)
-
-        var_G_n = np.empty((cov_G_d_d.shape[0], n))
-        for lo in range(0, n, _ROWS):
-            blk = phi_n_d[lo : lo + _ROWS]
-            var_G_n[:, lo : lo + _ROWS] = np.einsum("nd,gde,ne->gn", blk, cov_G_d_d, blk, optimize=True)
-        np.maximum(var_G_n, 0.0, out=var_G_n)
-        cond_G_d_d = cov_G_d_d.copy()
-        half_w_G = 0.5 * weight_G
-
-        dup_n = _duplicate_groups(phi_n_d)
-        picked_n = np.zeros(n, dtype=bool)
-        held_n = np.zeros(n, dtype=bool)  # exact duplicates of a picked item
-        order = np.empty(b, dtype=np.int64)
-        gains = np.empty(b, dtype=np.float64)
-        for t in range(b):
-            gain_n = half_w_G @ np.log1p(var_G_n / noise_G[:, None])
-            gain_n[picked_n | held_n] = -np.inf
-            j = int(np.argmax(gain_n))
-            if gain_n[j] == -np.inf:  # only duplicates of picks remain: take their true gain
-                gain_n = half_w_G @ np.log1p(var_G_n / noise_G[:, None])
-                gain_n[picked_n] = -np.inf
-                j = int(np.argmax(gain_n))
-            order[t], gains[t] = j, gain_n[j]
-            picked_n[j] = True
-            held_n |= dup_n == dup_n[j]
-            if t == b - 1 or cond_G_d_d.shape[0] == 0:
-                continue
-            u_G_d = cond_G_d_d @ phi_n_d[j]
-            den_G = noise_G + var_G_n[:, j]
-            c_n_G = phi_n_d @ u_G_d.T
-            var_G_n -= (c_n_G.T ** 2) / den_G[:, None]
-            np.maximum(var_G_n, 0.0, out=var_G_n)
-            cond_G_d_d -= np.einsum("gd,ge->gde", u_G_d, u_G_d) / den_G[:, None, None]
+            make_full, lazy = _homoscedastic_paths(emb_n_d, post)
+        if self.lazy and lazy is not None:
+            with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
+                order, gains = lazy.run(b, make_full)
+        else:
+            order, gains = _full_greedy(make_full(), b)
         scores_n = scores_or_zeros(candidates)
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
 
 
-def _pick(gain_n, picked, held, dup_n) -> int:  # noqa: ANN001 - torch tensors, imported lazily
+# ---------------------------------------------------------------- the full-update greedy (reference)
+
+class _FullUpdate(Protocol):
+    """One code path's exact recursion: every candidate's gain is updated after every pick."""
+
+    dup_n: np.ndarray
+
+    def gains(self) -> np.ndarray: ...  # (n,) float64 under the picks applied so far
+
+    def update(self, j: int) -> None: ...  # condition every candidate on pick j
+
+    def variances_n_G(self) -> np.ndarray: ...  # the conditioned variances, (n, G)
+
+
+def _best(gain_n: np.ndarray, picked_n: np.ndarray, held_n: np.ndarray) -> int:
     """The best unpicked item that is not an exact duplicate of a pick (if only duplicates remain,
-    the best of them, at its true gain); marks it picked and its duplicates held, in place."""
-    import torch
-
-    masked = gain_n.masked_fill(picked | held, -torch.inf)
-    if bool(torch.isinf(masked).all()):
-        masked = gain_n.masked_fill(picked, -torch.inf)
-    j = int(torch.argmax(masked))
-    picked[j] = True
-    held |= dup_n == dup_n[j]
-    return j
+    the best of them, at its true gain); argmax takes the first index of a tie."""
+    masked = np.where(picked_n | held_n, -np.inf, gain_n)
+    if np.isneginf(masked).all():
+        masked = np.where(picked_n, -np.inf, gain_n)
+    return int(np.argmax(masked))
 
 
-def _greedy_heteroscedastic(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer,
-                            b: int) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy batch BALD (or batch EPIG with a target set) with per-item noise r_ik, float64.
+def _full_greedy(full: _FullUpdate, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy with every candidate's gain recomputed after every pick: O(n d) per pick and output."""
+    n = full.dup_n.shape[0]
+    picked_n = np.zeros(n, dtype=bool)
+    held_n = np.zeros(n, dtype=bool)  # exact duplicates of a picked item
+    order = np.empty(b, dtype=np.int64)
+    gains = np.empty(b, dtype=np.float64)
+    for t in range(b):
+        gain_n = full.gains()
+        j = _best(gain_n, picked_n, held_n)
+        order[t], gains[t] = j, gain_n[j]
+        picked_n[j] = True
+        held_n |= full.dup_n == full.dup_n[j]
+        if t < b - 1:
+            full.update(j)
+    return order, gains
+
+
+def _initial_var_G_n(phi_n_d: np.ndarray, cov_G_d_d: np.ndarray) -> np.ndarray:
+    var_G_n = np.empty((cov_G_d_d.shape[0], phi_n_d.shape[0]))
+    for lo in range(0, phi_n_d.shape[0], _ROWS):
+        blk = phi_n_d[lo : lo + _ROWS]
+        var_G_n[:, lo : lo + _ROWS] = np.einsum("nd,gde,ne->gn", blk, cov_G_d_d, blk, optimize=True)
+    return np.maximum(var_G_n, 0.0)
+
+
+class _HomoscedasticFull:
+    """Batch information with shared noise per group: rank-1 update of each group's covariance."""
+
+    def __init__(self, phi_n_d: np.ndarray, cov_G_d_d: np.ndarray, noise_G: np.ndarray,
+                 weight_G: np.ndarray, dup_n: np.ndarray) -> None:
+        self.phi_n_d, self.noise_G, self.dup_n = phi_n_d, noise_G, dup_n
+        self.var_G_n = _initial_var_G_n(phi_n_d, cov_G_d_d)
+        self.cond_G_d_d = cov_G_d_d.copy()
+        self.half_w_G = 0.5 * weight_G
+
+    def gains(self) -> np.ndarray:
+        return self.half_w_G @ np.log1p(self.var_G_n / self.noise_G[:, None])
+
+    def update(self, j: int) -> None:
+        if self.cond_G_d_d.shape[0] == 0:
+            return
+        u_G_d = self.cond_G_d_d @ self.phi_n_d[j]
+        den_G = self.noise_G + self.var_G_n[:, j]
+        c_n_G = self.phi_n_d @ u_G_d.T
+        self.var_G_n -= (c_n_G.T ** 2) / den_G[:, None]
+        np.maximum(self.var_G_n, 0.0, out=self.var_G_n)
+        self.cond_G_d_d -= np.einsum("gd,ge->gde", u_G_d, u_G_d) / den_G[:, None, None]
+
+    def variances_n_G(self) -> np.ndarray:
+        return self.var_G_n.T.copy()
+
+
+def _homoscedastic_paths(emb_n_d: np.ndarray, post: GaussianLastLayer | None
+                         ) -> tuple[Callable[[], _FullUpdate], _LazyGreedy | None]:
+    if post is not None and post.bias_feature:
+        phi_n_d = np.concatenate([emb_n_d, np.ones((emb_n_d.shape[0], 1))], axis=1)
+    else:
+        phi_n_d = emb_n_d
+    cov_G_d_d, noise_G, weight_G = posterior_groups(post, phi_n_d.shape[1])
+    dup_n = _duplicate_groups(phi_n_d)
+
+    def make_full() -> _FullUpdate:
+        return _HomoscedasticFull(phi_n_d, cov_G_d_d, noise_G, weight_G, dup_n)
+
+    if cov_G_d_d.shape[0] == 0:  # no output carries information: every gain is 0
+        return make_full, None
+    half_w_G = 0.5 * weight_G
+    return make_full, _LazyGreedy(
+        rows=lambda idx: phi_n_d[idx],
+        var_n_G=_initial_var_G_n(phi_n_d, cov_G_d_d).T.copy(),
+        prior_times=lambda x_p: cov_G_d_d @ x_p,
+        pick_noise=lambda j: noise_G,
+        gain=lambda var_r_G, idx: np.log1p(var_r_G / noise_G) @ half_w_G,
+        dup_n=dup_n,
+    )
+
+
+class _HeteroscedasticFull:
+    """Batch BALD (or batch EPIG with a target set) with per-item noise r_ik, float64.
 
     Gains: BALD 1/2 sum_k log(1 + v_ik / r_ik); EPIG the closed form of alkit/acquisition/epig.py
-    with every variance and candidate-target covariance conditioned on the picks so far.
-    """
-    from alkit.posterior import EPIGTargets, OutputCovariance, gaussian_information_n
+    with every variance and candidate-target covariance conditioned on the picks so far."""
 
-    import torch
+    def __init__(self, noise_n_K: torch.Tensor, phi: torch.Tensor, S_K_d_d: torch.Tensor,
+                 var_n_K: torch.Tensor, targets: object, dup_n: np.ndarray) -> None:
+        from alkit.posterior import EPIGTargets
+
+        self.noise_n_K, self.phi, self.S_K_d_d, self.var_n_K, self.dup_n = noise_n_K, phi, S_K_d_d, var_n_K, dup_n
+        self.epig = isinstance(targets, EPIGTargets) and targets.cross_G_d_M is not None
+        if self.epig:
+            self.c_n_K_M = targets.cov.covariance_n_K_m(phi, targets.cross_G_d_M)
+            self.var_M_K = targets.var_M_K.clone()
+            self.noise_M_K = targets.noise_M_K
+
+    def gains(self) -> np.ndarray:
+        from alkit.posterior import gaussian_information_n
+
+        if self.epig:
+            gain_n = gaussian_information_n(self.c_n_K_M, self.var_n_K + self.noise_n_K, self.var_M_K + self.noise_M_K)
+        else:
+            gain_n = 0.5 * torch.log1p(self.var_n_K / self.noise_n_K).sum(1)
+        return gain_n.numpy()
+
+    def update(self, j: int) -> None:
+        phi, noise_n_K = self.phi, self.noise_n_K
+        u_K_d = torch.einsum("kde,e->kd", self.S_K_d_d, phi[j])
+        den_K = self.var_n_K[j] + noise_n_K[j]
+        c_n_K = phi @ u_K_d.T  # Cov(z_k(x_i), z_k(x_j)) under the current conditioning
+        self.var_n_K = (self.var_n_K - c_n_K.square() / den_K).clamp_min(0.0)
+        self.S_K_d_d = self.S_K_d_d - torch.einsum("kd,ke->kde", u_K_d, u_K_d) / den_K[:, None, None]
+        if self.epig:
+            c_j_K_M = self.c_n_K_M[j].clone()
+            self.c_n_K_M = self.c_n_K_M - c_n_K[:, :, None] * c_j_K_M[None] / den_K[None, :, None]
+            self.var_M_K = (self.var_M_K - (c_j_K_M.square() / den_K[:, None]).T).clamp_min(0.0)
+
+    def variances_n_G(self) -> np.ndarray:
+        return self.var_n_K.numpy().copy()
+
+
+def _heteroscedastic_paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer
+                           ) -> tuple[Callable[[], _FullUpdate], _LazyGreedy | None]:
+    from alkit.posterior import EPIGTargets, OutputCovariance
 
     noise_n_K = torch.as_tensor(np.asarray(candidates.extras["noise_n_K"]), dtype=torch.float64)
-    n, K = noise_n_K.shape
-    cov = OutputCovariance.of(post, K)
+    cov = OutputCovariance.of(post, noise_n_K.shape[1])
     phi = cov.features(torch.as_tensor(emb_n_d))
     S_K_d_d = cov.cov_G_d_d[cov.group_K] * cov.scale_K[:, None, None]  # each output conditions on its own
     var_n_K = cov.variance_n_K(phi)
     targets = candidates.targets
-    epig = isinstance(targets, EPIGTargets) and targets.cross_G_d_M is not None
-    if epig:
-        c_n_K_M = targets.cov.covariance_n_K_m(phi, targets.cross_G_d_M)
-        var_M_K = targets.var_M_K.clone()
-        noise_M_K = targets.noise_M_K
-    dup_n = torch.as_tensor(_duplicate_groups(phi.numpy()))
-    picked = torch.zeros(n, dtype=torch.bool)
-    held = torch.zeros(n, dtype=torch.bool)
-    order = np.empty(b, dtype=np.int64)
-    gains = np.empty(b, dtype=np.float64)
-    for t in range(b):
-        if epig:
-            gain_n = gaussian_information_n(c_n_K_M, var_n_K + noise_n_K, var_M_K + noise_M_K)
-        else:
-            gain_n = 0.5 * torch.log1p(var_n_K / noise_n_K).sum(1)
-        j = _pick(gain_n, picked, held, dup_n)
-        order[t], gains[t] = j, float(gain_n[j])
-        if t == b - 1:
-            break
-        u_K_d = torch.einsum("kde,e->kd", S_K_d_d, phi[j])
-        den_K = var_n_K[j] + noise_n_K[j]
-        c_n_K = phi @ u_K_d.T  # Cov(z_k(x_i), z_k(x_j)) under the current conditioning
-        var_n_K = (var_n_K - c_n_K.square() / den_K).clamp_min(0.0)
-        S_K_d_d = S_K_d_d - torch.einsum("kd,ke->kde", u_K_d, u_K_d) / den_K[:, None, None]
-        if epig:
-            c_j_K_M = c_n_K_M[j].clone()
-            c_n_K_M = c_n_K_M - c_n_K[:, :, None] * c_j_K_M[None] / den_K[None, :, None]
-            var_M_K = (var_M_K - (c_j_K_M.square() / den_K[:, None]).T).clamp_min(0.0)
-    return order, gains
+    dup_n = _duplicate_groups(phi.numpy())
+
+    def make_full() -> _FullUpdate:
+        return _HeteroscedasticFull(noise_n_K, phi, S_K_d_d, var_n_K, targets, dup_n)
+
+    if isinstance(targets, EPIGTargets) and targets.cross_G_d_M is not None:
+        return make_full, None  # greedy EPIG: a gain can grow as picks are added
+    phi_n_d, S_np, noise_np = phi.numpy(), S_K_d_d.numpy(), noise_n_K.numpy()
+    return make_full, _LazyGreedy(
+        rows=lambda idx: phi_n_d[idx],
+        var_n_G=var_n_K.numpy().copy(),
+        prior_times=lambda x_p: S_np @ x_p,
+        pick_noise=lambda j: noise_np[j],
+        gain=lambda var_r_K, idx: 0.5 * np.log1p(var_r_K / noise_np[idx]).sum(1),
+        dup_n=dup_n,
+    )
 
 
 _JOINT_MAX = 4096  # K * d of the joint weight space the decision greedy holds as a dense matrix
@@ -247,15 +346,68 @@ def _joint_fits(post: GaussianLastLayer, candidates: Candidates) -> bool:
     return sign.shape[1] * d <= _JOINT_MAX
 
 
-def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer,
-                     b: int) -> tuple[np.ndarray, np.ndarray]:
+class _DecisionFull:
     """Greedy batch EPIG about the targets' top-two decisions (for ``decision-risk``: the expected
     reduction of their decision risk after the whole batch; without targets, ``decision-bald``: the
     information about the picks' own decisions, ``decision-flip``: the probability that an item's
     decision flips, expected after the labels of the picks so far), exact in the joint weight space."""
-    import torch
 
-    from alkit.posterior import OutputCovariance, expected_risk, risk_reduction_n
+    def __init__(self, sign_n_K: torch.Tensor, noise_n: torch.Tensor, margin_n: torch.Tensor | None,
+                 phi: torch.Tensor, S_K_d_d: torch.Tensor, cov: object, targets: object, dup_n: np.ndarray) -> None:
+        n, K = sign_n_K.shape
+        d = phi.shape[1]
+        t = targets
+        self.noise_n, self.margin_n, self.dup_n = noise_n, margin_n, dup_n
+        self.Sigma = torch.block_diag(*S_K_d_d)  # (K d, K d): classes independent before any pick
+        self.G_n_Kd = (sign_n_K[:, :, None] * phi[:, None, :]).reshape(n, K * d)
+        self.var_f = (self.G_n_Kd @ self.Sigma * self.G_n_Kd).sum(1)
+        self.var_f0 = self.var_f.clone()
+        self.own = t is None or t.decision_sign_M_K is None  # decision-bald / -flip: about the picks' own decisions
+        self.t = t
+        if not self.own:
+            s_t = t.decision_sign_M_K
+            # Sigma g*_j from the prepared factors: block k is s*_jk scale_k S_g(k) phi*_j
+            U_M_Kd = (s_t.T[:, None, :] * t.cross_G_d_M[cov.group_K] * cov.scale_K[:, None, None]).permute(2, 0, 1)
+            U_M_Kd = U_M_Kd.reshape(-1, K * d)
+            self.c_n_M = self.G_n_Kd @ U_M_Kd.T
+            self.var_t = (s_t.square() * t.var_M_K).sum(1)
+            self.risk = t.objective == "risk" and t.decision_margin_M is not None
+            self.var_t0 = self.var_t.clone()
+
+    def gains(self) -> np.ndarray:
+        from alkit.posterior import expected_risk, risk_reduction_n
+
+        var_f, noise_n, t = self.var_f, self.noise_n, self.t
+        if self.own and self.margin_n is not None:  # decision-flip: the flip probability left after the batch so far
+            gain_n = expected_risk(self.margin_n, self.var_f0, var_f[None])[0]
+        elif self.own:
+            gain_n = 0.5 * torch.log1p(var_f / noise_n)
+        elif self.risk:
+            gain_n = risk_reduction_n(self.c_n_M, var_f + noise_n, t.decision_margin_M, self.var_t,
+                                      base_var_M=self.var_t0)
+        else:
+            rho2 = self.c_n_M.square() / ((var_f + noise_n)[:, None] * (self.var_t + t.decision_noise_M)[None])
+            gain_n = (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).mean(1)
+        return gain_n.numpy()
+
+    def update(self, j: int) -> None:
+        u = self.Sigma @ self.G_n_Kd[j]
+        den = self.var_f[j] + self.noise_n[j]
+        c_n = self.G_n_Kd @ u
+        if not self.own:
+            c_j_M = self.c_n_M[j].clone()
+            self.c_n_M = self.c_n_M - c_n[:, None] * c_j_M[None] / den
+            self.var_t = (self.var_t - c_j_M.square() / den).clamp_min(0.0)
+        self.var_f = (self.var_f - c_n.square() / den).clamp_min(0.0)
+        self.Sigma = self.Sigma - torch.outer(u, u) / den
+
+    def variances_n_G(self) -> np.ndarray:
+        return self.var_f.numpy()[:, None].copy()
+
+
+def _decision_paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer
+                    ) -> tuple[Callable[[], _FullUpdate], _LazyGreedy | None]:
+    from alkit.posterior import OutputCovariance, expected_risk
 
     sign_n_K = torch.as_tensor(np.asarray(candidates.extras["decision_sign_n_K"]), dtype=torch.float64)
     noise_n = torch.as_tensor(np.asarray(candidates.extras["decision_noise_n"]), dtype=torch.float64)
@@ -263,51 +415,154 @@ def _greedy_decision(candidates: Candidates, emb_n_d: np.ndarray, post: Gaussian
     t = candidates.targets
     cov = OutputCovariance.of(post, K)
     phi = cov.features(torch.as_tensor(emb_n_d))
-    d = phi.shape[1]
     S_K_d_d = cov.cov_G_d_d[cov.group_K] * cov.scale_K[:, None, None]
-    Sigma = torch.block_diag(*S_K_d_d)  # (K d, K d): classes independent before any pick
-    G_n_Kd = (sign_n_K[:, :, None] * phi[:, None, :]).reshape(n, K * d)
-    var_f = (G_n_Kd @ Sigma * G_n_Kd).sum(1)
-    var_f0 = var_f.clone()
-    own = t is None or t.decision_sign_M_K is None  # decision-bald / -flip: about the picks' own decisions
     margin_n = candidates.extras.get("decision_margin_n")
     margin_n = None if margin_n is None else torch.as_tensor(np.asarray(margin_n), dtype=torch.float64)
-    if not own:
-        s_t = t.decision_sign_M_K
-        # Sigma g*_j from the prepared factors: block k is s*_jk scale_k S_g(k) phi*_j
-        U_M_Kd = (s_t.T[:, None, :] * t.cross_G_d_M[cov.group_K] * cov.scale_K[:, None, None]).permute(2, 0, 1)
-        U_M_Kd = U_M_Kd.reshape(-1, K * d)
-        c_n_M = G_n_Kd @ U_M_Kd.T
-        var_t = (s_t.square() * t.var_M_K).sum(1)
-        noise_t = t.decision_noise_M
-        risk = t.objective == "risk" and t.decision_margin_M is not None
-        var_t0 = var_t.clone()
-    dup_n = torch.as_tensor(_duplicate_groups(phi.numpy()))
-    picked = torch.zeros(n, dtype=torch.bool)
-    held = torch.zeros(n, dtype=torch.bool)
-    order = np.empty(b, dtype=np.int64)
-    gains = np.empty(b, dtype=np.float64)
-    for step in range(b):
-        if own and margin_n is not None:  # decision-flip: the flip probability left after the batch so far
-            gain_n = expected_risk(margin_n, var_f0, var_f[None])[0]
-        elif own:
-            gain_n = 0.5 * torch.log1p(var_f / noise_n)
-        elif risk:
-            gain_n = risk_reduction_n(c_n_M, var_f + noise_n, t.decision_margin_M, var_t, base_var_M=var_t0)
-        else:
-            rho2 = c_n_M.square() / ((var_f + noise_n)[:, None] * (var_t + noise_t)[None])
-            gain_n = (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).mean(1)
-        j = _pick(gain_n, picked, held, dup_n)
-        order[step], gains[step] = j, float(gain_n[j])
-        if step == b - 1:
-            break
-        u = Sigma @ G_n_Kd[j]
-        den = var_f[j] + noise_n[j]
-        c_n = G_n_Kd @ u
-        if not own:
-            c_j_M = c_n_M[j].clone()
-            c_n_M = c_n_M - c_n[:, None] * c_j_M[None] / den
-            var_t = (var_t - c_j_M.square() / den).clamp_min(0.0)
-        var_f = (var_f - c_n.square() / den).clamp_min(0.0)
-        Sigma = Sigma - torch.outer(u, u) / den
-    return order, gains
+    dup_n = _duplicate_groups(phi.numpy())
+
+    def make_full() -> _FullUpdate:
+        return _DecisionFull(sign_n_K, noise_n, margin_n, phi, S_K_d_d, cov, t, dup_n)
+
+    if not (t is None or t.decision_sign_M_K is None):
+        return make_full, None  # decision-risk / decision EPIG about targets: not monotone
+    d = phi.shape[1]
+    sign_np, phi_np, S_np, noise_np = sign_n_K.numpy(), phi.numpy(), S_K_d_d.numpy(), noise_n.numpy()
+    # Var f before any pick: the classes are independent, so sum_k s_k^2 Var z_k (no (K d)^2 product)
+    var0_n = (sign_np ** 2 * cov.variance_n_K(phi).numpy()).sum(1)
+
+    def gain(var_r_1: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        if margin_n is None:  # decision-bald
+            return 0.5 * np.log1p(var_r_1[:, 0] / noise_np[idx])
+        v0 = torch.as_tensor(var0_n[idx])  # decision-flip: monotone in Var f (the Bayes risk of a finer posterior)
+        return expected_risk(margin_n[idx], v0, torch.as_tensor(var_r_1[:, 0])[None])[0].numpy()
+
+    return make_full, _LazyGreedy(
+        rows=lambda idx: (sign_np[idx, :, None] * phi_np[idx, None, :]).reshape(len(idx), K * d),
+        var_n_G=var0_n[:, None].copy(),
+        prior_times=lambda x_p: np.einsum("kde,ke->kd", S_np, x_p.reshape(K, d)).reshape(1, K * d),
+        pick_noise=lambda j: noise_np[j : j + 1],
+        gain=gain,
+        dup_n=dup_n,
+    )
+
+
+# ---------------------------------------------------------------- lazy greedy
+
+@dataclass
+class _LazyGreedy:
+    """Lazy greedy (Minoux) for gains that only shrink as picks are added, same picks as the full update.
+
+    Each candidate keeps its variances as of the pick it was last brought up to date at (its stamp)
+    and its gain then, an upper bound on its gain now.  A step brings the highest stale bounds up to
+    date (``_REFRESH`` at first, doubling; one product with the picks' factors u_s = S_s x_s since
+    the oldest stamp, Var_t(x) = Var_s(x) - sum (x^T u_s)^2 / den_s) until no stale bound reaches
+    the best current gain and every other current gain is below it by more than ``_tie``; so the pick is the full
+    update's argmax, whose arithmetic differs from this one only in the last bits.  Where the top two
+    current gains are closer than that, the step is a full re-score in the reference's own
+    arithmetic (``_FullUpdate``, replayed over the picks since the last re-score), and its argmax is
+    taken.  Exact duplicates are no exception: the reference's products can round two copies of a
+    row differently (torch's GEMM does), so an unpicked copy level with the leader is a near tie
+    too; picks' duplicates are held back as in the reference.
+
+    ``rows(idx)`` are the candidates' rows x (r, p) in the space the picks condition, ``prior_times(x)``
+    S_0 x (G, p) per output group, ``pick_noise(j)`` the noise of observing pick j (G,), ``gain(var
+    (r, G), idx)`` the gains (r,) from the conditioned variances."""
+
+    rows: Callable[[np.ndarray], np.ndarray]
+    var_n_G: np.ndarray
+    prior_times: Callable[[np.ndarray], np.ndarray]
+    pick_noise: Callable[[int], np.ndarray]
+    gain: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    dup_n: np.ndarray
+    n_refreshed: int = 0  # candidates brought up to date (what the lazy path computed instead of n per pick)
+    n_rescored: int = 0  # near ties settled by a full re-score
+
+    def run(self, b: int, make_full: Callable[[], _FullUpdate]) -> tuple[np.ndarray, np.ndarray]:
+        n, G = self.var_n_G.shape
+        self._var_n_G = self.var_n_G.copy()
+        self._stamp_n = np.zeros(n, dtype=np.int64)
+        self._bound_n = self.gain(self._var_n_G, np.arange(n))
+        p = self.rows(np.zeros(1, dtype=np.int64)).shape[1]
+        self._u_T_G_p = np.empty((b, G, p))
+        self._den_T_G = np.empty((b, G))
+        self._picked_n = np.zeros(n, dtype=bool)
+        self._held_n = np.zeros(n, dtype=bool)
+        self._release = False  # True once only duplicates of picks are left: they compete too
+        self._make_full, self._full, self._applied = make_full, None, 0
+        order = np.empty(b, dtype=np.int64)
+        gains = np.empty(b, dtype=np.float64)
+        for t in range(b):
+            j, g = self._choose(t, order)
+            order[t], gains[t] = j, g
+            self._picked_n[j] = True
+            self._held_n |= self.dup_n == self.dup_n[j]
+            if t < b - 1:
+                self._condition(t, j)
+        return order, gains
+
+    def _refresh(self, idx: np.ndarray, t: int) -> None:
+        if idx.size == 0:
+            return
+        stamp_r = self._stamp_n[idx]
+        lo = int(stamp_r.min())
+        if lo < t:
+            G, p = self._u_T_G_p.shape[1:]
+            c_r_T_G = (self.rows(idx) @ self._u_T_G_p[lo:t].reshape(-1, p).T).reshape(len(idx), t - lo, G)
+            live_r_T = np.arange(lo, t)[None, :] >= stamp_r[:, None]
+            drop_r_G = np.einsum("rtg,tg,rt->rg", c_r_T_G ** 2, 1.0 / self._den_T_G[lo:t], live_r_T)
+            self._var_n_G[idx] = np.maximum(self._var_n_G[idx] - drop_r_G, 0.0)
+        self._stamp_n[idx] = t
+        self._bound_n[idx] = self.gain(self._var_n_G[idx], idx)
+        self.n_refreshed += idx.size
+
+    def _choose(self, t: int, order: np.ndarray) -> tuple[int, float]:
+        """Step t's pick and its gain."""
+        if not self._release and (self._picked_n | self._held_n).all():
+            self._release = True  # only duplicates of picks are left: they compete now
+        avail_n = ~self._picked_n if self._release else ~(self._picked_n | self._held_n)
+        r = _REFRESH
+        while True:  # bring up to date every stale bound that could reach the best current gain
+            fresh_n = self._stamp_n == t
+            best = float(np.max(self._bound_n, where=avail_n & fresh_n, initial=-np.inf))
+            level = best - _tie(best) if np.isfinite(best) else -np.inf
+            stale = np.flatnonzero(avail_n & ~fresh_n & (self._bound_n >= level))
+            if stale.size == 0:
+                break
+            if stale.size > r:  # the highest r bounds first; r doubles while many remain
+                stale = stale[np.argpartition(-self._bound_n[stale], r - 1)[:r]]
+            self._refresh(stale, t)
+            r *= 2
+        key_n = np.where(avail_n, self._bound_n, -np.inf)
+        lead = int(np.argmax(key_n))
+        g = float(key_n[lead])
+        key_n[lead] = -np.inf
+        if float(key_n.max()) >= g - _tie(g):  # a near tie of current gains: the reference decides
+            return self._rescore(t, order)
+        return lead, g
+
+    def _rescore(self, t: int, order: np.ndarray) -> tuple[int, float]:
+        """The full update's pick at step t: its recursion replayed over the picks since the last
+        re-score (bitwise the reference's state, as those picks are the reference's), then its argmax;
+        every candidate's bound restarts from the reference's variances."""
+        if self._full is None:
+            self._full = self._make_full()
+        while self._applied < t:
+            self._full.update(int(order[self._applied]))
+            self._applied += 1
+        gain_n = self._full.gains()
+        j = _best(gain_n, self._picked_n, self._held_n)
+        self._var_n_G = self._full.variances_n_G()
+        self._stamp_n[:] = t
+        self._bound_n = gain_n.copy()
+        self.n_rescored += 1
+        return j, float(gain_n[j])
+
+    def _condition(self, t: int, j: int) -> None:
+        """Record pick j's factor u_t = S_t x_j = S_0 x_j - sum_s u_s (u_s^T x_j) / den_s (and den_t)."""
+        x_p = self.rows(np.array([j]))[0]
+        u_G_p = self.prior_times(x_p)
+        if t:
+            coef_T_G = (self._u_T_G_p[:t] @ x_p) / self._den_T_G[:t]
+            u_G_p = u_G_p - np.einsum("tg,tgp->gp", coef_T_G, self._u_T_G_p[:t])
+        self._u_T_G_p[t] = u_G_p
+        self._den_T_G[t] = self.pick_noise(j) + self._var_n_G[j]
