@@ -266,13 +266,14 @@ def test_coldstart_kmeans_covers_every_blob() -> None:
 # ---------------------------------------------------------------- shared contract
 
 def test_registry() -> None:
-    assert set(SELECTORS) == {"random", "topk", "diverse", "power", "kcenter", "badge", "coldstart", "batchbald"}
+    assert set(SELECTORS) == {"random", "topk", "diverse", "power", "power-sqrt", "kcenter", "badge", "coldstart",
+                              "batchbald"}
     for name, cls in SELECTORS.items():
         s = get_selector(name)
         assert isinstance(s, cls) and s.name == name
         assert s.candidate_source in ("all", "topm", "pool", "sample")
         assert isinstance(s.needs_model, bool)
-    with pytest.raises(ValueError, match="badge, batchbald, coldstart, diverse, kcenter, power, random, topk"):
+    with pytest.raises(ValueError, match="badge, batchbald, coldstart, diverse, kcenter, power, power-sqrt, random, topk"):
         get_selector("bald")
 
 
@@ -299,7 +300,7 @@ def test_deterministic_for_seed_and_seed_dependent_where_random(name: str) -> No
     assert np.array_equal(a.keys, b.keys) and np.array_equal(a.utilities, b.utilities)
     assert len(a.keys) == 12 and len(np.unique(a.keys)) == 12
     others = [run(s).keys for s in (1, 2, 3)]
-    if name in ("random", "badge", "coldstart", "batchbald", "power"):  # batchbald samples joint configurations here
+    if name in ("random", "badge", "coldstart", "batchbald", "power", "power-sqrt"):  # batchbald samples joint configurations here
         assert any(not np.array_equal(a.keys, o) for o in others)
     else:
         assert all(np.array_equal(a.keys, o) for o in others)
@@ -325,3 +326,14 @@ def test_power_draws_in_proportion_to_the_score() -> None:
             PowerStrategy().select(shuffled, 2, SelectionContext(seed=seed)).keys.tolist()
     with pytest.raises(ValueError, match="must be >= 0"):
         PowerStrategy().select(Candidates(keys_n=np.arange(2), scores_n=np.array([-0.1, 1.0])), 1, SelectionContext(seed=0))
+
+
+def test_power_sqrt_draws_in_proportion_to_the_root_of_the_score() -> None:
+    """power-sqrt: one pick has P(item i) = sqrt(s_i) / sum sqrt(s), over 20,000 seeds."""
+    from alkit.strategies import SqrtPowerStrategy
+
+    scores = np.array([9.0, 4.0, 1.0, 0.0])
+    cands = Candidates(keys_n=np.array([3, 4, 5, 6]), scores_n=scores)
+    picks = np.array([SqrtPowerStrategy().select(cands, 1, SelectionContext(seed=s)).keys[0] for s in range(20_000)])
+    freq = np.array([(picks == k).mean() for k in cands.keys_n])
+    np.testing.assert_allclose(freq, [0.5, 1 / 3, 1 / 6, 0.0], atol=0.012)

@@ -11,7 +11,7 @@ from alkit.strategies.batchbald import BatchBALDStrategy
 from alkit.strategies.coldstart import ColdStartStrategy
 from alkit.strategies.diverse import DiverseStrategy
 from alkit.strategies.kcenter import KCenterStrategy
-from alkit.strategies.power import PowerStrategy
+from alkit.strategies.power import PowerStrategy, SqrtPowerStrategy
 from alkit.strategies.random import RandomStrategy
 from alkit.strategies.topk import TopKStrategy
 from alkit.types import Strategy
@@ -23,6 +23,7 @@ SELECTORS: dict[str, type] = {
     "kcenter": KCenterStrategy,
     "badge": BadgeStrategy,
     "power": PowerStrategy,
+    "power-sqrt": SqrtPowerStrategy,
     "coldstart": ColdStartStrategy,
     "batchbald": BatchBALDStrategy,
 }
@@ -46,6 +47,7 @@ __all__ = [
     "DiverseStrategy",
     "KCenterStrategy",
     "PowerStrategy",
+    "SqrtPowerStrategy",
     "RandomStrategy",
     "TopKStrategy",
     "get_selector",
