@@ -24,8 +24,10 @@ in-distribution accuracy, NLL, ECE (15 bins) of the learner's ``probs_n_C``, and
 (``predict`` on the in + OOD items, per thread, interleaved with the others) over a plain
 forward of the MLPLearner with the same backbone.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/ood.py --splits report --seeds 0,1,2 --out benchmarks/results/ood_report.md
-    PYTHONPATH=. .venv/bin/python benchmarks/ood.py --splits dev --seeds 0,1,2 --out benchmarks/results/ood_dev.md
+    PYTHONPATH=. .venv/bin/python benchmarks/ood.py --splits report --seeds 0,1,2 [--out FILE.md]
+    PYTHONPATH=. .venv/bin/python benchmarks/ood.py --splits dev --seeds 0,1,2 --no-cost [--out FILE.md]
+
+(benchmarks/results/ood.md holds both runs' tables.)
 """
 
 from __future__ import annotations
@@ -151,8 +153,9 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
     return pred.extras[kind].numpy()
 
 
-def run_split(spec: SplitSpec, entries: list[Entry], seed: int) -> dict[str, dict[str, float]]:
-    """Per row: 'auroc:<column>', 'aupr:<column>', accuracy, nll, ece, cost for one seed."""
+def run_split(spec: SplitSpec, entries: list[Entry], seed: int, cost: bool = True) -> dict[str, dict[str, float]]:
+    """Per row: 'auroc:<column>', 'aupr:<column>', accuracy, nll, ece, and (``cost``) the scoring
+    cost for one seed."""
     split = spec.build(seed)
     n_classes = int(split.y_tr.max()) + 1
     inputs = {"stem": pool_input_spec(split.X_tr, FASHION_SHAPE) if spec.image else None,
@@ -185,9 +188,11 @@ def run_split(spec: SplitSpec, entries: list[Entry], seed: int) -> dict[str, dic
             for c, X, pred in zip(spec.columns, split.X_ood_by_name.values(), preds_ood):
                 row[f"auroc:{c}"], row[f"aupr:{c}"] = ood_auroc_aupr(s_in, row_score(kind, pred, learner, split.X_tr, X))
             out[label] = row
-    med = cpu_medians(timed)
+    med = cpu_medians(timed) if cost else {}
     for row in out.values():
-        row["cost"] = med[row.pop("timed")] / med[row.pop("forward")]
+        timed_key, forward_key = row.pop("timed"), row.pop("forward")
+        if cost:
+            row["cost"] = med[timed_key] / med[forward_key]
     return out
 
 
@@ -197,7 +202,7 @@ def markdown(results: dict[str, list[dict[str, dict[str, float]]]], specs: list[
     labels = list(dict.fromkeys(r for s in specs for seed_rows in results[s.name] for r in seed_rows))
 
     def cell(split: str, row: str, key: str, digits: int = 3) -> str:
-        values = [seed_rows[row][key] for seed_rows in results[split] if row in seed_rows]
+        values = [seed_rows[row][key] for seed_rows in results[split] if key in seed_rows.get(row, {})]
         return mean_std(values, digits) if values else "–"
 
     columns = [(s.name, c) for s in specs for c in s.columns]
@@ -220,6 +225,7 @@ def main() -> None:
     ap.add_argument("--splits", choices=sorted(SPLITS), default="report")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--no-cost", action="store_true", help="skip the interleaved timing (the slowest part)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -230,7 +236,7 @@ def main() -> None:
     with threadpool_limits(1):
         for spec in specs:
             for seed in seeds:
-                results.setdefault(spec.name, []).append(run_split(spec, entries, seed))
+                results.setdefault(spec.name, []).append(run_split(spec, entries, seed, cost=not args.no_cost))
                 print(f"{spec.name} seed {seed} done ({time.perf_counter() - t0:.0f} s)", flush=True)
     lines = [f"Command: `PYTHONPATH=. .venv/bin/python benchmarks/ood.py {' '.join(sys.argv[1:])}` "
              f"({time.perf_counter() - t0:.0f} s wall, 1 thread)", "", *markdown(results, specs)]
