@@ -225,11 +225,14 @@ def main() -> None:
     ap.add_argument("--splits", choices=sorted(SPLITS), default="report")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--only", default="", help="comma list of model sets of the family to run (e.g. 'Fashion even')")
     ap.add_argument("--no-cost", action="store_true", help="skip the interleaved timing (the slowest part)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
-    specs = SPLITS[args.splits]
+    specs = [s for s in SPLITS[args.splits] if not args.only or s.name in args.only.split(",")]
+    if not specs:
+        ap.error(f"--only {args.only!r} names none of: {', '.join(s.name for s in SPLITS[args.splits])}")
     entries = REPORT_ENTRIES + (vbll_grid() if args.splits == "dev" else [])
     results: dict[str, list[dict[str, dict[str, float]]]] = {}
     t0 = time.perf_counter()
