@@ -1,13 +1,20 @@
 """Pieces the benchmark scripts here share (they run as `python benchmarks/NAME.py`, so this
-folder is on the import path): interleaved CPU timing and the markdown ending."""
+folder is on the import path): interleaved CPU timing, the markdown ending, and the OOD splits
+(digits, Fashion-MNIST, digits upsampled to Fashion's format) with their detection metrics."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+from numpy.typing import ArrayLike
+from sklearn.datasets import load_digits
+from sklearn.metrics import average_precision_score, roc_auc_score
 
 
 def cpu_medians(fns: dict[str, Callable[[], object]], repeats: int = 3) -> dict[str, float]:
@@ -32,3 +39,81 @@ def emit(lines: list[str], out: Path | None) -> None:
     if out:
         out.write_text(text)
     print(text)
+
+
+# ---------------------------------------------------------------- OOD splits and their metrics
+
+
+@dataclass(frozen=True)
+class OODSplit:
+    """Seen classes to train on and test in distribution, and held-out items scored as OOD.
+
+    ``y_tr``/``y_in`` are the seen classes renumbered 0..k-1 in the order given (so any class
+    partition trains a k-class model); ``X_ood_by_name`` maps each OOD set's name to its inputs.
+    """
+
+    X_tr: np.ndarray
+    y_tr: np.ndarray
+    X_in: np.ndarray
+    y_in: np.ndarray
+    X_ood_by_name: dict[str, np.ndarray]
+
+    @property
+    def X_ood(self) -> np.ndarray:
+        """The first (or only) OOD set."""
+        return next(iter(self.X_ood_by_name.values()))
+
+
+def _renumber(y_n: np.ndarray, seen: tuple[int, ...]) -> np.ndarray:
+    lookup = np.full(int(y_n.max()) + 1, -1, dtype=np.int64)
+    lookup[list(seen)] = np.arange(len(seen))
+    return lookup[y_n]
+
+
+def digits_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), train_frac: float = 0.7) -> OODSplit:
+    """scikit-learn digits (8x8, values 0..16): ``train_frac`` of the seen classes to train on, the
+    rest of them in distribution, every item of the other classes OOD (seeded permutation; with
+    the default classes the split of posthoc_ood.py and csd_fidelity.py)."""
+    X, y = load_digits(return_X_y=True)
+    idx = np.random.default_rng(seed).permutation(len(X))
+    X, y = X[idx].astype(np.float32), y[idx]
+    ind = np.isin(y, seen)
+    n_tr = int(train_frac * ind.sum())
+    Xi, yi = X[ind], _renumber(y[ind], seen)
+    return OODSplit(Xi[:n_tr], yi[:n_tr], Xi[n_tr:], yi[n_tr:], {"held-out digits": X[~ind]})
+
+
+def fashion_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), n_train: int = 2000,
+                  n_test: int = 1000) -> OODSplit:
+    """Fashion-MNIST raw pixels 0..255 (784 features, row-major 28x28): ``n_train`` seeded images of
+    the seen classes from the train file; ``n_test`` test-file images of the seen classes (in
+    distribution) and ``n_test`` of the others (OOD)."""
+    from alkit.datasets import load_fashion_mnist
+
+    rng = np.random.default_rng(seed)
+    Xtr, ytr = load_fashion_mnist("train")
+    Xte, yte = load_fashion_mnist("test")
+    tr = rng.permutation(np.flatnonzero(np.isin(ytr, seen)))[:n_train]
+    ins = rng.permutation(np.flatnonzero(np.isin(yte, seen)))[:n_test]
+    out = rng.permutation(np.flatnonzero(~np.isin(yte, seen)))[:n_test]
+    flat = lambda X: X.reshape(len(X), -1).astype(np.float32)  # noqa: E731
+    return OODSplit(flat(Xtr[tr]), _renumber(ytr[tr], seen), flat(Xte[ins]), _renumber(yte[ins], seen),
+                    {"held-out Fashion classes": flat(Xte[out])})
+
+
+def digits_as_fashion(n: int, seed: int, mode: str = "bilinear") -> np.ndarray:
+    """``n`` seeded scikit-learn digits upsampled to Fashion-MNIST's format: 28x28, 0..255 (the
+    0..16 values scaled by 255/16), flattened row-major (n, 784) float32: a far-OOD set."""
+    X = load_digits().images
+    idx = np.random.default_rng(seed).permutation(len(X))[:n]
+    img = torch.as_tensor(X[idx] * (255.0 / 16.0), dtype=torch.float32)[:, None]
+    up = F.interpolate(img, size=(28, 28), mode=mode, **({"align_corners": False} if mode == "bilinear" else {}))
+    return up.clamp(0.0, 255.0).reshape(len(idx), -1).numpy()
+
+
+def ood_auroc_aupr(score_in_n: ArrayLike, score_ood_m: ArrayLike) -> tuple[float, float]:
+    """(AUROC, AUPR) of a score for telling OOD (the positive class) from in-distribution items
+    (sklearn roc_auc_score, average_precision_score); higher score = more OOD."""
+    s = np.concatenate([np.asarray(score_in_n, dtype=np.float64), np.asarray(score_ood_m, dtype=np.float64)])
+    lab = np.r_[np.zeros(len(score_in_n)), np.ones(len(score_ood_m))]
+    return float(roc_auc_score(lab, s)), float(average_precision_score(lab, s))

@@ -16,53 +16,23 @@ images of classes 0-4, 1,000 test images of 0-4 and 1,000 of 5-9.
 from __future__ import annotations
 
 import argparse
-import gzip
 from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
-from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 from torch import nn
 
 from alkit.learners.csd import CSDConfig, CSDScorer
 from alkit.models.learner import MLPLearner
-from bench_common import cpu_medians, emit, mean_std  # benchmarks/bench_common.py
-
-FASHION = Path("/usr/share/datasets/fashion-mnist")
-
-
-def digits(seed: int):
-    X, y = load_digits(return_X_y=True)
-    idx = np.random.default_rng(seed).permutation(len(X))
-    X, y = X[idx].astype(np.float32), y[idx]
-    ind = y < 5
-    n_tr = int(0.7 * ind.sum())
-    Xi, yi = X[ind], y[ind]
-    return Xi[:n_tr], yi[:n_tr], Xi[n_tr:], X[~ind]
-
-
-def fashion(seed: int):
-    def read(prefix: str):
-        with gzip.open(FASHION / f"{prefix}-images-idx3-ubyte.gz") as f:
-            X = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784).astype(np.float32) / 255
-        with gzip.open(FASHION / f"{prefix}-labels-idx1-ubyte.gz") as f:
-            y = np.frombuffer(f.read(), np.uint8, offset=8).astype(np.int64)
-        return X, y
-
-    rng = np.random.default_rng(seed)
-    Xtr, ytr = read("train")
-    Xte, yte = read("t10k")
-    tr = rng.permutation(np.flatnonzero(ytr < 5))[:2000]
-    ins = rng.permutation(np.flatnonzero(yte < 5))[:1000]
-    out = rng.permutation(np.flatnonzero(yte >= 5))[:1000]
-    return Xtr[tr], ytr[tr], Xte[ins], Xte[out]
+from bench_common import cpu_medians, digits_split, emit, fashion_split, mean_std  # benchmarks/bench_common.py
 
 
 def run(name: str, seed: int) -> dict[str, float]:
-    Xtr, ytr, Xin, Xood = (digits if name == "digits" else fashion)(seed)
+    s = (digits_split if name == "digits" else fashion_split)(seed)
+    Xtr, ytr, Xin, Xood = s.X_tr, s.y_tr, s.X_in, s.X_ood
     base = MLPLearner("classification", 5)
     base.fit(Xtr, ytr, seed=seed)
     model = nn.Sequential(base.backbone, base.head).eval()

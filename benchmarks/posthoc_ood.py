@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
@@ -26,20 +25,12 @@ from alkit.learners.deep_ensemble import DeepEnsembleLearner
 from alkit.learners.gradnorm import GradNormScorer
 from alkit.learners.laplace import LastLayerLaplace
 from alkit.models.learner import MLPLearner
-
-
-def split(seed: int):
-    X, y = load_digits(return_X_y=True)
-    idx = np.random.default_rng(seed).permutation(len(X))
-    X, y = X[idx].astype(np.float32), y[idx]
-    ind = y < 5
-    Xi, yi = X[ind], y[ind]
-    n_tr = int(0.7 * len(Xi))
-    return Xi[:n_tr], yi[:n_tr], Xi[n_tr:], X[~ind]
+from bench_common import digits_split  # benchmarks/bench_common.py
 
 
 def run(feature_map: str, seed: int) -> tuple[dict[str, float], dict[str, float]]:
-    Xtr, ytr, Xin, Xood = split(seed)
+    s = digits_split(seed)
+    Xtr, ytr, Xin, Xood = s.X_tr, s.y_tr, s.X_in, s.X_ood
     Xev = np.r_[Xin, Xood]
     lab = np.r_[np.zeros(len(Xin)), np.ones(len(Xood))]
     auc: dict[str, float] = {}

@@ -1,0 +1,51 @@
+"""benchmarks/ood.py's data builders and detection metric (benchmarks/bench_common.py): the far-OOD
+set has Fashion-MNIST's format, the splits keep seen and held-out classes apart, and the metric
+ranks OOD as the positive class."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from bench_common import digits_as_fashion, digits_split, fashion_split, ood_auroc_aupr  # noqa: E402
+
+from alkit.datasets import FASHION_DIR  # noqa: E402
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_far_ood_digits_are_28x28_images_in_0_255(mode: str) -> None:
+    X = digits_as_fashion(300, seed=0, mode=mode)
+    assert X.shape == (300, 28 * 28) and X.dtype == np.float32
+    assert X.min() >= 0.0 and X.max() <= 255.0 and X.max() > 200.0  # ink reaches Fashion's white
+    assert not np.array_equal(X, digits_as_fashion(300, seed=1, mode=mode))  # the sample follows the seed
+    if mode == "nearest":  # upsampling only repeats pixels: every value is a digits level x 255/16
+        levels = np.unique(X) * 16.0 / 255.0
+        assert np.allclose(levels, np.round(levels), atol=1e-4) and levels.max() <= 16.0
+
+
+def test_digits_split_holds_out_every_unseen_item() -> None:
+    seen = (5, 6, 7, 8, 9)
+    split = digits_split(0, seen)
+    y_all = load_digits().target
+    assert len(split.X_ood) == int(np.isin(y_all, (0, 1, 2, 3, 4)).sum())
+    assert len(split.X_tr) + len(split.X_in) == int(np.isin(y_all, seen).sum())
+    assert set(split.y_tr) == set(range(5)) and set(split.y_in) <= set(range(5))
+
+
+@pytest.mark.skipif(not FASHION_DIR.exists(), reason="dataset-fashion-mnist not installed")
+def test_fashion_split_sizes_and_renumbered_classes() -> None:
+    split = fashion_split(0, (0, 2, 4, 6, 8), n_train=200, n_test=100)
+    assert split.X_tr.shape == (200, 784) and split.X_in.shape == (100, 784) and split.X_ood.shape == (100, 784)
+    assert set(split.y_tr) == set(range(5)) and split.X_tr.max() > 1.0  # raw 0..255 pixels
+
+
+def test_metric_scores_a_perfect_and_an_inverted_ranking() -> None:
+    score_in, score_ood = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.9])
+    assert ood_auroc_aupr(score_in, score_ood) == (1.0, 1.0)
+    auroc, aupr = ood_auroc_aupr(-score_in, -score_ood)
+    assert auroc == 0.0 and aupr < 1.0
