@@ -287,3 +287,29 @@ def test_constructors_reject_bad_sizes() -> None:
     with pytest.raises(RuntimeError):
         SVELearner("classification", 3).predict(np.zeros((2, 3), np.float32))
     assert isinstance(MCDropoutLearner("classification", 3).net, MLPLearner)
+
+
+def test_sve_on_an_image_backbone_keeps_the_frozen_convolution() -> None:
+    """Image-shaped inputs (the ConvBackbone): SVE fits, its zero-noise members reproduce the base
+    network's features through the frozen convolution, and its scores are finite."""
+    from alkit.models.backbone import ConvBackbone, pool_input_spec
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, size=(60, 64)).astype(np.float32)
+    y = (X[:, :32].mean(1) > X[:, 32:].mean(1)).astype(np.int64)
+    spec = pool_input_spec(X, (1, 8, 8))
+    sve = SVELearner("classification", 2, M=3, input=spec, train=TrainConfig(max_epochs=5),
+                     pretrain=TrainConfig(max_epochs=5))
+    sve.fit(X, y, seed=0)
+    assert isinstance(sve.base.backbone, ConvBackbone)
+    net = SVENetwork(sve.base.backbone, sve.base.head, 3, 0.0, seed=0)
+    for layer in net.blocks:
+        layer.lipschitz_cap = False
+    net.stem.lipschitz_cap = False
+    x = torch.as_tensor(X[:10])
+    with torch.no_grad():
+        phi_M_n_d, ref = net.features(x), sve.base.backbone(x)
+    for j in range(3):
+        torch.testing.assert_close(phi_M_n_d[j], ref, rtol=1e-3, atol=1e-3)
+    pred = sve.predict(X[:10])
+    assert pred.epistemic_n.shape == (10,) and torch.isfinite(pred.epistemic_n).all()

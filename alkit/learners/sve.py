@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import BackboneConfig, InputSpec, ResidualMLP
+from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -97,13 +97,18 @@ class SVELinear(nn.Module):
 
 
 class SVENetwork(nn.Module):
-    """The SVE version of a fitted ResidualMLP + head: x (n, f) -> outputs (M, n, k), features (M, n, d)."""
+    """The SVE version of a fitted ResidualMLP (or ConvBackbone) + head: x (n, f) -> outputs
+    (M, n, k), features (M, n, d).  An image backbone's frozen convolution has no weights to
+    decompose: it is kept as it is and the members differ in the MLP on its pooled maps."""
 
     def __init__(
-        self, backbone: ResidualMLP, head: nn.Linear, n_members: int, sigma_init: float, seed: int
+        self, backbone: ResidualMLP | ConvBackbone, head: nn.Linear, n_members: int, sigma_init: float, seed: int
     ) -> None:
         super().__init__()
         backbone.eval()
+        self.conv = backbone.conv if isinstance(backbone, ConvBackbone) else None
+        if isinstance(backbone, ConvBackbone):
+            backbone = backbone.mlp
         gen = torch.Generator().manual_seed(seed)
         self.register_buffer("x_mean", backbone.x_mean.clone())
         self.register_buffer("x_std", backbone.x_std.clone())
@@ -138,7 +143,8 @@ class SVENetwork(nn.Module):
         Without autograd the (M, n, width) activations are updated in place: scoring a chunk is
         memory-bound, and every fresh M-times-larger temporary costs as much as a matmul."""
         inplace = not torch.is_grad_enabled()
-        h = self.stem((x_n_f - self.x_mean) / self.x_std, self.mode)
+        z_n_f = x_n_f if self.conv is None else self.conv(x_n_f)
+        h = self.stem((z_n_f - self.x_mean) / self.x_std, self.mode)
         for block, coeff in zip(self.blocks, self.coeffs):
             if inplace:
                 h.add_(torch.relu_(block(h, self.mode)), alpha=coeff)
