@@ -430,7 +430,9 @@ class ActiveLoop:
             std = np.sqrt(np.maximum(s2 / max(n, 1) - mean**2, 0.0))
             shape = tuple(self.cfg.image_shape) if self.cfg.image_shape else None
             sample = np.concatenate(rows) if rows else np.zeros((0, self.features.n_features), np.float32)
-            spec = pool_input_spec(sample, shape, mean_f=mean, std_f=std) if shape else InputSpec(mean, std)
+            embedding = bool(self.cfg.feature_col or self.cfg.encoder)  # a list column or an encoder's vectors
+            spec = (pool_input_spec(sample, shape, mean_f=mean, std_f=std) if shape
+                    else InputSpec(mean, std, embedding=embedding))
             self._input = dataclasses.replace(spec, pool_sample_n_f=sample)
         return self._input
 

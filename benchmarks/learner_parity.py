@@ -64,7 +64,8 @@ def load_set(name: str, data_dir: Path = DATA_DIR) -> dict[str, Any]:
         classes = []
         y = df["label"].to_numpy().astype(np.float64)
     return {"name": name, "task": task, "classes": classes, "X_pool": X[pool], "y_pool": y[pool],
-            "X_test": X[~pool], "y_test": y[~pool], "image_shape": IMAGE_SHAPES.get(name)}
+            "X_test": X[~pool], "y_test": y[~pool], "image_shape": IMAGE_SHAPES.get(name),
+            "embedding": "embedding" in df.columns}  # a list column: the loop's InputSpec.embedding
 
 
 def standardise(X_pool: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
@@ -159,7 +160,7 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
     rows = []
     for name in data:
         d = load_set(name)
-        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"])  # once per data set, as the loop does
+        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"])  # as the loop does
         Xp, Xt = standardise(d["X_pool"], d["X_pool"], d["X_test"])
         C = len(d["classes"])
         entries = parse_learners(learners if d["task"] == "classification"

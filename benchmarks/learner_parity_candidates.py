@@ -42,7 +42,7 @@ def main(data, ns, seeds, cands, out):
                     kind, eps = wspec.split("@")
                     f = whiten(d0["X_pool"], float(eps), kind)
                     d["X_pool"], d["X_test"] = f(d0["X_pool"]), f(d0["X_test"])
-                d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"])
+                d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"])
                 if wspec != "-":  # already centred and scaled: no per-feature restandardisation
                     from alkit.models.backbone import InputSpec
                     f = d["X_pool"].shape[1]

@@ -48,6 +48,8 @@ class MCDropoutLearner:
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout rate must be in [0, 1), got {p}")
         config = BackboneConfig.of(backbone, **backbone_options, dropout=p)
+        if config.depth is None:  # dropout needs a block to drop in, on embeddings too
+            config = BackboneConfig.of(config, depth=1)
         if config.depth < 1:
             raise ValueError("MC dropout needs at least one residual block (depth >= 1) to drop in")
         self.task = task

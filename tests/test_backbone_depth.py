@@ -1,0 +1,56 @@
+"""The default backbone depth follows the inputs: a residual block on raw features, none on a
+pretrained encoder's embeddings (a list column, --text-col, --image-col); an explicit depth wins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from conftest import digits_frame
+
+from alkit.config import load_project
+from alkit.learners.mc_dropout import MCDropoutLearner
+from alkit.learners.vbll import VBLLLearner
+from alkit.loop import ActiveLoop
+from alkit.models.backbone import BackboneConfig, InputSpec
+from alkit.pools.ingest import InitOptions, init_project
+
+
+def test_depth_for_inputs() -> None:
+    emb, raw = InputSpec(embedding=True), InputSpec()
+    assert BackboneConfig().depth_for(emb) == 0 and BackboneConfig().depth_for(raw) == 1
+    assert BackboneConfig().depth_for(None) == 1
+    assert BackboneConfig(depth=2).depth_for(emb) == 2 and BackboneConfig(depth=0).depth_for(raw) == 0
+
+
+def _project(tmp_path: Path, as_list: bool) -> Path:
+    df = digits_frame(120)
+    px = [c for c in df.columns if c.startswith("px")]
+    opts = InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False)
+    if as_list:
+        df = df.select("id", "label", pl.concat_list(px).alias("emb"))
+        opts.feature_col = "emb"
+    path, root = tmp_path / f"d{int(as_list)}.parquet", tmp_path / f"p{int(as_list)}"
+    df.write_parquet(path)
+    init_project(path, root, opts)
+    return root
+
+
+def test_list_column_projects_fit_a_block_free_network(tmp_path: Path) -> None:
+    """The loop marks a list-column pool as embeddings; learners built on it have no residual
+    block unless asked for one, while MC dropout keeps the block it drops in."""
+    for as_list, blocks in ((True, 0), (False, 1)):
+        spec = ActiveLoop(load_project(_project(tmp_path, as_list))).input_spec()
+        assert spec.embedding is as_list
+        X = np.random.default_rng(0).normal(size=(40, 64)).astype(np.float32)
+        y = np.arange(40) % 10
+        vbll = VBLLLearner("classification", 10, input=spec)
+        vbll.fit(X, y, seed=0)
+        assert len(vbll.backbone.blocks) == blocks
+        deep = VBLLLearner("classification", 10, input=spec, depth=2)
+        deep.fit(X, y, seed=0)
+        assert len(deep.backbone.blocks) == 2
+        mcd = MCDropoutLearner("classification", 10, input=spec, T=2)
+        mcd.fit(X, y, seed=0)
+        assert len(mcd.net.backbone.blocks) == 1
