@@ -15,7 +15,7 @@ time.process_time (the loop times its fit/score/select phases with it and nothin
 are CPU seconds of the process.
 
     .venv/bin/python benchmarks/scale_e2e.py                      # writes benchmarks/results/scale_e2e.md
-    .venv/bin/python benchmarks/scale_e2e.py --sets 1m128 --no-write
+    .venv/bin/python benchmarks/scale_e2e.py --sets 2m64csv --init-only --out benchmarks/results/scale_e2e_init_2m64csv.md
     PYTHONPATH=/path/to/other/checkout .venv/bin/python benchmarks/scale_e2e.py --label main --no-write
 """
 
@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -41,7 +42,7 @@ from bench_common import emit
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "benchmarks" / "_work" / "scale_e2e"
-SETS = {"1m128": (1_000_000, 128, "csv"), "2m64": (2_000_000, 64, "parquet")}
+SETS = {"1m128": (1_000_000, 128, "csv"), "2m64": (2_000_000, 64, "parquet"), "2m64csv": (2_000_000, 64, "csv")}
 CLASSES, CHUNK, SEED = 10, 100_000, 0
 INIT_ARGS = ["--id-col", "id", "--label-col", "label", "--hide-labels", "--test-frac", "0.2"]
 RUN_ARGS = ["--strategy", "epistemic", "--budget", "2000", "--batch-size", "1000"]
@@ -96,34 +97,40 @@ def cycle_log(project: Path) -> list[dict[str, float]]:
              "eval_s": float(json.loads(m or "{}").get("eval_s", 0.0))} for c, n, f, s, sel, m in rows]
 
 
-def bench(name: str) -> dict[str, object]:
+def bench(name: str, init_only: bool = False) -> dict[str, object]:
     n, d, fmt = SETS[name]
     data = make_data(n, d, fmt)
     project = WORK / f"proj_{name}"
     shutil.rmtree(project, ignore_errors=True)
     project.mkdir(parents=True)
     init = timed(["init", str(data), *INIT_ARGS, "-p", str(project)], WORK)  # cwd WORK: PYTHONPATH picks the code
-    run = timed(["run", *RUN_ARGS, "-p", str(project)], WORK)
-    out = {"name": name, "n": n, "d": d, "fmt": fmt, "init": init, "run": run, "cycles": cycle_log(project)}
+    run = {} if init_only else timed(["run", *RUN_ARGS, "-p", str(project)], WORK)
+    out = {"name": name, "n": n, "d": d, "fmt": fmt, "init": init, "run": run,
+           "cycles": [] if init_only else cycle_log(project)}
     shutil.rmtree(project, ignore_errors=True)
     return out
 
 
 def markdown(results: list[dict[str, object]], label: str, command: str, before: dict | None) -> list[str]:
+    with_runs = any(r["cycles"] for r in results)  # not with --init-only
+    what = "`alkit init DATA " + " ".join(INIT_ARGS) + "`" + (", then `alkit run " + " ".join(RUN_ARGS) + "`." if with_runs
+                                                            else " only.")
     lines = ["# alkit init and run at scale (issue 14)", "",
              f"Command: `{command}`", "",
              f"Code: {label}; machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
              f"{platform.python_version()}; every command with --threads 1 (ALKIT_THREADS=1; polars keeps its default threads).",
              "",
-             "`alkit init DATA " + " ".join(INIT_ARGS) + "`, then `alkit run " + " ".join(RUN_ARGS) + "`.",
+             what,
              "Peak RSS and CPU (user + sys) per command from /usr/bin/time -v.", "",
              "| data | command | peak RSS (GB) | CPU s |", "|---|---|---:|---:|"]
     for r in results:
         tag = f"{r['n']:,} x {r['d']} {r['fmt']}"
         for cmd in ("init", "run"):
             m = r[cmd]  # type: ignore[index]
+            if not m:
+                continue
             lines.append(f"| {tag} | {cmd} | {m['rss_gb']:.2f} | {m['cpu_s']:.1f} |")
-    lines += ["", "Cycles of the run (the store's cycles table, CPU seconds of the process; cycle 0 is the model-free "
+    lines += [] if not with_runs else ["", "Cycles of the run (the store's cycles table, CPU seconds of the process; cycle 0 is the model-free "
               "first batch, cycle 2 the final fit on 2,000 labels):", "",
               "| data | cycle | labels | fit s | score s | select s | fit+score+select s |",
               "|---|---:|---:|---:|---:|---:|---:|"]
@@ -138,7 +145,7 @@ def markdown(results: list[dict[str, object]], label: str, command: str, before:
         old = {r["name"]: r for r in before["results"]}
         for r in results:
             for cmd in ("init", "run"):
-                if r["name"] in old:
+                if r["name"] in old and r[cmd] and old[r["name"]][cmd]:  # type: ignore[index]
                     a, b = old[r["name"]][cmd], r[cmd]  # type: ignore[index]
                     lines.append(f"| {r['n']:,} x {r['d']} {r['fmt']} | {cmd} | {a['rss_gb']:.2f} | {b['rss_gb']:.2f} | "
                                  f"{a['cpu_s']:.1f} | {b['cpu_s']:.1f} |")
@@ -150,18 +157,20 @@ def main() -> None:
     ap.add_argument("--sets", default=",".join(SETS), help=f"comma-separated subset of {', '.join(SETS)}")
     ap.add_argument("--label", default="this checkout", help="what code ran (shown in the results)")
     ap.add_argument("--no-write", action="store_true", help="print only; do not write benchmarks/results/scale_e2e.md")
+    ap.add_argument("--init-only", action="store_true", help="only `alkit init` (no run)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/scale_e2e.md", help="results file")
     ap.add_argument("--save", type=Path, help="also write the raw results (JSON) here")
     ap.add_argument("--before", type=Path, help="raw results of another checkout (JSON from --save) to compare with")
     args = ap.parse_args()
     results = []
     for name in args.sets.split(","):
-        results.append(bench(name))
+        results.append(bench(name, args.init_only))
         print(json.dumps(results[-1]), flush=True)
-    command = ("python benchmarks/scale_e2e.py " + " ".join(sys.argv[1:])).strip()
+    command = shlex.join(["python", "benchmarks/scale_e2e.py", *sys.argv[1:]])
     if args.save:
         args.save.write_text(json.dumps({"label": args.label, "command": command, "results": results}, indent=1))
     before = json.loads(args.before.read_text()) if args.before else None
-    emit(markdown(results, args.label, command, before), None if args.no_write else ROOT / "benchmarks/results/scale_e2e.md")
+    emit(markdown(results, args.label, command, before), None if args.no_write else args.out)
 
 
 if __name__ == "__main__":

@@ -173,6 +173,12 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema, opts:
     return names
 
 
+def _check_exclude(opts: InitOptions) -> None:
+    if opts.exclude and (opts.features or opts.feature_col):
+        raise InputError("--exclude leaves columns out of the default features; with --features or --feature-col "
+                         "list only the ones you want")
+
+
 def _vector_size(is_null: pl.Series, lengths: pl.Series, df: pl.DataFrame, opts: InitOptions) -> int:
     """The length every --feature-col vector has; missing or ragged vectors are refused with their ids."""
     if is_null.any() or lengths.n_unique() != 1:
@@ -204,8 +210,8 @@ class FeatureValues:
         else:
             nulls = batch.select(pl.col(self.names).null_count()).row(0)
             for c, k in zip(self.names, nulls):
-                rows = self.null_rows.setdefault(c, []) if k else []
-                if k and len(rows) < 5:
+                if k:
+                    rows = self.null_rows.setdefault(c, [])
                     rows += (batch[c].is_null().arg_true().head(5 - len(rows)) + self.n_rows).to_list()
             X_b_f = batch.select(pl.col(self.names).cast(pl.Float64)).to_numpy()
         finite_b_f = np.isfinite(X_b_f)
@@ -243,9 +249,7 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
 
     With --text-col/--image-col the encoder's vectors come first, then any --features columns.
     """
-    if opts.exclude and (opts.features or opts.feature_col):
-        raise InputError("--exclude leaves columns out of the default features; with --features or --feature-col "
-                         "list only the ones you want")
+    _check_exclude(opts)
     if opts.text_col or opts.image_col:
         if opts.text_col and opts.image_col:
             raise InputError("pass either --text-col or --image-col, not both")
@@ -272,9 +276,7 @@ def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, pa
     """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
     (feature names, feature count).  ``df`` holds the file's other columns (ids, labels, text);
     the feature matrix is never whole in memory, in float32 or float64."""
-    if opts.exclude and (opts.features or opts.feature_col):
-        raise InputError("--exclude leaves columns out of the default features; with --features or --feature-col "
-                         "list only the ones you want")
+    _check_exclude(opts)
     names = feature_names(df, source.columns, source.schema, opts)
     n_features = len(names)
     if opts.feature_col:  # the vectors' lengths first (one small column), then their values
