@@ -16,17 +16,58 @@ import pyarrow.parquet as pq
 ROW_GROUP = 65_536
 
 
+class FeatureWriter:
+    """Writes features.parquet from blocks of rows as they come (keys 0..n-1 in the order given),
+    so a file larger than memory can be written; rows are grouped into ROW_GROUP-row groups
+    whatever the block sizes, which keeps chunked reads cheap."""
+
+    def __init__(self, path: Path, n_features: int) -> None:
+        self.n_features = n_features
+        self.schema = pa.schema([("key", pa.int64()), ("x", pa.list_(pa.float32(), n_features))])
+        self.writer = pq.ParquetWriter(path, self.schema)
+        self.n_rows = 0
+        self._pending: list[np.ndarray] = []  # blocks not yet written, fewer than ROW_GROUP rows in all
+        self._n_pending = 0
+
+    def write(self, X_b_f: np.ndarray) -> None:
+        X = np.ascontiguousarray(X_b_f, dtype=np.float32)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"expected blocks of {self.n_features} features, got shape {X.shape}")
+        self._pending.append(X)
+        self._n_pending += len(X)
+        if self._n_pending >= ROW_GROUP:
+            block = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
+            full = len(block) - len(block) % ROW_GROUP
+            for start in range(0, full, ROW_GROUP):
+                self._write_group(block[start : start + ROW_GROUP])
+            self._pending = [block[full:]] if full < len(block) else []
+            self._n_pending = len(block) - full
+
+    def _write_group(self, X_g_f: np.ndarray) -> None:
+        keys = pa.array(np.arange(self.n_rows, self.n_rows + len(X_g_f), dtype=np.int64))
+        values = pa.FixedSizeListArray.from_arrays(pa.array(X_g_f.reshape(-1)), self.n_features)
+        self.writer.write_table(pa.Table.from_arrays([keys, values], schema=self.schema))
+        self.n_rows += len(X_g_f)
+
+    def close(self) -> None:
+        """Write the last, partial row group and finish the file."""
+        if self._n_pending:
+            self._write_group(np.concatenate(self._pending))
+            self._pending, self._n_pending = [], 0
+        self.writer.close()
+
+    def __enter__(self) -> FeatureWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def write_features(path: Path, X_n_f: np.ndarray) -> None:
     """Write features with keys 0..n-1, in row groups so chunked reads stay cheap."""
-    X = np.ascontiguousarray(X_n_f, dtype=np.float32)
-    n, f = X.shape
-    schema = pa.schema([("key", pa.int64()), ("x", pa.list_(pa.float32(), f))])
-    with pq.ParquetWriter(path, schema) as writer:
-        for start in range(0, n, ROW_GROUP):
-            block = X[start : start + ROW_GROUP]
-            keys = pa.array(np.arange(start, start + len(block), dtype=np.int64))
-            values = pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), f)
-            writer.write_table(pa.Table.from_arrays([keys, values], schema=schema))
+    with FeatureWriter(path, X_n_f.shape[1]) as writer:
+        for start in range(0, len(X_n_f), ROW_GROUP):
+            writer.write(X_n_f[start : start + ROW_GROUP])
 
 
 class FeatureFileError(ValueError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,10 +29,10 @@ from alkit.config import (
     without_password,
     write_config,
 )
-from alkit.pools.features import write_features
+from alkit.pools.features import FeatureWriter, write_features
 from alkit.pools.procs import pid_alive
 from alkit.pools.store import Store
-from alkit.pools.tables import InputError, read_table  # noqa: F401 (InputError re-exported)
+from alkit.pools.tables import InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
 
 
 _MISSING_TOKENS = ('', 'nan', 'na', 'n/a', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
@@ -98,14 +99,157 @@ def _encoded_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path) -> tu
     return X, col
 
 
-def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(".")) -> tuple[np.ndarray, list[str]]:
-    """The (n, f) float32 matrix, checked for non-numeric and non-finite values.
+def _is_number(dtype: pl.DataType) -> bool:
+    return dtype.is_numeric() or dtype == pl.Boolean
 
-    With --text-col/--image-col the encoder's vectors come first, then any --features columns.
+
+def streamed_columns(schema: pl.Schema, opts: InitOptions) -> list[str]:
+    """The columns init reads in batches instead of whole: the numeric feature columns (or the
+    --feature-col vectors).  Lenient: a wrong choice is refused later, by ``feature_names``."""
+    if opts.text_col or opts.image_col:
+        return []  # the encoders read the file whole
+    if opts.feature_col:
+        return [opts.feature_col] if isinstance(schema.get(opts.feature_col), (pl.List, pl.Array)) else []
+    left_out = {opts.id_col, opts.label_col, opts.split_col, *(opts.exclude or [])}
+    names = opts.features or [c for c in schema.names() if c not in left_out]
+    return [c for c in names if c in schema and _is_number(schema[c])]
+
+
+def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema, opts: InitOptions) -> list[str]:
+    """The feature columns, refused with a named problem when missing or not numbers.
+
+    ``columns``/``schema`` describe the whole file; ``df`` needs to hold only its non-numeric
+    columns, whose cells the messages quote (the numeric ones are checked value by value later).
     """
+    if opts.feature_col:
+        col = opts.feature_col
+        if col not in columns:
+            raise InputError(f"feature column {col!r} not found; columns: {', '.join(columns)}")
+        dtype = schema[col]
+        if not isinstance(dtype, (pl.List, pl.Array)):
+            raise InputError(f"feature column {col!r} must be a list of numbers, found {dtype}")
+        if not dtype.inner.is_numeric():
+            raise InputError(f"feature column {col!r} holds {dtype.inner}, not numbers")
+        return [col]
+    if opts.features:
+        names = list(opts.features)
+        missing = [c for c in names if c not in columns]
+        if missing:
+            raise InputError(f"feature columns not found: {', '.join(missing)}; columns: {', '.join(columns)}")
+        if opts.split_col in names:
+            raise InputError(f"split column {opts.split_col!r} cannot also be a feature column")
+    else:
+        missing = [c for c in opts.exclude or [] if c not in columns]
+        if missing:
+            raise InputError(f"--exclude: columns not found: {', '.join(missing)}; columns: {', '.join(columns)}")
+        left_out = {opts.id_col, opts.label_col, opts.split_col, opts.text_col, opts.image_col, *(opts.exclude or [])}
+        names = [c for c in columns if c not in left_out]
+        if not names:
+            raise InputError("no feature columns: pass --features or --feature-col")
+        textual = [c for c in names if schema[c] == pl.Utf8 and
+                   df[c].cast(pl.Float64, strict=False).is_null().mean() > 0.5]  # mostly text: no feature
+        if textual:
+            raise InputError(
+                f"non-numeric columns: {', '.join(textual)} (text); leave them out with --exclude "
+                f"{','.join(textual)}, embed one with --text-col COL, or list the features with --features")
+    non_numeric = [c for c in names if not _is_number(schema[c])]
+    for c in non_numeric:  # name the first cell that is not a number, and say what it is
+        if schema[c] == pl.Utf8:
+            text = df[c]
+            missing = text.is_null() | text.str.strip_chars().str.to_lowercase().is_in(list(_MISSING_TOKENS))
+            bad = missing | text.cast(pl.Float64, strict=False).is_null()
+            i = int(bad.arg_true()[0]) if bad.any() else None
+            if i is not None:
+                rid = df[opts.id_col][i]
+                kind = ("a missing value; missing values are not allowed in features" if missing[i]
+                        else "text; features must be numbers")
+                raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
+                                 f"{text[i]!r}, {kind}")
+    if non_numeric:
+        raise InputError(
+            f"non-numeric feature columns: {', '.join(non_numeric)} "
+            "(choose numeric columns with --features, or embed text/images with an encoder)"
+        )
+    return names
+
+
+def _check_exclude(opts: InitOptions) -> None:
     if opts.exclude and (opts.features or opts.feature_col):
         raise InputError("--exclude leaves columns out of the default features; with --features or --feature-col "
                          "list only the ones you want")
+
+
+def _vector_size(is_null: pl.Series, lengths: pl.Series, df: pl.DataFrame, opts: InitOptions) -> int:
+    """The length every --feature-col vector has; missing or ragged vectors are refused with their ids."""
+    if is_null.any() or lengths.n_unique() != 1:
+        bad = is_null | (lengths != lengths.mode()[0])
+        raise InputError(f"feature column {opts.feature_col!r} has missing or ragged vectors "
+                         f"(ids: {_first_ids(df, opts.id_col, bad)})")
+    return int(lengths[0])
+
+
+class FeatureValues:
+    """Feature blocks turned into float32 rows, the values checked on the way: missing cells,
+    NaN/inf and float32 overflow are judged in float64, block by block, and ``check`` then
+    refuses the file as a whole would be (the first column with a missing value, every column
+    with a non-finite one, the first ids of each), so streamed and whole-file reads say the same."""
+
+    def __init__(self, names: list[str], vector_col: str | None, n_features: int) -> None:
+        self.names, self.vector_col, self.n_features = names, vector_col, n_features
+        self.n_rows = 0
+        self.null_rows: dict[str, list[int]] = {}  # column -> its first rows (up to 5) with a missing value
+        self.nonfinite_f = np.zeros(n_features, dtype=bool)
+        self.nonfinite_rows: list[int] = []  # the first rows (up to 5) with a NaN or infinite value
+        self.max_abs = 0.0
+
+    def block(self, batch: pl.DataFrame) -> np.ndarray:
+        """(b, f) float32 of one block of rows (columns named by ``names``, or the vector column)."""
+        if self.vector_col:
+            flat = batch[self.vector_col].cast(pl.List(pl.Float64)).explode().to_numpy()
+            X_b_f = flat.reshape(batch.height, self.n_features)
+        else:
+            nulls = batch.select(pl.col(self.names).null_count()).row(0)
+            for c, k in zip(self.names, nulls):
+                if k:
+                    rows = self.null_rows.setdefault(c, [])
+                    rows += (batch[c].is_null().arg_true().head(5 - len(rows)) + self.n_rows).to_list()
+            X_b_f = batch.select(pl.col(self.names).cast(pl.Float64)).to_numpy()
+        finite_b_f = np.isfinite(X_b_f)
+        if not finite_b_f.all():
+            self.nonfinite_f |= ~finite_b_f.all(axis=0)
+            if len(self.nonfinite_rows) < 5:
+                bad_b = np.flatnonzero(~finite_b_f.all(axis=1))[: 5 - len(self.nonfinite_rows)]
+                self.nonfinite_rows += (bad_b + self.n_rows).tolist()
+        else:
+            self.max_abs = max(self.max_abs, float(np.abs(X_b_f).max(initial=0.0)))
+        self.n_rows += batch.height
+        with np.errstate(over="ignore"):  # an overflowing block is refused by ``check``
+            return X_b_f.astype(np.float32)
+
+    def check(self, ids: pl.Series) -> None:
+        """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow."""
+        for c in self.names:
+            if self.null_rows.get(c) and not self.vector_col:
+                raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])})")
+        if self.nonfinite_rows:
+            cols = [self.names[j] for j in np.flatnonzero(self.nonfinite_f)] if not self.vector_col else self.names
+            raise InputError(f"NaN or infinite feature values in {', '.join(cols)} "
+                             f"(ids: {_ids_of(ids, self.nonfinite_rows)})")
+        if self.max_abs > float(np.finfo(np.float32).max):
+            raise InputError("feature values overflow float32")
+
+
+def _ids_of(ids: pl.Series, rows: list[int]) -> str:
+    return ", ".join(map(str, ids.gather(rows).cast(pl.Utf8).to_list()))
+
+
+def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(".")) -> tuple[np.ndarray, list[str]]:
+    """The (n, f) float32 matrix of a frame in memory, checked for non-numeric and non-finite values
+    (`alkit init` streams the same checks over the file instead: ``stream_features``).
+
+    With --text-col/--image-col the encoder's vectors come first, then any --features columns.
+    """
+    _check_exclude(opts)
     if opts.text_col or opts.image_col:
         if opts.text_col and opts.image_col:
             raise InputError("pass either --text-col or --image-col, not both")
@@ -116,76 +260,37 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
             return X_enc, []
         X_num, names = extract_features(df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}))
         return np.concatenate([X_enc, X_num], axis=1), names
+    names = feature_names(df, df.columns, df.schema, opts)
+    n_features = len(names)
     if opts.feature_col:
-        col = opts.feature_col
-        if col not in df.columns:
-            raise InputError(f"feature column {col!r} not found; columns: {', '.join(df.columns)}")
-        s = df[col]
-        if not isinstance(s.dtype, (pl.List, pl.Array)):
-            raise InputError(f"feature column {col!r} must be a list of numbers, found {s.dtype}")
-        inner = s.dtype.inner
-        if not inner.is_numeric():
-            raise InputError(f"feature column {col!r} holds {inner}, not numbers")
+        s = df[opts.feature_col]
         lengths = s.list.len() if isinstance(s.dtype, pl.List) else pl.Series([s.dtype.size] * len(s))
-        if s.null_count() or lengths.n_unique() != 1:
-            bad = s.is_null() | (lengths != lengths.mode()[0])
-            raise InputError(f"feature column {col!r} has missing or ragged vectors (ids: {_first_ids(df, opts.id_col, bad)})")
-        X = np.asarray(s.to_list(), dtype=np.float64)
-        names = [col]
-    else:
-        if opts.features:
-            names = list(opts.features)
-            missing = [c for c in names if c not in df.columns]
-            if missing:
-                raise InputError(f"feature columns not found: {', '.join(missing)}; columns: {', '.join(df.columns)}")
-            if opts.split_col in names:
-                raise InputError(f"split column {opts.split_col!r} cannot also be a feature column")
-        else:
-            missing = [c for c in opts.exclude or [] if c not in df.columns]
-            if missing:
-                raise InputError(f"--exclude: columns not found: {', '.join(missing)}; columns: {', '.join(df.columns)}")
-            left_out = {opts.id_col, opts.label_col, opts.split_col, opts.text_col, opts.image_col, *(opts.exclude or [])}
-            names = [c for c in df.columns if c not in left_out]
-            if not names:
-                raise InputError("no feature columns: pass --features or --feature-col")
-            textual = [c for c in names if df[c].dtype == pl.Utf8 and
-                       df[c].cast(pl.Float64, strict=False).is_null().mean() > 0.5]  # mostly text: no feature
-            if textual:
-                raise InputError(
-                    f"non-numeric columns: {', '.join(textual)} (text); leave them out with --exclude "
-                    f"{','.join(textual)}, embed one with --text-col COL, or list the features with --features")
-        non_numeric = [c for c in names if not (df[c].dtype.is_numeric() or df[c].dtype == pl.Boolean)]
-        for c in non_numeric:  # name the first cell that is not a number, and say what it is
-            if df[c].dtype == pl.Utf8:
-                text = df[c]
-                missing = text.is_null() | text.str.strip_chars().str.to_lowercase().is_in(list(_MISSING_TOKENS))
-                bad = missing | text.cast(pl.Float64, strict=False).is_null()
-                i = int(bad.arg_true()[0]) if bad.any() else None
-                if i is not None:
-                    rid = df[opts.id_col][i]
-                    kind = ("a missing value; missing values are not allowed in features" if missing[i]
-                            else "text; features must be numbers")
-                    raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
-                                     f"{text[i]!r}, {kind}")
-        if non_numeric:
-            raise InputError(
-                f"non-numeric feature columns: {', '.join(non_numeric)} "
-                "(choose numeric columns with --features, or embed text/images with an encoder)"
-            )
-        X = df.select(pl.col(names).cast(pl.Float64)).to_numpy()
-        for c in names:
-            if df[c].null_count():
-                raise InputError(f"feature column {c!r} has missing values (ids: {_first_ids(df, opts.id_col, df[c].is_null())})")
-    finite = np.isfinite(X).all(axis=1)
-    if not finite.all():
-        bad = pl.Series(~finite)
-        cols = [names[j] for j in np.where(~np.isfinite(X).all(axis=0))[0]] if not opts.feature_col else names
-        raise InputError(
-            f"NaN or infinite feature values in {', '.join(cols)} (ids: {_first_ids(df, opts.id_col, bad)})"
-        )
-    if np.abs(X).max(initial=0.0) > np.finfo(np.float32).max:
-        raise InputError("feature values overflow float32")
-    return X.astype(np.float32), names
+        n_features = _vector_size(s.is_null(), lengths, df, opts)
+    values = FeatureValues(names, opts.feature_col, n_features)
+    X = values.block(df)
+    values.check(df[opts.id_col])
+    return X, names
+
+
+def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, path: Path) -> tuple[list[str], int]:
+    """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
+    (feature names, feature count).  ``df`` holds the file's other columns (ids, labels, text);
+    the feature matrix is never whole in memory, in float32 or float64."""
+    _check_exclude(opts)
+    names = feature_names(df, source.columns, source.schema, opts)
+    n_features = len(names)
+    if opts.feature_col:  # the vectors' lengths first (one small column), then their values
+        col = pl.col(opts.feature_col)
+        dtype = source.schema[opts.feature_col]
+        lengths = col.list.len() if isinstance(dtype, pl.List) else pl.lit(dtype.size, dtype=pl.UInt32)
+        shape = source.frame([col.is_null().alias("null"), lengths.alias("len")])
+        n_features = _vector_size(shape["null"], shape["len"], df, opts)
+    values = FeatureValues(names, opts.feature_col, n_features)
+    with FeatureWriter(path, n_features) as writer:
+        for batch in source.batches(names):
+            writer.write(values.block(batch))
+    values.check(df[opts.id_col])
+    return names, n_features
 
 
 def _label_strings(s: pl.Series, task: str) -> pl.Series:
@@ -224,12 +329,12 @@ def _sorted_classes(values: list[str]) -> list[str]:
         return uniq
 
 
-def _split_column(df: pl.DataFrame, opts: InitOptions) -> np.ndarray:
+def _split_column(df: pl.DataFrame, columns: list[str], opts: InitOptions) -> np.ndarray:
     """Rows marked test in --split-col (bool mask); any value but test/pool/train refuses the whole file."""
     col = opts.split_col
     assert col is not None
-    if col not in df.columns:
-        raise InputError(f"split column {col!r} not found; columns: {', '.join(df.columns)}")
+    if col not in columns:
+        raise InputError(f"split column {col!r} not found; columns: {', '.join(columns)}")
     if col in (opts.id_col, opts.label_col):
         raise InputError(f"split column {col!r} is also the id or label column")
     raw = df[col].cast(pl.Utf8)
@@ -322,7 +427,11 @@ def remove_stale_inits(root: Path) -> None:
 
 
 def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -> ProjectConfig:
-    """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input."""
+    """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input.
+
+    The feature columns are streamed from the file into features.parquet (in the temp folder)
+    while they are checked; the other columns (ids, labels, split, payload) are read whole.
+    """
     data, root = Path(data), Path(project_dir)
     if root.is_dir():
         remove_stale_inits(root)  # debris of a killed init goes first, whatever this one decides
@@ -338,11 +447,14 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
-    df = read_table(data)
+    source = TableSource(data)
+    streamed = streamed_columns(source.schema, opts)
+    keep = {opts.id_col, opts.label_col, opts.split_col}
+    df = source.frame([c for c in source.columns if c not in streamed or c in keep])  # all but the feature matrix
     for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
-        if col not in df.columns:
-            raise InputError(f"{what} column {col!r} not found; columns: {', '.join(df.columns)}")
-    marked_test = _split_column(df, opts) if opts.split_col else None
+        if col not in source.columns:
+            raise InputError(f"{what} column {col!r} not found; columns: {', '.join(source.columns)}")
+    marked_test = _split_column(df, source.columns, opts) if opts.split_col else None
     ids = df[opts.id_col]
     if ids.null_count():
         raise InputError(f"id column {opts.id_col!r} has {ids.null_count()} missing ids")
@@ -350,9 +462,63 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     dup = ids_str.is_duplicated()
     if dup.any():
         raise InputError(f"duplicate ids in {opts.id_col!r}: {', '.join(ids_str.filter(dup).unique().head(5).to_list())}")
-    X, feature_names = extract_features(df, opts, data.resolve().parent)
-    image_shape = _image_shape(opts.image_shape, X.shape[1]) if opts.image_shape is not None else []
 
+    made_root = not root.exists()
+    root.mkdir(parents=True, exist_ok=True)
+    # everything is built in the temp folder (the features while they are checked), and moved in at the end
+    tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
+    store, created, db_file, build_url = None, [], None, ""
+    try:
+        if opts.text_col or opts.image_col:  # the encoders embed the column in memory
+            X, feature_names_ = extract_features(df, opts, data.resolve().parent)
+            n_features = X.shape[1]
+            write_features(tmp / FEATURES_NAME, X)
+            del X
+        else:
+            feature_names_, n_features = stream_features(source, df, opts, tmp / FEATURES_NAME)
+        cfg, items, shared_labels = _plan(df, source.columns, ids_str, marked_test, feature_names_, n_features,
+                                          opts, test_frac, data, root)
+        url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
+        db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+        if db_file is not None and db_file.exists():
+            raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
+        # the embedded store is built in the temp folder too, and moved in with the rest
+        build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
+        df.select(cfg.payload_cols).with_columns(pl.Series("key", np.arange(cfg.n_items, dtype=np.int64))).write_parquet(
+            tmp / PAYLOAD_NAME)
+        store = Store(build_url, create=True)
+        created = store.created_tables
+        store.initialise(items, shared_labels)
+        store.dispose()
+        store = None
+        write_config(tmp, cfg)
+        moves = [(tmp / FEATURES_NAME, root / FEATURES_NAME), (tmp / PAYLOAD_NAME, root / PAYLOAD_NAME)]
+        if db_file is not None:
+            moves.append((tmp / db_file.name, db_file))
+        _commit_moves(tmp, [*moves, (tmp / CONFIG_NAME, root / CONFIG_NAME)])  # alkit.toml last
+    except BaseException:
+        if store is not None:
+            store.dispose()
+        if not (root / CONFIG_NAME).exists():
+            _roll_back(tmp)
+            if created and db_file is None:  # an external store: drop exactly the tables this init created
+                Store.drop_created(build_url, created)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if made_root and not any(root.iterdir()):
+                root.rmdir()  # a refused init leaves no empty project folder behind either
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    load_project(root)  # round-trip check of what was written
+    return cfg
+
+
+def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test: np.ndarray | None,
+          feature_names_: list[str], n_features: int, opts: InitOptions, test_frac: float, data: Path,
+          root: Path) -> tuple[ProjectConfig, Iterator[dict[str, Any]], list[dict[str, Any]]]:
+    """The label checks, the test split and the initial labels: the project's config, its items
+    table (a generator: a large pool is never a list of rows) and the labels given at init."""
+    image_shape = _image_shape(opts.image_shape, n_features) if opts.image_shape is not None else []
     label_raw = df[opts.label_col]
     task = opts.task or _infer_task(label_raw, opts.max_classes)
     labels = _label_strings(label_raw, task)
@@ -392,30 +558,20 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
             raise InputError(f"--initial-labeled {opts.initial_labeled} exceeds the {len(labeled_idx)} labeled rows")
         shared[labeled_idx[: opts.initial_labeled]] = True
         split[labeled_idx[opts.initial_labeled :]] = "test"
-    n_pool = int((split == "pool").sum())
-    if n_pool == 0:
+    if not (split == "pool").any():
         raise InputError("the pool is empty: every row went to the test split")
 
-    label_list = labels.to_list()
-    items: list[dict[str, Any]] = []
-    shared_labels: list[dict[str, Any]] = []
-    for key in range(n):
-        lab = label_list[key]
-        visible = split[key] == "test" or opts.hide_labels
-        items.append({"key": key, "item_id": ids_str[key], "split": split[key],
-                      "state": "labeled" if shared[key] else "unlabeled",
-                      "label": lab if visible else None})
-        if shared[key]:
-            shared_labels.append({"item_key": key, "value": lab, "source": "init", "run_id": None})
-
-    payload_cols = [c for c in df.columns if c != opts.label_col and c not in (feature_names if not opts.feature_col else [opts.feature_col])]
+    shared_keys = np.flatnonzero(shared)
+    shared_values = labels.gather(shared_keys).to_list()
+    shared_labels = [{"item_key": int(k), "value": v, "source": "init", "run_id": None}
+                     for k, v in zip(shared_keys, shared_values)]
+    features_in_payload = feature_names_ if not opts.feature_col else [opts.feature_col]
+    payload_cols = [c for c in columns if c != opts.label_col and c not in features_in_payload]
     store_token = opts.store or f"sqlite:///{DEFAULT_DB}"
-    root.mkdir(parents=True, exist_ok=True)
-    url = resolve_store_url(store_token, root)
     cfg = ProjectConfig(
-        task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=n, n_features=X.shape[1],
+        task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=n, n_features=n_features,
         store=without_password(store_token), classes=classes,
-        feature_cols=feature_names if not opts.feature_col else [],
+        feature_cols=feature_names_ if not opts.feature_col else [],
         feature_col=opts.feature_col or "", hide_labels=opts.hide_labels,
         # with --split-col, the share of rows the column put in the test split
         test_frac=float(marked_test.mean()) if marked_test is not None else test_frac,
@@ -423,35 +579,17 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         encoder="text:all-MiniLM-L6-v2" if opts.text_col else "image:efficientnet-lite0" if opts.image_col else "",
         split_col=opts.split_col or "", image_shape=image_shape, image_col=opts.image_col or "",
     )
-    db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
-    if db_file is not None and db_file.exists():
-        raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
-    tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
-    # the embedded store is built in the temp folder too, and moved in with the rest
-    build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
-    store, created = None, []
-    try:
-        write_features(tmp / FEATURES_NAME, X)
-        df.select(payload_cols).with_columns(pl.Series("key", np.arange(n, dtype=np.int64))).write_parquet(tmp / PAYLOAD_NAME)
-        store = Store(build_url, create=True)
-        created = store.created_tables
-        store.initialise(items, shared_labels)
-        store.dispose()
-        store = None
-        write_config(tmp, cfg)
-        moves = [(tmp / FEATURES_NAME, root / FEATURES_NAME), (tmp / PAYLOAD_NAME, root / PAYLOAD_NAME)]
-        if db_file is not None:
-            moves.append((tmp / db_file.name, db_file))
-        _commit_moves(tmp, [*moves, (tmp / CONFIG_NAME, root / CONFIG_NAME)])  # alkit.toml last
-    except BaseException:
-        if store is not None:
-            store.dispose()
-        if not (root / CONFIG_NAME).exists():
-            _roll_back(tmp)
-            if created and db_file is None:  # an external store: drop exactly the tables this init created
-                Store.drop_created(build_url, created)
-        raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    load_project(root)  # round-trip check of what was written
-    return cfg
+    return cfg, _item_rows(ids_str, labels, split, shared, opts.hide_labels), shared_labels
+
+
+def _item_rows(ids_str: pl.Series, labels: pl.Series, split_n: np.ndarray, shared_n: np.ndarray,
+               hide_labels: bool, chunk: int = 20_000) -> Iterator[dict[str, Any]]:
+    """The items table's rows, made a chunk at a time as the store inserts them."""
+    for start in range(0, len(ids_str), chunk):
+        stop = start + chunk
+        for key, item_id, lab, split, is_shared in zip(range(start, start + chunk), ids_str[start:stop].to_list(),
+                                                       labels[start:stop].to_list(), split_n[start:stop],
+                                                       shared_n[start:stop]):
+            visible = split == "test" or hide_labels
+            yield {"key": key, "item_id": item_id, "split": split, "state": "labeled" if is_shared else "unlabeled",
+                   "label": lab if visible else None}

@@ -7,6 +7,7 @@ Its own module because both project creation (pools/ingest.py) and the embedding
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -17,27 +18,69 @@ class InputError(ValueError):
 
 
 def read_table(path: Path) -> pl.DataFrame:
+    """The whole file as a frame (the embedding command and init's encoder path)."""
+    source = TableSource(path)
+    return source.frame(source.columns)
+
+
+def _suffix(path: Path) -> str:
     if not path.exists():
         raise InputError(f"input file {path} does not exist")
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".csv":
-            df = pl.read_csv(path, infer_schema_length=10_000)
-        elif suffix in (".parquet", ".pq"):
-            df = pl.read_parquet(path)
-        else:
-            raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv or .parquet")
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
-        where = _ragged_line(path) if suffix == ".csv" else None
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv or .parquet")
+    return suffix
+
+
+class TableSource:
+    """A data file read lazily: its columns and their types from the file (a CSV's from its first
+    10,000 rows), then chosen columns whole or in batches, so init never holds every column at
+    once.  Any reader failure is an InputError naming the file (and a CSV's ragged line)."""
+
+    BATCH_ROWS = 65_536
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.is_csv = _suffix(path) == ".csv"
+        try:
+            self.lazy = (pl.scan_csv(path, infer_schema_length=10_000) if self.is_csv else pl.scan_parquet(path))
+            self.schema = self.lazy.collect_schema()
+        except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
+            raise self._read_error(exc) from None
+        self.columns: list[str] = self.schema.names()
+
+    def frame(self, columns: list[str | pl.Expr]) -> pl.DataFrame:
+        """These columns (or expressions of them) of every row in file order; a file without rows is refused."""
+        try:
+            df = self.lazy.select(columns).collect()
+        except Exception as exc:  # noqa: BLE001
+            raise self._read_error(exc) from None
+        if df.height == 0:
+            raise InputError(f"{self.path} has no rows")
+        return df
+
+    def batches(self, columns: list[str]) -> Iterator[pl.DataFrame]:
+        """These columns in consecutive blocks of rows, in file order (a streaming read).  A CSV's
+        lines are parsed whole: reading only some columns would pass over a line with extra fields,
+        which a whole-file read refuses."""
+        query = self.lazy if self.is_csv else self.lazy.select(columns)
+        batches = iter(query.collect_batches(chunk_size=self.BATCH_ROWS))
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except Exception as exc:  # noqa: BLE001 - a bad cell far down a CSV surfaces only here
+                raise self._read_error(exc) from None
+            yield batch.select(columns) if self.is_csv else batch
+
+    def _read_error(self, exc: BaseException) -> InputError:
+        path = self.path
+        where = _ragged_line(path) if path.suffix.lower() == ".csv" else None
         if where:
-            raise InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)") from None
+            return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise InputError(f"cannot read {path.name}: {first}") from None
-    if df.height == 0:
-        raise InputError(f"{path} has no rows")
-    return df
+        return InputError(f"cannot read {path.name}: {first}")
 
 
 def _ragged_line(path: Path) -> str | None:
