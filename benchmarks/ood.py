@@ -70,12 +70,14 @@ class Entry:
     image_stem: bool = True  # False: raw pixels on image splits (SVE's network needs a ResidualMLP)
 
 
-VBLL_SCORES = {"mi": "epistemic", "logit var": "logit_var_n", "probit-MI proxy": "mi_probit_n", "exact BLR (ref.)": "blr"}
+VBLL_SCORES = {"feature var (default score)": "epistemic", "mi": "mi_n", "logit var": "logit_var_n",
+               "probit-MI proxy": "mi_probit_n"}
 
 REPORT_ENTRIES = [
     Entry("none", {"plain MLP predictive entropy (ref., not epistemic)": "entropy"}),
-    Entry("vbll", {"vbll default (Laplace-bridge MI)": "epistemic", "vbll logit variance": "logit_var_n",
-                   "vbll probit-MI proxy": "mi_probit_n",
+    Entry("vbll", {"vbll default (shared-precision feature variance)": "epistemic",
+                   "vbll Laplace-bridge MI (the default before 2026-12-01)": "mi_n",
+                   "vbll logit variance": "logit_var_n", "vbll probit-MI proxy": "mi_probit_n",
                    "exact Bayesian linear regression on vbll's features (ref.)": "blr"}),
     Entry("laplace", {"laplace MI (default, 16 MC samples)": "epistemic"}),
     Entry("csd", {"csd (default, closed form)": "epistemic"}),
@@ -227,6 +229,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--only", default="", help="comma list of model sets of the family to run (e.g. 'Fashion even')")
     ap.add_argument("--no-cost", action="store_true", help="skip the interleaved timing (the slowest part)")
+    ap.add_argument("--scorers", default="", help="comma list of scorers to run (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -234,6 +237,8 @@ def main() -> None:
     if not specs:
         ap.error(f"--only {args.only!r} names none of: {', '.join(s.name for s in SPLITS[args.splits])}")
     entries = REPORT_ENTRIES + (vbll_grid() if args.splits == "dev" else [])
+    if args.scorers:
+        entries = [e for e in entries if e.scorer in args.scorers.split(",")]
     results: dict[str, list[dict[str, dict[str, float]]]] = {}
     t0 = time.perf_counter()
     with threadpool_limits(1):

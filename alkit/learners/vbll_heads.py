@@ -19,7 +19,7 @@ from alkit.types import GaussianLastLayer
 
 Cov = Literal["dense", "diagonal", "shared"]
 HeadKind = Literal["gaussian", "quantile", "buckets"]
-ClassScore = Literal["mi", "logit_var"]
+ClassScore = Literal["mi", "logit_var", "feature_var"]
 
 WeightFn = Callable[[torch.Tensor], torch.Tensor]  # v_N_K (float64) -> w_N_K (float64)
 
