@@ -234,3 +234,26 @@ def test_dense_variance_in_output_blocks_equals_one_einsum(monkeypatch: pytest.M
     ref = torch.einsum("nd,kde->nke", phi, L).pow(2).sum(-1)
     monkeypatch.setattr(vh, "VARIANCE_BLOCK", 50 * 12 * 3)  # 3 outputs per block, a ragged last block
     torch.testing.assert_close(layer.variance(phi), ref, rtol=0, atol=0)
+
+
+def test_feature_var_score_is_the_shared_bayesian_linear_posterior_variance() -> None:
+    """The default classification score: s2 phi^T (Phi^T Phi + (s2/s0) I)^-1 phi on the learner's own
+    trained features (prior variance s0, mean logit noise s2), against a direct float64 solve;
+    'mi' and 'logit_var' still pick the other scores."""
+    X, y = load_digits(return_X_y=True)
+    learner = VBLLLearner("classification", 10)
+    learner.fit(X[:200], y[:200], seed=0)
+    pred = learner.predict(X[200:400])
+    phi_tr = learner.features(X[:200]).double()
+    phi = learner.features(X[200:400]).double()
+    s0 = float(learner.head.layer.log_prior_var.detach().exp())
+    s2 = float(learner.head.noise_var.detach().mean())
+    A = phi_tr.T @ phi_tr + (s2 / s0) * torch.eye(phi.shape[1], dtype=torch.float64)
+    ref = s2 * (phi * torch.linalg.solve(A, phi.T).T).sum(1)
+    np.testing.assert_allclose(pred.epistemic_n.double().numpy(), ref.numpy(), rtol=1e-4)
+    np.testing.assert_array_equal(pred.extras["feature_var_n"].numpy(), pred.epistemic_n.numpy())
+    for score, key in (("mi", "mi_n"), ("logit_var", "logit_var_n")):
+        other = VBLLLearner("classification", 10, class_score=score)
+        other.fit(X[:200], y[:200], seed=0)
+        p2 = other.predict(X[200:400])
+        np.testing.assert_array_equal(p2.epistemic_n.numpy(), p2.extras[key].numpy())
