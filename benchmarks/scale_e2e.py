@@ -91,10 +91,12 @@ def timed(args: list[str], cwd: Path) -> dict[str, float]:
 
 
 def cycle_log(project: Path) -> list[dict[str, float]]:
-    with sqlite3.connect(project / "alkit.db") as db:
-        rows = db.execute("SELECT cycle, n_labeled, fit_s, score_s, select_s, metrics FROM cycles ORDER BY cycle").fetchall()
+    with sqlite3.connect(project / "alkit.db") as db:  # eval_s is a cycle signal (cycle_signals.data)
+        rows = db.execute("SELECT c.cycle, c.n_labeled, c.fit_s, c.score_s, c.select_s, g.data FROM cycles c "
+                          "LEFT JOIN cycle_signals g ON g.run_id = c.run_id AND g.cycle = c.cycle "
+                          "ORDER BY c.cycle").fetchall()
     return [{"cycle": c, "n_labeled": n, "fit_s": f, "score_s": s, "select_s": sel,
-             "eval_s": float(json.loads(m or "{}").get("eval_s", 0.0))} for c, n, f, s, sel, m in rows]
+             "eval_s": float(json.loads(g or "{}").get("eval_s", 0.0))} for c, n, f, s, sel, g in rows]
 
 
 def bench(name: str, init_only: bool = False) -> dict[str, object]:
@@ -132,13 +134,13 @@ def markdown(results: list[dict[str, object]], label: str, command: str, before:
             lines.append(f"| {tag} | {cmd} | {m['rss_gb']:.2f} | {m['cpu_s']:.1f} |")
     lines += [] if not with_runs else ["", "Cycles of the run (the store's cycles table, CPU seconds of the process; cycle 0 is the model-free "
               "first batch, cycle 2 the final fit on 2,000 labels):", "",
-              "| data | cycle | labels | fit s | score s | select s | fit+score+select s |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+              "| data | cycle | labels | fit s | score s | select s | fit+score+select s | test eval s |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         for c in r["cycles"]:  # type: ignore[union-attr]
             total = c["fit_s"] + c["score_s"] + c["select_s"]
             lines.append(f"| {r['n']:,} x {r['d']} | {c['cycle']} | {c['n_labeled']} | {c['fit_s']:.1f} | "
-                         f"{c['score_s']:.1f} | {c['select_s']:.1f} | {total:.1f} |")
+                         f"{c['score_s']:.1f} | {c['select_s']:.1f} | {total:.1f} | {c.get('eval_s', 0.0):.1f} |")
     if before:
         lines += ["", f"Before, {before['label']} (`{before['command']}`):", "",
                   "| data | command | peak RSS before (GB) | after (GB) | CPU s before | after |", "|---|---|---:|---:|---:|---:|"]
