@@ -79,6 +79,13 @@ def ridge_cholesky(phi_lab_N_d: torch.Tensor, ridge: float) -> torch.Tensor:
     return torch.linalg.cholesky(P.T @ P + ridge * torch.eye(P.shape[1], dtype=torch.float64))
 
 
+def ridge_whitener(phi_lab_N_d: torch.Tensor, ridge: float) -> torch.Tensor:
+    """L^-1 (d, d), float64, for L L^T = Phi^T Phi + ridge I: phi^T (Phi^T Phi + ridge I)^-1 phi is
+    ||L^-1 phi||^2, one matrix product per chunk of queries (csd's closed form, vbll's feature_var)."""
+    L = ridge_cholesky(phi_lab_N_d, ridge)
+    return torch.linalg.solve_triangular(L, torch.eye(L.shape[0], dtype=L.dtype), upper=False)
+
+
 def ridge_variance(phi_lab_N_d: torch.Tensor, phi_q_n_d: torch.Tensor, ridge: float) -> torch.Tensor:
     """ridge * phi^T (Phi^T Phi + ridge I)^-1 phi per query (n,), float64 via Cholesky."""
     Z = torch.linalg.solve_triangular(ridge_cholesky(phi_lab_N_d, ridge), phi_q_n_d.double().T, upper=False)
@@ -213,9 +220,7 @@ class CSDScorer:
         if cfg.solver == "closed" and cfg.x_tower == "features":
             self = cls(feature_model, layer, CSDNet(v_lab.shape[1], cfg.hidden, cfg.x_tower).to(dtype), scale)
             self.ridge = cfg.ridge
-            Lc = ridge_cholesky(v_lab.double() / math.sqrt(scale), cfg.ridge)
-            eye = torch.eye(Lc.shape[0], dtype=torch.float64)
-            self.closed_factor_d_d = torch.linalg.solve_triangular(Lc, eye, upper=False).to(dtype)
+            self.closed_factor_d_d = ridge_whitener(v_lab.double() / math.sqrt(scale), cfg.ridge).to(dtype)
             self.train_loss = 0.0
             return self
         ctx = [X]

@@ -106,9 +106,9 @@ class SVENetwork(nn.Module):
     ) -> None:
         super().__init__()
         backbone.eval()
-        self.conv = backbone.conv if isinstance(backbone, ConvBackbone) else None
+        self.conv: nn.Module | None = None
         if isinstance(backbone, ConvBackbone):
-            backbone = backbone.mlp
+            self.conv, backbone = backbone.conv, backbone.mlp
         gen = torch.Generator().manual_seed(seed)
         self.register_buffer("x_mean", backbone.x_mean.clone())
         self.register_buffer("x_std", backbone.x_std.clone())

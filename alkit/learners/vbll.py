@@ -36,8 +36,8 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     ClassificationHead, ClassScore, Cov, GaussianHead, HeadKind, VariationalLinear, class_scores,
     laplace_bridge_mi, posterior_of,
 )
+from alkit.learners.csd import ridge_whitener
 from alkit.models.backbone import BackboneConfig, ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
-from alkit.learners.csd import ridge_cholesky
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -188,25 +188,24 @@ class VBLLLearner:
             module, loss_fn, Z, y, seed=seed, config=self.train_config,
             no_decay=lambda n: n.startswith("head."),
         )
-        if self.do_refit:
+        scores_features = self.task == "classification" and self.class_score == "feature_var"
+        if self.do_refit or scores_features:
             with torch.no_grad():
-                phi = backbone.trainable(Z)
+                phi = backbone.trainable(Z)  # the trained features of the labels, once
+        if self.do_refit:
             if self.cov != self.train_cov:  # trained diagonal (cheap); refit what is scored
                 head.layer = head.layer.with_cov(self.cov)
             head.reg_weight = head.reg_weight * self.posterior_temperature  # T < 1: a colder posterior
             out = head.refit(phi, y)
             if isinstance(out, int):
                 report["refit_iters"] = float(out)
-        if self.task == "classification" and self.class_score == "feature_var":
+        if scores_features:
             with torch.no_grad():
-                phi = backbone.trainable(Z)
                 s0 = float(head.layer.log_prior_var.exp())
                 self.feature_noise = float(head.noise_var.mean())
-                L = ridge_cholesky(phi, self.feature_noise / s0)
-                eye = torch.eye(L.shape[0], dtype=L.dtype)
                 # L^-1 once per fit (float64), applied as one float32 GEMM per chunk: the variance is a
                 # sum of squares, so float32 keeps its relative accuracy, at a third of a forward's cost
-                self.feature_whitener_d_d = torch.linalg.solve_triangular(L, eye, upper=False).float()
+                self.feature_whitener_d_d = ridge_whitener(phi, self.feature_noise / s0).float()
         return report
 
     @torch.no_grad()

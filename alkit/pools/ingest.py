@@ -477,7 +477,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         else:
             feature_names_, n_features = stream_features(source, df, opts, tmp / FEATURES_NAME)
         cfg, items, shared_labels = _plan(df, source.columns, ids_str, marked_test, feature_names_, n_features,
-                                          opts, test_frac, data, root)
+                                          opts, test_frac, data)
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None and db_file.exists():
@@ -514,8 +514,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
 
 
 def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test: np.ndarray | None,
-          feature_names_: list[str], n_features: int, opts: InitOptions, test_frac: float, data: Path,
-          root: Path) -> tuple[ProjectConfig, Iterator[dict[str, Any]], list[dict[str, Any]]]:
+          feature_names_: list[str], n_features: int, opts: InitOptions, test_frac: float,
+          data: Path) -> tuple[ProjectConfig, Iterator[dict[str, Any]], list[dict[str, Any]]]:
     """The label checks, the test split and the initial labels: the project's config, its items
     table (a generator: a large pool is never a list of rows) and the labels given at init."""
     image_shape = _image_shape(opts.image_shape, n_features) if opts.image_shape is not None else []

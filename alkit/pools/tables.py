@@ -76,7 +76,7 @@ class TableSource:
 
     def _read_error(self, exc: BaseException) -> InputError:
         path = self.path
-        where = _ragged_line(path) if path.suffix.lower() == ".csv" else None
+        where = _ragged_line(path) if self.is_csv else None
         if where:
             return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
