@@ -204,7 +204,7 @@ class VBLLLearner:
                 s0 = float(head.layer.log_prior_var.exp())
                 self.feature_noise = float(head.noise_var.mean())
                 # L^-1 once per fit (float64), applied as one float32 GEMM per chunk: the variance is a
-                # sum of squares, so float32 keeps its relative accuracy, at a third of a forward's cost
+                # sum of squares, so float32 keeps its relative accuracy (one d x d product per item)
                 self.feature_whitener_d_d = ridge_whitener(phi, self.feature_noise / s0).float()
         return report
 
