@@ -65,6 +65,15 @@ class OutputCovariance:
         quad_n_G = torch.einsum("nd,gde,ne->ng", phi_n_d, self.cov_G_d_d, phi_n_d)
         return (quad_n_G[:, self.group_K] * self.scale_K).clamp_min(0.0)
 
+    def variance_for(self, pred: Prediction, phi_n_d: torch.Tensor) -> torch.Tensor:
+        """``variance_n_K`` of the Prediction's items, taken from ``extras['posterior_var_n_K']``
+        where the learner reports it (VBLL computes that very quadratic form in its predict; doing it
+        again here in float64 was the dearest step of a dense cycle), else computed."""
+        var = pred.extras.get("posterior_var_n_K")
+        if var is not None and tuple(var.shape) == (phi_n_d.shape[0], int(self.group_K.shape[0])):
+            return var.double().clamp_min(0.0)
+        return self.variance_n_K(phi_n_d)
+
     def cross_G_d_m(self, phi_m_d: torch.Tensor) -> torch.Tensor:
         """S_g phi_j for m items, (G, d, m): one factor of every cross-covariance with them."""
         return torch.einsum("gde,me->gdm", self.cov_G_d_d, phi_m_d)
@@ -156,7 +165,7 @@ class DecisionView:
         cov = OutputCovariance.of(posterior, probs.shape[1])
         phi = cov.features(pred.embedding_n_d)
         sign, noise = decision_parts(probs)
-        return cls(probs, cov, phi, cov.variance_n_K(phi), sign, noise, decision_margin_n(pred, probs, sign))
+        return cls(probs, cov, phi, cov.variance_for(pred, phi), sign, noise, decision_margin_n(pred, probs, sign))
 
 
 def decision_margin_n(pred: Prediction, probs_n_C: torch.Tensor, sign_n_K: torch.Tensor) -> torch.Tensor:
@@ -211,7 +220,7 @@ class EPIGTargets:
         if probs is not None and pred.probs_n_C is not None:
             sign, noise = decision_parts(probs)
             margin = decision_margin_n(pred, probs, sign)
-        return cls(cov, cov.cross_G_d_m(phi), cov.variance_n_K(phi),
+        return cls(cov, cov.cross_G_d_m(phi), cov.variance_for(pred, phi),
                    observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise, margin, objective)
 
 

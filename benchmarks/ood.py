@@ -47,6 +47,7 @@ from threadpoolctl import threadpool_limits
 from alkit import metrics
 from alkit.distributions import entropy_n
 from alkit.learners.csd import ridge_variance
+from alkit.learners.vbll import class_scores
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.registry import make_learner
 from alkit.types import Prediction
@@ -153,6 +154,9 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
         return entropy_n(pred.probs_n_C).numpy()
     if kind == "blr":
         return blr_variance(learner, X_tr, X).numpy()
+    if kind not in pred.extras and kind in ("mi_n", "mi_probit_n"):  # VBLL reports only the score it ranks by
+        sc = class_scores(pred.extras["logits_n_C"], pred.extras["logit_var_n_C"], learner.head.noise_var)
+        return sc[kind].numpy()
     return pred.extras[kind].numpy()
 
 

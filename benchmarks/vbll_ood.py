@@ -21,7 +21,7 @@ from sklearn.datasets import load_digits
 from sklearn.metrics import roc_auc_score
 
 from alkit.distributions import entropy_n
-from alkit.learners.vbll import VBLLLearner
+from alkit.learners.vbll import VBLLLearner, class_scores
 from alkit.models.learner import MLPLearner
 
 
@@ -76,8 +76,10 @@ def main() -> None:
             learner = VBLLLearner("classification", 5, cov=cov, feature_map=fmap)
             learner.fit(X_tr, y_tr, seed=seed)
             p_in, p_ood = learner.predict(X_in), learner.predict(X_ood)
+            s_in, s_ood = (class_scores(p.extras["logits_n_C"], p.extras["logit_var_n_C"], learner.head.noise_var)
+                           for p in (p_in, p_ood))
             for key in ("mi_n", "logit_var_n", "mi_probit_n"):
-                rows.setdefault(f"VBLL {cov:8s} {fmap:4s} {key}", []).append(auroc(p_in.extras[key], p_ood.extras[key]))
+                rows.setdefault(f"VBLL {cov:8s} {fmap:4s} {key}", []).append(auroc(s_in[key], s_ood[key]))
             rows.setdefault(f"VBLL {cov:8s} {fmap:4s} entropy (ref.)", []).append(
                 auroc(entropy_n(p_in.probs_n_C), entropy_n(p_ood.probs_n_C)))
             print(f"seed {seed} {cov} {fmap} done ({time.time() - t0:.0f}s)", flush=True)

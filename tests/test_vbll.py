@@ -208,8 +208,8 @@ def test_digits_ood_epistemic_auroc() -> None:
     assert auc_var >= 0.87, auc_var  # measured 0.892 (torch 2.13, seed 0)
     acc = float((p_in.probs_n_C.argmax(1).numpy() == y[te]).mean())
     assert acc > 0.95
-    post = learner.posterior()
-    assert post.cov_K_d_d.shape == (5, 128, 128) and post.noise_var_K.shape == (5,)
+    post = learner.posterior()  # the default shared covariance: one matrix, a scale per class
+    assert post.cov_K_d_d.shape == (1, 128, 128) and post.noise_var_K.shape == (5,) and post.scale_K.shape == (5,)
 
 
 def test_registry_builds_vbll_learner() -> None:
@@ -257,3 +257,26 @@ def test_feature_var_score_is_the_shared_bayesian_linear_posterior_variance() ->
         other.fit(X[:200], y[:200], seed=0)
         p2 = other.predict(X[200:400])
         np.testing.assert_array_equal(p2.epistemic_n.numpy(), p2.extras[key].numpy())
+
+
+@pytest.mark.parametrize("cov", ["shared", "dense", "diagonal"])
+def test_prediction_carries_the_posterior_output_variance_the_acquisitions_reuse(cov: str) -> None:
+    """extras['posterior_var_n_K'] (which decision-flip, BALD and EPIG take instead of recomputing)
+    is phi^T S_k phi of ``posterior()`` on the item's features, and the mean logits are mu_k^T phi:
+    on the default shared covariance both come from the one fused product [mu^T | J] of fit, so this
+    checks that map against the posterior in float64."""
+    from alkit.posterior import OutputCovariance
+
+    X, y = load_digits(return_X_y=True)
+    learner = VBLLLearner("classification", 10, cov=cov)
+    learner.fit(X[:150], y[:150], seed=1)
+    assert (learner.joint_map_d_d is not None) == (cov == "shared")
+    pred = learner.predict(X[150:400])
+    post = learner.posterior()
+    oc = OutputCovariance.of(post, 10)
+    phi = oc.features(learner.features(X[150:400]))
+    ref_var = oc.variance_n_K(phi)
+    np.testing.assert_allclose(pred.extras["posterior_var_n_K"].double().numpy(), ref_var.numpy(), rtol=1e-4)
+    ref_mean = phi @ learner.head.layer.W_mean.detach().double().T
+    np.testing.assert_allclose(pred.extras["logits_n_C"].double().numpy(), ref_mean.numpy(), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(oc.variance_for(pred, phi), pred.extras["posterior_var_n_K"].double())

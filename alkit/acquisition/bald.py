@@ -65,4 +65,4 @@ class BALDAcquisition:
         cov = OutputCovariance.of(post, K)
         phi = cov.features(pred.embedding_n_d)
         noise = observation_noise_n_K(probs, post, phi.shape[0], K)
-        return Scores(gaussian_bald_n(cov.variance_n_K(phi), noise), {"noise_n_K": noise})
+        return Scores(gaussian_bald_n(cov.variance_for(pred, phi), noise), {"noise_n_K": noise})

@@ -140,7 +140,7 @@ class EPIGAcquisition:
         cov = targets.cov
         phi = cov.features(pred.embedding_n_d)
         noise = observation_noise_n_K(probs, ctx.posterior, phi.shape[0], K)
-        var = cov.variance_n_K(phi)
+        var = cov.variance_for(pred, phi)
         if self.decision and targets.decision_sign_M_K is not None and pred.probs_n_C is not None:
             sign, dnoise = decision_parts(probs)
             return Scores(decision_epig_n(phi, var, sign, dnoise, targets),

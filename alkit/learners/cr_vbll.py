@@ -101,7 +101,7 @@ class BucketHead(ClassificationHead):
         **_: object,
     ) -> Prediction:
         m, v = self(phi_n_d)
-        sc = class_scores(m, v, self.noise_var)
+        sc = class_scores(m, v, self.noise_var, parts=())
         p = sc["probs_n_C"].double()
         edges = shift + scale * self.edges.double()
         r = restore(p, edges)

@@ -60,6 +60,7 @@ class TrainConfig:
     prior_decoupled: bool = False
     adam_eps: float = 1e-3  # damps Adam on weights whose data gradient is tiny next to the prior (1e-8: some fits collapse)
     prior_l2: float = 10.0  # Gaussian prior N(0, 1/prior_l2) on the weight matrices (Adam's coupled decay prior_l2 / N)
+    early_stop: bool = False  # large N: train up to max_epochs, stopping on the hold-out (else the fixed budget)
 
     def __post_init__(self) -> None:
         for name in ("max_epochs", "batch_size", "steps", "min_steps"):
@@ -106,8 +107,11 @@ def train_module(
     opt = _optimizer(module, cfg.lr, _l2(cfg, len(tr_idx)), no_decay, cfg.prior_decoupled, cfg.adam_eps)
     bs = max(1, min(cfg.batch_size, len(tr_idx)))
     steps_per_epoch = math.ceil(len(tr_idx) / bs)
-    epochs = max(1, min(cfg.max_epochs, max(math.ceil(cfg.min_steps / steps_per_epoch), 1)))
-    epochs = max(epochs, min(cfg.max_epochs, 10))
+    if cfg.early_stop and n_val:  # until the hold-out loss stops improving (at most max_epochs)
+        epochs = cfg.max_epochs
+    else:  # a fixed budget: min_steps steps, at least 10 epochs
+        epochs = max(1, min(cfg.max_epochs, max(math.ceil(cfg.min_steps / steps_per_epoch), 1)))
+        epochs = max(epochs, min(cfg.max_epochs, 10))
     best_val, best_state, best_epoch, bad = math.inf, None, 0, 0
     last_loss = math.nan
     epoch = 0
