@@ -250,7 +250,7 @@ class VBLLLearner:
                 m = out_n_Cd[:, :C] if self.head.layer.bias is None else out_n_Cd[:, :C] + self.head.layer.bias
                 z2_n_d = out_n_Cd[:, C:].square_()
                 v = z2_n_d.sum(1, keepdim=True).expand(-1, C)
-                feature_var = z2_n_d @ self.joint_weights_d
+                feature_var = torch.mv(z2_n_d, self.joint_weights_d)
             else:
                 m, v = self.head(phi)
             sc = class_scores(m, v, self.head.noise_var, parts=("mi_n",) if self.class_score == "mi" else ())
