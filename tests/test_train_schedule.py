@@ -1,0 +1,47 @@
+"""The shared training loop's schedule by N (alkit/models/train.py)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from alkit.models.train import TrainConfig, train_module
+
+
+def _problem(n: int, seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 5, generator=g)
+    y = (X[:, 0] + 0.5 * torch.randn(n, generator=g) > 0).long()  # label noise: the hold-out loss stalls
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 32), nn.ReLU(), nn.Linear(32, 2)), X, y
+
+
+def _loss(module: nn.Module):
+    return lambda x, y: nn.functional.cross_entropy(module(x), y)
+
+
+def test_small_n_spends_no_label_on_validation_and_takes_the_fixed_full_batch_steps() -> None:
+    module, X, y = _problem(200)
+    report = train_module(module, _loss(module), X, y, seed=0, config=TrainConfig(steps=37))
+    assert report["n_train"] == 200 and report["epochs"] == 37
+
+
+def test_large_n_fixed_budget_is_min_steps_and_ten_epochs_whatever_the_hold_out_says() -> None:
+    module, X, y = _problem(2000)
+    report = train_module(module, _loss(module), X, y, seed=0, config=TrainConfig(min_steps=300, batch_size=64))
+    # 1,800 rows to train: 29 steps per epoch, ceil(300 / 29) = 11 epochs (>= 10), 200 held out
+    assert report["n_train"] == 1800 and report["epochs"] == 11
+    assert report["best_epoch"] <= 11
+
+
+def test_early_stop_trains_until_the_hold_out_stalls_and_keeps_the_best_epoch() -> None:
+    module, X, y = _problem(2000)
+    cfg = TrainConfig(early_stop=True, patience=3, max_epochs=200, min_steps=1, batch_size=64, lr=1e-2)
+    report = train_module(module, _loss(module), X, y, seed=0, config=cfg)
+    assert report["epochs"] < 200  # stopped on the hold-out, not the cap
+    assert report["epochs"] - report["best_epoch"] >= 3  # `patience` bad epochs after the best one
+    module.eval()
+    with torch.no_grad():  # the kept weights are the best epoch's: their hold-out loss is the recorded one
+        perm = torch.randperm(2000, generator=torch.Generator().manual_seed(0))
+        val = perm[:200]
+        assert abs(float(_loss(module)(X[val], y[val])) - report["val_loss"]) < 1e-5
