@@ -112,7 +112,7 @@ def child(scorer: str, n_pool: int) -> dict[str, float]:
 
 
 def spawn(scorer: str, n_pool: int) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--scorer", scorer, "--json", "--n-pool", str(n_pool)]
+    cmd = [sys.executable, __file__, "--scorer", scorer, "--json", "--n-pool", str(n_pool), "--classes", str(N_CLASSES)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"rc {proc.returncode}"}
@@ -120,18 +120,22 @@ def spawn(scorer: str, n_pool: int) -> dict[str, float]:
 
 
 def main() -> None:
+    global N_CLASSES
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scorer", help="one scorer name (or 'plain'); default: plain + every registered scorer")
     ap.add_argument("--n-pool", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--classes", type=int, default=N_CLASSES, help="class count of the synthetic task (default 10)")
+    ap.add_argument("--scorers", default="", help="comma list of scorers for the report (default: every registered one)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput.md"))
     args = ap.parse_args()
+    N_CLASSES = args.classes
     if args.scorer:
         res = child(args.scorer, args.n_pool)
         print(json.dumps(res) if args.json else res)
         return
     rows = []
-    for scorer in ["plain", *SCORERS]:
+    for scorer in ["plain", *(args.scorers.split(",") if args.scorers else SCORERS)]:
         res = spawn(scorer, args.n_pool)
         rows.append((scorer, res))
         print(scorer, res, flush=True)
@@ -140,7 +144,7 @@ def main() -> None:
 
 def write_report(path: Path, rows: list[tuple[str, dict]], n_pool: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    cmd = "`.venv/bin/python benchmarks/throughput.py" + ("`" if n_pool == 1_000_000 else f" --n-pool {n_pool}`")
+    cmd = "`" + " ".join([".venv/bin/python benchmarks/throughput.py", *sys.argv[1:]]) + "`"
     lines = [
         "# Scoring throughput",
         "",

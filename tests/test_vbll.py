@@ -164,6 +164,23 @@ def test_laplace_bridge_mi_vanishes_without_variance_and_grows_with_it() -> None
     assert float(sc["logit_var_n"]) == pytest.approx(1.5)
 
 
+def test_class_scores_take_one_shared_variance_per_item_as_a_column() -> None:
+    """A covariance shared by every class gives one variance per item: passed as (n, 1) it must give
+    exactly what the (n, C) matrix of equal columns gives, every part included."""
+    g = torch.Generator().manual_seed(0)
+    m = torch.randn(40, 7, generator=g)
+    v_n_1 = torch.rand(40, 1, generator=g) * 3
+    noise = torch.rand(7, generator=g)
+    a = class_scores(m, v_n_1, noise, parts=("mi_n", "mi_probit_n"))
+    b = class_scores(m, v_n_1.expand(-1, 7).clone(), noise, parts=("mi_n", "mi_probit_n"))
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=1e-6, atol=1e-7)
+    assert "mi_n" not in class_scores(m, v_n_1, noise, parts=())
+    with pytest.raises(ValueError, match="unknown class score"):
+        class_scores(m, v_n_1, noise, parts=("bald",))
+
+
 def _sine(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     X = rng.uniform(-2, 2, (n, 1))

@@ -249,11 +249,12 @@ class VBLLLearner:
                 out_n_Cd = phi @ self.joint_map_d_d
                 m = out_n_Cd[:, :C] if self.head.layer.bias is None else out_n_Cd[:, :C] + self.head.layer.bias
                 z2_n_d = out_n_Cd[:, C:].square_()
-                v = z2_n_d.sum(1, keepdim=True).expand(-1, C)
+                v = z2_n_d.sum(1, keepdim=True)  # (n, 1): the same for every class
                 feature_var = torch.mv(z2_n_d, self.joint_weights_d)
             else:
                 m, v = self.head(phi)
             sc = class_scores(m, v, self.head.noise_var, parts=("mi_n",) if self.class_score == "mi" else ())
+            v = v.expand_as(m)
             # posterior_var_n_K: v is phi^T S_k phi of posterior(), so the acquisitions reuse it
             extras = {"logits_n_C": m, "logit_var_n_C": v, "posterior_var_n_K": v, "logit_var_n": sc["logit_var_n"]}
             if "mi_n" in sc:

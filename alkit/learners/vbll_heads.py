@@ -452,11 +452,13 @@ def class_scores(m_n_C: torch.Tensor, v_n_C: torch.Tensor, noise_C: torch.Tensor
         raise ValueError(f"unknown class score part(s) {sorted(unknown)}; use mi_n, mi_probit_n")
     # the predictive in float32 (what it is returned in: a softmax of C numbers loses nothing
     # that float64 would keep); the scores below, differences of entropies, in float64
+    # v_n_C may be (n, 1) for a covariance shared by every class: broadcast, not materialised
     m32, v32 = m_n_C.float(), v_n_C.float().clamp_min(1e-12)
     kappa_pred = (1 + math.pi / 8 * (v32 + noise_C.float())).rsqrt()
     probs = torch.softmax(kappa_pred * m32, dim=1)
-    out = {"probs_n_C": probs, "logit_var_n": v32.sum(1), "entropy_map_n": entropy_n(torch.softmax(m32, dim=1))}
-    m, v = m_n_C.double(), v_n_C.double().clamp_min(1e-12)
+    logit_var = v32.sum(1) if v32.shape[1] == m32.shape[1] else v32[:, 0] * m32.shape[1]
+    out = {"probs_n_C": probs, "logit_var_n": logit_var, "entropy_map_n": entropy_n(torch.softmax(m32, dim=1))}
+    m, v = m_n_C.double(), v_n_C.double().clamp_min(1e-12).expand_as(m_n_C)
     if "mi_n" in parts:
         out["mi_n"] = laplace_bridge_mi(m, v).float()
     if "mi_probit_n" in parts:
