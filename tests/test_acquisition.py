@@ -464,3 +464,30 @@ def test_decision_flip_greedy_uses_the_flip_left_after_earlier_picks() -> None:
         assert ref <= float(sc.scores_n[j]) + 1e-12
         u = S @ G[j]
         S = S - torch.outer(u, u) / (v + float(r[j]))
+
+
+@pytest.mark.parametrize("name", ["decision-flip", "bald", "epig"])
+def test_reusing_the_learners_posterior_variance_keeps_the_scores_and_the_ranking(name: str) -> None:
+    """VBLL's Prediction carries the output variance it computed (extras['posterior_var_n_K'],
+    float32); the acquisitions take it instead of recomputing phi^T S_k phi in float64.  On a real
+    fit the scores must agree to float32 rounding and the top 50 items must be the same ones."""
+    from sklearn.datasets import load_digits
+
+    from alkit.learners.vbll import VBLLLearner
+
+    X, y = load_digits(return_X_y=True)
+    learner = VBLLLearner("classification", 10)
+    learner.fit(X[:120], y[:120], seed=0)
+    pred = learner.predict(X[120:1120])
+    assert "posterior_var_n_K" in pred.extras
+    stripped = Prediction(pred.epistemic_n, pred.aleatoric_n, pred.embedding_n_d, probs_n_C=pred.probs_n_C,
+                          extras={k: v for k, v in pred.extras.items() if k != "posterior_var_n_K"})
+    acq = get_acquisition(name)
+    post = learner.posterior()
+    ctx = AcquisitionContext(posterior=post)
+    if name == "epig":
+        ctx.targets = EPIGTargets.from_prediction(learner.predict(X[1120:1320]), post)
+    reused, computed = acq.score(pred, ctx).scores_n.numpy(), acq.score(stripped, ctx).scores_n.numpy()
+    np.testing.assert_allclose(reused, computed, rtol=1e-4, atol=1e-9)
+    top = lambda s: set(np.argsort(-s, kind="stable")[:50].tolist())  # noqa: E731
+    assert top(reused) == top(computed)
