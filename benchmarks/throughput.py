@@ -44,15 +44,30 @@ def chunks(n_pool: int, seed: int = 0):
         yield rng.standard_normal((min(CHUNK, n_pool - lo), DIM), dtype=np.float32)
 
 
-def fitted(scorer: str):
-    """The scorer's learner, fitted briefly on random labels (its cost does not depend on them)."""
+def parse_entry(entry: str) -> tuple[str, dict[str, object]]:
+    """'vbll@cov=dense;class_score=mi' -> ('vbll', {'cov': 'dense', 'class_score': 'mi'})."""
+    name, _, opts = entry.partition("@")
+    options: dict[str, object] = {}
+    for kv in filter(None, opts.split(";")):
+        k, _, v = kv.partition("=")
+        try:
+            options[k] = json.loads(v)
+        except json.JSONDecodeError:
+            options[k] = v
+    return name, options
+
+
+def fitted(entry: str):
+    """The scorer's learner (with the entry's options), fitted briefly on random labels (its cost
+    does not depend on them)."""
+    scorer, options = parse_entry(entry)
     rng = np.random.default_rng(1)
     X = rng.standard_normal((N_LABELED, DIM), dtype=np.float32)
     y = rng.integers(0, N_CLASSES, N_LABELED)
     try:
-        learner = make_learner(scorer, "classification", N_CLASSES, train=BRIEF)
+        learner = make_learner(scorer, "classification", N_CLASSES, train=BRIEF, **options)
     except TypeError:  # a scorer without a training budget option
-        learner = make_learner(scorer, "classification", N_CLASSES)
+        learner = make_learner(scorer, "classification", N_CLASSES, **options)
     learner.fit(X, y, seed=0)
     return learner
 
@@ -126,7 +141,8 @@ def main() -> None:
     ap.add_argument("--n-pool", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--classes", type=int, default=N_CLASSES, help="class count of the synthetic task (default 10)")
-    ap.add_argument("--scorers", default="", help="comma list of scorers for the report (default: every registered one)")
+    ap.add_argument("--scorers", default="", help="comma list of scorers for the report, each NAME or "
+                    "NAME@key=value;key=value (default: every registered one with its defaults)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput.md"))
     args = ap.parse_args()
     N_CLASSES = args.classes
@@ -171,7 +187,10 @@ def write_report(path: Path, rows: list[tuple[str, dict]], n_pool: int) -> None:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for scorer, r in rows:
-        summary = "plain forward: backbone + head, no_grad" if scorer == "plain" else SCORERS[scorer].summary
+        name, options = parse_entry(scorer)
+        summary = "plain forward: backbone + head, no_grad" if scorer == "plain" else SCORERS[name].summary
+        if options:
+            summary = "with " + ", ".join(f"{k}={v}" for k, v in options.items()) + ": " + summary
         summary = summary.replace("|", "\\|")
         if "error" in r:
             lines.append(f"| {scorer} | {summary} | failed: {r['error']} | | | | | | | |")
