@@ -294,3 +294,23 @@ def test_shared_mc_design_is_antithetic_whitened_and_closer_to_a_long_monte_carl
     iid = ent(pi.mean(1)) - ent(pi).mean(1)
     err = lambda est: float((est - ref).abs().sum() / ref.sum())  # noqa: E731
     assert err(design) < 0.06 and err(design) < err(iid), (err(design), err(iid))
+
+
+def test_mc_mutual_information_in_row_blocks_equals_one_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MC mutual information is computed in row blocks bounded by MC_WORKING_SET (so a chunk
+    at C = 100 does not hold gigabytes of samples); the blocks must give one block's result (up to GEMM rounding)."""
+    import alkit.learners.laplace as lp
+
+    g = torch.Generator().manual_seed(0)
+    n, C = 37, 6
+    logits = torch.randn(n, C, generator=g, dtype=torch.float64)
+    eig = torch.rand(n, C, generator=g, dtype=torch.float64) * 4
+    Q = torch.linalg.qr(torch.randn(C, C, generator=g, dtype=torch.float64))[0]
+    A = torch.randn(n, C, C, generator=g, dtype=torch.float64)
+    whole_eig = lp.mc_mutual_information_eig(logits, Q, eig, n_samples=16)
+    whole_full = lp.mc_mutual_information(logits, A, n_samples=16)
+    monkeypatch.setattr(lp, "MC_WORKING_SET", 5 * 16 * C * 8)  # 5 rows a block, a ragged last one
+    for whole, blocked in ((whole_eig, lp.mc_mutual_information_eig(logits, Q, eig, n_samples=16)),
+                           (whole_full, lp.mc_mutual_information(logits, A, n_samples=16))):
+        torch.testing.assert_close(blocked[0], whole[0], rtol=1e-12, atol=1e-15)  # GEMM rounding only
+        torch.testing.assert_close(blocked[1], whole[1], rtol=1e-12, atol=1e-15)
