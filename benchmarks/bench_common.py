@@ -4,10 +4,13 @@ folder is on the import path): interleaved CPU timing, the markdown ending, and 
 
 from __future__ import annotations
 
+import json
+
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,6 +30,18 @@ def cpu_medians(fns: dict[str, Callable[[], object]], repeats: int = 3) -> dict[
             fn()
             times[name].append(time.thread_time() - t)
     return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def parse_options(opts: str) -> dict[str, Any]:
+    """'k=v;k2=v2' -> {k: v, k2: v2}, each value JSON where it parses (numbers, booleans), else the string."""
+    options: dict[str, Any] = {}
+    for kv in filter(None, opts.split(";")):
+        k, _, v = kv.partition("=")
+        try:
+            options[k] = json.loads(v)
+        except json.JSONDecodeError:
+            options[k] = v
+    return options
 
 
 def mean_std(values: list[float], digits: int = 3) -> str:

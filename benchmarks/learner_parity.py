@@ -40,6 +40,7 @@ from torch import nn
 
 from alkit.models.backbone import pool_input_spec
 from alkit.registry import make_learner
+from bench_common import parse_options  # benchmarks/bench_common.py
 
 DATA_DIR = Path(__import__("os").environ.get("AL_DATA_DIR", Path(__file__).resolve().parent / "_work" / "data"))
 IMAGE_SHAPES = {"fashion": (1, 28, 28), "fashion_dev": (1, 28, 28)}  # what `alkit init --image-shape` records
@@ -144,14 +145,7 @@ def parse_learners(spec: str) -> list[tuple[str, str, dict[str, Any]]]:
     out = []
     for entry in spec.split(","):
         scorer, _, opts = entry.partition(":")
-        options: dict[str, Any] = {}
-        for kv in filter(None, opts.split(";")):
-            k, _, v = kv.partition("=")
-            try:
-                options[k] = json.loads(v)
-            except json.JSONDecodeError:
-                options[k] = v
-        out.append((entry, scorer, options))
+        out.append((entry, scorer, parse_options(opts)))
     return out
 
 

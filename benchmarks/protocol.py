@@ -25,7 +25,6 @@ same command again after a kill).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -40,6 +39,7 @@ from alkit.config import load_project
 from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.report import cycles_frame
+from bench_common import parse_options  # benchmarks/bench_common.py
 
 HERE = Path(__file__).resolve().parent
 DATA_DIR = HERE / "_work" / "data"
@@ -75,12 +75,7 @@ def parse_entry(entry: str) -> tuple[str, str | None, str | None, dict, dict]:
     head, _, acquisition = head.partition("+")
     preset, _, scorer = head.partition(":")
     learner, train = {}, {}
-    for kv in filter(None, opts.split(";")):
-        k, _, v = kv.partition("=")
-        try:
-            value = json.loads(v)
-        except json.JSONDecodeError:
-            value = v
+    for k, value in parse_options(opts).items():
         (train if k.startswith("train.") else learner)[k.removeprefix("train.")] = value
     return preset, scorer or None, acquisition or None, learner, train
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from alkit.models.train import TrainConfig  # noqa: E402
 from alkit.registry import SCORERS, make_learner  # noqa: E402
+from bench_common import parse_options  # noqa: E402  (benchmarks/bench_common.py)
 
 DIM, CHUNK, N_CLASSES, N_LABELED, THREADS, REPEATS = 128, 50_000, 10, 500, 1, 5
 BRIEF = TrainConfig(max_epochs=2, min_steps=4, patience=1, batch_size=128)
@@ -44,17 +46,10 @@ def chunks(n_pool: int, seed: int = 0):
         yield rng.standard_normal((min(CHUNK, n_pool - lo), DIM), dtype=np.float32)
 
 
-def parse_entry(entry: str) -> tuple[str, dict[str, object]]:
+def parse_entry(entry: str) -> tuple[str, dict[str, Any]]:
     """'vbll@cov=dense;class_score=mi' -> ('vbll', {'cov': 'dense', 'class_score': 'mi'})."""
     name, _, opts = entry.partition("@")
-    options: dict[str, object] = {}
-    for kv in filter(None, opts.split(";")):
-        k, _, v = kv.partition("=")
-        try:
-            options[k] = json.loads(v)
-        except json.JSONDecodeError:
-            options[k] = v
-    return name, options
+    return name, parse_options(opts)
 
 
 def fitted(entry: str):
