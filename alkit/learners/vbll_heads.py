@@ -458,6 +458,8 @@ def class_scores(m_n_C: torch.Tensor, v_n_C: torch.Tensor, noise_C: torch.Tensor
     probs = torch.softmax(kappa_pred * m32, dim=1)
     logit_var = v32.sum(1) if v32.shape[1] == m32.shape[1] else v32[:, 0] * m32.shape[1]
     out = {"probs_n_C": probs, "logit_var_n": logit_var, "entropy_map_n": entropy_n(torch.softmax(m32, dim=1))}
+    if not parts:
+        return out
     m, v = m_n_C.double(), v_n_C.double().clamp_min(1e-12).expand_as(m_n_C)
     if "mi_n" in parts:
         out["mi_n"] = laplace_bridge_mi(m, v).float()
