@@ -79,7 +79,8 @@ class OODSplit:
         return next(iter(self.X_ood_by_name.values()))
 
 
-def _renumber(y_n: np.ndarray, seen: tuple[int, ...]) -> np.ndarray:
+def renumber(y_n: np.ndarray, seen: tuple[int, ...]) -> np.ndarray:
+    """Class ids of ``seen`` renumbered 0..k-1 in the order given, every other class -1."""
     lookup = np.full(int(y_n.max()) + 1, -1, dtype=np.int64)
     lookup[list(seen)] = np.arange(len(seen))
     return lookup[y_n]
@@ -94,7 +95,7 @@ def digits_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), train_frac:
     X, y = X[idx].astype(np.float32), y[idx]
     ind = np.isin(y, seen)
     n_tr = int(train_frac * ind.sum())
-    Xi, yi = X[ind], _renumber(y[ind], seen)
+    Xi, yi = X[ind], renumber(y[ind], seen)
     return OODSplit(Xi[:n_tr], yi[:n_tr], Xi[n_tr:], yi[n_tr:], {"held-out digits": X[~ind]})
 
 
@@ -112,7 +113,7 @@ def fashion_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), n_train: i
     ins = rng.permutation(np.flatnonzero(np.isin(yte, seen)))[:n_test]
     out = rng.permutation(np.flatnonzero(~np.isin(yte, seen)))[:n_test]
     flat = lambda X: X.reshape(len(X), -1).astype(np.float32)  # noqa: E731
-    return OODSplit(flat(Xtr[tr]), _renumber(ytr[tr], seen), flat(Xte[ins]), _renumber(yte[ins], seen),
+    return OODSplit(flat(Xtr[tr]), renumber(ytr[tr], seen), flat(Xte[ins]), renumber(yte[ins], seen),
                     {"held-out Fashion classes": flat(Xte[out])})
 
 

@@ -33,7 +33,7 @@ from alkit.datasets import load_fashion_mnist  # noqa: E402
 from alkit.models.backbone import pool_input_spec  # noqa: E402
 from alkit.models.train import TrainConfig  # noqa: E402
 from alkit.registry import make_learner  # noqa: E402
-from bench_common import emit, mean_std, ood_auroc_aupr  # noqa: E402
+from bench_common import emit, mean_std, ood_auroc_aupr, renumber  # noqa: E402
 
 SCHEDULES = {
     "current (>= 300 steps, >= 10 epochs, patience 20)": TrainConfig(),
@@ -51,8 +51,7 @@ def dev_fashion(seed: int, n: int, seen: tuple[int, ...] = (5, 6, 7, 8, 9)):
     rng = np.random.default_rng(100 + seed)
     ins = rng.permutation(np.flatnonzero(np.isin(y, seen)))
     out = rng.permutation(np.flatnonzero(~np.isin(y, seen)))[:1000]
-    remap = {c: i for i, c in enumerate(seen)}
-    y_r = np.array([remap.get(int(c), -1) for c in y])
+    y_r = renumber(y, seen)
     tr, te = ins[:n], ins[n:n + 1000]
     return X[tr], y_r[tr], X[te], y_r[te], X[out]
 
