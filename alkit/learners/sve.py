@@ -215,7 +215,7 @@ class SVELearner:
         y = self.base.scaler.forward(y.float()) if self.task == "regression" else y.long()
         report = train_module(
             self.net, self._loss, X, y, seed=train_seed, config=self.train_config,
-            no_decay=lambda name: name.endswith("s_M_r"),
+            no_decay=lambda name: name.endswith("s_M_r") or (not self.base.head_prior and name.startswith("head_")),
         )
         self.net.mode = self.forward_mode
         report["pretrain_epochs"] = pre["epochs"]
