@@ -314,3 +314,19 @@ def test_mc_mutual_information_in_row_blocks_equals_one_block(monkeypatch: pytes
                            (whole_full, lp.mc_mutual_information(logits, A, n_samples=16))):
         torch.testing.assert_close(blocked[0], whole[0], rtol=1e-12, atol=1e-15)  # GEMM rounding only
         torch.testing.assert_close(blocked[1], whole[1], rtol=1e-12, atol=1e-15)
+
+
+def test_sample_bald_matches_the_float64_log_softmax_route() -> None:
+    """_bald's one-exponential entropy (logsumexp - sum p z) against -sum p log p in float64."""
+    from alkit.learners.laplace import _bald
+
+    g = torch.Generator().manual_seed(3)
+    for scale in (0.5, 5.0, 50.0):
+        z = torch.randn(500, 16, 7, generator=g) * scale
+        logp = z.double().log_softmax(-1)
+        p = logp.exp()
+        mean_p = p.mean(1)
+        ref = -(mean_p * mean_p.log()).sum(-1) + (p * logp).sum(-1).mean(1)
+        mi, got_mean = _bald(z)
+        assert torch.allclose(got_mean.double(), mean_p, atol=1e-6)
+        assert float((mi.double() - ref.clamp_min(0)).abs().max()) < 1e-5 * max(1.0, scale)

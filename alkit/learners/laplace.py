@@ -175,15 +175,19 @@ def full_ggn(a_n_p: torch.Tensor, H_n_C_C: torch.Tensor) -> torch.Tensor:
 
 
 def kfac_logit_eigvar(
-    a_n_p: torch.Tensor, Q_A: torch.Tensor, eig_A: torch.Tensor, eig_G: torch.Tensor, delta: float
+    h_n_d: torch.Tensor, Q_A: torch.Tensor, eig_A: torch.Tensor, eig_G: torch.Tensor, delta: float,
+    bias: bool = False,
 ) -> torch.Tensor:
     """m (n, C): the logit covariance's eigenvalues in the G eigenbasis, Cov(z) = Q_G diag(m) Q_G^T.
 
-    Computed in the dtype of ``a_n_p`` (float32 pool features score at float32 speed; the factors
-    themselves were decomposed in float64)."""
-    r2 = (a_n_p @ Q_A.to(a_n_p.dtype)) ** 2
-    inv = (1.0 / (torch.outer(eig_G, eig_A) + delta)).to(a_n_p.dtype)  # (C, p)
-    return r2 @ inv.T
+    ``h_n_d`` are the layer's inputs; with ``bias`` the factor A is over [h, 1] and its last row of
+    Q_A is added rather than a column of ones concatenated (one (n, p) copy fewer).  Computed in the
+    dtype of ``h_n_d`` (float32 pool features score at float32 speed; the factors themselves were
+    decomposed in float64)."""
+    Q = Q_A.to(h_n_d.dtype)
+    r = torch.addmm(Q[-1], h_n_d, Q[:-1]) if bias else h_n_d @ Q
+    inv = (1.0 / (torch.outer(eig_G, eig_A) + delta)).to(h_n_d.dtype)  # (C, p)
+    return r.square_() @ inv.T
 
 
 def probit_probs(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -> torch.Tensor:
@@ -212,23 +216,31 @@ def mc_mutual_information_eig(
     """``mc_mutual_information`` for Cov(z) = Q diag(m) Q^T (the KFAC form): one GEMM,
     z = m + (sqrt(m) * eps) Q^T, O(S C^2) per item."""
     dt = logits_n_C.dtype
-    eps_S_C = fixed_eps(n_samples, logits_n_C.shape[1], seed, dt)
-    Q_t = Q_C_C.to(dt).T
+    C = logits_n_C.shape[1]
+    eps_S_C = fixed_eps(n_samples, C, seed, dt)
+    # z_s = m + (sqrt(v) * eps_s) Q^T = m + sqrt(v) B_s with B_s = diag(eps_s) Q^T: every sample of a
+    # row from one (C, S C) product, no (rows, S, C) scaled copy first
+    B_C_SC = (eps_S_C[:, :, None] * Q_C_C.to(dt).T[None]).permute(1, 0, 2).reshape(C, n_samples * C)
 
     def block(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
-        scaled = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt()[:, None, :] * eps_S_C[None]
-        return _bald(logits_n_C[lo:hi, None, :] + scaled @ Q_t)
+        root = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt()
+        z = (root @ B_C_SC).view(hi - lo, n_samples, C).add_(logits_n_C[lo:hi, None, :])
+        return _bald(z)
 
     return _in_row_blocks(block, logits_n_C.shape[0], n_samples * logits_n_C.shape[1] * logits_n_C.element_size())
 
 
-MC_WORKING_SET = 64 << 20  # bytes of one (rows, S, C) sample tensor; _bald holds about four of them
+# bytes of one (rows, S, C) sample tensor; _bald holds about three of them.  Sized to stay in cache:
+# the MI of 50,000 x 16 samples x 10 classes took 0.11-0.12 CPU-s in 2 MB blocks against 0.16-0.19
+# in one 32 MB block (this machine: 1 MB L2 per core, 32 MB L3).
+MC_WORKING_SET = 2 << 20
 
 
 def _in_row_blocks(block, n: int, bytes_per_row: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``block(lo, hi)`` -> (mi, mean_p) over row blocks whose (rows, S, C) sample tensors stay
     under MC_WORKING_SET, concatenated: the MC working set is bounded at any class count (one
-    50,000-row chunk at C = 100 held 0.6 GB per sample tensor), and the result is the same."""
+    50,000-row chunk at C = 100 held 0.6 GB per sample tensor) and stays in cache, and the result
+    is the same."""
     rows = max(1, MC_WORKING_SET // max(1, bytes_per_row))
     if rows >= n:
         return block(0, n)
@@ -263,11 +275,19 @@ def fixed_eps(n_samples: int, C: int, seed: int, dtype: torch.dtype) -> torch.Te
 
 
 def _bald(z_n_S_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    logp = z_n_S_C.log_softmax(-1)
-    p = logp.exp()
+    """(H[mean_s p_s] - mean_s H[p_s], mean_s p_s) for p_s = softmax(z_s).
+
+    One exponential per entry and two (rows, S, C) buffers: H[softmax(z)] = logsumexp(z) - sum_c p_c z_c,
+    so neither log_softmax nor a second exp of it is needed (0.10 vs 0.14 CPU-s for 50,000 x 16 x 10).
+    The difference costs float32 digits when the logits are large: the MI errs by at most ~1e-6 nats
+    at logit scale 5 and 6e-6 at 100 (float64 reference), far below any MI that ranks an item."""
+    top = z_n_S_C.amax(-1, keepdim=True)
+    p = (z_n_S_C - top).exp_()
+    total = p.sum(-1, keepdim=True)
+    p.div_(total)
+    ent_n_S = total.log_().add_(top).squeeze(-1) - (p * z_n_S_C).sum(-1)
     mean_p = p.mean(1)
-    exp_ent = -(p * logp).sum(-1).mean(1)
-    return (entropy_n(mean_p) - exp_ent).clamp_min(0), mean_p
+    return (entropy_n(mean_p) - ent_n_S.mean(1)).clamp_min(0), mean_p
 
 
 def probit_mutual_information(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -> torch.Tensor:
@@ -379,7 +399,7 @@ class LastLayerLaplace:
         """(Cov(z) (n, C, C), its Cholesky-like square root L with L L^T = Cov) in float64."""
         a = with_bias(h_n_d.double(), self.bias)
         if self.hessian == "kfac":
-            m = kfac_logit_eigvar(a, self.Q_A, self.eig_A, self.eig_G, self.prior_precision)
+            m = kfac_logit_eigvar(h_n_d.double(), self.Q_A, self.eig_A, self.eig_G, self.prior_precision, self.bias)
             L = self.Q_G[None] * m.clamp_min(0).sqrt()[:, None, :]
             return L @ L.transpose(1, 2), L
         C, p = self.W_C_p.shape
@@ -398,8 +418,7 @@ class LastLayerLaplace:
 
     def eigvar(self, h_n_d: torch.Tensor) -> torch.Tensor:
         """KFAC: the logit covariance's eigenvalues m (n, C) in the G eigenbasis, input dtype."""
-        a = with_bias(h_n_d, self.bias)
-        return kfac_logit_eigvar(a, self.Q_A, self.eig_A, self.eig_G, self.prior_precision)
+        return kfac_logit_eigvar(h_n_d, self.Q_A, self.eig_A, self.eig_G, self.prior_precision, self.bias)
 
     def predict_features(self, h_n_d: torch.Tensor, logits_n_C: torch.Tensor, *, with_mi: bool = True) -> LaplaceOutput:
         """Scores from layer inputs and outputs already computed (no forward pass).  ``with_mi=False``
