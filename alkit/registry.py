@@ -56,8 +56,8 @@ SCORERS: dict[str, ScorerInfo] = {
     "laplace": ScorerInfo(
         "laplace",
         "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
-        "(options: epistemic=mi|trace, hessian=kfac|full, mc_samples=16; cost vs a forward at 10 classes: mi ~2.8x at "
-        "16 samples, ~12x at 64, trace ~1.6x; mi at 100 classes ~21x)",
+        "(options: epistemic=mi|trace, hessian=kfac|full, mc_samples=16; cost vs a forward at 10 classes: mi ~1.9x at "
+        "16 samples, ~3.8x at 64, trace ~1.6x; mi at 100 classes ~5.4x)",
         _lazy("alkit.learners.laplace", "LaplaceLearner"),
         provides=frozenset({"posterior"}),
     ),
