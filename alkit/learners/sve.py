@@ -214,7 +214,8 @@ class SVELearner:
         y = torch.as_tensor(y_n)
         y = self.base.scaler.forward(y.float()) if self.task == "regression" else y.long()
         report = train_module(
-            self.net, self._loss, X, y, seed=train_seed, config=self.train_config,
+            self.net, self._loss, X, y, seed=train_seed,
+            config=self.train_config.for_input(self.base.input is not None and self.base.input.embedding),
             no_decay=lambda name: name.endswith("s_M_r") or (not self.base.head_prior and name.startswith("head_")),
         )
         self.net.mode = self.forward_mode

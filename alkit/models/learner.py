@@ -104,7 +104,8 @@ class MLPLearner:
             y = y.long()
         module = nn.ModuleDict({"backbone": self.backbone, "head": self.head})
         no_decay = None if self.head_prior else (lambda name: name.startswith("head."))
-        return train_module(module, self._loss, self.backbone.fixed(X), y, seed=seed, config=self.train_config,
+        config = self.train_config.for_input(self.input is not None and self.input.embedding)
+        return train_module(module, self._loss, self.backbone.fixed(X), y, seed=seed, config=config,
                             no_decay=no_decay)
 
     @torch.no_grad()
