@@ -45,3 +45,37 @@ def test_early_stop_trains_until_the_hold_out_stalls_and_keeps_the_best_epoch() 
         perm = torch.randperm(2000, generator=torch.Generator().manual_seed(0))
         val = perm[:200]
         assert abs(float(_loss(module)(X[val], y[val])) - report["val_loss"]) < 1e-5
+
+
+def test_the_weight_prior_is_chosen_by_input_kind_unless_set() -> None:
+    from alkit.models.train import PRIOR_L2, _l2
+
+    assert TrainConfig().for_input(embedding=True).prior_l2 == PRIOR_L2["embedding"] == 30.0
+    assert TrainConfig().for_input(embedding=False).prior_l2 == PRIOR_L2["raw"] == 10.0
+    assert TrainConfig(prior_l2=3.0).for_input(embedding=True).prior_l2 == 3.0  # an explicit value wins
+    assert _l2(TrainConfig(), 20) == 10.0 / 20  # unresolved: the raw-feature prior
+    try:
+        TrainConfig(prior_l2=-1.0)
+    except ValueError as e:
+        assert "prior_l2" in str(e)
+    else:
+        raise AssertionError("a negative prior precision must be refused")
+
+
+def test_an_embedding_learner_trains_under_the_embedding_prior() -> None:
+    """The prior reaches the optimiser: on encoder embeddings the fitted input layer is smaller."""
+    import numpy as np
+
+    from alkit.models.backbone import pool_input_spec
+    from alkit.models.learner import MLPLearner
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 384)).astype(np.float32)
+    y = (X[:, :3].sum(1) > 0).astype(int)
+    norms = {}
+    for embedding in (False, True):
+        spec = pool_input_spec(X, embedding=embedding)
+        learner = MLPLearner("classification", 2, input=spec, depth=0)
+        learner.fit(X, y, seed=0)
+        norms[embedding] = float(learner.backbone.stem.weight.detach().norm())
+    assert norms[True] < norms[False], norms
