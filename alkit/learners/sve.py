@@ -36,7 +36,7 @@ from torch import nn
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP
-from alkit.models.learner import MLPLearner
+from alkit.models.learner import MLPLearner, mlp_train_config
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -215,7 +215,7 @@ class SVELearner:
         y = self.base.scaler.forward(y.float()) if self.task == "regression" else y.long()
         report = train_module(
             self.net, self._loss, X, y, seed=train_seed,
-            config=self.train_config.for_input(self.base.input is not None and self.base.input.embedding),
+            config=mlp_train_config(self.train_config, self.task, self.base.input),
             no_decay=lambda name: name.endswith("s_M_r") or (not self.base.head_prior and name.startswith("head_")),
         )
         self.net.mode = self.forward_mode
