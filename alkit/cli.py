@@ -169,7 +169,7 @@ def run(
     seed: int = typer.Option(0, "--seed", help="Run seed (model init, data order, sampling)."),
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
-    opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),
+    opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64; training settings as -o train.FIELD=VALUE, e.g. -o train.prior_l2=30 -o train.steps=200); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),
     stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]."),
     learner: Optional[str] = typer.Option(None, "--learner", help="Your scikit-learn estimator instead of alkit's network: package.module:function or file.py:function returning an unfitted estimator (fit + predict_proba / predict); bootstrap members give BALD/EPIG (-o members=5). Pair it with a strategy whose acquisition it can feed (margin, entropy, bald, epig)."),
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
@@ -197,7 +197,7 @@ def run(
         proj = load_project(project)
         from alkit.presets import get_preset
         from alkit.registry import learner_class
-        from alkit.scorer_options import parse
+        from alkit.scorer_options import parse_with_training
 
         if learner is not None:
             if scorer not in (None, "sklearn"):
@@ -207,7 +207,10 @@ def run(
             scorer = "bayesvlm"
         scorer_name = scorer or get_preset(strategy).default_scorer
         learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
-        learner_options.update(parse(learner_class(scorer_name), scorer_name, opt or []))
+        own_options, train_options = parse_with_training(learner_class(scorer_name), scorer_name, opt or [])
+        learner_options.update(own_options)
+        if max_epochs is not None:
+            train_options["max_epochs"] = max_epochs
         if backbone:
             learner_options["module"] = backbone
         if learner is not None:
@@ -219,7 +222,7 @@ def run(
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
-                         train={"max_epochs": max_epochs} if max_epochs is not None else {},
+                         train=train_options,
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
                          initial_selector=initial_selector, stop=list(stop or []))
         loop = ActiveLoop(proj)
@@ -347,14 +350,14 @@ def strategies(
     """List every strategy preset, selector and scorer with one line each (or one scorer's options)."""
     if scorer is not None:
         from alkit.registry import get_scorer, learner_class
-        from alkit.scorer_options import declared
+        from alkit.scorer_options import declared, training
 
         t = Table(title=f"options of scorer {scorer} (alkit run --scorer {scorer} --opt KEY=VALUE)",
                   box=box.SIMPLE_HEAD, title_justify="left")
         t.add_column("option", no_wrap=True)
         t.add_column("values", overflow="fold")
         t.add_column("default", overflow="fold")
-        for o in declared(learner_class(scorer)).values():
+        for o in [*declared(learner_class(scorer)).values(), *training(learner_class(scorer)).values()]:
             t.add_row(o.name, o.values(), repr(o.default))
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)

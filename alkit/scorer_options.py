@@ -121,6 +121,39 @@ def parse(learner_cls: type, scorer: str, pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+TRAIN_PREFIX = "train."
+
+
+def training(learner_cls: type) -> dict[str, Option]:
+    """The training loop's settings (TrainConfig fields) as ``train.FIELD`` options, for learners
+    that train alkit's network (every one but those marking ``trains_network = False``: a user's
+    scikit-learn estimator, BayesVLM's fine-tuning, which have settings of their own); the run
+    records them apart from the learner's own options and passes them as its TrainConfig."""
+    if not getattr(learner_cls, "trains_network", True):
+        return {}
+    from alkit.models.train import TrainConfig
+
+    return _from_dataclass(TrainConfig, TRAIN_PREFIX)
+
+
+def parse_with_training(learner_cls: type, scorer: str, pairs: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``parse``, with ``train.FIELD=VALUE`` pairs split off: (learner options, TrainConfig fields)."""
+    train_options = training(learner_cls)
+    own: list[str] = []
+    train: dict[str, Any] = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        key = key.strip()
+        if not key.startswith(TRAIN_PREFIX):
+            own.append(pair)
+            continue
+        if key not in train_options:
+            known = ", ".join(train_options) or "none (it trains no network)"
+            raise ValueError(f"--opt {key}: not a training option of scorer {scorer!r}; its training options: {known}")
+        train[key.removeprefix(TRAIN_PREFIX)] = train_options[key].parse(value.strip())
+    return parse(learner_cls, scorer, own), train
+
+
 def to_kwargs(learner_cls: type, options: dict[str, Any]) -> dict[str, Any]:
     """Recorded options -> the learner's keyword arguments: ``param.field`` entries become the
     config dataclass of ``param``; everything else is passed as it is."""

@@ -68,6 +68,46 @@ def test_cli_opt_is_recorded_with_the_run(tmp_path: Path, digits_csv: Path) -> N
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
         (config,) = db.execute("select config from runs").fetchone()
     assert json.loads(config)["learner"] == {"epistemic": "trace", "width": 32}
+    assert json.loads(config)["train"] == {"max_epochs": 5}
     listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", "laplace"], capture_output=True,
                              text=True, env=env, timeout=120).stdout
     assert "epistemic" in listing and "trace|mi" in listing and "prior_precision" in listing
+
+
+def test_training_options_are_split_off_typed_and_refused_by_name() -> None:
+    from alkit.scorer_options import parse_with_training, training
+
+    own, train = parse_with_training(learner_class("vbll"), "vbll",
+                                     ["cov=dense", "train.prior_l2=30", "train.steps=200", "train.grad_clip=none"])
+    assert own == {"cov": "dense"} and train == {"prior_l2": 30.0, "steps": 200, "grad_clip": None}
+    with pytest.raises(ValueError, match="not a training option of scorer 'vbll'"):
+        parse_with_training(learner_class("vbll"), "vbll", ["train.bogus=1"])
+    with pytest.raises(ValueError, match="train.steps='many': must be an integer"):
+        parse_with_training(learner_class("vbll"), "vbll", ["train.steps=many"])
+    assert "train.prior_l2" in training(learner_class("none"))
+    assert training(learner_class("sklearn")) == {} and training(learner_class("bayesvlm")) == {}
+    assert "train.steps" in training(learner_class("laplace"))  # the post-hoc scorers train the MLP under them
+
+
+def test_cli_training_option_is_recorded_and_a_bad_one_refused(tmp_path: Path, digits_csv: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+
+    def alkit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=tmp_path, capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    subprocess.run([sys.executable, "-m", "alkit.cli", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
+                    "--hide-labels", "-p", "p"], cwd=tmp_path, check=True, capture_output=True, env=env)
+    bad = alkit("run", "--strategy", "topk", "-o", "train.prior=3", "--budget", "20")
+    assert bad.returncode == 2 and "--opt train.prior: not a training option" in bad.stderr
+    assert "Traceback" not in bad.stderr and json.loads(alkit("status", "--json").stdout) == []
+    ok = alkit("run", "--strategy", "topk", "-o", "train.prior_l2=3", "--budget", "20", "--json")
+    assert ok.returncode == 0, ok.stderr
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        (config,) = db.execute("select config from runs").fetchone()
+    assert json.loads(config)["train"] == {"prior_l2": 3.0}
+    listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", "vbll"], capture_output=True,
+                             text=True, env=env, timeout=120).stdout
+    assert "train.prior_l2" in listing and "float|none" in listing

@@ -87,6 +87,7 @@ class BayesVLMLearner:
     (alkit/vlm_features.py), predicting from zero labels on (``zero_shot``)."""
 
     zero_shot = True
+    trains_network = False  # its fine-tuning has options of its own (finetune_steps, finetune_lr, ...)
 
     def __init__(
         self,

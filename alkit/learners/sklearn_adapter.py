@@ -28,6 +28,8 @@ from alkit.types import GaussianLastLayer, Prediction, Task
 class SklearnLearner:
     """A scikit-learn estimator behind alkit's Learner protocol (see the module docstring)."""
 
+    trains_network = False  # no `-o train.*` options: the estimator trains itself
+
     def __init__(self, task: Task, n_classes: int | None = None, *, estimator: str = "", members: int = 5,
                  train: TrainConfig | None = None, input: InputSpec | None = None) -> None:  # noqa: A002
         if not estimator:
