@@ -48,29 +48,47 @@ def test_options_reach_the_learner() -> None:
     assert lap.epistemic == "trace" and lap.base.backbone_config.width == 32
 
 
-def test_cli_opt_is_recorded_with_the_run(tmp_path: Path, digits_csv: Path) -> None:
-    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+_ENV = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
+
+
+def _cli_project(tmp_path: Path, digits_csv: Path):
+    """A digits project in tmp_path/p and a function running `alkit ARGS -p p` there."""
+    subprocess.run([sys.executable, "-m", "alkit.cli", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
+                    "--hide-labels", "-p", "p"], cwd=tmp_path, check=True, capture_output=True, env=_ENV)
 
     def alkit(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=tmp_path, capture_output=True,
-                              text=True, env=env, timeout=600)
+                              text=True, env=_ENV, timeout=600)
 
-    subprocess.run([sys.executable, "-m", "alkit.cli", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
-                    "--hide-labels", "-p", "p"], cwd=tmp_path, check=True, capture_output=True, env=env)
-    bad = alkit("run", "--scorer", "laplace", "-o", "epistemic=sample", "--budget", "20")
-    assert bad.returncode == 2 and "option epistemic='sample': must be one of trace, mi" in bad.stderr
-    assert "Traceback" not in bad.stderr and json.loads(alkit("status", "--json").stdout) == []
-    ok = alkit("run", "--strategy", "topk", "--scorer", "laplace", "-o", "epistemic=trace", "-o", "width=32",
-               "--budget", "20", "--max-epochs", "5", "--json")
-    assert ok.returncode == 0, ok.stderr
+    return alkit
+
+
+def _refused_then_recorded(tmp_path: Path, digits_csv: Path, bad: list[str], message: str,
+                           ok: list[str]) -> tuple[dict, str]:
+    """A run with ``bad`` options is refused with ``message`` and writes nothing; one with ``ok``
+    runs: (its recorded config, the `alkit strategies --scorer` listing of its scorer)."""
     import sqlite3
 
+    alkit = _cli_project(tmp_path, digits_csv)
+    refused = alkit("run", *bad, "--budget", "20")
+    assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and json.loads(alkit("status", "--json").stdout) == []
+    done = alkit("run", *ok, "--budget", "20", "--json")
+    assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
         (config,) = db.execute("select config from runs").fetchone()
-    assert json.loads(config)["learner"] == {"epistemic": "trace", "width": 32}
-    assert json.loads(config)["train"] == {"max_epochs": 5}
-    listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", "laplace"], capture_output=True,
-                             text=True, env=env, timeout=120).stdout
+    scorer = ok[ok.index("--scorer") + 1] if "--scorer" in ok else "vbll"
+    listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", scorer], capture_output=True,
+                             text=True, env=_ENV, timeout=120).stdout
+    return json.loads(config), listing
+
+
+def test_cli_opt_is_recorded_with_the_run(tmp_path: Path, digits_csv: Path) -> None:
+    config, listing = _refused_then_recorded(
+        tmp_path, digits_csv, ["--scorer", "laplace", "-o", "epistemic=sample"],
+        "option epistemic='sample': must be one of trace, mi",
+        ["--strategy", "topk", "--scorer", "laplace", "-o", "epistemic=trace", "-o", "width=32", "--max-epochs", "5"])
+    assert config["learner"] == {"epistemic": "trace", "width": 32} and config["train"] == {"max_epochs": 5}
     assert "epistemic" in listing and "trace|mi" in listing and "prior_precision" in listing
 
 
@@ -90,24 +108,8 @@ def test_training_options_are_split_off_typed_and_refused_by_name() -> None:
 
 
 def test_cli_training_option_is_recorded_and_a_bad_one_refused(tmp_path: Path, digits_csv: Path) -> None:
-    env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
-
-    def alkit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "alkit.cli", *args, "-p", "p"], cwd=tmp_path, capture_output=True,
-                              text=True, env=env, timeout=600)
-
-    subprocess.run([sys.executable, "-m", "alkit.cli", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
-                    "--hide-labels", "-p", "p"], cwd=tmp_path, check=True, capture_output=True, env=env)
-    bad = alkit("run", "--strategy", "topk", "-o", "train.prior=3", "--budget", "20")
-    assert bad.returncode == 2 and "--opt train.prior: not a training option" in bad.stderr
-    assert "Traceback" not in bad.stderr and json.loads(alkit("status", "--json").stdout) == []
-    ok = alkit("run", "--strategy", "topk", "-o", "train.prior_l2=3", "--budget", "20", "--json")
-    assert ok.returncode == 0, ok.stderr
-    import sqlite3
-
-    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
-        (config,) = db.execute("select config from runs").fetchone()
-    assert json.loads(config)["train"] == {"prior_l2": 3.0}
-    listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", "vbll"], capture_output=True,
-                             text=True, env=env, timeout=120).stdout
+    config, listing = _refused_then_recorded(
+        tmp_path, digits_csv, ["--strategy", "topk", "-o", "train.prior=3"], "--opt train.prior: not a training option",
+        ["--strategy", "topk", "-o", "train.prior_l2=3"])
+    assert config["train"] == {"prior_l2": 3.0}
     assert "train.prior_l2" in listing and "float|none" in listing
