@@ -50,9 +50,12 @@ def test_early_stop_trains_until_the_hold_out_stalls_and_keeps_the_best_epoch() 
 def test_the_weight_prior_is_chosen_by_input_kind_unless_set() -> None:
     from alkit.models.train import PRIOR_L2, _l2
 
-    assert TrainConfig().for_input(embedding=True).prior_l2 == PRIOR_L2["embedding"] == 30.0
-    assert TrainConfig().for_input(embedding=False).prior_l2 == PRIOR_L2["raw"] == 10.0
-    assert TrainConfig(prior_l2=3.0).for_input(embedding=True).prior_l2 == 3.0  # an explicit value wins
+    from alkit.models.backbone import InputSpec
+
+    embedding, raw = InputSpec(embedding=True), InputSpec()
+    assert TrainConfig().for_input(embedding).prior_l2 == PRIOR_L2["embedding"] == 30.0
+    assert TrainConfig().for_input(raw).prior_l2 == TrainConfig().for_input(None).prior_l2 == PRIOR_L2["raw"] == 10.0
+    assert TrainConfig(prior_l2=3.0).for_input(embedding).prior_l2 == 3.0  # an explicit value wins
     assert _l2(TrainConfig(), 20) == 10.0 / 20  # unresolved: the raw-feature prior
     try:
         TrainConfig(prior_l2=-1.0)

@@ -397,11 +397,11 @@ class LastLayerLaplace:
 
     def logit_cov(self, h_n_d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(Cov(z) (n, C, C), its Cholesky-like square root L with L L^T = Cov) in float64."""
-        a = with_bias(h_n_d.double(), self.bias)
         if self.hessian == "kfac":
             m = kfac_logit_eigvar(h_n_d.double(), self.Q_A, self.eig_A, self.eig_G, self.prior_precision, self.bias)
             L = self.Q_G[None] * m.clamp_min(0).sqrt()[:, None, :]
             return L @ L.transpose(1, 2), L
+        a = with_bias(h_n_d.double(), self.bias)
         C, p = self.W_C_p.shape
         S = self.cov_full.reshape(C, p, C, p)
         cov = torch.einsum("ni,cidj,nj->ncd", a, S, a)

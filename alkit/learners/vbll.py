@@ -198,7 +198,7 @@ class VBLLLearner:
         module = nn.ModuleDict({"backbone": backbone, "head": head})
         report = train_module(
             module, loss_fn, Z, y, seed=seed,
-            config=self.train_config.for_input(self.input is not None and self.input.embedding),
+            config=self.train_config.for_input(self.input),
             no_decay=lambda n: n.startswith("head."),
         )
         scores_features = self.task == "classification" and self.class_score == "feature_var"

@@ -56,7 +56,7 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None) -
     regression, else by input kind (TrainConfig.for_input)."""
     if config.prior_l2 is None and task == "regression":
         return dataclasses.replace(config, prior_l2=REGRESSION_PRIOR_L2)
-    return config.for_input(input is not None and input.embedding)
+    return config.for_input(input)
 
 
 class MLPLearner:

@@ -28,11 +28,14 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from alkit.models.backbone import InputSpec
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x_b_f, y_b) -> scalar
 
@@ -89,10 +92,12 @@ class TrainConfig:
     prior_l2: float | None = None
     early_stop: bool = False  # large N: up to max_epochs, stopping on the hold-out (measured worse for uncertainty)
 
-    def for_input(self, embedding: bool) -> "TrainConfig":
-        """This config with ``prior_l2`` resolved for the inputs: PRIOR_L2 by kind unless set."""
+    def for_input(self, input: "InputSpec | None") -> "TrainConfig":
+        """This config with ``prior_l2`` resolved for the inputs: PRIOR_L2 by kind unless set
+        (no InputSpec: raw features)."""
         if self.prior_l2 is not None:
             return self
+        embedding = input is not None and input.embedding
         return dataclasses.replace(self, prior_l2=PRIOR_L2["embedding" if embedding else "raw"])
 
     def __post_init__(self) -> None:
