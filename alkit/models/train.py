@@ -47,7 +47,8 @@ LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # (x_b_f, y_b) ->
 # scale grows with fan-in), and on the tweets development set it made the VBLL learner +0.012 /
 # +0.007 / +0.005 / +0.005 / +0.002 more accurate at 20 / 50 / 100 / 200 / 300 labels, 20 seeds
 # (benchmarks/results/learner_parity_embedding_prior_dev.md).  A fan-in rule for every input was
-# tried too and lost on the tabular hpc set (-0.014 at 50 labels).
+# tried too, in a scratch run not kept in benchmarks/, and lost on the tabular hpc set (-0.014 at
+# 50 labels, 10 seeds).
 PRIOR_L2: dict[str, float] = {"raw": 10.0, "embedding": 30.0}
 
 
