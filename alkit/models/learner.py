@@ -47,7 +47,8 @@ HEAD_PRIOR: dict[str, bool] = {"classification": False, "regression": True}
 # 20 labels on the docvis development set against 0.58 for a Bayesian ridge regression; 30 / 100 / 300
 # gave 0.584 / 0.564 / 0.565, and at 50-300 labels 100 matched the ridge (0.549 / 0.541 / 0.529 vs
 # 0.548 / 0.540 / 0.530), 20 seeds (benchmarks/results/learner_parity_regression_prior_dev.md).
-# The VBLL regression learner keeps 10 (30 and 100 were worse for it on the same set).
+# The VBLL regression learner keeps 10 (30 and 100 were worse for it on the same set:
+# benchmarks/results/learner_parity_vbll_regression_prior_dev.md).
 REGRESSION_PRIOR_L2 = 100.0
 
 
