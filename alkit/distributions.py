@@ -17,6 +17,15 @@ def entropy_n(probs_n_C: torch.Tensor) -> torch.Tensor:
     return -torch.special.xlogy(probs_n_C, probs_n_C).sum(-1)
 
 
+def logit_entropy_n(logits_n_C: torch.Tensor) -> torch.Tensor:
+    """H[softmax(z)] per row from the logits, = log sum e^u - sum e^u u / sum e^u with u = z - max z:
+    one exponential per entry and one log per row (entropy_n(softmax(z)) takes a log per entry too)."""
+    u = logits_n_C - logits_n_C.amax(-1, keepdim=True)
+    e = u.exp()
+    s = e.sum(-1)
+    return s.log() - (e * u).sum(-1) / s
+
+
 def member_parts(member_probs_n_M_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(BALD, expected entropy), float64 (n,), from one pass over the member entropies."""
     p = torch.as_tensor(member_probs_n_M_C, dtype=torch.float64)

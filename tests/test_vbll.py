@@ -297,3 +297,32 @@ def test_prediction_carries_the_posterior_output_variance_the_acquisitions_reuse
     ref_mean = phi @ learner.head.layer.W_mean.detach().double().T
     np.testing.assert_allclose(pred.extras["logits_n_C"].double().numpy(), ref_mean.numpy(), rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(oc.variance_for(pred, phi), pred.extras["posterior_var_n_K"].double())
+
+
+def test_logit_entropy_equals_the_entropy_of_the_softmax_for_any_scale() -> None:
+    """The MAP entropy of class_scores comes from the logits (one exp per entry); it must equal
+    -sum p log p of the float64 softmax, for near-uniform, ordinary and saturated logits."""
+    from alkit.distributions import entropy_n, logit_entropy_n
+
+    gen = torch.Generator().manual_seed(0)
+    for scale in (1e-4, 1.0, 30.0, 1e3):
+        z = torch.randn(500, 7, generator=gen, dtype=torch.float64) * scale
+        ref = entropy_n(torch.softmax(z, dim=1))
+        torch.testing.assert_close(logit_entropy_n(z), ref, rtol=1e-9, atol=1e-12)
+        torch.testing.assert_close(logit_entropy_n(z.float()).double(), ref, rtol=1e-4, atol=1e-6)
+    assert torch.all(logit_entropy_n(torch.zeros(3, 5)) - math.log(5) < 1e-6)
+
+
+def test_fused_map_width_is_padded_without_changing_the_scores() -> None:
+    """The fused [mu^T | J] map is padded to a multiple of 16 columns for the GEMM kernel; the pad
+    must be zero in both the map and the feature-variance weights (so neither sum changes)."""
+    X, y = load_digits(return_X_y=True)
+    learner = VBLLLearner("classification", 10)
+    learner.fit(X[:120], y[:120], seed=0)
+    J, f = learner.joint_map_d_d, learner.joint_weights_d
+    d = learner.feature_whitener_d_d.shape[0]
+    assert J.shape[1] % 16 == 0 and J.shape[1] >= 10 + d and f.shape[0] == J.shape[1] - 10
+    assert torch.all(J[:, 10 + d:] == 0) and torch.all(f[d:] == 0)
+    pred = learner.predict(X[120:300])
+    phi = learner.features(X[120:300])
+    np.testing.assert_allclose(pred.extras["feature_var_n"].numpy(), learner._feature_var(phi).numpy(), rtol=1e-4)

@@ -14,7 +14,7 @@ from typing import Callable, Literal
 import torch
 from torch import nn
 
-from alkit.distributions import entropy_n
+from alkit.distributions import entropy_n, logit_entropy_n
 from alkit.types import GaussianLastLayer
 
 Cov = Literal["dense", "diagonal", "shared"]
@@ -454,10 +454,10 @@ def class_scores(m_n_C: torch.Tensor, v_n_C: torch.Tensor, noise_C: torch.Tensor
     # that float64 would keep); the scores below, differences of entropies, in float64
     # v_n_C may be (n, 1) for a covariance shared by every class: broadcast, not materialised
     m32, v32 = m_n_C.float(), v_n_C.float().clamp_min(1e-12)
-    kappa_pred = (1 + math.pi / 8 * (v32 + noise_C.float())).rsqrt()
-    probs = torch.softmax(kappa_pred * m32, dim=1)
+    scaled = (v32 + noise_C.float()).mul_(math.pi / 8).add_(1).rsqrt_().mul_(m32)  # kappa m, in place
+    probs = torch.softmax(scaled, dim=1)
     logit_var = v32.sum(1) if v32.shape[1] == m32.shape[1] else v32[:, 0] * m32.shape[1]
-    out = {"probs_n_C": probs, "logit_var_n": logit_var, "entropy_map_n": entropy_n(torch.softmax(m32, dim=1))}
+    out = {"probs_n_C": probs, "logit_var_n": logit_var, "entropy_map_n": logit_entropy_n(m32)}
     if not parts:
         return out
     m, v = m_n_C.double(), v_n_C.double().clamp_min(1e-12).expand_as(m_n_C)
