@@ -48,8 +48,8 @@ SCORERS: dict[str, ScorerInfo] = {
     "vbll": ScorerInfo(
         "vbll",
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, "
-        "cov=shared|dense|diagonal; classification default shared, ~1.4x a forward at 10 classes and ~2.4x at "
-        "100; cov=dense ~7x at 10 classes)",
+        "cov=shared|dense|diagonal; classification default shared, ~1.3x a forward at 10 classes and ~1.5x at "
+        "100; cov=dense ~7x at 10 classes and ~50x at 100)",
         _lazy("alkit.learners.vbll", "VBLLLearner"),
         provides=frozenset({"posterior"}),
     ),

@@ -213,6 +213,18 @@ def test_sve_shares_u_v_and_trains_only_m_r_plus_biases(sve_cls) -> None:
     assert extra == 4 * (per_member + head)
 
 
+def test_sve_weight_prior_takes_the_weight_matrices_only(sve_cls) -> None:
+    """The members' biases are (M, m) matrices: the prior must still leave them (and the singular
+    values) alone, as it leaves the base network's biases; only the heads' weight matrices follow
+    ``head_prior``.  The training loop decays what has more than one axis unless told otherwise."""
+    from alkit.learners.sve import sve_no_decay
+
+    for head_prior in (False, True):
+        decayed = {n for n, q in sve_cls.net.named_parameters() if q.ndim > 1 and not sve_no_decay(n, head_prior=head_prior)}
+        assert decayed == ({"head_W_M_k_d"} if head_prior else set())
+    assert all(sve_no_decay(n, head_prior=True) for n, _ in sve_cls.net.named_parameters() if n.endswith(("b_M_m", "head_b_M_k")))
+
+
 def test_sve_members_differ_after_training_and_bald_is_positive(sve_cls) -> None:
     s = sve_cls.net.blocks[0].s_M_r.detach()
     assert (s[0] - s[1]).abs().max() > 1e-3

@@ -162,6 +162,17 @@ class SVENetwork(nn.Module):
         return out_M_n_k, phi_M_n_d
 
 
+def sve_no_decay(name: str, *, head_prior: bool) -> bool:
+    """The SVE parameters the weight prior leaves alone: the singular values (decay would pull them
+    towards 0, not towards the base network) and every bias.  The members' biases are stacked
+    (M, m) matrices, so the training loop's rule (decay what has more than one axis) would take
+    them for weights: on 20 tweet labels that decay cost 0.07 accuracy against the base network.
+    With ``head_prior`` False the member heads' weights go free as well, as in MLPLearner."""
+    if name.endswith(("s_M_r", "b_M_m", "head_b_M_k")):
+        return True
+    return not head_prior and name.startswith("head_")
+
+
 class SVELearner:
     """Pretrain an MLPLearner, convert it to an M-member SVE, train the members jointly.
 
@@ -216,7 +227,7 @@ class SVELearner:
         report = train_module(
             self.net, self._loss, X, y, seed=train_seed,
             config=mlp_train_config(self.train_config, self.task, self.base.input),
-            no_decay=lambda name: name.endswith("s_M_r") or (not self.base.head_prior and name.startswith("head_")),
+            no_decay=lambda name: sve_no_decay(name, head_prior=self.base.head_prior),
         )
         self.net.mode = self.forward_mode
         report["pretrain_epochs"] = pre["epochs"]
