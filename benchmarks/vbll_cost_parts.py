@@ -51,7 +51,7 @@ def cost_rows() -> list[str]:
         fns = {
             "plain forward (backbone + head)": lambda: plain.head(plain.backbone(x_t)),
             "vbll backbone": lambda: vbll.features(X_pool),
-            "fused product (mu^T and J)": lambda: phi @ vbll.joint_map_d_d,
+            "fused product (mu^T and J, zero-padded to a multiple of 16 columns)": lambda: phi @ vbll.joint_map_d_d,
             "square, sum and feature-var GEMV": lambda: (out[:, 10:].square().sum(1), torch.mv(z2, vbll.joint_weights_d)),
             "predictive softmax + entropy (class_scores)": lambda: class_scores(m, v, vbll.head.noise_var, parts=()),
             "whole predict": lambda: vbll.predict(X_pool),
