@@ -37,6 +37,7 @@ from alkit.registry import SCORERS, make_learner  # noqa: E402
 from bench_common import parse_options  # noqa: E402  (benchmarks/bench_common.py)
 
 DIM, CHUNK, N_CLASSES, N_LABELED, THREADS, REPEATS = 128, 50_000, 10, 500, 1, 5
+TASK = "classification"  # --task regression: standard-normal targets, each scorer's regression default
 BRIEF = TrainConfig(max_epochs=2, min_steps=4, patience=1, batch_size=128)
 
 
@@ -58,11 +59,13 @@ def fitted(entry: str):
     scorer, options = parse_entry(entry)
     rng = np.random.default_rng(1)
     X = rng.standard_normal((N_LABELED, DIM), dtype=np.float32)
-    y = rng.integers(0, N_CLASSES, N_LABELED)
+    regression = TASK == "regression"
+    y = rng.standard_normal(N_LABELED).astype(np.float32) if regression else rng.integers(0, N_CLASSES, N_LABELED)
+    n_classes = None if regression else N_CLASSES
     try:
-        learner = make_learner(scorer, "classification", N_CLASSES, train=BRIEF, **options)
+        learner = make_learner(scorer, TASK, n_classes, train=BRIEF, **options)
     except TypeError:  # a scorer without a training budget option
-        learner = make_learner(scorer, "classification", N_CLASSES, **options)
+        learner = make_learner(scorer, TASK, n_classes, **options)
     learner.fit(X, y, seed=0)
     return learner
 
@@ -122,7 +125,8 @@ def child(scorer: str, n_pool: int) -> dict[str, float]:
 
 
 def spawn(scorer: str, n_pool: int) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--scorer", scorer, "--json", "--n-pool", str(n_pool), "--classes", str(N_CLASSES)]
+    cmd = [sys.executable, __file__, "--scorer", scorer, "--json", "--n-pool", str(n_pool), "--classes", str(N_CLASSES),
+           "--task", TASK]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"rc {proc.returncode}"}
@@ -130,17 +134,19 @@ def spawn(scorer: str, n_pool: int) -> dict[str, float]:
 
 
 def main() -> None:
-    global N_CLASSES
+    global N_CLASSES, TASK
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scorer", help="one scorer name (or 'plain'); default: plain + every registered scorer")
     ap.add_argument("--n-pool", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--classes", type=int, default=N_CLASSES, help="class count of the synthetic task (default 10)")
+    ap.add_argument("--task", choices=("classification", "regression"), default=TASK,
+                    help="regression: standard-normal targets, each scorer's regression defaults")
     ap.add_argument("--scorers", default="", help="comma list of scorers for the report, each NAME or "
                     "NAME@key=value;key=value (default: every registered one with its defaults)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput.md"))
     args = ap.parse_args()
-    N_CLASSES = args.classes
+    N_CLASSES, TASK = args.classes, args.task
     if args.scorer:
         res = child(args.scorer, args.n_pool)
         print(json.dumps(res) if args.json else res)
@@ -160,7 +166,7 @@ def write_report(path: Path, rows: list[tuple[str, dict]], n_pool: int) -> None:
         "# Scoring throughput",
         "",
         f"Synthetic pool of {n_pool:,} x {DIM} float32 rows, scored {CHUNK:,} rows at a time by "
-        f"`Learner.predict` ({N_CLASSES}-class classification, default options of each scorer: "
+        f"`Learner.predict` ({'regression' if TASK == 'regression' else f'{N_CLASSES}-class classification'}, default options of each scorer: "
         "width 128, one residual block, as on raw features). Each learner was fitted for a couple of epochs on "
         f"{N_LABELED} random labeled rows: the cost is measured, not the accuracy. Each scorer runs "
         "in its own subprocess, which also times the plain forward (backbone + head of an "

@@ -147,9 +147,10 @@ def test_cr_learner_predicts_a_distribution_and_flags_far_inputs() -> None:
     rng = np.random.default_rng(1)
     X = rng.uniform(-2, 2, (300, 1))
     y = np.where(rng.random(300) < 0.4, 0.0, np.exp(X[:, 0] + 0.3 * rng.normal(size=300)))
-    for epi in ("bald", "delta"):
-        learner = VBLLLearner("regression", head="buckets", n_buckets=10, cr_epistemic=epi, train=FAST,
+    for epi, cov in (("bald", None), ("delta", None), ("bald", "dense")):  # None: the default, shared
+        learner = VBLLLearner("regression", head="buckets", n_buckets=10, cr_epistemic=epi, train=FAST, cov=cov,
                               feature_map="l2")  # far inputs are flagged with distance-aware features
+        assert learner.cov == (cov or "shared")
         learner.fit(X, y, seed=0)
         pred = learner.predict(np.array([[0.0], [1.0], [9.0]]))
         masses = pred.extras["bucket_probs_n_K"]
@@ -159,7 +160,7 @@ def test_cr_learner_predicts_a_distribution_and_flags_far_inputs() -> None:
         assert float(pred.mean_n[0]) == pytest.approx(float(pred.dist.mean()[0]), rel=1e-5)
         post = learner.posterior()
         K = masses.shape[1]
-        assert post.cov_K_d_d.shape[0] == K and post.noise_var_K.shape == (K,)
+        assert post.cov_K_d_d.shape[0] == (1 if learner.cov == "shared" else K) and post.noise_var_K.shape == (K,)
         phi = post.features(pred.embedding_n_d).double()
-        v_K = torch.einsum("nd,kde,ne->nk", phi, post.cov_K_d_d, phi)
+        v_K = torch.einsum("nd,kde,ne->nk", phi, post.cov_K_d_d, phi).expand(-1, K)
         torch.testing.assert_close(v_K, pred.extras["logit_var_n_K"].double(), rtol=1e-3, atol=1e-8)

@@ -84,8 +84,13 @@ class VBLLLearner:
     every class (chosen on the development sets, label_efficiency_dev/cov_*.md: the epistemic
     preset's AULC 0.585 against 0.575 for 'dense', ahead on 4 of 5 sets), so that the mean logits,
     the class posterior's variance and 'feature_var' come from one d x (C + d) product per item
-    (``_joint_map``); 'dense' (one per class, K d^2 per item: several times a forward) stays the
-    regression default and an option.
+    (``_joint_map``).  The bucket head (CR-VBLL, a classification over 20 target buckets) shares
+    one covariance as well: one per bucket scored a pool at 14x a forward against 2.0x
+    (benchmarks/results/throughput_regression.md), for CRPS 0.001 worse on docvis and an active-
+    learning run level with random either way (label_efficiency_dev.md, "The regression
+    covariance").  'dense' (one per output, K d^2 per item: several times a forward) stays an
+    option and the default of the Gaussian head (one output: the same thing) and of the quantile
+    head (its outputs' noise differs, which one shared covariance cannot take; ~10x a forward).
     """
 
     def __init__(
@@ -122,8 +127,9 @@ class VBLLLearner:
             raise ValueError("classification uses the Gaussian-logit head (head='gaussian')")
         if head not in ("gaussian", "quantile", "buckets"):
             raise ValueError(f"unknown head {head!r}; use gaussian, quantile or buckets")
-        if cov is None:  # chosen on the development sets (benchmarks/results/label_efficiency_dev/cov_*.md)
-            cov = "shared" if task == "classification" else "dense"
+        if cov is None:  # chosen on the development sets (label_efficiency_dev/cov_*.md; regression:
+            # label_efficiency_dev.md, "The regression covariance")
+            cov = "shared" if task == "classification" or head == "buckets" else "dense"
         if cov not in ("dense", "diagonal", "shared"):
             raise ValueError(f"unknown cov {cov!r}; use dense, diagonal or shared")
         if train_cov not in ("dense", "diagonal", "shared"):
