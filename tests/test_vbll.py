@@ -326,3 +326,18 @@ def test_fused_map_width_is_padded_without_changing_the_scores() -> None:
     pred = learner.predict(X[120:300])
     phi = learner.features(X[120:300])
     np.testing.assert_allclose(pred.extras["feature_var_n"].numpy(), learner._feature_var(phi).numpy(), rtol=1e-4)
+
+
+def test_laplace_bridge_mi_takes_a_shared_variance_as_one_column() -> None:
+    """A variance shared by every class may come as a (n, 1) column, an expanded view or a full
+    (n, C) matrix: the same mutual information each way (the shared-covariance fast path), and a
+    per-class variance still goes through the general formula."""
+    gen = torch.Generator().manual_seed(3)
+    m = torch.randn(400, 20, generator=gen, dtype=torch.float64) * 2
+    v1 = torch.rand(400, 1, generator=gen, dtype=torch.float64) * 3
+    full = laplace_bridge_mi(m, v1.expand(-1, 20).clone())
+    torch.testing.assert_close(laplace_bridge_mi(m, v1), full, rtol=1e-7, atol=1e-12)
+    torch.testing.assert_close(laplace_bridge_mi(m, v1.expand(-1, 20)), full, rtol=1e-7, atol=1e-12)
+    vK = v1 * (1 + torch.rand(400, 20, generator=gen, dtype=torch.float64))
+    assert not torch.allclose(laplace_bridge_mi(m, vK), full)
+    assert torch.all(laplace_bridge_mi(m, vK) >= 0)

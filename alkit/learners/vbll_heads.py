@@ -474,17 +474,26 @@ def laplace_bridge_mi(m_n_C: torch.Tensor, v_n_C: torch.Tensor) -> torch.Tensor:
     """Mutual information of the Laplace-bridge Dirichlet for z ~ N(m, diag(v)), (n,), float64.
 
     Zero-mean correction, alpha_k = (1 - 2/C + e^{m_k} sum_l e^{-m_l} / C^2) / Sigma_kk, then
-    MI = H[pbar] + sum_k pbar_k [psi(alpha_k + 1) - psi(alpha_0 + 1)].
+    MI = H[pbar] + sum_k pbar_k [psi(alpha_k + 1) - psi(alpha_0 + 1)], evaluated as
+    log alpha_0 - psi(alpha_0 + 1) + sum_k pbar_k [psi(alpha_k + 1) - log alpha_k] (the same value,
+    since H[pbar] = log alpha_0 - sum_k pbar_k log alpha_k, with fewer passes over (n, C) and no
+    difference of two large digammas).  A variance that is the same for every class (a shared
+    covariance: a (n, 1) column or an expanded view) is kept as one column.
     """
-    m, v = m_n_C.double(), v_n_C.double().clamp_min(1e-12)
+    m = m_n_C.double()
     C = m.shape[1]
-    vsum = v.sum(1, keepdim=True)
-    m = m - v * m.sum(1, keepdim=True) / vsum
-    s_kk = (v - v**2 / vsum).clamp_min(1e-12)
-    log_term = m + torch.logsumexp(-m, dim=1, keepdim=True) - 2 * math.log(C)
-    alpha = (1 - 2.0 / C + log_term.clamp(max=600).exp()) / s_kk
-    alpha = alpha.clamp_min(1e-12)
-    a0 = alpha.sum(1, keepdim=True)
-    pbar = alpha / a0
-    mi = entropy_n(pbar) + (pbar * (torch.digamma(alpha + 1) - torch.digamma(a0 + 1))).sum(1)
+    if v_n_C.shape[1] == 1 or v_n_C.stride(1) == 0:  # row-constant: vsum = C v, Sigma_kk = v (1 - 1/C)
+        v = v_n_C[:, :1].double().clamp_min(1e-12)
+        m = m - m.mean(1, keepdim=True)
+        s_kk = (v * (1 - 1.0 / C)).clamp_min(1e-12)
+    else:
+        v = v_n_C.double().clamp_min(1e-12)
+        vsum = v.sum(1, keepdim=True)
+        m = m - v * m.sum(1, keepdim=True) / vsum
+        s_kk = (v - v**2 / vsum).clamp_min(1e-12)
+    log_term = m + (torch.logsumexp(-m, dim=1, keepdim=True) - 2 * math.log(C))
+    alpha = log_term.clamp_(max=600).exp_().add_(1 - 2.0 / C).div_(s_kk).clamp_min_(1e-12)
+    a0 = alpha.sum(1)
+    gap = torch.digamma(alpha + 1).sub_(alpha.log())  # psi(a + 1) - log a > 0
+    mi = a0.log() - torch.digamma(a0 + 1) + (alpha * gap).sum(1) / a0
     return mi.clamp_min(0.0)
