@@ -162,8 +162,10 @@ def data_file(draw: st.DrawFn) -> tuple[str, bytes]:
         data = buf.getvalue()
         if defect == "ragged_row":  # no rows in Parquet: a list column of uneven lengths instead of pixels
             data = _uneven_list_parquet(n, draw(st.integers(1, 5)))
-    if defect == "truncated":
+    if defect == "truncated" and fmt == "parquet":  # any strict prefix of a Parquet file is broken
         data = data[: draw(st.integers(0, max(0, len(data) // 2)))]
+    elif defect == "truncated":  # a CSV cut at a line end (or inside a number) is a valid shorter file: end the cut in bytes no UTF-8 decoder takes
+        data = data[: draw(st.integers(0, max(0, len(data) // 2)))] + b"\xff\xfe"
     elif defect == "garbage":
         data = draw(st.binary(min_size=0, max_size=300))
     return fmt, data
