@@ -90,7 +90,7 @@ class VBLLLearner:
     learning run level with random either way (label_efficiency_dev.md, "The regression
     covariance").  'dense' (one per output, K d^2 per item: several times a forward) stays an
     option and the default of the Gaussian head (one output: the same thing) and of the quantile
-    head (its outputs' noise differs, which one shared covariance cannot take; ~10x a forward).
+    head (its outputs' noise differs, which one shared covariance cannot take; ~11x a forward).
     """
 
     def __init__(
