@@ -330,3 +330,21 @@ def test_sample_bald_matches_the_float64_log_softmax_route() -> None:
         mi, got_mean = _bald(z)
         assert torch.allclose(got_mean.double(), mean_p, atol=1e-6)
         assert float((mi.double() - ref.clamp_min(0)).abs().max()) < 1e-5 * max(1.0, scale)
+
+
+def test_kfac_eig_map_is_zero_padded_to_the_gemm_width_and_changes_no_variance() -> None:
+    """kfac_eig_map pads Q_A's columns and the weights' rows with zeros to a multiple of 16 (the
+    blocked GEMM kernel); the eigen-variances equal the unpadded (a^T Q_A)^2 / (g l + delta) in float64."""
+    from alkit.models.layers import GEMM_COLUMNS
+
+    g = torch.Generator().manual_seed(4)
+    d, C, delta = 11, 3, 0.7
+    Q_A = torch.linalg.qr(torch.randn(d + 1, d + 1, generator=g, dtype=torch.float64))[0]
+    eig_A, eig_G = torch.rand(d + 1, generator=g, dtype=torch.float64) * 5, torch.rand(C, generator=g, dtype=torch.float64)
+    h = torch.randn(7, d, generator=g, dtype=torch.float64)
+    b, R, V = L.kfac_eig_map(Q_A, eig_A, eig_G, delta, True, torch.float64)
+    assert R.shape == (d, GEMM_COLUMNS) and b.shape == (GEMM_COLUMNS,) and V.shape == (GEMM_COLUMNS, C)
+    assert not R[:, d + 1:].any() and not b[d + 1:].any() and not V[d + 1:].any()
+    a = torch.cat([h, torch.ones(7, 1, dtype=torch.float64)], 1)
+    want = (a @ Q_A) ** 2 @ (1.0 / (torch.outer(eig_G, eig_A) + delta)).T
+    torch.testing.assert_close(L.kfac_logit_eigvar(h, Q_A, eig_A, eig_G, delta, True), want, rtol=1e-12, atol=0)

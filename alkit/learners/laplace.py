@@ -65,7 +65,7 @@ from torch import nn
 
 from alkit.distributions import entropy_n
 from alkit.learners.posthoc import PostHocLearner
-from alkit.models.layers import find_last_linear, layer_io
+from alkit.models.layers import find_last_linear, layer_io, zero_pad_columns
 from alkit.types import GaussianLastLayer
 
 Likelihood = Literal["classification", "regression", "heteroscedastic"]
@@ -174,20 +174,34 @@ def full_ggn(a_n_p: torch.Tensor, H_n_C_C: torch.Tensor) -> torch.Tensor:
     return H.reshape(C * p, C * p)
 
 
+def kfac_eig_map(Q_A: torch.Tensor, eig_A: torch.Tensor, eig_G: torch.Tensor, delta: float, bias: bool,
+                 dtype: torch.dtype) -> tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """The fixed parts of ``kfac_logit_eigvar`` in ``dtype``: (row b (P,) or None, map R (d, P),
+    weights V (P, C)) with m = ((h R + b) ** 2) V.
+
+    R is Q_A (its bias row split off as b when the layer has a bias) and V = 1 / (g_c l_i + delta)
+    transposed, both padded with zero columns / rows to a width P that is a multiple of 16
+    (``zero_pad_columns``): the same numbers, and the (n, d) x (d, P) product runs the blocked GEMM
+    kernel (129 -> 144 columns at d = 128)."""
+    Q = zero_pad_columns(Q_A.to(dtype))
+    V = zero_pad_columns((1.0 / (torch.outer(eig_G, eig_A) + delta)).to(dtype)).T.contiguous()
+    return (Q[-1].contiguous(), Q[:-1].contiguous(), V) if bias else (None, Q, V)
+
+
 def kfac_logit_eigvar(
     h_n_d: torch.Tensor, Q_A: torch.Tensor, eig_A: torch.Tensor, eig_G: torch.Tensor, delta: float,
-    bias: bool = False,
+    bias: bool = False, *, eig_map: tuple[torch.Tensor | None, torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """m (n, C): the logit covariance's eigenvalues in the G eigenbasis, Cov(z) = Q_G diag(m) Q_G^T.
 
     ``h_n_d`` are the layer's inputs; with ``bias`` the factor A is over [h, 1] and its last row of
     Q_A is added rather than a column of ones concatenated (one (n, p) copy fewer).  Computed in the
     dtype of ``h_n_d`` (float32 pool features score at float32 speed; the factors themselves were
-    decomposed in float64)."""
-    Q = Q_A.to(h_n_d.dtype)
-    r = torch.addmm(Q[-1], h_n_d, Q[:-1]) if bias else h_n_d @ Q
-    inv = (1.0 / (torch.outer(eig_G, eig_A) + delta)).to(h_n_d.dtype)  # (C, p)
-    return r.square_() @ inv.T
+    decomposed in float64).  ``eig_map``: ``kfac_eig_map`` of the same factors in that dtype,
+    computed once per fit instead of once per call."""
+    b, R, V = eig_map or kfac_eig_map(Q_A, eig_A, eig_G, delta, bias, h_n_d.dtype)
+    r = h_n_d @ R if b is None else torch.addmm(b, h_n_d, R)
+    return r.square_() @ V
 
 
 def probit_probs(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -> torch.Tensor:
@@ -214,18 +228,22 @@ def mc_mutual_information_eig(
     logits_n_C: torch.Tensor, Q_C_C: torch.Tensor, eigvar_n_C: torch.Tensor, *, n_samples: int = 64, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``mc_mutual_information`` for Cov(z) = Q diag(m) Q^T (the KFAC form): one GEMM,
-    z = m + (sqrt(m) * eps) Q^T, O(S C^2) per item."""
+    O(S C^2) per item.
+
+    The samples are laid out class-major, (S, C, rows): z[s, :, i] = m_i + B_s sqrt(m_i) with
+    B_s = Q diag(eps_s), all of a block from one (S C, C) x (C, rows) product.  Every reduction over
+    the classes (max, sum, the entropies) is then an elementwise pass over contiguous rows instead of
+    a reduction along a last axis of C ~ 10 floats, which vectorises badly: the same numbers (up to
+    float rounding) at about half the time of the (rows, S, C) layout (benchmarks/results/throughput_laplace.md)."""
     dt = logits_n_C.dtype
     C = logits_n_C.shape[1]
     eps_S_C = fixed_eps(n_samples, C, seed, dt)
-    # z_s = m + (sqrt(v) * eps_s) Q^T = m + sqrt(v) B_s with B_s = diag(eps_s) Q^T: every sample of a
-    # row from one (C, S C) product, no (rows, S, C) scaled copy first
-    B_C_SC = (eps_S_C[:, :, None] * Q_C_C.to(dt).T[None]).permute(1, 0, 2).reshape(C, n_samples * C)
+    B_SC_C = (Q_C_C.to(dt)[None] * eps_S_C[:, None, :]).reshape(n_samples * C, C)
 
     def block(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
-        root = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt()
-        z = (root @ B_C_SC).view(hi - lo, n_samples, C).add_(logits_n_C[lo:hi, None, :])
-        return _bald(z)
+        root_C_r = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt().T
+        z = (B_SC_C @ root_C_r).view(n_samples, C, hi - lo).add_(logits_n_C[lo:hi].T)
+        return _bald(z, class_dim=1, sample_dim=0)
 
     return _in_row_blocks(block, logits_n_C.shape[0], n_samples * logits_n_C.shape[1] * logits_n_C.element_size())
 
@@ -274,21 +292,25 @@ def fixed_eps(n_samples: int, C: int, seed: int, dtype: torch.dtype) -> torch.Te
     return eps.to(dtype)
 
 
-def _bald(z_n_S_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(H[mean_s p_s] - mean_s H[p_s], mean_s p_s) for p_s = softmax(z_s).
+def _bald(z: torch.Tensor, class_dim: int = -1, sample_dim: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """(H[mean_s p_s] - mean_s H[p_s], mean_s p_s) for p_s = softmax(z_s), for samples ``z`` laid out
+    (rows, S, C) by default or with the class and sample axes named (class-major (S, C, rows):
+    ``class_dim=1, sample_dim=0``); returns (mi (rows,), mean p (rows, C)).
 
-    One exponential per entry and two (rows, S, C) buffers: H[softmax(z)] = logsumexp(z) - sum_c p_c z_c,
-    so neither log_softmax nor a second exp of it is needed (with the blocks below and the one-product
-    sampling, the default MI went from 2.8x to 1.9x a forward: benchmarks/results/throughput_laplace.md).
-    The difference costs float32 digits when the logits are large: the MI errs by at most ~1e-6 nats
-    at logit scale 5 and 6e-6 at 100 (float64 reference), far below any MI that ranks an item."""
-    top = z_n_S_C.amax(-1, keepdim=True)
-    p = (z_n_S_C - top).exp_()
-    total = p.sum(-1, keepdim=True)
+    One exponential per entry and two sample-sized buffers: with u = z - max z,
+    H[softmax(z)] = log sum e^u - sum_c p_c u_c, so neither log_softmax nor a second exp of it is
+    needed (with the blocks below and the one-product sampling, the default MI went from 2.8x to
+    1.9x a forward: benchmarks/results/throughput_laplace.md).  The difference costs float32 digits
+    when the logits are large: the MI errs by at most ~1e-6 nats at logit scale 5 and 6e-6 at 100
+    (float64 reference), far below any MI that ranks an item."""
+    c, s = class_dim % z.ndim, sample_dim % z.ndim
+    u = z - z.amax(c, keepdim=True)
+    p = u.exp()
+    total = p.sum(c, keepdim=True)
     p.div_(total)
-    ent_n_S = total.log_().add_(top).squeeze(-1) - (p * z_n_S_C).sum(-1)
-    mean_p = p.mean(1)
-    return (entropy_n(mean_p) - ent_n_S.mean(1)).clamp_min(0), mean_p
+    mean_p_n_C = p.mean(s).movedim(c - (s < c), -1)
+    ent_s = total.log_().squeeze(c) - p.mul_(u).sum(c)  # p is spent here
+    return (entropy_n(mean_p_n_C) - ent_s.mean(s - (c < s))).clamp_min(0), mean_p_n_C
 
 
 def probit_mutual_information(logits_n_C: torch.Tensor, var_n_C: torch.Tensor) -> torch.Tensor:
@@ -328,6 +350,7 @@ class LastLayerLaplace:
         self.prior_precision = 1.0
         self.sigma_noise = 1.0
         self.n_data = 0
+        self._eig_maps: dict[torch.dtype, tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = {}
 
     # -- fitting ---------------------------------------------------------------------------
 
@@ -392,6 +415,7 @@ class LastLayerLaplace:
             inv = 1.0 / (self.eig_full + self.prior_precision)
             self.cov_full = (self.Q_full * inv) @ self.Q_full.T
         self.log_marglik_value = log_marglik(eig_H, theta_sq, self.prior_precision)
+        self._eig_maps = {}
         return self
 
     # -- prediction ------------------------------------------------------------------------
@@ -399,7 +423,7 @@ class LastLayerLaplace:
     def logit_cov(self, h_n_d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(Cov(z) (n, C, C), its Cholesky-like square root L with L L^T = Cov) in float64."""
         if self.hessian == "kfac":
-            m = kfac_logit_eigvar(h_n_d.double(), self.Q_A, self.eig_A, self.eig_G, self.prior_precision, self.bias)
+            m = self.eigvar(h_n_d.double())
             L = self.Q_G[None] * m.clamp_min(0).sqrt()[:, None, :]
             return L @ L.transpose(1, 2), L
         a = with_bias(h_n_d.double(), self.bias)
@@ -419,7 +443,11 @@ class LastLayerLaplace:
 
     def eigvar(self, h_n_d: torch.Tensor) -> torch.Tensor:
         """KFAC: the logit covariance's eigenvalues m (n, C) in the G eigenbasis, input dtype."""
-        return kfac_logit_eigvar(h_n_d, self.Q_A, self.eig_A, self.eig_G, self.prior_precision, self.bias)
+        if h_n_d.dtype not in self._eig_maps:  # per dtype, made once per fit
+            self._eig_maps[h_n_d.dtype] = kfac_eig_map(self.Q_A, self.eig_A, self.eig_G, self.prior_precision,
+                                                       self.bias, h_n_d.dtype)
+        return kfac_logit_eigvar(h_n_d, self.Q_A, self.eig_A, self.eig_G, self.prior_precision, self.bias,
+                                 eig_map=self._eig_maps[h_n_d.dtype])
 
     def predict_features(self, h_n_d: torch.Tensor, logits_n_C: torch.Tensor, *, with_mi: bool = True) -> LaplaceOutput:
         """Scores from layer inputs and outputs already computed (no forward pass).  ``with_mi=False``

@@ -38,6 +38,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
 )
 from alkit.learners.csd import ridge_whitener
 from alkit.models.backbone import BackboneConfig, ConvBackbone, FeatureMap, InputSpec, ResidualMLP, build_backbone
+from alkit.models.layers import zero_pad_columns
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -294,17 +295,11 @@ class VBLLLearner:
         return posterior_of(self.head.layer, noise)
 
 
-_GEMM_COLUMNS = 16  # the fused map's width is padded to a multiple of this (benchmarks/results/vbll_cost_parts.md)
-
-
 def _padded_joint_map(mean_d_C: torch.Tensor, J_d_d: torch.Tensor, f_d: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """[mu^T | J | 0] (d, C + d + pad) and f with zeros for the pad: the zero columns change neither
-    sum of squares, and a GEMM whose width is a multiple of 16 runs the blocked kernel (at d = 128,
-    10 classes: 144 columns cost less than 138)."""
-    d, C = mean_d_C.shape
-    pad = -(C + J_d_d.shape[1]) % _GEMM_COLUMNS
-    joint = torch.cat([mean_d_C, J_d_d, J_d_d.new_zeros(d, pad)], 1).contiguous()
-    return joint, torch.cat([f_d, f_d.new_zeros(pad)])
+    """[mu^T | J | 0] (d, C + d + pad) and f with zeros for the pad (``zero_pad_columns``: the zero
+    columns change neither sum of squares, and the product runs the blocked GEMM kernel)."""
+    joint = zero_pad_columns(torch.cat([mean_d_C, J_d_d], 1))
+    return joint, torch.cat([f_d, f_d.new_zeros(joint.shape[1] - mean_d_C.shape[1] - f_d.shape[0])])
 
 
 def _joint_map(S_d_d: torch.Tensor, whitener_d_d: torch.Tensor, s2: float) -> tuple[torch.Tensor, torch.Tensor]:
