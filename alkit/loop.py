@@ -22,7 +22,7 @@ import numpy as np
 from alkit import metrics
 from alkit.acquisition import AcquisitionError, EPIGTargets
 from alkit.config import Project
-from alkit.engines import AcquisitionScorer
+from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
@@ -37,7 +37,7 @@ from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Sel
 N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
 STOP_SET = 1000  # pool items whose predicted classes the kappa stopping rule compares across cycles
 CV_FOLDS = 3  # folds of the cross-validated learning curve (forecast stopping without a test split)
-EVAL_CHUNK = 16_384  # test rows predicted at a time
+CHUNK_PROBE = 64  # labeled rows whose Prediction sizes the cycle's chunks (chunk_rows_for)
 STATS_SAMPLE = 4096  # pool items the image filters are learned from (and CSD's contexts)
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -108,6 +108,7 @@ class ActiveLoop:
         self._input: InputSpec | None = None
         self._test: TestSplit | None = None
         self.last_eval_s = 0.0  # CPU seconds of the latest test evaluation
+        self.chunk_rows = MAX_CHUNK_ROWS  # rows predicted at a time, sized per fitted learner (chunk_rows_for)
         self._stop_sets: dict[int, np.ndarray] = {}  # run seed -> features of its stop set (_signals)
 
     # ----------------------------------------------------------------- plan
@@ -241,6 +242,7 @@ class ActiveLoop:
             X_lab = self.features.take(keys_lab)
             learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
             fit_s = time.perf_counter() - t0
+            self.chunk_rows = chunk_rows_for(learner, X_lab[:CHUNK_PROBE])
             result_metrics = self._evaluate(learner)
             if not result_metrics and any(r.name == "forecast" for r in plan.stop_rules):
                 result_metrics = self._cross_validate(plan, X_lab, y_lab, _seed(spec.seed, cycle, 7))
@@ -361,14 +363,15 @@ class ActiveLoop:
         return self._test if len(self._test.keys) else None
 
     def _evaluate(self, learner: Learner) -> dict[str, float]:
-        """Test metrics of ``learner``, predicted in chunks of EVAL_CHUNK rows (classification keeps
-        only the (n, C) probabilities; regression the per-chunk distributions, which hold n-sized
+        """Test metrics of ``learner``, predicted in chunks of the cycle's ``chunk_rows`` (classification
+        keeps only the (n, C) probabilities; regression the per-chunk distributions, which hold n-sized
         parameters) and timed as ``eval_s``."""
         test = self._test_split()
         if test is None:
             return {}
         t0 = time.thread_time()
-        preds = [learner.predict(test.X[s:s + EVAL_CHUNK]) for s in range(0, len(test.keys), EVAL_CHUNK)]
+        rows = self.chunk_rows
+        preds = [learner.predict(test.X[s:s + rows]) for s in range(0, len(test.keys), rows)]
         if self.cfg.task == "classification":
             out = metrics.classification_metrics(np.concatenate([p.probs_n_C.numpy() for p in preds]), test.y)
         else:
@@ -465,7 +468,8 @@ class ActiveLoop:
             source=source, m=candidate_count(source, k, spec.options.get("candidates")),
             seed=_seed(spec.seed, cycle, 3), engine=spec.options.get("engine", "local"),
             engine_options={"address": spec.options.get("ray_address")},
-            stratify_by=spec.options.get("stratify_by"), payload_path=self.project.payload_path)
+            stratify_by=spec.options.get("stratify_by"), payload_path=self.project.payload_path,
+            chunk_rows=self.chunk_rows)
         scorer = None
         if learner is not None and source != "all":
             scorer = AcquisitionScorer(plan.acquisition, acq_ctx)

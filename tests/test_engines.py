@@ -163,3 +163,44 @@ def test_loop_selects_the_same_batch_on_ray(strategy: str, tmp_path: Path, digit
         loop.store.dispose()
     assert len(picks["local"]) == 30
     assert picks["ray"] == picks["local"]
+
+
+def test_chunk_rows_keep_the_working_set_in_budget_at_any_class_count() -> None:
+    """chunk_rows_for: at 10 classes the features file's 16,384 rows; with more classes fewer, each a
+    power-of-two divisor of 16,384 (row-group aligned), the largest whose working set
+    (WORKING_SET_FACTOR x the Prediction's bytes per row) fits the 256 MB budget; a learner whose
+    Prediction is huge per row gets the floor."""
+    from types import SimpleNamespace
+
+    from alkit.engines import CHUNK_BUDGET, MAX_CHUNK_ROWS, chunk_rows_for, prediction_nbytes
+    from alkit.engines.common import MIN_CHUNK_ROWS, WORKING_SET_FACTOR
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 16), dtype=np.float32)
+    rows = {}
+    for C in (10, 100, 1000):
+        learner = make_learner("vbll", "classification", C, train=TrainConfig(**FAST_TRAIN))
+        learner.fit(X, rng.integers(0, C, 600), seed=0)
+        rows[C] = chunk_rows_for(learner, X[:64])
+        per_row = WORKING_SET_FACTOR * prediction_nbytes(learner.predict(X[:64])) / 64 + 4 * X.shape[1]
+        assert MAX_CHUNK_ROWS % rows[C] == 0 and rows[C] * per_row <= CHUNK_BUDGET
+    assert rows[10] == MAX_CHUNK_ROWS and rows[1000] < rows[100] <= MAX_CHUNK_ROWS
+    assert 2 * rows[1000] * per_row > CHUNK_BUDGET  # the largest power-of-two divisor that fits, not a smaller one
+
+    class Huge:  # 40 MB of member probabilities per row
+        def predict(self, X_n_f: np.ndarray):
+            n = len(X_n_f)
+            return SimpleNamespace(extras={"member_probs_n_M_C": torch.zeros(n, 1000, 10_000)}, dist=None)
+
+    assert chunk_rows_for(Huge(), X[:2]) == MIN_CHUNK_ROWS
+
+
+def test_chunked_scoring_picks_what_one_chunk_picks(pool: tuple) -> None:
+    """The candidates of a pass in chunks of 64 rows are those of a pass in one chunk: what the
+    chunk size may change is memory, never the selection."""
+    path, X, learner = pool
+    mask = _mask(len(X))
+    whole, _ = local_topm(learner, path, mask, 40, chunk_rows=1 << 20)
+    small, _ = local_topm(learner, path, mask, 40, chunk_rows=64)
+    np.testing.assert_array_equal(whole.keys_n, small.keys_n)
+    np.testing.assert_allclose(whole.scores_n, small.scores_n, rtol=1e-6)

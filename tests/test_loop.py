@@ -161,7 +161,7 @@ def test_chunked_cached_evaluation_equals_one_prediction(tmp_path: Path, monkeyp
     reads = []
     original = loop.store.test_set
     monkeypatch.setattr(loop.store, "test_set", lambda: reads.append(1) or original())
-    monkeypatch.setattr(loop_mod, "EVAL_CHUNK", 7)  # many chunks, a ragged last one
+    monkeypatch.setattr(loop_mod, "chunk_rows_for", lambda learner, X: 7)  # many chunks, a ragged last one
     opts = {"head": head} if head else {}
     res = loop.run(RunRequest(strategy="random", scorer="vbll", budget=30, train=FAST_TRAIN, learner_options=opts))
     assert len(reads) == 1 and len(res) == 4

@@ -35,6 +35,10 @@ from alkit.engines.common import (  # noqa: F401 (the engines' public names)
     iter_masked_batches,
     score_batches,
     local_topm,
+    chunk_rows_for,
+    prediction_nbytes,
+    MAX_CHUNK_ROWS,
+    CHUNK_BUDGET,
 )
 
 

@@ -37,6 +37,7 @@ class CandidateRequest:
     engine_options: dict[str, Any] | None = None
     stratify_by: str | None = None
     payload_path: Path | None = None
+    chunk_rows: int = 16_384  # rows the engine predicts at a time (the loop's chunk_rows_for)
 
 
 def candidate_count(source: str, k: int, requested: int | None) -> int:
@@ -74,4 +75,4 @@ def produce(req: CandidateRequest, features: FeatureReader, mask_n: np.ndarray, 
             cands.strata_n = payload_codes(req.payload_path, req.stratify_by, keys)
         return cands, 0 if learner is None else len(keys)
     engine = get_engine(req.engine, **(req.engine_options or {}))
-    return engine(learner, features.path, mask_n, req.m, features.chunk_rows, scorer=scorer)
+    return engine(learner, features.path, mask_n, req.m, req.chunk_rows, scorer=scorer)

@@ -63,6 +63,44 @@ def prediction_arrays(pred: Prediction) -> dict[str, np.ndarray | None]:
     return arrays
 
 
+CHUNK_BUDGET = 256 << 20  # bytes one chunk's prediction and scoring may hold, whatever C and d (issue 14)
+MAX_CHUNK_ROWS = 16_384  # rows per chunk where the budget allows more (the features file's batch size)
+MIN_CHUNK_ROWS = 64
+# Peak memory of a chunk's predict and acquisition over the bytes of the Prediction it returns, 16,384
+# rows (benchmarks/results/chunk_memory.md): 1.7-5.8 at 100 and 1,000 classes for every scorer (vbll
+# 3.1-4.7, laplace 1.7-1.9, ensemble 5.2-5.8, mc-dropout 5.6-5.8), up to 8.7 at 10 classes, where
+# the Prediction is small and the backbone's activations dominate.  The budget divides by 8; with it
+# every scorer's chunk peaked at 18-133 MB, where 16,384 rows took up to 0.8 GB (vbll) and 7.7 GB
+# (mc-dropout) at 1,000 classes.
+WORKING_SET_FACTOR = 8.0
+
+
+def prediction_nbytes(pred: Prediction) -> int:
+    """Bytes of every tensor a Prediction holds: its fields, its extras and its distribution's parameters."""
+    parts = [*vars(pred).values(), *pred.extras.values(), *getattr(pred.dist, "__dict__", {}).values()]
+    return sum(v.numel() * v.element_size() for v in parts if torch.is_tensor(v))
+
+
+def chunk_rows_for(learner: Learner, X_probe_m_f: np.ndarray, budget: int = CHUNK_BUDGET,
+                   max_rows: int = MAX_CHUNK_ROWS) -> int:
+    """Rows per scoring chunk for this fitted learner: the largest ``max_rows / 2^k`` (at least
+    MIN_CHUNK_ROWS) whose working set, WORKING_SET_FACTOR times the Prediction's bytes per row
+    (measured on the probe ``X_probe``) plus the input row, fits ``budget``.
+
+    Why measured: what a chunk holds grows with the classes C, the members or passes of an
+    ensemble, and the feature width d, and only the learner knows which; 16,384 rows at 1,000
+    classes took 0.4 GB (vbll) to 7.5 GB (MC dropout's 20 passes).  Why a power-of-two divisor of
+    ``max_rows``: chunk boundaries stay row-group aligned for the Ray engine, and at small C (10,
+    100 classes) the rows, hence the batches and the selections, are those of a fixed 16,384."""
+    with torch.no_grad():
+        pred = learner.predict(X_probe_m_f)
+    per_row = WORKING_SET_FACTOR * prediction_nbytes(pred) / max(1, len(X_probe_m_f)) + 4 * X_probe_m_f.shape[1]
+    rows = max_rows
+    while rows > MIN_CHUNK_ROWS and rows * per_row > budget:
+        rows //= 2
+    return rows
+
+
 class _LearnerPickler(pickle.Pickler):
     """Pickles a fitted learner whole, including parametrized modules (spectral norm), which
     torch refuses to pickle: a copy of such a module with each parametrization replaced by the
