@@ -8,6 +8,24 @@ split, f0..): categorical columns one-hot, missing values at the column median, 
 - ``x_credit``: modeldata/credit_data, 4,454 loans, good or bad (72 / 28 %), 13 columns.
 - ``x_nmes``: AER/NMES1988, 4,406 elderly patients, y = log1p(physician office visits), regression.
 
+Multi-class sets (added 2026-12-02):
+
+- ``x_leaf``: modeldata/leaf_id_flavia (Flavia leaf images), the 26 most frequent of its 32 species
+  (54-77 leaves each; 1,595 leaves), 51 numeric shape, texture and colour features computed from the
+  images; the species-level annotations (apex, base, shape, edge flags) are dropped.
+- ``x_weather``: mosaicData/Weather, 3,655 days of 2016-2017 in 5 cities (Auckland, Beijing, Chicago,
+  Mumbai, San Diego; 731 each), which city, 14 daily readings (high/avg/low temperature, dew point,
+  humidity, pressure; high/avg wind) plus month; visibility, low_wind (36 % missing), precipitation and events are dropped
+  (their reporting differs by station, not by weather).
+- ``x_stackoverflow``: modeldata/stackoverflow (2017 developer survey), 5,594 developers, which of 5
+  countries (US 50 %, UK, Germany, India, Canada), mixed: salary, years coded, company size,
+  satisfaction, remote (2 levels, one-hot), open source, hobby and 14 role flags.
+- ``x_storms``: dplyr/storms (NOAA Atlantic hurricane tracks, 19,537 six-hourly records), a stratified
+  subsample of 6,000 (train_test_split random_state=0), storm status in 9 classes (tropical storm 35 %
+  to tropical wave 0.6 %), 7 numeric columns: year, month, hour, lat, long, wind, pressure (name,
+  category and the force diameters are dropped: category is set only for hurricanes, the diameters
+  are recorded only since 2004).
+
     python benchmarks/holdout_data.py
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_holdout python benchmarks/protocol.py --data x_spam7 --strategies epistemic,margin,entropy,random:vbll --seeds 0-2
 """
@@ -48,6 +66,22 @@ def main() -> None:
     n = data("AER", "NMES1988")
     write("x_nmes", n.drop(columns=["rownames", "visits", "nvisits", "ovisits", "novisits"], errors="ignore"),
           np.log1p(n["visits"].to_numpy().astype(float)), "regression")
+
+    leaf = data("modeldata", "leaf_id_flavia")
+    keep = leaf["species"].value_counts().index[:26]
+    leaf = leaf[leaf["species"].isin(keep)].reset_index(drop=True)
+    annotations = ["apex", "base", "shape", "denate_edge", "lobed_edge", "smooth_edge", "toothed_edge", "undulate_edge"]
+    write("x_leaf", leaf.drop(columns=["rownames", "species", *annotations]), leaf["species"].to_numpy(), "classification")
+    w = data("mosaicData", "Weather")
+    readings = [f"{a}_{b}" for b in ("temp", "dewpt", "humidity", "hg") for a in ("high", "avg", "low")]
+    write("x_weather", w[["month", *readings, "high_wind", "avg_wind"]], w["city"].to_numpy(), "classification")
+    so = data("modeldata", "stackoverflow")
+    write("x_stackoverflow", so.drop(columns=["rownames", "Country"]), so["Country"].to_numpy(), "classification")
+    st = data("dplyr", "storms")
+    st, _ = train_test_split(st, train_size=6000, random_state=0, stratify=st["status"])
+    st = st.reset_index(drop=True)
+    write("x_storms", st[["year", "month", "hour", "lat", "long", "wind", "pressure"]], st["status"].to_numpy(),
+          "classification")
 
 
 if __name__ == "__main__":
