@@ -357,3 +357,17 @@ def test_mean_output_ggn_is_the_mean_of_the_per_item_stack(likelihood: str) -> N
     out = torch.randn(50, 2 if likelihood == "heteroscedastic" else 7, generator=torch.Generator().manual_seed(1))
     want = L.output_ggn_n_C_C(out, likelihood, 0.6).mean(0)
     torch.testing.assert_close(L.mean_output_ggn_C_C(out, likelihood, 0.6), want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("C", [3, 25])
+def test_class_major_and_row_major_samples_give_the_same_mutual_information(C: int) -> None:
+    """The two sample layouts of mc_mutual_information_eig (chosen by class count for speed) are the
+    same estimator: equal MI and mean probabilities in float64."""
+    g = torch.Generator().manual_seed(C)
+    logits = torch.randn(40, C, generator=g, dtype=torch.float64) * 3
+    Q = torch.linalg.qr(torch.randn(C, C, generator=g, dtype=torch.float64))[0]
+    eig = torch.rand(40, C, generator=g, dtype=torch.float64) * 2
+    a = L.mc_mutual_information_eig(logits, Q, eig, n_samples=16, layout="class")
+    b = L.mc_mutual_information_eig(logits, Q, eig, n_samples=16, layout="row")
+    torch.testing.assert_close(a[0], b[0], rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(a[1], b[1], rtol=1e-10, atol=1e-12)

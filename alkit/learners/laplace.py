@@ -235,26 +235,42 @@ def mc_mutual_information(
     return _in_row_blocks(block, logits_n_C.shape[0], n_samples * logits_n_C.shape[1] * logits_n_C.element_size())
 
 
+# Below this many classes the MC samples are laid out class-major (S, C, rows), from it on row-major
+# (rows, S, C): benchmarks/results/laplace_mc_layout.md (16 samples, 20,000 rows, one thread) times
+# class-major at 0.33-0.82x the row-major time for 2-16 classes (two runs), about even at 20-32 and
+# 1.2-1.6x slower at 50-100, where a reduction along a last axis of that many floats already vectorises.
+CLASS_MAJOR_BELOW = 20
+
+
 def mc_mutual_information_eig(
-    logits_n_C: torch.Tensor, Q_C_C: torch.Tensor, eigvar_n_C: torch.Tensor, *, n_samples: int = 64, seed: int = 0
+    logits_n_C: torch.Tensor, Q_C_C: torch.Tensor, eigvar_n_C: torch.Tensor, *, n_samples: int = 64, seed: int = 0,
+    layout: Literal["class", "row"] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``mc_mutual_information`` for Cov(z) = Q diag(m) Q^T (the KFAC form): one GEMM,
     O(S C^2) per item.
 
-    The samples are laid out class-major, (S, C, rows): z[s, :, i] = m_i + B_s sqrt(m_i) with
-    B_s = Q diag(eps_s), all of a block from one (S C, C) x (C, rows) product.  Every reduction over
-    the classes (max, sum, the entropies) is then an elementwise pass over contiguous rows instead of
-    a reduction along a last axis of C ~ 10 floats, which vectorises badly: the same numbers (up to
-    float rounding) at about half the time of the (rows, S, C) layout (benchmarks/results/throughput_laplace.md)."""
+    ``layout`` of the samples (default: by the class count, CLASS_MAJOR_BELOW): 'class' puts them
+    class-major, (S, C, rows), z[s, :, i] = m_i + B_s sqrt(m_i) with B_s = Q diag(eps_s), all of a
+    block from one (S C, C) x (C, rows) product, so every reduction over a few classes (max, sum,
+    the entropies) is an elementwise pass over contiguous rows instead of a reduction along a last
+    axis of C floats, which vectorises badly for small C; 'row' is (rows, S, C), every sample of a
+    row from one (C, S C) product.  The same numbers either way, up to float rounding."""
     dt = logits_n_C.dtype
     C = logits_n_C.shape[1]
     eps_S_C = fixed_eps(n_samples, C, seed, dt)
-    B_SC_C = (Q_C_C.to(dt)[None] * eps_S_C[:, None, :]).reshape(n_samples * C, C)
+    if (layout or ("class" if C < CLASS_MAJOR_BELOW else "row")) == "class":
+        B_SC_C = (Q_C_C.to(dt)[None] * eps_S_C[:, None, :]).reshape(n_samples * C, C)
 
-    def block(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
-        root_C_r = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt().T
-        z = (B_SC_C @ root_C_r).view(n_samples, C, hi - lo).add_(logits_n_C[lo:hi].T)
-        return _bald(z, class_dim=1, sample_dim=0)
+        def block(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+            root_C_r = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt().T
+            z = (B_SC_C @ root_C_r).view(n_samples, C, hi - lo).add_(logits_n_C[lo:hi].T)
+            return _bald(z, class_dim=1, sample_dim=0)
+    else:
+        B_C_SC = (eps_S_C[:, :, None] * Q_C_C.to(dt).T[None]).permute(1, 0, 2).reshape(C, n_samples * C)
+
+        def block(lo: int, hi: int) -> tuple[torch.Tensor, torch.Tensor]:
+            root = eigvar_n_C[lo:hi].to(dt).clamp_min(0).sqrt()
+            return _bald((root @ B_C_SC).view(hi - lo, n_samples, C).add_(logits_n_C[lo:hi, None, :]))
 
     return _in_row_blocks(block, logits_n_C.shape[0], n_samples * logits_n_C.shape[1] * logits_n_C.element_size())
 
