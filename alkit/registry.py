@@ -48,8 +48,8 @@ SCORERS: dict[str, ScorerInfo] = {
     "vbll": ScorerInfo(
         "vbll",
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, "
-        "cov=shared|dense|diagonal; classification and bucket regression default shared, ~1.3x a forward at 10 "
-        "classes, ~1.5x at 100, ~2x for the 20 regression buckets; cov=dense ~7x at 10 classes, ~50x at 100, "
+        "cov=shared|dense|diagonal; classification and bucket regression default shared, ~1.2-1.3x a forward at 10 "
+        "classes, ~1.5-1.8x at 100, ~2x for the 20 regression buckets; cov=dense ~6-7x at 10 classes, ~50x at 100, "
         "~14x for the buckets; head=quantile ~11x, head=gaussian ~1.4x)",
         _lazy("alkit.learners.vbll", "VBLLLearner"),
         provides=frozenset({"posterior"}),
@@ -57,8 +57,8 @@ SCORERS: dict[str, ScorerInfo] = {
     "laplace": ScorerInfo(
         "laplace",
         "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
-        "(options: epistemic=mi|trace, hessian=kfac|full, mc_samples=16; cost vs a forward at 10 classes: mi ~1.9x at "
-        "16 samples, ~3.8x at 64, trace ~1.6x; mi at 100 classes ~5.4x)",
+        "(options: epistemic=mi|trace, hessian=kfac|full, mc_samples=16; cost vs a forward at 10 classes: mi ~1.5-1.8x "
+        "at 16 samples, ~2x at 32, ~2.9x at 64, trace ~1.5-1.8x; mi at 100 classes ~7x)",
         _lazy("alkit.learners.laplace", "LaplaceLearner"),
         provides=frozenset({"posterior"}),
     ),
