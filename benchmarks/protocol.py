@@ -39,15 +39,14 @@ from alkit.config import load_project
 from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.report import cycles_frame
-from bench_common import parse_options  # benchmarks/bench_common.py
+from bench_common import DATA_FILE, IMAGE_SHAPES, parse_options  # benchmarks/bench_common.py
 
 HERE = Path(__file__).resolve().parent
 DATA_DIR = HERE / "_work" / "data"
 WORK = Path(__import__("os").environ.get("ALKIT_PROTOCOL_WORK", HERE / "_work" / "protocol"))
-IMAGE_SHAPES = {"fashion": (28, 28), "fashion_dev": (28, 28)}
-BUDGET = {"digits": 270}
-AT = {"digits": [100, 200, 270]}
-TARGET = {"digits": 0.90}
+BUDGET = {"digits": 270, "digits8": 270}
+AT = {"digits": [100, 200, 270], "digits8": [100, 200, 270]}
+TARGET = {"digits": 0.90, "digits8": 0.90}
 
 
 def project_for(name: str) -> Path:
@@ -55,7 +54,7 @@ def project_for(name: str) -> Path:
     root = WORK / name
     if (root / "alkit.toml").exists():
         return root
-    path = DATA_DIR / f"{name}.parquet"
+    path = DATA_DIR / f"{DATA_FILE.get(name, name)}.parquet"
     df = pl.read_parquet(path)
     opts = InitOptions(id_col="id", label_col="label", split_col="split", hide_labels=True, progress=False,
                        image_shape=IMAGE_SHAPES.get(name))

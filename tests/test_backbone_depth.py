@@ -54,3 +54,22 @@ def test_list_column_projects_fit_a_block_free_network(tmp_path: Path) -> None:
         mcd = MCDropoutLearner("classification", 10, input=spec, T=2)
         mcd.fit(X, y, seed=0)
         assert len(mcd.net.backbone.blocks) == 1
+
+
+def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> None:
+    """PatchConv.pool_for: 28 x 28 -> 4 (7 x 7 maps, as before), 8 x 8 -> 2 (4 x 4 maps, not 2,048
+    unpooled features), never more than the image; an 8 x 8 image spec builds a conv stem of
+    2 x 16 filters x 4 x 4 = 512 features that predicts, and an explicit pool overrides the rule."""
+    import numpy as np
+    import torch
+
+    from alkit.models.backbone import ConvBackbone, PatchConv, build_backbone, pool_input_spec, BackboneConfig
+
+    assert PatchConv.pool_for((1, 28, 28)) == 4 and PatchConv.pool_for((1, 8, 8)) == 2
+    assert PatchConv.pool_for((3, 32, 32)) == 5 and PatchConv.pool_for((1, 1, 9)) == 1
+    X = np.random.default_rng(0).random((300, 64)).astype(np.float32)
+    for pool, width in ((None, 2 * 16 * 4 * 4), (1, 2 * 16 * 8 * 8)):
+        spec = pool_input_spec(X, (1, 8, 8), pool=pool)
+        net = build_backbone(64, spec, torch.as_tensor(X), BackboneConfig())
+        assert isinstance(net, ConvBackbone) and net.conv.out_dim == width == len(spec.conv_mean_f)
+        assert net(torch.as_tensor(X[:5])).shape == (5, net.out_dim)

@@ -45,6 +45,7 @@ class InputSpec:
     conv_mean_f: np.ndarray | None = None  # pool statistics of the PatchConv features
     conv_std_f: np.ndarray | None = None
     pool_sample_n_f: np.ndarray | None = None  # a seeded sample of pool inputs (CSD's unlabeled contexts)
+    patch_pool: int | None = None  # PatchConv's average-pool size; None: by image size (PatchConv.pool_for)
     embedding: bool = False  # features from a pretrained encoder, not raw measurements
 
     def __post_init__(self) -> None:
@@ -56,21 +57,22 @@ class InputSpec:
 
 def pool_input_spec(X_n_f: np.ndarray, image_shape: tuple[int, int, int] | None = None, *,
                     mean_f: np.ndarray | None = None, std_f: np.ndarray | None = None,
-                    seed: int = 0, n_filters: int = 16, embedding: bool = False) -> InputSpec:
+                    seed: int = 0, n_filters: int = 16, embedding: bool = False, pool: int | None = None) -> InputSpec:
     """An InputSpec from the pool: per-feature statistics (``mean_f``/``std_f`` when the caller
     streamed them over the whole pool, else those of ``X_n_f``, the pool or a sample of it);
-    image-shaped pools also get their PatchConv filters and feature statistics from ``X_n_f``."""
+    image-shaped pools also get their PatchConv filters and feature statistics from ``X_n_f``
+    (``pool``: the convolution's average-pool size, default by image size)."""
     X = np.asarray(X_n_f, dtype=np.float64)
     spec = InputSpec(X.mean(0) if mean_f is None else np.asarray(mean_f, dtype=np.float64),
                      X.std(0) if std_f is None else np.asarray(std_f, dtype=np.float64), image_shape,
                      embedding=embedding)
     if image_shape is None:
         return spec
-    conv = PatchConv.from_pool(X_n_f, image_shape, spec.mean_f, spec.std_f, n_filters=n_filters, seed=seed)
+    conv = PatchConv.from_pool(X_n_f, image_shape, spec.mean_f, spec.std_f, n_filters=n_filters, seed=seed, pool=pool)
     with torch.no_grad():
         Z = torch.cat([conv(torch.as_tensor(np.asarray(X_n_f[i:i + 4096]), dtype=torch.float32))
                        for i in range(0, len(X_n_f), 4096)]).double().numpy()
-    return InputSpec(spec.mean_f, spec.std_f, image_shape, conv.weight.numpy(), Z.mean(0), Z.std(0))
+    return InputSpec(spec.mean_f, spec.std_f, image_shape, conv.weight.numpy(), Z.mean(0), Z.std(0), patch_pool=pool)
 
 
 class PatchConv(nn.Module):
@@ -82,26 +84,37 @@ class PatchConv(nn.Module):
     logistic regression on these features; benchmarks/results/learner_parity_dev.md), while the
     pool's patches are free and teach edges and strokes; the filters are fixed per run, so the
     backbone stays a deterministic function and each fit trains only the dense layers on top.
-    Output: 2k maps pooled to about 7x7, flattened.
+    Output: 2k maps average-pooled (``pool_for``: to about 7x7 maps), flattened.
     """
 
     def __init__(self, weight_k_C_p_p: torch.Tensor, image_shape: tuple[int, int, int],
-                 pixel_mean_C: torch.Tensor, pixel_std_C: torch.Tensor) -> None:
+                 pixel_mean_C: torch.Tensor, pixel_std_C: torch.Tensor, pool: int | None = None) -> None:
         super().__init__()
         self.image_shape = tuple(int(v) for v in image_shape)
         self.register_buffer("weight", torch.as_tensor(weight_k_C_p_p, dtype=torch.float32))
         self.register_buffer("pixel_mean", torch.as_tensor(pixel_mean_C, dtype=torch.float32))
         self.register_buffer("pixel_std", torch.as_tensor(pixel_std_C, dtype=torch.float32))
-        self.pool = max(1, round(self.image_shape[1] / 7))
+        self.pool = self.pool_for(self.image_shape) if pool is None else int(pool)
         k, p = self.weight.shape[0], self.weight.shape[-1]
         self.padding = p // 2
         h, w = self.image_shape[1] // self.pool, self.image_shape[2] // self.pool
         self.out_dim = 2 * k * h * w
 
+    @staticmethod
+    def pool_for(image_shape: tuple[int, int, int]) -> int:
+        """The average-pool size for these images: about 7 x 7 maps, and at least 2.
+
+        Why at least 2: a pool of 1 leaves 2k features per pixel; at 8 x 8 that is 2,048 inputs to the
+        stem, which on Fashion-MNIST shrunk to 8 x 8 (a development set) was less accurate than a pool
+        of 2 at every label count (0.003-0.028 at 20-300 labels) at twice the fit time, and a pool of 4
+        lost at 20-50 labels (benchmarks/results/learner_parity_image_pool_dev.md)."""
+        h, w = image_shape[1:]
+        return max(1, min(h, w, max(2, round(h / 7))))
+
     @classmethod
     def from_pool(cls, X_n_f: np.ndarray, image_shape: tuple[int, int, int], mean_f: np.ndarray,
                   std_f: np.ndarray, *, n_filters: int = 16, patch: int = 5, n_patches: int = 20_000,
-                  seed: int = 0) -> "PatchConv":
+                  seed: int = 0, pool: int | None = None) -> "PatchConv":
         """Filters from a seeded sample of ``n_patches`` patches of the pool images (mean removed
         per patch), whitened by their eigenvalues (+1e-3 of the largest)."""
         c, h, w = image_shape
@@ -117,7 +130,7 @@ class PatchConv(nn.Module):
         k = min(n_filters, P.shape[1])
         evals, evecs = evals.flip(0)[:k], evecs.flip(1)[:, :k]
         W = (evecs / (evals + 1e-3 * evals[0]).sqrt()).T.reshape(k, c, patch, patch)
-        return cls(W.float(), image_shape, pix_mean.float(), pix_std.float())
+        return cls(W.float(), image_shape, pix_mean.float(), pix_std.float(), pool)
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
         c, h, w = self.image_shape
@@ -347,7 +360,7 @@ def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Ten
         if int(np.prod(shape)) != n_features:
             raise ValueError(f"image shape {shape} does not match {n_features} features")
         pix_mean, pix_std = _channel_stats(spec.mean_f, spec.std_f, shape[0])
-        conv = PatchConv(torch.as_tensor(spec.patch_filters), shape, pix_mean, pix_std)
+        conv = PatchConv(torch.as_tensor(spec.patch_filters), shape, pix_mean, pix_std, spec.patch_pool)
         return ConvBackbone(conv, spec.conv_mean_f, spec.conv_std_f, config.width, config.depth_for(spec),
                             feature_map=config.feature_map, rff_dim=config.rff_dim, dropout=config.dropout)
     net = ResidualMLP(n_features, config.width, config.depth_for(spec), feature_map=config.feature_map,
