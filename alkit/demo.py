@@ -1,4 +1,4 @@
-"""The bundled demo: scikit-learn's digits as a hidden-label project, random vs epistemic."""
+"""The bundled demo: scikit-learn's digits (8 x 8 images) as a hidden-label project, random vs epistemic."""
 
 from __future__ import annotations
 
@@ -36,8 +36,10 @@ def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strateg
     if not (project / CONFIG_NAME).exists():
         project.mkdir(parents=True, exist_ok=True)
         data = write_digits_csv(project / "digits.csv")
+        # the 64 columns are the pixels of 8 x 8 images: declared, so learners use the image backbone
+        # (as `alkit init --image-shape 8,8`; benchmarks/results/protocol_digits8.md)
         init_project(data, project, InitOptions(id_col="id", label_col="label", task="classification",
-                                                test_frac=0.3, seed=0, hide_labels=True))
+                                                test_frac=0.3, seed=0, hide_labels=True, image_shape=(8, 8)))
     proj = load_project(project)
     usable = [s for s in strategies if get_preset(s).default_scorer in SCORERS]
     skipped = sorted(set(strategies) - set(usable))

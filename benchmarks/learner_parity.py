@@ -149,12 +149,13 @@ def parse_learners(spec: str) -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
-        regression_learners: str | None = None, image_pool: int | None = None) -> pl.DataFrame:
+        regression_learners: str | None = None, image_options: dict[str, int] | None = None) -> pl.DataFrame:
+    image_options = image_options or {}
     rows = []
     for name in data:
         d = load_set(name)
-        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"],
-                                    pool=image_pool)  # as the loop does
+        d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"],  # as the loop does
+                                    **image_options)
         Xp, Xt = standardise(d["X_pool"], d["X_pool"], d["X_test"])
         C = len(d["classes"])
         entries = parse_learners(learners if d["task"] == "classification"
@@ -261,6 +262,8 @@ def main() -> None:
                     help=f"alkit rows on regression sets (default {REGRESSION_LEARNERS})")
     ap.add_argument("--image-pool", type=int, default=None,
                     help="image sets: the PatchConv average-pool size (default: alkit's rule, PatchConv.pool_for)")
+    ap.add_argument("--image-filters", type=int, default=None, help="image sets: PatchConv filters (default 16)")
+    ap.add_argument("--image-patch", type=int, default=None, help="image sets: PatchConv patch side (default 5)")
     ap.add_argument("--paired", action="store_true",
                     help="also print (and write) the paired differences to the best comparator")
     ap.add_argument("--from-csv", default=None, help="re-render the tables from a CSV this script wrote")
@@ -274,7 +277,8 @@ def main() -> None:
     else:
         with threadpool_limits(1):
             df = run(a.data.split(","), [int(n) for n in a.ns.split(",")], seeds, a.learners,
-                     a.regression_learners, a.image_pool)
+                     a.regression_learners, {k: v for k, v in (("pool", a.image_pool), ("n_filters", a.image_filters),
+                                                               ("patch", a.image_patch)) if v is not None})
     text = table(df)
     if a.paired:
         text += "\n" + paired_table(df)

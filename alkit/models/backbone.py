@@ -57,18 +57,21 @@ class InputSpec:
 
 def pool_input_spec(X_n_f: np.ndarray, image_shape: tuple[int, int, int] | None = None, *,
                     mean_f: np.ndarray | None = None, std_f: np.ndarray | None = None,
-                    seed: int = 0, n_filters: int = 16, embedding: bool = False, pool: int | None = None) -> InputSpec:
+                    seed: int = 0, n_filters: int = 16, embedding: bool = False, pool: int | None = None,
+                    patch: int = 5) -> InputSpec:
     """An InputSpec from the pool: per-feature statistics (``mean_f``/``std_f`` when the caller
     streamed them over the whole pool, else those of ``X_n_f``, the pool or a sample of it);
     image-shaped pools also get their PatchConv filters and feature statistics from ``X_n_f``
-    (``pool``: the convolution's average-pool size, default by image size)."""
+    (``pool``: the convolution's average-pool size, default by image size; ``n_filters`` of
+    ``patch`` x ``patch`` pixels)."""
     X = np.asarray(X_n_f, dtype=np.float64)
     spec = InputSpec(X.mean(0) if mean_f is None else np.asarray(mean_f, dtype=np.float64),
                      X.std(0) if std_f is None else np.asarray(std_f, dtype=np.float64), image_shape,
                      embedding=embedding)
     if image_shape is None:
         return spec
-    conv = PatchConv.from_pool(X_n_f, image_shape, spec.mean_f, spec.std_f, n_filters=n_filters, seed=seed, pool=pool)
+    conv = PatchConv.from_pool(X_n_f, image_shape, spec.mean_f, spec.std_f, n_filters=n_filters, patch=patch,
+                               seed=seed, pool=pool)
     with torch.no_grad():
         Z = torch.cat([conv(torch.as_tensor(np.asarray(X_n_f[i:i + 4096]), dtype=torch.float32))
                        for i in range(0, len(X_n_f), 4096)]).double().numpy()
