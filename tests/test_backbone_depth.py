@@ -57,19 +57,21 @@ def test_list_column_projects_fit_a_block_free_network(tmp_path: Path) -> None:
 
 
 def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> None:
-    """PatchConv.pool_for: 28 x 28 -> 4 (7 x 7 maps, as before), 8 x 8 -> 2 (4 x 4 maps, not 2,048
-    unpooled features), never more than the image; an 8 x 8 image spec builds a conv stem of
-    2 x 16 filters x 4 x 4 = 512 features that predicts, and an explicit pool overrides the rule."""
+    """PatchConv.pool_for: 28 x 28 -> 4 (7 x 7 maps, as before), 8 x 8 -> 2 (4 x 4 maps, not 64
+    unpooled positions), never more than the image; patch_for: 5 x 5 filters from 16 x 16 up, 3 x 3
+    below.  An 8 x 8 image spec builds a conv stem of 2 x 9 filters (every component of a 3 x 3
+    patch) x 4 x 4 = 288 features that predicts; an explicit pool and patch override the rules."""
     import numpy as np
     import torch
 
-    from alkit.models.backbone import ConvBackbone, PatchConv, build_backbone, pool_input_spec, BackboneConfig
+    from alkit.models.backbone import BackboneConfig, ConvBackbone, PatchConv, build_backbone, pool_input_spec
 
     assert PatchConv.pool_for((1, 28, 28)) == 4 and PatchConv.pool_for((1, 8, 8)) == 2
     assert PatchConv.pool_for((3, 32, 32)) == 5 and PatchConv.pool_for((1, 1, 9)) == 1
+    assert PatchConv.patch_for((1, 28, 28)) == 5 and PatchConv.patch_for((1, 8, 8)) == 3
     X = np.random.default_rng(0).random((300, 64)).astype(np.float32)
-    for pool, width in ((None, 2 * 16 * 4 * 4), (1, 2 * 16 * 8 * 8)):
-        spec = pool_input_spec(X, (1, 8, 8), pool=pool)
+    for options, width in (({}, 2 * 9 * 4 * 4), ({"pool": 1, "patch": 5}, 2 * 16 * 8 * 8)):
+        spec = pool_input_spec(X, (1, 8, 8), **options)
         net = build_backbone(64, spec, torch.as_tensor(X), BackboneConfig())
         assert isinstance(net, ConvBackbone) and net.conv.out_dim == width == len(spec.conv_mean_f)
         assert net(torch.as_tensor(X[:5])).shape == (5, net.out_dim)

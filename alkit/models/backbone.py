@@ -58,12 +58,12 @@ class InputSpec:
 def pool_input_spec(X_n_f: np.ndarray, image_shape: tuple[int, int, int] | None = None, *,
                     mean_f: np.ndarray | None = None, std_f: np.ndarray | None = None,
                     seed: int = 0, n_filters: int = 16, embedding: bool = False, pool: int | None = None,
-                    patch: int = 5) -> InputSpec:
+                    patch: int | None = None) -> InputSpec:
     """An InputSpec from the pool: per-feature statistics (``mean_f``/``std_f`` when the caller
     streamed them over the whole pool, else those of ``X_n_f``, the pool or a sample of it);
     image-shaped pools also get their PatchConv filters and feature statistics from ``X_n_f``
-    (``pool``: the convolution's average-pool size, default by image size; ``n_filters`` of
-    ``patch`` x ``patch`` pixels)."""
+    (``pool``: the convolution's average-pool size, ``patch`` the filters' side, both by image
+    size unless given; at most ``n_filters`` filters)."""
     X = np.asarray(X_n_f, dtype=np.float64)
     spec = InputSpec(X.mean(0) if mean_f is None else np.asarray(mean_f, dtype=np.float64),
                      X.std(0) if std_f is None else np.asarray(std_f, dtype=np.float64), image_shape,
@@ -104,6 +104,16 @@ class PatchConv(nn.Module):
         self.out_dim = 2 * k * h * w
 
     @staticmethod
+    def patch_for(image_shape: tuple[int, int, int]) -> int:
+        """The filters' side for these images: 5 from 16 x 16 up, 3 below.
+
+        Why: on Fashion-MNIST shrunk to 8 x 8 (a development set) 3 x 3 filters (9 of them, every
+        principal component of a 3 x 3 patch) were 0.010-0.014 more accurate than 5 x 5 ones from 50
+        labels on (within noise at 20) and the fit 17 % cheaper, the stem reading 288 features instead
+        of 512 (benchmarks/results/learner_parity_image_pool_dev.md); 28 x 28 images keep 5 x 5."""
+        return 5 if min(image_shape[1:]) >= 16 else 3
+
+    @staticmethod
     def pool_for(image_shape: tuple[int, int, int]) -> int:
         """The average-pool size for these images: about 7 x 7 maps, and at least 2.
 
@@ -116,11 +126,12 @@ class PatchConv(nn.Module):
 
     @classmethod
     def from_pool(cls, X_n_f: np.ndarray, image_shape: tuple[int, int, int], mean_f: np.ndarray,
-                  std_f: np.ndarray, *, n_filters: int = 16, patch: int = 5, n_patches: int = 20_000,
+                  std_f: np.ndarray, *, n_filters: int = 16, patch: int | None = None, n_patches: int = 20_000,
                   seed: int = 0, pool: int | None = None) -> "PatchConv":
         """Filters from a seeded sample of ``n_patches`` patches of the pool images (mean removed
         per patch), whitened by their eigenvalues (+1e-3 of the largest)."""
         c, h, w = image_shape
+        patch = cls.patch_for(image_shape) if patch is None else int(patch)
         pix_mean, pix_std = _channel_stats(mean_f, std_f, c)
         x = (torch.as_tensor(np.asarray(X_n_f), dtype=torch.float32).reshape(-1, c, h, w)
              - pix_mean[None, :, None, None]) / pix_std[None, :, None, None]
