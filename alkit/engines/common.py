@@ -89,9 +89,9 @@ def chunk_rows_for(learner: Learner, X_probe_m_f: np.ndarray, budget: int = CHUN
 
     Why measured: what a chunk holds grows with the classes C, the members or passes of an
     ensemble, and the feature width d, and only the learner knows which; 16,384 rows at 1,000
-    classes took 0.4 GB (vbll) to 7.5 GB (MC dropout's 20 passes).  Why a power-of-two divisor of
-    ``max_rows``: chunk boundaries stay row-group aligned for the Ray engine, and at small C (10,
-    100 classes) the rows, hence the batches and the selections, are those of a fixed 16,384."""
+    classes took 0.8 GB (vbll) to 7.7 GB (MC dropout's 20 passes).  Why a power-of-two divisor of
+    ``max_rows``: chunk boundaries stay row-group aligned for the Ray engine.  The selections do
+    not depend on the rows (the top-m is chunking-invariant); at 10 classes they stay 16,384."""
     with torch.no_grad():
         pred = learner.predict(X_probe_m_f)
     per_row = WORKING_SET_FACTOR * prediction_nbytes(pred) / max(1, len(X_probe_m_f)) + 4 * X_probe_m_f.shape[1]
