@@ -84,7 +84,7 @@ def init(
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
     use_threads()
-    from alkit.pools.ingest import InitOptions, init_project, parse_image_shape
+    from alkit.pools.ingest import InitOptions, init_project, parse_image_shape, pixel_shape_hint
 
     with user_errors():
         if features and feature_col:
@@ -107,6 +107,11 @@ def init(
     console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
                   f"{cfg.n_features} features, {pool} pool items, {test} test items"
                   + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
+    shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
+    if shape is not None:
+        h, w = shape
+        console.print(f"hint: the {cfg.n_features} feature columns look like the pixels of {h} x {w} images; "
+                      f"if they are, init again with --image-shape {h},{w}: learners then use the image backbone")
 
 
 def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -> list:

@@ -117,3 +117,21 @@ def test_damaged_feature_file_is_refused_before_any_write(tmp_path: Path, digits
     assert "Traceback" not in proc.stderr
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
         assert db.execute("select count(*) from runs").fetchone()[0] == 0
+
+
+def test_init_hints_at_the_image_shape_of_pixel_columns(tmp_path: Path, digits_csv: Path) -> None:
+    """Columns px0..px63 get a one-line hint to declare 8 x 8 images; a declared shape or tabular
+    names get none.  The library rule: square counts of pixel-named columns only."""
+    from alkit.pools.ingest import pixel_shape_hint
+
+    out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", cwd=tmp_path / ".")
+    assert "--image-shape 8,8" in out.stdout
+    (tmp_path / "declared").mkdir()
+    out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                "--image-shape", "8,8", cwd=tmp_path / "declared")
+    assert "hint:" not in out.stdout and "--image-shape" not in out.stdout
+    assert pixel_shape_hint([f"pixel{j}" for j in range(1, 785)]) == (28, 28)
+    assert pixel_shape_hint([f"pixel_{r}_{c}" for r in range(8) for c in range(8)]) == (8, 8)
+    assert pixel_shape_hint([f"f{j}" for j in range(64)]) is None  # not pixel names
+    assert pixel_shape_hint([f"px{j}" for j in range(63)]) is None  # not square
+    assert pixel_shape_hint([f"px{j}" for j in (*range(62), 70, 71)]) is None  # not consecutive

@@ -7,7 +7,9 @@ init leaves no half-made project behind.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -74,6 +76,31 @@ def parse_image_shape(text: str) -> tuple[int, ...]:
     if len(shape) not in (2, 3) or min(shape) < 1:
         raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {text!r}")
     return shape
+
+
+_PIXEL_NAME = re.compile(r"^(?:px|pix|pixel)_?(\d+)(?:_(\d+))?$", re.IGNORECASE)
+
+
+def pixel_shape_hint(feature_cols: list[str]) -> tuple[int, int] | None:
+    """(H, W) when the feature columns are named as the pixels of square gray images (px0..px63,
+    pixel1..pixel784, pixel_0_0..pixel_7_7: one number counting from 0 or 1, or a row and a
+    column), at least 4 x 4; else None.  A hint for `alkit init` to print, never applied by itself:
+    declared images get the image backbone (on digits 0.03-0.06 more accurate at 20-300 labels,
+    benchmarks/results/learner_parity_digits8.md), and only the user knows the columns are pixels."""
+    n = len(feature_cols)
+    side = math.isqrt(n)
+    if side < 4 or side * side != n:
+        return None
+    matches = [_PIXEL_NAME.match(c) for c in feature_cols]
+    if not all(matches):
+        return None
+    if all(m.group(2) is not None for m in matches):
+        cells = [(int(m.group(1)), int(m.group(2))) for m in matches]
+        return (side, side) if cells == [(r, c) for r in range(side) for c in range(side)] else None
+    numbers = [int(m.group(1)) for m in matches if m.group(2) is None]
+    if len(numbers) == n and numbers[0] in (0, 1) and numbers == list(range(numbers[0], numbers[0] + n)):
+        return side, side
+    return None
 
 
 def _first_ids(df: pl.DataFrame, id_col: str, mask: pl.Series, n: int = 5) -> str:
