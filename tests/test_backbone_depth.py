@@ -1,5 +1,6 @@
 """The default backbone depth follows the inputs: a residual block on raw features, none on a
-pretrained encoder's embeddings (a list column, --text-col, --image-col); an explicit depth wins."""
+pretrained encoder's embeddings (a list column, --text-col, --image-col) or on the image stem's
+pooled maps of small images (--image-shape below 16 x 16); an explicit depth wins."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ def test_depth_for_inputs() -> None:
     assert BackboneConfig().depth_for(emb) == 0 and BackboneConfig().depth_for(raw) == 1
     assert BackboneConfig().depth_for(None) == 1
     assert BackboneConfig(depth=2).depth_for(emb) == 2 and BackboneConfig(depth=0).depth_for(raw) == 0
+    small = InputSpec(image_shape=(1, 8, 8), patch_filters=np.zeros((4, 1, 3, 3), np.float32))
+    large = InputSpec(image_shape=(1, 28, 28), patch_filters=np.zeros((4, 1, 5, 5), np.float32))
+    assert BackboneConfig().depth_for(small) == 0 and BackboneConfig(depth=1).depth_for(small) == 1
+    assert BackboneConfig().depth_for(large) == 1  # kept: the OOD scores on 28 x 28 needed the block
+    assert BackboneConfig().depth_for(InputSpec(image_shape=(1, 8, 8))) == 1  # no stem: raw pixels
 
 
 def _project(tmp_path: Path, as_list: bool) -> Path:
@@ -74,4 +80,5 @@ def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> N
         spec = pool_input_spec(X, (1, 8, 8), **options)
         net = build_backbone(64, spec, torch.as_tensor(X), BackboneConfig())
         assert isinstance(net, ConvBackbone) and net.conv.out_dim == width == len(spec.conv_mean_f)
+        assert len(net.blocks) == 0  # the stem's maps are learnt features: no residual block
         assert net(torch.as_tensor(X[:5])).shape == (5, net.out_dim)

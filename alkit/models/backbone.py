@@ -78,6 +78,11 @@ def pool_input_spec(X_n_f: np.ndarray, image_shape: tuple[int, int, int] | None 
     return InputSpec(spec.mean_f, spec.std_f, image_shape, conv.weight.numpy(), Z.mean(0), Z.std(0), patch_pool=pool)
 
 
+# Images with a side below this count as small: 3 x 3 stem filters (PatchConv.patch_for) and no
+# residual block on the stem's maps (BackboneConfig.depth_for).
+SMALL_IMAGE_SIDE = 16
+
+
 class PatchConv(nn.Module):
     """A frozen convolution whose filters are the whitened principal components of the pool's
     image patches (as PCANet / Coates & Ng), then ReLU of both signs and average pooling.
@@ -111,7 +116,7 @@ class PatchConv(nn.Module):
         principal component of a 3 x 3 patch) were 0.010-0.014 more accurate than 5 x 5 ones from 50
         labels on (within noise at 20) and the fit 17 % cheaper, the stem reading 288 features instead
         of 512 (benchmarks/results/learner_parity_image_pool_dev.md); 28 x 28 images keep 5 x 5."""
-        return 5 if min(image_shape[1:]) >= 16 else 3
+        return 5 if min(image_shape[1:]) >= SMALL_IMAGE_SIDE else 3
 
     @staticmethod
     def pool_for(image_shape: tuple[int, int, int]) -> int:
@@ -323,10 +328,15 @@ class BackboneConfig:
     ``dropout`` in the blocks.
 
     ``depth=None`` (the default) chooses by input (``depth_for``): one residual block on raw
-    features, none on a pretrained encoder's embeddings.  Chosen on the development sets
-    (benchmarks/results/learner_parity_small_n.md, label_efficiency_dev/depth0_tweets.md): on
-    MiniLM tweet embeddings the block-free network is 0.008-0.022 more accurate from 50 labels on,
-    on tabular and synthetic features the block is as good or better from 100 labels on."""
+    features, none on a pretrained encoder's embeddings or on the image stem's pooled patch maps of
+    images below 16 x 16.  Chosen on the development sets (benchmarks/results/learner_parity_small_n.md,
+    label_efficiency_dev/depth0_tweets.md, learner_parity_image_depth_dev.md): on MiniLM tweet
+    embeddings the block-free network is 0.008-0.022 more accurate from 50 labels on; on the stem of
+    8 x 8 images (fashion8_dev, 10 seeds) VBLL gains 0.001-0.008 at every N with 0.6x the fit time and
+    the OOD scores on digits8 5-9 are level or better; on 28 x 28 Fashion accuracy is level but the
+    block-free stem lost OOD AUROC (VBLL 0.712 -> 0.639 on Fashion 5-9, csd, laplace and gradnorm
+    down too: ood_image_depth_dev.md), so larger images keep the block; on tabular and synthetic
+    features the block is as good or better from 100 labels on."""
 
     width: int = 128
     depth: int | None = None
@@ -347,10 +357,14 @@ class BackboneConfig:
 
     def depth_for(self, spec: "InputSpec | None") -> int:
         """The number of residual blocks for these inputs: ``depth`` when set, else 0 on encoder
-        embeddings (``spec.embedding``) and 1 otherwise."""
+        embeddings (``spec.embedding``) and on the image stem's pooled maps of images below
+        SMALL_IMAGE_SIDE (``spec.patch_filters``), 1 otherwise."""
         if self.depth is not None:
             return self.depth
-        return 0 if spec is not None and spec.embedding else 1
+        if spec is None:
+            return 1
+        small_stem = spec.patch_filters is not None and min(spec.image_shape[1:]) < SMALL_IMAGE_SIDE
+        return 0 if spec.embedding or small_stem else 1
 
 
 def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Tensor,
