@@ -236,3 +236,36 @@ def project_cli(cwd: Path, project: str = "p") -> Callable[..., "subprocess.Comp
                               text=True, env=env, timeout=600)
 
     return alkit
+
+
+class DiabetesSplit:
+    """scikit-learn's diabetes regression split into a 300-item pool and a test set, with the pool's
+    input statistics (as the loop computes them) and a Bayesian ridge reference on any labels."""
+
+    def __init__(self) -> None:
+        from sklearn.datasets import load_diabetes
+
+        from alkit.models.backbone import pool_input_spec
+
+        X, y = load_diabetes(return_X_y=True)
+        self.X, self.y = X.astype(np.float32), y
+        order = np.random.default_rng(0).permutation(len(X))
+        self.pool, self.test = order[:300], order[300:]
+        self.spec = pool_input_spec(self.X[self.pool])
+        self.sd = np.where(self.spec.std_f > 1e-8, self.spec.std_f, 1.0)
+
+    def labels(self, n: int, seed: int) -> np.ndarray:
+        """``n`` random pool indices for this seed."""
+        return self.pool[np.random.default_rng(seed).choice(len(self.pool), n, replace=False)]
+
+    def ridge_crps(self, idx: np.ndarray) -> float:
+        """Test CRPS of sklearn's BayesianRidge (Gaussian predictive) fitted on pool items ``idx``."""
+        import torch
+        from sklearn.linear_model import BayesianRidge
+
+        from alkit import metrics
+        from alkit.distributions import GaussianPredictive
+
+        z = lambda A: (A - self.spec.mean_f) / self.sd  # noqa: E731
+        mu, s = BayesianRidge().fit(z(self.X[idx]), self.y[idx]).predict(z(self.X[self.test]), return_std=True)
+        return metrics.crps(GaussianPredictive(torch.as_tensor(mu), torch.as_tensor(s**2)), self.y[self.test])

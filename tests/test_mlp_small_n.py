@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from conftest import DiabetesSplit
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 
@@ -57,33 +58,21 @@ def test_small_n_regression_mlp_is_as_good_as_bayesian_ridge() -> None:
     classification prior, 10, it overfitted its variance: CRPS about 25 % above the ridge's on the
     docvis development set; with a block under 100 it trailed the ridge at 50-100 labels on hours
     and RandHIE)."""
-    from sklearn.datasets import load_diabetes
-    from sklearn.linear_model import BayesianRidge
-
     from alkit import metrics
-    from alkit.distributions import GaussianPredictive
     from alkit.learners.mc_dropout import MCDropoutLearner
     from alkit.models.learner import REGRESSION_PRIOR_L2, REGRESSION_PRIOR_L2_SHALLOW
 
-    X, y = load_diabetes(return_X_y=True)
-    X = X.astype(np.float32)
-    order = np.random.default_rng(0).permutation(len(X))
-    pool, test = order[:300], order[300:]
-    spec = pool_input_spec(X[pool])
-    sd = np.where(spec.std_f > 1e-8, spec.std_f, 1.0)
+    d = DiabetesSplit()
     # MC dropout keeps the block it drops in, and with it the deeper network's prior
-    assert MCDropoutLearner("regression", input=spec, T=2).net.resolved_train_config().prior_l2 == REGRESSION_PRIOR_L2
+    assert MCDropoutLearner("regression", input=d.spec, T=2).net.resolved_train_config().prior_l2 == REGRESSION_PRIOR_L2
     for n in (20, 50):
         mlp, ridge = [], []
         for seed in range(3):
-            idx = pool[np.random.default_rng(seed).choice(len(pool), n, replace=False)]
-            learner = MLPLearner("regression", input=spec)
+            idx = d.labels(n, seed)
+            learner = MLPLearner("regression", input=d.spec)
             assert learner.resolved_train_config().prior_l2 == REGRESSION_PRIOR_L2_SHALLOW
-            learner.fit(X[idx], y[idx], seed=seed)
+            learner.fit(d.X[idx], d.y[idx], seed=seed)
             assert len(learner.backbone.blocks) == 0
-            pred = learner.predict(X[test])
-            mlp.append(metrics.crps(pred.dist, y[test]))
-            br = BayesianRidge().fit((X[idx] - spec.mean_f) / sd, y[idx])
-            mu, s = br.predict((X[test] - spec.mean_f) / sd, return_std=True)
-            ridge.append(metrics.crps(GaussianPredictive(torch.as_tensor(mu), torch.as_tensor(s**2)), y[test]))
+            mlp.append(metrics.crps(learner.predict(d.X[d.test]).dist, d.y[d.test]))
+            ridge.append(d.ridge_crps(idx))
         assert np.mean(mlp) <= 1.05 * np.mean(ridge), (n, mlp, ridge)

@@ -5,14 +5,12 @@ stay near the marginal at small N."""
 from __future__ import annotations
 
 import numpy as np
-import torch
+from conftest import DiabetesSplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from alkit import metrics
-from alkit.distributions import GaussianPredictive
 from alkit.learners.vbll import POINT_MASS_SHARE, VBLLLearner, regression_head_for
-from alkit.models.backbone import pool_input_spec
 
 
 def test_point_mass_rule() -> None:
@@ -51,24 +49,14 @@ def test_unset_head_is_chosen_per_fit_and_an_explicit_one_is_kept() -> None:
 def test_smooth_target_at_fifty_labels_is_near_a_bayesian_ridge() -> None:
     """sklearn's diabetes (no repeated target among 50 labels): the default VBLL learner's CRPS is
     within 10 % of a Bayesian ridge's on the same labels, where the bucket head is far off."""
-    from sklearn.datasets import load_diabetes
-    from sklearn.linear_model import BayesianRidge
-
-    X, y = load_diabetes(return_X_y=True)
-    X = X.astype(np.float32)
-    order = np.random.default_rng(0).permutation(len(X))
-    pool, test = order[:300], order[300:]
-    spec = pool_input_spec(X[pool])
-    sd = np.where(spec.std_f > 1e-8, spec.std_f, 1.0)
+    d = DiabetesSplit()
     auto, buckets, ridge = [], [], []
     for seed in range(3):
-        idx = pool[np.random.default_rng(seed).choice(len(pool), 50, replace=False)]
+        idx = d.labels(50, seed)
         for head, out in ((None, auto), ("buckets", buckets)):
-            learner = VBLLLearner("regression", head=head, input=spec)
-            learner.fit(X[idx], y[idx], seed=seed)
-            out.append(metrics.crps(learner.predict(X[test]).dist, y[test]))
-        br = BayesianRidge().fit((X[idx] - spec.mean_f) / sd, y[idx])
-        mu, s = br.predict((X[test] - spec.mean_f) / sd, return_std=True)
-        ridge.append(metrics.crps(GaussianPredictive(torch.as_tensor(mu), torch.as_tensor(s**2)), y[test]))
+            learner = VBLLLearner("regression", head=head, input=d.spec)
+            learner.fit(d.X[idx], d.y[idx], seed=seed)
+            out.append(metrics.crps(learner.predict(d.X[d.test]).dist, d.y[d.test]))
+        ridge.append(d.ridge_crps(idx))
     assert np.mean(auto) <= 1.10 * np.mean(ridge), (auto, ridge)
     assert np.mean(auto) < np.mean(buckets), (auto, buckets)
