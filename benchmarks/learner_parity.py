@@ -24,6 +24,7 @@ Data sets come from benchmarks/al_data.py (benchmarks/_work/data/<name>.parquet)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -156,6 +157,8 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
         d = load_set(name)
         d["spec"] = pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"],  # as the loop does
                                     **image_options)
+        if d["task"] == "regression":  # the loop's pool sample (the linear path's principal directions)
+            d["spec"] = dataclasses.replace(d["spec"], pool_sample_n_f=d["X_pool"])
         Xp, Xt = standardise(d["X_pool"], d["X_pool"], d["X_test"])
         C = len(d["classes"])
         entries = parse_learners(learners if d["task"] == "classification"
