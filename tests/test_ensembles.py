@@ -183,6 +183,31 @@ def test_mc_dropout_masks_follow_the_seed() -> None:
     torch.testing.assert_close(a.predict(_far()).epistemic_n, b.predict(_far()).epistemic_n)
 
 
+def test_regression_mc_dropout_drops_the_features_of_the_block_free_network() -> None:
+    """Regression MC dropout uses the shallow regression MLP (no residual block) and drops out its
+    features: one mask per pass over the feature width, consistent across chunkings, zero
+    disagreement when the masks are forced equal, and training really drops (a fit with the masks'
+    layer in train mode gives a different output than eval mode)."""
+    X, _, y = _data()
+    learner = MCDropoutLearner("regression", T=6, p=0.2, width=WIDTH, train=CFG)
+    learner.fit(X, y, seed=0)
+    backbone = learner.net.backbone
+    assert len(backbone.blocks) == 0 and learner.masks_T_B_w.shape == (6, 1, backbone.out_dim)
+    Xq = _far(30)
+    whole = learner.predict(Xq).epistemic_n
+    chunked = torch.cat([learner.predict(Xq[i : i + 7]).epistemic_n for i in range(0, 30, 7)])
+    torch.testing.assert_close(chunked, whole, rtol=1e-5, atol=1e-7)
+    assert whole.max() > 1e-4
+    clone = copy.copy(learner)
+    clone.masks_T_B_w = learner.masks_T_B_w[:1].expand_as(learner.masks_T_B_w).clone()
+    assert torch.all(clone.predict(Xq).epistemic_n.abs() < 1e-7)
+    backbone.train()
+    torch.manual_seed(0)
+    dropped = backbone(torch.as_tensor(Xq))
+    backbone.eval()
+    assert not torch.equal(dropped, backbone(torch.as_tensor(Xq)))
+
+
 # ------------------------------------------------------------------ SVE
 
 

@@ -63,8 +63,10 @@ def test_small_n_regression_mlp_is_as_good_as_bayesian_ridge() -> None:
     from alkit.models.learner import REGRESSION_PRIOR_L2, REGRESSION_PRIOR_L2_SHALLOW
 
     d = DiabetesSplit()
-    # MC dropout keeps the block it drops in, and with it the deeper network's prior
-    assert MCDropoutLearner("regression", input=d.spec, T=2).net.resolved_train_config().prior_l2 == REGRESSION_PRIOR_L2
+    # regression MC dropout shares the shallow network (it drops out the features); a block asked
+    # for brings the deeper network's prior
+    assert MCDropoutLearner("regression", input=d.spec, T=2).net.resolved_train_config().prior_l2 == REGRESSION_PRIOR_L2_SHALLOW
+    assert MLPLearner("regression", input=d.spec, depth=1).resolved_train_config().prior_l2 == REGRESSION_PRIOR_L2
     for n in (20, 50):
         mlp, ridge = [], []
         for seed in range(3):

@@ -4,7 +4,8 @@ Why the masks are fixed: the pool is scored chunk by chunk, and BatchBALD needs 
 the same T "posterior samples" for every item (consistent dropout, as in batchbald_redux).  So the
 T masks are drawn once per fit from a generator seeded by the run seed, one mask per pass and
 dropout layer shared by all items; an item's score then depends neither on the chunking nor on
-global RNG state.  Dropout sits in the ResidualMLP blocks (after the ReLU); the masks are applied
+global RNG state.  Dropout sits in the ResidualMLP blocks (after the ReLU), or on the features of a
+network without blocks (the regression default, ``ResidualMLP.feature_dropout``); the masks are applied
 with forward hooks on those layers while the network is in eval mode (in place: under no_grad the
 eval-mode dropout passes on the ReLU's fresh output), so the backbone is used as is.
 Cost: T forward passes per chunk.
@@ -19,15 +20,16 @@ import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, InputSpec
-from alkit.models.learner import MLPLearner
+from alkit.models.learner import REGRESSION_DEPTH, MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
 
 
 class MCDropoutLearner:
-    """MLPLearner with dropout ``p`` in every residual block; ``T`` passes with fixed masks.
+    """MLPLearner with dropout ``p`` in every residual block (or on the features of a network without
+    blocks, the regression default); ``T`` passes with fixed masks.
 
-    ``masks_T_B_w`` (T passes, B blocks, width) holds the scaled Bernoulli masks
+    ``masks_T_B_w`` (T passes, B blocks or 1, width or the feature width) holds the scaled Bernoulli masks
     (0 or 1/(1-p)).  The embedding is the mean of the T passes' features.
     """
 
@@ -48,10 +50,9 @@ class MCDropoutLearner:
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout rate must be in [0, 1), got {p}")
         config = BackboneConfig.of(backbone, **backbone_options, dropout=p)
-        if config.depth is None:  # dropout needs a block to drop in, on embeddings too
-            config = BackboneConfig.of(config, depth=1)
-        if config.depth < 1:
-            raise ValueError("MC dropout needs at least one residual block (depth >= 1) to drop in")
+        if config.depth is None:  # classification: a block to drop in, on embeddings too; regression:
+            # the shallow network of MLPLearner (REGRESSION_DEPTH), dropping out its features
+            config = BackboneConfig.of(config, depth=REGRESSION_DEPTH if task == "regression" else 1)
         self.task = task
         self.T, self.p = T, p
         self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input)
@@ -60,7 +61,9 @@ class MCDropoutLearner:
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.net.fit(X_n_f, y_n, seed=seed)
         gen = torch.Generator().manual_seed(member_seeds(seed, 1)[0])
-        shape = (self.T, len(self.net.backbone.blocks), self.net.backbone_config.width)
+        backbone = self.net.backbone
+        shape = ((self.T, len(backbone.blocks), self.net.backbone_config.width) if len(backbone.blocks)
+                 else (self.T, 1, backbone.out_dim))
         keep = torch.full(shape, 1.0 - self.p)
         self.masks_T_B_w = torch.bernoulli(keep, generator=gen) / (1.0 - self.p)
         return report
@@ -70,11 +73,10 @@ class MCDropoutLearner:
         backbone, head = self.net.backbone, self.net.head
         backbone.eval()
         t_now = [0]
+        layers = [block.dropout for block in backbone.blocks] or [backbone.feature_dropout]
         hooks = [
-            block.dropout.register_forward_hook(
-                lambda _m, _inp, out, b=b: out.mul_(self.masks_T_B_w[t_now[0], b])
-            )
-            for b, block in enumerate(backbone.blocks)
+            layer.register_forward_hook(lambda _m, _inp, out, b=b: out.mul_(self.masks_T_B_w[t_now[0], b]))
+            for b, layer in enumerate(layers)
         ]
         outs, phi_sum = [], None
         try:

@@ -245,6 +245,8 @@ class ResidualMLP(nn.Module):
         self.blocks = nn.ModuleList(
             _ResidualBlock(width, sn_coeff, spectral, dropout) for _ in range(depth)
         )
+        # a network without blocks drops out its features instead (MC dropout's place to drop in)
+        self.feature_dropout = nn.Dropout(dropout) if depth == 0 and dropout > 0 else nn.Identity()
         self.feature_map = feature_map
         if feature_map == "rff":
             gen = torch.Generator().manual_seed(0x5EED)
@@ -275,10 +277,12 @@ class ResidualMLP(nn.Module):
         for block in self.blocks:
             h = block(h)
         if self.feature_map == "rff":
-            return math.sqrt(2.0 / self.out_dim) * torch.cos(h @ self.rff_W + self.rff_b)
-        if self.feature_map == "l2":
-            return h / h.norm(dim=1, keepdim=True).clamp_min(1e-12) * math.sqrt(self.out_dim)
-        return torch.relu(h)
+            phi = math.sqrt(2.0 / self.out_dim) * torch.cos(h @ self.rff_W + self.rff_b)
+        elif self.feature_map == "l2":
+            phi = h / h.norm(dim=1, keepdim=True).clamp_min(1e-12) * math.sqrt(self.out_dim)
+        else:
+            phi = torch.relu(h)
+        return self.feature_dropout(phi)
 
 
 @torch.no_grad()
@@ -305,7 +309,8 @@ class ConvBackbone(nn.Module):
         self.mlp = ResidualMLP(conv.out_dim, width, depth, feature_map=feature_map, rff_dim=rff_dim,
                                dropout=dropout)
         _set_stats(self.mlp.x_mean, self.mlp.x_std, torch.as_tensor(conv_mean_f), torch.as_tensor(conv_std_f))
-        self.blocks = self.mlp.blocks  # MC dropout masks the residual blocks by this name
+        self.blocks = self.mlp.blocks  # MC dropout masks the residual blocks by this name,
+        self.feature_dropout = self.mlp.feature_dropout  # or the features when there are none
         self.out_dim = self.mlp.out_dim
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:

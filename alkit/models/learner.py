@@ -46,8 +46,8 @@ HEAD_PRIOR: dict[str, bool] = {"classification": False, "regression": True}
 # blocks, when none is set.  With the classification default (10) the heteroscedastic fit overfitted
 # its variance: CRPS 0.73 at 20 labels on the docvis development set against 0.58 for a Bayesian
 # ridge regression; 30 / 100 / 300 gave 0.584 / 0.564 / 0.565 (20 seeds,
-# benchmarks/results/learner_parity_regression_prior_dev.md).  Only MC dropout, which needs a block
-# to drop in, still builds one for regression (REGRESSION_DEPTH).
+# benchmarks/results/learner_parity_regression_prior_dev.md).  It applies when a depth >= 1 is asked
+# for (``-o depth=1``); the default regression network has none (REGRESSION_DEPTH).
 REGRESSION_PRIOR_L2 = 100.0
 
 # The regression MLP's shape when none is set: no residual block (one hidden ReLU layer of
@@ -57,7 +57,9 @@ REGRESSION_PRIOR_L2 = 100.0
 # 300 for the plain MLP, the ensembles and SVE, by up to 0.05 CRPS on the zero-inflated hours and
 # 0.17-0.34 on the nonlinear friedman, at half the fit time; the block's network trailed the
 # Bayesian ridge at 50-100 labels there (regression_mlp_diag.md: the mean, not the noise model).
-# The VBLL regression learner keeps its block and prior 10 (better for it on the same sets).
+# The VBLL regression learner keeps its block and prior 10 (better for it on the same sets).  MC
+# dropout uses this network too and drops out its features (ResidualMLP.feature_dropout):
+# benchmarks/results/learner_parity_regression_mcd_dev.md.
 REGRESSION_DEPTH = 0
 REGRESSION_PRIOR_L2_SHALLOW = 30.0
 
