@@ -4,7 +4,7 @@ For each data set, label count and seed (random labels, as benchmarks/learner_pa
 fits scikit-learn's BayesianRidge and alkit's regression MLP (``MLPLearner``, mean and log-variance
 heads) in variants, and prints the CRPS of each against the ridge's (paired, mean ± s.e.):
 
-- ``het``: the default (heteroscedastic Gaussian NLL, REGRESSION_PRIOR_L2);
+- ``het``: the MLP's own loss (heteroscedastic Gaussian NLL) on the default network and prior;
 - ``homo``: one noise variance for every item;
 - ``betaB``: beta-NLL (each item's NLL weighted by its detached variance to the power B);
 - ``#D``: ``D`` residual blocks instead of the default; ``@P``: weight prior precision ``P``.

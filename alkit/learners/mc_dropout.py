@@ -20,7 +20,7 @@ import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, InputSpec
-from alkit.models.learner import REGRESSION_DEPTH, MLPLearner
+from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -50,9 +50,9 @@ class MCDropoutLearner:
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout rate must be in [0, 1), got {p}")
         config = BackboneConfig.of(backbone, **backbone_options, dropout=p)
-        if config.depth is None:  # classification: a block to drop in, on embeddings too; regression:
-            # the shallow network of MLPLearner (REGRESSION_DEPTH), dropping out its features
-            config = BackboneConfig.of(config, depth=REGRESSION_DEPTH if task == "regression" else 1)
+        if config.depth is None and task == "classification":  # a block to drop in, on embeddings too;
+            # regression keeps MLPLearner's shallow default and drops out its features
+            config = BackboneConfig.of(config, depth=1)
         self.task = task
         self.T, self.p = T, p
         self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input)

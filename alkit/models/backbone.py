@@ -369,9 +369,9 @@ def linear_path_for(net: ResidualMLP, spec: InputSpec | None, X_fit_n_f: torch.T
     if f <= LINEAR_PATH_MAX:
         return LinearPath(net, torch.eye(f))
     sample = spec.pool_sample_n_f if spec is not None and spec.pool_sample_n_f is not None else None
-    X = torch.as_tensor(np.asarray(sample if sample is not None else X_fit_n_f), dtype=torch.float64)
+    X = torch.as_tensor(np.asarray(sample if sample is not None else X_fit_n_f), dtype=torch.float32)
     with torch.no_grad():
-        Z = net.fixed(X.float()).double()
+        Z = net.fixed(X).double()
     Z = Z - Z.mean(0)
     k = min(LINEAR_PATH_MAX, Z.shape[0], f)
     V_f_k = torch.linalg.svd(Z, full_matrices=False)[2][:k].T

@@ -64,7 +64,7 @@ REGRESSION_DEPTH = 0
 REGRESSION_PRIOR_L2_SHALLOW = 30.0
 
 
-def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, depth: int = REGRESSION_DEPTH) -> TrainConfig:
+def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, depth: int) -> TrainConfig:
     """``config`` with an unset weight prior resolved for the MLP: for regression
     REGRESSION_PRIOR_L2_SHALLOW on a network of ``depth`` 0 and REGRESSION_PRIOR_L2 with blocks,
     else by input kind (TrainConfig.for_input)."""
