@@ -26,12 +26,19 @@ def test_point_mass_rule() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=60), st.integers(0, 30))
-def test_rule_is_the_share_of_the_most_frequent_value(values: list[float], repeats: int) -> None:
-    y = np.array(values + [values[0]] * repeats)
-    top = int(np.unique(y, return_counts=True)[1].max())
-    expected = "buckets" if top >= 2 and top >= POINT_MASS_SHARE * len(y) else "gaussian"
-    assert regression_head_for(y) == expected
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60, unique=True),
+       st.integers(0, 30))
+def test_rule_properties(values: list[float], repeats: int) -> None:
+    """Distinct targets get the Gaussian head; one value repeated into a point mass (two or more
+    labels and at least a tenth of them, counted by construction) gets the buckets, fewer repeats
+    do not; the choice ignores the order of the labels."""
+    distinct = np.array(values)
+    assert regression_head_for(distinct) == "gaussian"
+    y = np.concatenate([distinct, np.full(repeats, distinct[0])])
+    count, n = 1 + repeats, len(y)
+    mass = count >= 2 and count >= POINT_MASS_SHARE * n
+    assert regression_head_for(y) == ("buckets" if mass else "gaussian")
+    assert regression_head_for(np.random.default_rng(0).permutation(y)) == regression_head_for(y)
 
 
 def test_unset_head_is_chosen_per_fit_and_an_explicit_one_is_kept() -> None:
