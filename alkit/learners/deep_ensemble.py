@@ -44,7 +44,8 @@ class DeepEnsembleLearner:
         self.n_classes = n_classes
         self.M = M
         self.members = [
-            MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options), train=train, input=input)
+            MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options), train=train, input=input,
+                       capacity="fixed")
             for _ in range(M)
         ]
         self._fitted = False

@@ -203,7 +203,7 @@ class SVELearner:
         self.M, self.sigma_init, self.forward_mode = M, sigma_init, forward_mode
         self.train_config = train or TrainConfig()
         self.base = MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options),
-                               train=pretrain or train, input=input)
+                               train=pretrain or train, input=input, capacity="fixed")
         self.net: SVENetwork | None = None
 
     def _loss(self, x_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:

@@ -37,6 +37,8 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     laplace_bridge_mi, posterior_of,
 )
 from alkit.learners.csd import ridge_whitener
+from alkit.models.capacity import resolve_capacity
+from alkit.models.learner import capacity_scorer
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
 )
@@ -152,11 +154,14 @@ class VBLLLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         linear_path: bool | None = None,
+        capacity: str = "cv",
         **backbone_options: Any,
     ) -> None:
         """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network.
         ``linear_path``: the last layer also reads the standardised inputs (LinearPath; an option,
-        off by default: see ``uses_linear_path``)."""
+        off by default: see ``uses_linear_path``).  ``capacity``: 'cv' chooses depth and weight prior
+        per fit by cross-validation where they are unset (alkit/models/capacity.py), 'fixed' keeps
+        the defaults."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for
@@ -193,6 +198,9 @@ class VBLLLearner:
         if linear_path is not None and not isinstance(linear_path, bool):
             raise ValueError(f"linear_path must be true or false, got {linear_path!r}")
         self.linear_path = linear_path
+        if capacity not in ("cv", "fixed"):
+            raise ValueError(f"capacity must be cv or fixed, got {capacity!r}")
+        self.capacity = capacity
         self.backbone: ResidualMLP | ConvBackbone | LinearPath | None = None
         self.head: nn.Module | None = None
         self.shift, self.scale = 0.0, 1.0
@@ -229,10 +237,13 @@ class VBLLLearner:
         )
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        config, train_config, chosen = resolve_capacity(
+            self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
+            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         N = X.shape[0]
-        self.backbone = build_backbone(X.shape[1], self.input, X, self.backbone_config)
+        self.backbone = build_backbone(X.shape[1], self.input, X, config)
         y = torch.as_tensor(np.asarray(y_n))
         if self.task == "regression":
             y = y.float()
@@ -264,9 +275,10 @@ class VBLLLearner:
         module = nn.ModuleDict({"backbone": backbone, "head": head})
         report = train_module(
             module, loss_fn, Z, y, seed=seed,
-            config=self.train_config.for_input(self.input),
+            config=train_config.for_input(self.input),
             no_decay=lambda n: n.startswith("head."),
         )
+        report.update(chosen)
         scores_features = self.task == "classification" and self.class_score == "feature_var"
         if self.do_refit or scores_features:
             with torch.no_grad():

@@ -8,7 +8,7 @@ gradient norms) wrap.  A plain network has no epistemic estimate of its own, so
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
+from alkit.models.capacity import Capacity, resolve_capacity
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -73,6 +74,13 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, d
     return config.for_input(input)
 
 
+def capacity_scorer(n_classes: int | None, input: InputSpec | None) -> Callable[[Capacity], "MLPLearner"]:
+    """The network a capacity candidate is cross-validated with: the plain MLP learner of that
+    depth and prior (the cheapest of that shape; alkit/models/capacity.py)."""
+    return lambda c: MLPLearner("classification", n_classes, input=input, depth=c.depth,
+                                train=TrainConfig(prior_l2=c.prior_l2), capacity="fixed")
+
+
 class MLPLearner:
     """Backbone (ResidualMLP) + nn.Linear head, trained by the shared loop.
 
@@ -93,10 +101,16 @@ class MLPLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         head_prior: bool | None = None,
+        capacity: str = "cv",
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
-        output layer; ``None`` chooses by task (see ``HEAD_PRIOR``)."""
+        output layer; ``None`` chooses by task (see ``HEAD_PRIOR``).  ``capacity``: 'cv' chooses
+        depth and weight prior per fit by cross-validation where they are unset
+        (alkit/models/capacity.py), 'fixed' keeps the defaults."""
+        if capacity not in ("cv", "fixed"):
+            raise ValueError(f"capacity must be cv or fixed, got {capacity!r}")
+        self.capacity = capacity
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.task = task
@@ -111,8 +125,8 @@ class MLPLearner:
         self.head: nn.Linear | None = None
         self.scaler: TargetScaler | None = None
 
-    def _build(self, X_n_f: torch.Tensor) -> None:
-        self.backbone = build_backbone(X_n_f.shape[1], self.input, X_n_f, self.backbone_config)
+    def _build(self, X_n_f: torch.Tensor, config: BackboneConfig) -> None:
+        self.backbone = build_backbone(X_n_f.shape[1], self.input, X_n_f, config)
         n_out = self.n_classes if self.task == "classification" else 2
         self.head = nn.Linear(self.backbone.out_dim, n_out)
 
@@ -128,9 +142,12 @@ class MLPLearner:
         return F.gaussian_nll_loss(out[:, 0], y_b, out[:, 1].exp().clamp_min(1e-6), full=True)
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        config, train_config, chosen = resolve_capacity(
+            self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
+            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
-        self._build(X)
+        self._build(X, config)
         y = torch.as_tensor(y_n)
         if self.task == "regression":
             self.scaler = TargetScaler(y.float())
@@ -139,12 +156,16 @@ class MLPLearner:
             y = y.long()
         module = nn.ModuleDict({"backbone": self.backbone, "head": self.head})
         no_decay = None if self.head_prior else (lambda name: name.startswith("head."))
-        return train_module(module, self._loss, self.backbone.fixed(X), y, seed=seed,
-                            config=self.resolved_train_config(), no_decay=no_decay)
+        report = train_module(module, self._loss, self.backbone.fixed(X), y, seed=seed,
+                              config=self.resolved_train_config(train_config, config), no_decay=no_decay)
+        report.update(chosen)
+        return report
 
-    def resolved_train_config(self) -> TrainConfig:
-        """The training config with its weight prior chosen for this task and input, unless set."""
-        return mlp_train_config(self.train_config, self.task, self.input, self.backbone_config.depth_for(self.input))
+    def resolved_train_config(self, train: TrainConfig | None = None, config: BackboneConfig | None = None) -> TrainConfig:
+        """The training config (default: this learner's) with its weight prior chosen for this
+        task, input and backbone, unless set."""
+        config = config or self.backbone_config
+        return mlp_train_config(train or self.train_config, self.task, self.input, config.depth_for(self.input))
 
     @torch.no_grad()
     def predict(self, X_n_f: np.ndarray) -> Prediction:

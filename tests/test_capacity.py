@@ -1,0 +1,121 @@
+"""Capacity chosen per fit by cross-validation (alkit/models/capacity.py): where it applies, that the
+folds hold out every label exactly once, that the choice is the argmin of the held-out NLLs it
+reports, and that the final fit is exactly the fit of the chosen configuration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_breast_cancer, make_moons
+
+from alkit.learners.vbll import VBLLLearner
+from alkit.models.backbone import BackboneConfig, pool_input_spec
+from alkit.models.capacity import (
+    CANDIDATES, CV_MAX_N, CV_MIN_N, FREE, TAME, Capacity, capacity_applies, choose_capacity, cv_folds,
+)
+from alkit.models.learner import MLPLearner, capacity_scorer
+from alkit.models.train import TrainConfig
+from alkit.types import Prediction
+
+
+def _cancer(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, object]:
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X.astype(np.float32)
+    idx = np.random.default_rng(seed).choice(len(X), n, replace=False)
+    return X[idx], y[idx], pool_input_spec(X)
+
+
+def test_it_applies_to_flat_raw_classification_with_depth_and_prior_unset() -> None:
+    X, _, spec = _cancer(100)
+    free, fixed = BackboneConfig(), TrainConfig()
+    assert capacity_applies("classification", spec, free, fixed, 100)
+    assert capacity_applies("classification", None, free, fixed, 100)
+    assert not capacity_applies("regression", spec, free, fixed, 100)
+    assert not capacity_applies("classification", spec, BackboneConfig(depth=1), fixed, 100)
+    assert not capacity_applies("classification", spec, free, TrainConfig(prior_l2=10.0), 100)
+    assert not capacity_applies("classification", pool_input_spec(X, embedding=True), free, fixed, 100)
+    images = pool_input_spec(np.random.default_rng(0).random((50, 64), dtype=np.float32), (1, 8, 8))
+    assert not capacity_applies("classification", images, free, fixed, 100)
+    assert not capacity_applies("classification", spec, free, fixed, CV_MIN_N - 1)
+    assert not capacity_applies("classification", spec, free, fixed, CV_MAX_N + 1)
+
+
+@pytest.mark.parametrize("y", [np.repeat([0, 1, 2], [10, 10, 10]), np.array([0] * 12 + [1] * 2)])
+def test_folds_hold_out_every_label_exactly_once(y: np.ndarray) -> None:
+    folds = cv_folds(y, 3, seed=0)
+    assert len(folds) == 3
+    assert np.array_equal(np.sort(np.concatenate(folds)), np.arange(len(y)))
+    if np.bincount(y).min() >= 3:  # stratified: every fold sees every class
+        assert all(len(np.unique(y[f])) == 3 for f in folds)
+
+
+class _Constant:
+    """A scorer that predicts fixed class probabilities and records what it was fitted on."""
+
+    def __init__(self, p: float, seen: list[np.ndarray]) -> None:
+        self.p, self.seen = p, seen
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        self.seen.append(X_n_f[:, 0].copy())
+        return {}
+
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        n = X_n_f.shape[0]
+        probs = torch.tensor([[self.p, 1 - self.p]]).repeat(n, 1)
+        return Prediction(torch.zeros(n), torch.zeros(n), torch.zeros(n, 1), probs_n_C=probs)
+
+
+def test_the_choice_is_the_lowest_held_out_nll_of_folds_that_never_train_on_their_held_out_labels() -> None:
+    y = np.array([0] * 24 + [1] * 6)
+    X = np.arange(30, dtype=np.float32)[:, None]
+    seen: list[np.ndarray] = []
+    good, bad = Capacity("good", 0, 1.0), Capacity("bad", 1, 1.0)
+    p = {"good": 0.8, "bad": 0.5}  # the class shares are 0.8 / 0.2: 'good' has the lower NLL
+    chosen, scores = choose_capacity(X, y, lambda c: _Constant(p[c.name], seen), seed=0, candidates=(bad, good))
+    assert chosen == good
+    expected = {k: -(0.8 * np.log(v) + 0.2 * np.log(1 - v)) for k, v in p.items()}
+    assert scores == pytest.approx(expected, rel=1e-5)
+    folds = cv_folds(y, 3, seed=0)
+    for fitted, held in zip(seen, folds * 2):  # every fold of each candidate trained without its held-out rows
+        assert not set(fitted.tolist()) & set(X[held, 0].tolist())
+        assert len(fitted) == len(y) - len(held)
+
+
+@pytest.mark.parametrize("make", [
+    lambda spec, cap: MLPLearner("classification", 2, input=spec, **cap),
+    lambda spec, cap: VBLLLearner("classification", 2, input=spec, **cap),
+])
+def test_the_fit_is_the_fit_of_the_chosen_configuration(make) -> None:
+    X, y, spec = _cancer(60)
+    auto = make(spec, {})
+    report = auto.fit(X, y, seed=3)
+    chosen = next(c for c in CANDIDATES if c.depth == report["capacity_depth"])
+    assert report["capacity_prior_l2"] == chosen.prior_l2
+    assert report[f"cv_nll_{chosen.name}"] == min(report[f"cv_nll_{c.name}"] for c in CANDIDATES)
+    explicit = make(spec, {"depth": chosen.depth, "train": TrainConfig(prior_l2=chosen.prior_l2)})
+    explicit.fit(X, y, seed=3)
+    assert len(auto.backbone.blocks) == chosen.depth
+    a, b = auto.predict(X).probs_n_C, explicit.predict(X).probs_n_C
+    assert torch.equal(a, b)  # the cross-validation leaves no trace in the final fit (RNG included)
+    fixed = make(spec, {"capacity": "fixed"})
+    assert "capacity_depth" not in fixed.fit(X, y, seed=3)
+    assert len(fixed.backbone.blocks) == 1
+
+
+def test_a_nonlinear_boundary_with_many_labels_gets_the_free_network_and_few_noisy_labels_the_tame() -> None:
+    X, y = make_moons(1400, noise=0.05, random_state=0)
+    X = np.hstack([X, 0.05 * np.random.default_rng(0).standard_normal((len(X), 2))]).astype(np.float32)
+    spec = pool_input_spec(X)
+    many, _ = choose_capacity(X[:400], y[:400], capacity_scorer(2, spec), seed=0)
+    assert many == FREE
+    Xc, yc, spec_c = _cancer(40)
+    few, _ = choose_capacity(Xc, yc, capacity_scorer(2, spec_c), seed=0)
+    assert few == TAME
+
+
+def test_capacity_refuses_anything_but_cv_or_fixed() -> None:
+    with pytest.raises(ValueError, match="capacity must be cv or fixed"):
+        MLPLearner("classification", 2, capacity="maybe")
+    with pytest.raises(ValueError, match="capacity must be cv or fixed"):
+        VBLLLearner("classification", 2, capacity="auto")
