@@ -26,6 +26,7 @@ from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
+from alkit.models.capacity import CapacityHint
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
 from alkit.pools.features import FeatureReader
@@ -235,18 +236,22 @@ class ActiveLoop:
         self.last_eval_s = 0.0
         n_scored = 0
         result_metrics: dict[str, float] = {}
+        fit_report: dict[str, float] = {}
         self.on_event("phase", {"cycle": cycle, "phase": "fit", "n_labeled": len(y_lab)})
         if self._trainable(plan, y_lab):
             t0 = time.perf_counter()
             learner = plan.make_learner(self.input_spec())
+            if hasattr(learner, "capacity_hint"):  # the capacity an earlier cycle chose (models/capacity.py)
+                learner.capacity_hint = self._capacity_hint(run_id)
             X_lab = self.features.take(keys_lab)
-            learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1))
+            fit_report = learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1)) or {}
             fit_s = time.perf_counter() - t0
             self.chunk_rows = chunk_rows_for(learner, X_lab[:CHUNK_PROBE])
             result_metrics = self._evaluate(learner)
             if not result_metrics and any(r.name == "forecast" for r in plan.stop_rules):
                 result_metrics = self._cross_validate(plan, X_lab, y_lab, _seed(spec.seed, cycle, 7))
         selection, cands, signals = None, None, None
+        hint = CapacityHint.from_report(fit_report)
         if k > 0:
             selector, selector_name = ((plan.initial_selector, plan.initial_selector_name) if learner is None
                                        else (plan.selector, plan.selector_name))
@@ -258,7 +263,7 @@ class ActiveLoop:
             cands.targets = acq_ctx.targets if acq_ctx is not None else None
             score_s = time.perf_counter() - t0
             if learner is not None:
-                signals = self._signals(learner, cands, spec)
+                signals = self._signals(learner, cands, spec, hint)
                 decision = self._stop_decision(run_id, plan, (len(y_lab), result_metrics, signals))
                 if decision is not None:  # stop before spending this cycle's batch
                     stopped = {"rule": decision.rule, "why": decision.why, "cycle": cycle, "n_labeled": len(y_lab)}
@@ -278,7 +283,7 @@ class ActiveLoop:
             select_s = time.perf_counter() - t0
             self._check_selection(selection, cands, k)
         if learner is not None and signals is None:
-            signals = self._signals(learner, cands, spec)
+            signals = self._signals(learner, cands, spec, hint)
         self._commit(run_id, cycle, spec, selection, selector_name if selection else "", len(y_lab),
                      result_metrics, fit_s, score_s, select_s, n_scored=n_scored, signals=signals)
         return CycleResult(cycle, len(y_lab), 0 if selection is None else len(selection.keys),
@@ -300,10 +305,22 @@ class ActiveLoop:
         points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in rows] + [current]
         return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric))
 
-    def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec) -> dict[str, Any]:
+    def _capacity_hint(self, run_id: int) -> CapacityHint | None:
+        """The capacity the run's latest committed cycle recorded in its signals, or None."""
+        signals = self.store.signals(run_id)
+        for cycle in sorted(signals, reverse=True):
+            if "capacity" in signals[cycle]:
+                return CapacityHint(**signals[cycle]["capacity"])
+        return None
+
+    def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec,
+                 capacity: CapacityHint | None = None) -> dict[str, Any]:
         """What the stopping rules read of this cycle: the model's classes on the run's fixed stop
-        set (STOP_SET pool items, seeded by the run's seed) and the candidates' score summary."""
+        set (STOP_SET pool items, seeded by the run's seed) and the candidates' score summary; and
+        the capacity the fit chose, handed on to the next cycle's learner."""
         out: dict[str, Any] = {"eval_s": self.last_eval_s}  # CPU seconds of this cycle's test evaluation
+        if capacity is not None:
+            out["capacity"] = dataclasses.asdict(capacity)
         if cands is not None and cands.scores_n is not None and len(cands.scores_n):
             scores = np.asarray(cands.scores_n, dtype=np.float64)
             out.update(score_max=float(np.max(scores)), score_mean=float(np.mean(scores)))

@@ -88,7 +88,7 @@ def test_the_choice_is_the_lowest_held_out_nll_of_folds_that_never_train_on_thei
 ])
 def test_the_fit_is_the_fit_of_the_chosen_configuration(make) -> None:
     X, y, spec = _cancer(60)
-    auto = make(spec, {})
+    auto = make(spec, {"capacity": "cv"})
     report = auto.fit(X, y, seed=3)
     chosen = next(c for c in CANDIDATES if c.depth == report["capacity_depth"])
     assert report["capacity_prior_l2"] == chosen.prior_l2
@@ -98,7 +98,7 @@ def test_the_fit_is_the_fit_of_the_chosen_configuration(make) -> None:
     assert len(auto.backbone.blocks) == chosen.depth
     a, b = auto.predict(X).probs_n_C, explicit.predict(X).probs_n_C
     assert torch.equal(a, b)  # the cross-validation leaves no trace in the final fit (RNG included)
-    fixed = make(spec, {"capacity": "fixed"})
+    fixed = make(spec, {})  # the default: fixed
     assert "capacity_depth" not in fixed.fit(X, y, seed=3)
     assert len(fixed.backbone.blocks) == 1
 
@@ -119,3 +119,48 @@ def test_capacity_refuses_anything_but_cv_or_fixed() -> None:
         MLPLearner("classification", 2, capacity="maybe")
     with pytest.raises(ValueError, match="capacity must be cv or fixed"):
         VBLLLearner("classification", 2, capacity="auto")
+
+
+def test_a_hint_is_reused_until_the_labels_double_then_chosen_again() -> None:
+    from alkit.models.capacity import CapacityHint, resolve_capacity
+
+    X, y, spec = _cancer(80)
+    calls: list[int] = []
+
+    def make(c: Capacity) -> MLPLearner:
+        calls.append(c.depth)
+        return capacity_scorer(2, spec)(c)
+
+    hint = CapacityHint(n_labels=50, depth=FREE.depth, prior_l2=FREE.prior_l2)
+    args = ("cv", "classification", spec, BackboneConfig(), TrainConfig())
+    config, train, report = resolve_capacity(*args, X[:80], y[:80], make_scorer=make, seed=0, hint=hint)
+    assert calls == [] and (config.depth, train.prior_l2) == (FREE.depth, FREE.prior_l2)
+    assert report["capacity_n"] == 50 and "cv_nll_tame" not in report
+    _, _, report = resolve_capacity(*args, X[:40], y[:40], make_scorer=make, seed=0, hint=hint)  # fewer labels: choose
+    assert report["capacity_n"] == 40 and len(calls) == 2 * 3
+    X2, y2, _ = _cancer(100)
+    _, _, report = resolve_capacity(*args, X2, y2, make_scorer=make, seed=0, hint=hint)  # doubled: choose again
+    assert report["capacity_n"] == 100 and len(calls) == 4 * 3
+    assert CapacityHint.from_report(report) == CapacityHint(100, int(report["capacity_depth"]), report["capacity_prior_l2"])
+
+
+def test_a_run_chooses_at_doublings_hands_the_choice_on_and_resumes_the_same(tmp_path, digits_csv) -> None:
+    from conftest import FAST_TRAIN
+
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+
+    def run(root, stops: tuple[int, ...]) -> tuple[list[int], list[int]]:
+        init_project(digits_csv, root, InitOptions(id_col="id", label_col="label", hide_labels=True, test_frac=0.25))
+        loop = ActiveLoop(load_project(root))
+        for cycles in stops:  # stop and resume between cycles
+            loop.run(RunRequest(strategy="epistemic", budget=60, batch_size=10, seed=0, train=FAST_TRAIN,
+                                max_cycles=cycles, learner_options={"capacity": "cv"}))
+        signals = loop.store.signals(1)
+        return [signals[c]["capacity"]["n_labels"] for c in sorted(signals) if "capacity" in signals[c]], \
+            loop.store.selected_keys(1).tolist()
+
+    chosen_at, picks = run(tmp_path / "a", (99,))
+    assert chosen_at == [10, 20, 20, 40, 40, 40]  # n = 10 ... 60: chosen anew at 10, 20 and 40 labels
+    assert run(tmp_path / "b", (2, 2, 99)) == (chosen_at, picks)

@@ -25,6 +25,15 @@ class PostHocLearner:
         self.task = task
         self.scorer: Any = None
 
+    @property
+    def capacity_hint(self) -> Any:
+        """The base network's capacity hint (alkit/models/capacity.py): the loop hands it on."""
+        return self.base.capacity_hint
+
+    @capacity_hint.setter
+    def capacity_hint(self, hint: Any) -> None:
+        self.base.capacity_hint = hint
+
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         """Fit ``self.scorer`` on the trained ``Sequential(backbone, head)``; extra report entries."""
         raise NotImplementedError

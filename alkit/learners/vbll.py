@@ -37,7 +37,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     laplace_bridge_mi, posterior_of,
 )
 from alkit.learners.csd import ridge_whitener
-from alkit.models.capacity import resolve_capacity
+from alkit.models.capacity import CapacityHint, resolve_capacity
 from alkit.models.learner import capacity_scorer
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
@@ -154,14 +154,14 @@ class VBLLLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         linear_path: bool | None = None,
-        capacity: str = "cv",
+        capacity: str = "fixed",
         **backbone_options: Any,
     ) -> None:
         """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network.
         ``linear_path``: the last layer also reads the standardised inputs (LinearPath; an option,
         off by default: see ``uses_linear_path``).  ``capacity``: 'cv' chooses depth and weight prior
-        per fit by cross-validation where they are unset (alkit/models/capacity.py), 'fixed' keeps
-        the defaults."""
+        per fit by cross-validation where they are unset (alkit/models/capacity.py; an option, not
+        the default: its hold-out result was mixed), 'fixed' (default) keeps the defaults."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for
@@ -201,6 +201,7 @@ class VBLLLearner:
         if capacity not in ("cv", "fixed"):
             raise ValueError(f"capacity must be cv or fixed, got {capacity!r}")
         self.capacity = capacity
+        self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         self.backbone: ResidualMLP | ConvBackbone | LinearPath | None = None
         self.head: nn.Module | None = None
         self.shift, self.scale = 0.0, 1.0
@@ -239,7 +240,7 @@ class VBLLLearner:
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
-            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed)
+            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed, hint=self.capacity_hint)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         N = X.shape[0]

@@ -1,19 +1,27 @@
-"""The network's capacity, chosen per fit by cross-validation on the labels themselves.
+"""The network's capacity, chosen per fit by cross-validation on the labels themselves (an option,
+``capacity=cv``; the default stays ``fixed``).
 
 Why: on flat tabular features no fixed depth and weight prior is right for every data set.  On
 held-out tables the learners trailed the better of logistic regression and a plain MLP by 0.02-0.05
 accuracy at 100-300 labels where the data wanted a freer network (x_weather, x_spam7) and by
-0.01-0.02 where it wanted a tamer one (x_credit); the same tame/free split runs through the
-development sets (chile, hmda, cells, churn want the tame network; benchmarks/results/
-capacity_cv_study.md).  K-fold cross-validation of the held-out log-likelihood on the N labels
-picks between a tame network (no residual block, the default prior) and a free one (one block,
-a weak prior), so the choice follows the data, not a default tuned on other data.
+0.01-0.02 where it wanted a tamer one (x_credit, and the development sets chile and hmda).  K-fold
+cross-validation of the held-out log-likelihood on the N labels picks between a tame network (no
+residual block, the default prior) and a free one (one block, a weak prior).
+
+Measured (benchmarks/results/capacity_cv.md): with the VBLL learner it gained on every one of 7
+development sets on average over 20-300 labels (+0.002 to +0.005; chile +0.016 at 100 labels,
+down to -0.008 at 300), but on six hold-out tables it gained on three (x_weather +0.014 on average,
++0.036 at 100 labels; x_credit +0.010; x_stackoverflow +0.006) and lost on three (x_spam7 -0.010,
+x_leaf -0.009, x_storms -0.013): held-out NLL favours the tame network, which is better calibrated but not always more
+accurate.  Hence an option, not the default.
 
 Scope: classification on flat raw features (not encoder embeddings, which already run without a
 block under a stronger prior, and not images, whose convolution stem fixes the shape), with depth
 and prior left unset, at N <= CV_MAX_N labels (the full-batch regime; above it the default stays).
 The candidates are scored with the plain MLP learner (the cheapest network of that shape), and the
-choice is applied to whichever learner asked (VBLL, MLP, the post-hoc scorers' MLP).
+choice is applied to whichever learner asked (VBLL, MLP, the post-hoc scorers' MLP).  In a run the
+loop hands each cycle's choice on, and it is made again only when the labels have doubled
+(CV_GROWTH), so it costs 6 extra fits at 20, 40, 80, ... labels, not at every cycle.
 """
 
 from __future__ import annotations
@@ -43,6 +51,31 @@ CANDIDATES: tuple[Capacity, ...] = (TAME, FREE)
 CV_FOLDS = 3
 CV_MAX_N = 1024  # TrainConfig.full_batch_max: every fold is one full-batch fit
 CV_MIN_N = 2 * CV_FOLDS
+# In a run the choice is made again once the labels have grown by this factor since the last one
+# (20, 40, 80, 160, ... labels); in between the loop hands the last choice on (CapacityHint).
+CV_GROWTH = 2.0
+
+
+@dataclass(frozen=True)
+class CapacityHint:
+    """The choice an earlier cycle of the run made: at ``n_labels`` labels, ``depth`` and ``prior_l2``."""
+
+    n_labels: int
+    depth: int
+    prior_l2: float
+
+    @classmethod
+    def from_report(cls, report: dict[str, float]) -> "CapacityHint | None":
+        """The hint a fit report (``resolve_capacity``'s keys) carries, or None."""
+        if "capacity_n" not in report:
+            return None
+        return cls(int(report["capacity_n"]), int(report["capacity_depth"]), float(report["capacity_prior_l2"]))
+
+    def reusable(self, n_labels: int) -> Capacity | None:
+        """The candidate to reuse at ``n_labels`` labels, or None when it is time to choose again."""
+        if not self.n_labels <= n_labels < CV_GROWTH * self.n_labels:
+            return None
+        return next((c for c in CANDIDATES if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
 
 
 def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfig, train: TrainConfig,
@@ -97,16 +130,23 @@ def choose_capacity(X_n_f: np.ndarray, y_n: np.ndarray, make_scorer: Callable[[C
 
 def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: BackboneConfig,
                      train: TrainConfig, X_n_f: np.ndarray, y_n: np.ndarray, *,
-                     make_scorer: Callable[[Capacity], Scorer], seed: int
+                     make_scorer: Callable[[Capacity], Scorer], seed: int, hint: CapacityHint | None = None
                      ) -> tuple[BackboneConfig, TrainConfig, dict[str, float]]:
     """The backbone and training configs of this fit: with ``mode`` 'cv', where
     ``capacity_applies``, the chosen candidate's depth and prior, and a report of the choice
-    (``capacity_depth``, ``capacity_prior_l2``, each candidate's ``cv_nll_<name>``); else unchanged."""
+    (``capacity_n`` labels it was made at, ``capacity_depth``, ``capacity_prior_l2``, each
+    candidate's ``cv_nll_<name>`` when chosen now); else unchanged.  A ``hint`` from an earlier
+    cycle is reused until the labels have grown CV_GROWTH-fold."""
     if mode not in ("cv", "fixed"):
         raise ValueError(f"capacity must be cv or fixed, got {mode!r}")
     if mode == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
         return backbone, train, {}
-    chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed)
-    report = {"capacity_depth": float(chosen.depth), "capacity_prior_l2": chosen.prior_l2,
-              **{f"cv_nll_{k}": v for k, v in scores.items()}}
+    reused = hint.reusable(len(y_n)) if hint is not None else None
+    if reused is not None:
+        chosen, n_chosen, scores = reused, hint.n_labels, {}
+    else:
+        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed)
+        n_chosen = len(y_n)
+    report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
+              "capacity_prior_l2": chosen.prior_l2, **{f"cv_nll_{k}": v for k, v in scores.items()}}
     return BackboneConfig.of(backbone, depth=chosen.depth), replace(train, prior_l2=chosen.prior_l2), report

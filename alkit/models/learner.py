@@ -17,7 +17,7 @@ from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
-from alkit.models.capacity import Capacity, resolve_capacity
+from alkit.models.capacity import Capacity, CapacityHint, resolve_capacity
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -101,16 +101,18 @@ class MLPLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         head_prior: bool | None = None,
-        capacity: str = "cv",
+        capacity: str = "fixed",
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
         output layer; ``None`` chooses by task (see ``HEAD_PRIOR``).  ``capacity``: 'cv' chooses
         depth and weight prior per fit by cross-validation where they are unset
-        (alkit/models/capacity.py), 'fixed' keeps the defaults."""
+        (alkit/models/capacity.py; an option: its hold-out result was mixed), 'fixed' (default)
+        keeps the defaults."""
         if capacity not in ("cv", "fixed"):
             raise ValueError(f"capacity must be cv or fixed, got {capacity!r}")
         self.capacity = capacity
+        self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.task = task
@@ -144,7 +146,7 @@ class MLPLearner:
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
-            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed)
+            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed, hint=self.capacity_hint)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         self._build(X, config)
