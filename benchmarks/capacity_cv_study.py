@@ -44,6 +44,20 @@ def probs(learner, X) -> np.ndarray:
     return learner.predict(X).probs_n_C.numpy()
 
 
+def temperature_nll(logp_n_C: np.ndarray, y_n: np.ndarray) -> float:
+    """Held-out NLL after the best single temperature (log-probabilities divided by T, renormalised):
+    compares how well candidates separate the classes, not how calibrated they are."""
+    from scipy.optimize import minimize_scalar
+
+    def nll(log_t: float) -> float:
+        z = logp_n_C / np.exp(log_t)
+        z = z - z.max(1, keepdims=True)
+        lse = np.log(np.exp(z).sum(1))
+        return float(np.mean(lse - z[np.arange(len(y_n)), y_n]))
+
+    return float(minimize_scalar(nll, bounds=(-3.0, 3.0), method="bounded").fun)
+
+
 def folds(y: np.ndarray, k: int, seed: int):
     counts = np.bincount(y)
     counts = counts[counts > 0]
@@ -79,25 +93,29 @@ def main() -> None:
             Xp, Xt = standardise(d["X_pool"], d["X_pool"], d["X_test"])
             C = len(d["classes"])
             rows: dict[str, dict[int, list[float]]] = {}
-            picks: dict[str, dict[int, list[str]]] = {"cv-nll": {}, "cv-acc": {}}
+            picks: dict[str, dict[int, list[str]]] = {"cv-nll": {}, "cv-acc": {}, "cv-tnll": {}}
             for N in ns:
                 for seed in seeds:
                     idx = np.random.default_rng(seed).choice(len(Xp), N, replace=False)
                     Xl, yl = d["X_pool"][idx], d["y_pool"][idx]
                     best = max(logreg(Xp[idx], yl, Xt, d["y_test"], C), plain_mlp(Xp[idx], yl, Xt, d["y_test"], C, seed))
-                    test, nll, acc = {}, {}, {}
+                    test, nll, acc, tnll = {}, {}, {}, {}
                     for cand, spec in CANDIDATES.items():
                         opts = parse_options(spec) if spec else {}
                         learner = fit(args.scorer, opts, d, Xl, yl, seed)
                         test[cand] = float((probs(learner, d["X_test"]).argmax(1) == d["y_test"]).mean())
-                        ll, hit = [], []
+                        ll, hit, held_logp, held_y = [], [], [], []
                         for tr, va in folds(yl, args.k, seed):
                             p = probs(fit(args.scorer, opts, d, Xl[tr], yl[tr], seed), Xl[va])
                             ll.extend(-np.log(np.clip(p[np.arange(len(va)), yl[va]], 1e-12, None)))
                             hit.extend(p.argmax(1) == yl[va])
+                            held_logp.append(np.log(np.clip(p, 1e-12, None)))
+                            held_y.append(yl[va])
                         nll[cand], acc[cand] = float(np.mean(ll)), float(np.mean(hit))
+                        tnll[cand] = temperature_nll(np.concatenate(held_logp), np.concatenate(held_y))
                     chosen = {"cv-nll": min(nll, key=nll.get),
-                              "cv-acc": max(acc, key=lambda c: (acc[c], -nll[c]))}
+                              "cv-acc": max(acc, key=lambda c: (acc[c], -nll[c])),
+                              "cv-tnll": min(tnll, key=tnll.get)}
                     vals = {**test, **{k: test[c] for k, c in chosen.items()}, "oracle": max(test.values())}
                     for k, v in vals.items():
                         rows.setdefault(k, {}).setdefault(N, []).append(v - best)

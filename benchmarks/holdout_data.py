@@ -28,6 +28,14 @@ Multi-class sets (added 2026-12-02):
   category and the force diameters are dropped: category is set only for hurricanes, the diameters
   are recorded only since 2004).
 
+Fresh classification tables (added after the capacity=cv study had used the sets above):
+
+- ``x_oj``: ISLR/OJ, 1,070 orange-juice purchases, Citrus Hill or Minute Maid, 17 price/discount/loyalty columns.
+- ``x_telco``: modeldata/wa_churn, 7,043 telecom customers, churn (27 %), 19 mixed columns (one-hot).
+- ``x_movies``: ggplot2movies/movies with an MPAA rating of R, PG-13 or PG (4,908 films), which rating, from
+  year, length, IMDb rating, votes, the r1-r10 vote shares and 7 genre flags (budget dropped: mostly missing).
+- ``x_cards``: AER/CreditCard, 1,319 applicants, card granted (78 %), 11 columns.
+
     python benchmarks/holdout_data.py
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_holdout python benchmarks/protocol.py --data x_spam7 --strategies epistemic,margin,entropy,random:vbll --seeds 0-2
 """
@@ -94,6 +102,18 @@ def main() -> None:
     cps, _ = train_test_split(cps, train_size=5000, random_state=0)
     cps = cps.reset_index(drop=True)
     write("x_cps", cps.drop(columns=["rownames", "wage"]), np.log(cps["wage"].to_numpy().astype(float)), "regression")
+
+    # Fresh classification tables (added 2026-12-02 evening, after the capacity=cv study had seen
+    # the sets above): for reporting a capacity rule chosen on the development sets only.
+    oj = data("ISLR", "OJ")
+    write("x_oj", oj.drop(columns=["rownames", "Purchase"]), oj["Purchase"].to_numpy(), "classification")
+    t = data("modeldata", "wa_churn")
+    write("x_telco", t.drop(columns=["rownames", "churn"]), t["churn"].to_numpy(), "classification")
+    mv = data("ggplot2movies", "movies")
+    mv = mv[mv["mpaa"].isin(["R", "PG-13", "PG"])].reset_index(drop=True)
+    write("x_movies", mv.drop(columns=["rownames", "title", "mpaa", "budget"]), mv["mpaa"].to_numpy(), "classification")
+    cc = data("AER", "CreditCard")
+    write("x_cards", cc.drop(columns=["rownames", "card"]), cc["card"].to_numpy(), "classification")
 
 
 if __name__ == "__main__":
