@@ -103,6 +103,7 @@ def vbll_grid() -> list[Entry]:
     for scorer, label in (("vbll", "vbll default score"), ("laplace", "laplace MI"), ("csd", "csd"),
                           ("gradnorm", "gradnorm")):  # no residual block on the image stem's features
         out.append(Entry(scorer, {f"{label}, depth=0": "epistemic"}, {"depth": 0}))
+    out.append(Entry("gradnorm", {"gradnorm, whole network (layers=all)": "epistemic"}, {"layers": "all"}))
     for temp in (0.1, 10.0):
         out.append(Entry("vbll", {f"vbll none/dense T={temp:g} {k}": v for k, v in VBLL_SCORES.items()
                                   if v != "blr"}, {"posterior_temperature": temp}))
