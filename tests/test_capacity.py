@@ -164,3 +164,15 @@ def test_a_run_chooses_at_doublings_hands_the_choice_on_and_resumes_the_same(tmp
     chosen_at, picks = run(tmp_path / "a", (99,))
     assert chosen_at == [10, 20, 20, 40, 40, 40]  # n = 10 ... 60: chosen anew at 10, 20 and 40 labels
     assert run(tmp_path / "b", (2, 2, 99)) == (chosen_at, picks)
+
+
+def test_post_hoc_learners_take_the_option_and_the_hint_through_their_network() -> None:
+    from alkit.models.capacity import CapacityHint
+    from alkit.registry import make_learner
+
+    X, y, spec = _cancer(40)
+    lap = make_learner("laplace", "classification", 2, input=spec, capacity="cv")
+    assert lap.capacity == "cv" and make_learner("laplace", "classification", 2, input=spec).capacity == "fixed"
+    lap.capacity_hint = CapacityHint(30, FREE.depth, FREE.prior_l2)
+    report = lap.fit(X, y, seed=0)
+    assert report["capacity_n"] == 30 and len(lap.base.backbone.blocks) == FREE.depth

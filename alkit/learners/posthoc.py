@@ -26,6 +26,11 @@ class PostHocLearner:
         self.scorer: Any = None
 
     @property
+    def capacity(self) -> str:
+        """The base network's capacity mode ('fixed' or 'cv', alkit/models/capacity.py)."""
+        return self.base.capacity
+
+    @property
     def capacity_hint(self) -> Any:
         """The base network's capacity hint (alkit/models/capacity.py): the loop hands it on."""
         return self.base.capacity_hint
