@@ -37,7 +37,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     laplace_bridge_mi, posterior_of,
 )
 from alkit.learners.csd import ridge_whitener
-from alkit.models.capacity import CapacityHint, resolve_capacity
+from alkit.models.capacity import CapacityHint, checked_mode, resolve_capacity
 from alkit.models.learner import capacity_scorer
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
@@ -198,9 +198,7 @@ class VBLLLearner:
         if linear_path is not None and not isinstance(linear_path, bool):
             raise ValueError(f"linear_path must be true or false, got {linear_path!r}")
         self.linear_path = linear_path
-        if capacity not in ("cv", "fixed"):
-            raise ValueError(f"capacity must be cv or fixed, got {capacity!r}")
-        self.capacity = capacity
+        self.capacity = checked_mode(capacity)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         self.backbone: ResidualMLP | ConvBackbone | LinearPath | None = None
         self.head: nn.Module | None = None

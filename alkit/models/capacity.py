@@ -78,6 +78,13 @@ class CapacityHint:
         return next((c for c in CANDIDATES if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
 
 
+def checked_mode(mode: str) -> str:
+    """``mode`` if it is 'cv' or 'fixed'; a ValueError naming it otherwise (learners check at construction)."""
+    if mode not in ("cv", "fixed"):
+        raise ValueError(f"capacity must be cv or fixed, got {mode!r}")
+    return mode
+
+
 def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfig, train: TrainConfig,
                      n_labels: int) -> bool:
     """Whether this fit chooses its capacity: classification on flat raw features with depth and
@@ -137,9 +144,7 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     (``capacity_n`` labels it was made at, ``capacity_depth``, ``capacity_prior_l2``, each
     candidate's ``cv_nll_<name>`` when chosen now); else unchanged.  A ``hint`` from an earlier
     cycle is reused until the labels have grown CV_GROWTH-fold."""
-    if mode not in ("cv", "fixed"):
-        raise ValueError(f"capacity must be cv or fixed, got {mode!r}")
-    if mode == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
+    if checked_mode(mode) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
         return backbone, train, {}
     reused = hint.reusable(len(y_n)) if hint is not None else None
     if reused is not None:

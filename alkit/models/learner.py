@@ -17,7 +17,7 @@ from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
-from alkit.models.capacity import Capacity, CapacityHint, resolve_capacity
+from alkit.models.capacity import Capacity, CapacityHint, checked_mode, resolve_capacity
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -109,9 +109,7 @@ class MLPLearner:
         depth and weight prior per fit by cross-validation where they are unset
         (alkit/models/capacity.py; an option: its hold-out result was mixed), 'fixed' (default)
         keeps the defaults."""
-        if capacity not in ("cv", "fixed"):
-            raise ValueError(f"capacity must be cv or fixed, got {capacity!r}")
-        self.capacity = capacity
+        self.capacity = checked_mode(capacity)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
