@@ -307,11 +307,8 @@ class ActiveLoop:
 
     def _capacity_hint(self, run_id: int) -> CapacityHint | None:
         """The capacity the run's latest committed cycle recorded in its signals, or None."""
-        signals = self.store.signals(run_id)
-        for cycle in sorted(signals, reverse=True):
-            if "capacity" in signals[cycle]:
-                return CapacityHint(**signals[cycle]["capacity"])
-        return None
+        latest = self.store.latest_signal(run_id, "capacity")
+        return None if latest is None else CapacityHint(**latest)
 
     def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec,
                  capacity: CapacityHint | None = None) -> dict[str, Any]:

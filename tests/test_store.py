@@ -83,6 +83,21 @@ def test_cycles_must_be_contiguous(store_url: str) -> None:
         s.commit_cycle(run.id, 1, selections=[], oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": 0})
 
 
+def test_latest_signal_is_the_newest_cycle_that_holds_the_key(store_url: str) -> None:
+    s = _store(store_url)
+    run = s.get_or_create_run(SPEC)
+    other = s.get_or_create_run(RunSpec("o", "random", "none", 0, 6, 2, 2, {}))
+    assert s.latest_signal(run.id, "capacity") is None
+    for cycle, data in enumerate([{"capacity": {"n": 1}}, {"capacity": {"n": 2}}, {"eval_s": 0.1}, {}]):
+        s.commit_cycle(run.id, cycle, selections=[], oracle_labels=[],
+                       cycle_row={"n_labeled": 0, "n_selected": 0, "signals": data})
+    s.commit_cycle(other.id, 0, selections=[], oracle_labels=[],
+                   cycle_row={"n_labeled": 0, "n_selected": 0, "signals": {"capacity": {"n": 9}}})
+    assert s.latest_signal(run.id, "capacity") == {"n": 2}  # cycle 1: cycles 2-3 lack it, run "o" is another run
+    assert s.latest_signal(run.id, "eval_s") == 0.1
+    assert s.latest_signal(run.id, "missing") is None
+
+
 def test_labeled_set_sees_shared_and_own_labels_only(store_url: str) -> None:
     s = Store(store_url, create=True)
     items = [{"key": k, "item_id": f"i{k}", "split": "pool", "state": "unlabeled", "label": "1"} for k in range(6)]

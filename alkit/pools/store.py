@@ -330,6 +330,19 @@ class Store:
         """cycle -> the signals recorded with it (empty for a store without the table)."""
         return {c: d for (r, c), d in self._signals(CycleSignals.run_id == run_id).items()}
 
+    def latest_signal(self, run_id: int, key: str) -> Any | None:
+        """``key`` of the run's latest cycle whose signals hold it, or None.  Reads rows newest first
+        and stops at the first hit, so a long run costs one row, not every cycle's signals."""
+        if not inspect(self.engine).has_table(CycleSignals.__tablename__):
+            return None
+        q = (select(CycleSignals.data).where(CycleSignals.run_id == run_id)
+             .order_by(CycleSignals.cycle.desc()))
+        with self.session() as s:
+            for (data,) in s.execute(q):
+                if key in data:
+                    return data[key]
+        return None
+
     def all_signals(self) -> dict[tuple[int, int], dict[str, Any]]:
         """(run id, cycle) -> the signals recorded with it, every run in one query."""
         return self._signals(None)
