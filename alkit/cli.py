@@ -65,7 +65,7 @@ def init(
     data: Path = typer.Argument(..., metavar="DATA", help="CSV or Parquet file, one row per item."),
     id_col: str = typer.Option(..., "--id-col", help="Column with a unique id per row."),
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
-    features: Optional[str] = typer.Option(None, "--features", help="Comma-separated numeric feature columns (default: all other columns)."),
+    features: Optional[str] = typer.Option(None, "--features", help="Comma-separated feature columns (default: all other columns); categorical text columns (<= 50 values) are one-hot encoded."),
     feature_col: Optional[str] = typer.Option(None, "--feature-col", help="One list column holding the feature vector."),
     exclude: Optional[str] = typer.Option(None, "--exclude", help="Comma-separated columns that are no features (notes, titles, ...; they stay in exports)."),
     task: Optional[Task] = typer.Option(None, "--task", help="The task (default: inferred from the labels)."),
@@ -107,6 +107,10 @@ def init(
     console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
                   f"{cfg.n_features} features, {pool} pool items, {test} test items"
                   + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
+    if cfg.one_hot:
+        n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
+        console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
+                      + ", ".join(f"{c} ({k} values)" for c, k in n_levels.items()))
     shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
     if shape is not None:
         h, w = shape

@@ -250,12 +250,13 @@ def test_text_columns_are_named_and_exclude_leaves_them_out(tmp_path: Path, digi
     import polars as pl
 
     df = pl.read_csv(digits_csv).with_columns(pl.format("note {}", pl.col("id")).alias("note"),
-                                              pl.lit("batch A").alias("source"))
+                                              pl.format("remark {}", pl.col("id")).alias("source"))
     data = tmp_path / "notes.csv"
     df.write_csv(data)
     proc = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
     err = " ".join(proc.stderr.split())
-    assert proc.returncode == 2 and "non-numeric columns: note, source (text)" in err and "--exclude note,source" in err
+    assert proc.returncode == 2 and "non-numeric columns: note, source (text with too many distinct values" in err
+    assert "--exclude note,source" in err and len(proc.stderr.strip().splitlines()) == 1
     assert "--text-col" in err and not (tmp_path / "p").exists()
     bad = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--exclude", "nosuch", "-p", "p", cwd=tmp_path)
     assert bad.returncode == 2 and "--exclude: columns not found: nosuch" in bad.stderr
@@ -264,3 +265,21 @@ def test_text_columns_are_named_and_exclude_leaves_them_out(tmp_path: Path, digi
     assert ok.returncode == 0, ok.stderr
     cfg = load_project(tmp_path / "p").config
     assert cfg.n_features == 64 and "note" in cfg.payload_cols and "source" in cfg.payload_cols
+
+
+def test_a_categorical_column_is_one_hot_encoded_and_runs(tmp_path: Path, digits_csv: Path) -> None:
+    """A table with a categorical text column beside its numbers: init encodes it (and says so), and
+    an epistemic run trains on it end to end."""
+    import polars as pl
+
+    df = pl.read_csv(digits_csv).head(200).with_columns(
+        pl.when(pl.col("label") < 5).then(pl.lit("low")).otherwise(pl.lit("high")).alias("band"))
+    df.write_csv(tmp_path / "cat.csv")
+    init = alkit("init", "cat.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
+    assert init.returncode == 0, init.stderr
+    assert "one-hot encoded" in init.stdout and "band (2 values)" in init.stdout
+    assert load_project(tmp_path / "p").config.n_features == 66
+    run = alkit("run", "--strategy", "epistemic", "--budget", "40", "--batch-size", "10", "--max-epochs", "5",
+                "-p", "p", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "complete" in run.stdout

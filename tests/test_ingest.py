@@ -79,9 +79,13 @@ def test_bad_inputs(tmp_path: Path) -> None:
     _bad(tmp_path, df.with_columns(pl.when(pl.col("id") == df["id"][3]).then(float("nan")).otherwise(pl.col("px5")).alias("px5")),
          r"NaN or infinite feature values in px5")
     _bad(tmp_path, df.with_columns(pl.lit(float("inf")).alias("px7")), r"NaN or infinite.*px7")
-    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "non-numeric columns: px2 \\(text\\); leave them out with --exclude px2")
-    _bad(tmp_path, df.with_columns(pl.lit("abc").alias("px2")), "feature column 'px2' is not numeric: row 1 \\(id d0360\\) holds 'abc', text",
+    free_text = pl.format("abc {}", pl.col("id")).alias("px2")  # a distinct text per row: not categorical
+    _bad(tmp_path, df.with_columns(free_text), "non-numeric columns: px2 \\(text with too many distinct values.*"
+         "leave them out with --exclude px2")
+    _bad(tmp_path, df.with_columns(free_text), "feature column 'px2' is not numeric: row 1 \\(id d0360\\) holds 'abc d0360', text",
          features=["px1", "px2"])
+    one_word = pl.when(pl.col("id") == df["id"][4]).then(pl.lit("abc")).otherwise(pl.col("px2").cast(pl.Utf8)).alias("px2")
+    _bad(tmp_path, df.with_columns(one_word), "feature column 'px2' is not numeric: row 5 .* holds 'abc', text")
     _bad(tmp_path, df, "feature columns not found: zz", features=["px1", "zz"])
     _bad(tmp_path, None, "no rows", raw="id,px1,label\n")
     _bad(tmp_path, None, "cannot read|no rows", raw="")
@@ -277,3 +281,40 @@ def test_hand_edited_config_fields_are_checked(tmp_path: Path, key: str, value: 
     tomllib.loads(toml.read_text())  # still valid TOML: the check is alkit's
     with pytest.raises(ConfigError, match=re.escape(says)):
         load_project(tmp_path / "p")
+
+
+def test_categorical_text_columns_are_one_hot_encoded(tmp_path: Path) -> None:
+    """A text column with few distinct values becomes one 0/1 feature per value (a missing cell is
+    its own value), streamed and in memory alike; the column stays in the payload for exports."""
+    from alkit.pools.ingest import MISSING_LEVEL, extract_features
+
+    df = digits_frame(60).select(["id", "px10", "px20", "label"])
+    colour = [None if i == 7 else ("red", "green", " blue ")[i % 3] for i in range(60)]
+    df = df.with_columns(pl.Series("colour", colour), pl.Series("flag", ["yes" if i % 2 else "no" for i in range(60)]))
+    df.write_csv(tmp_path / "d.csv")
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(**OPTS, hide_labels=True))
+    levels = sorted(["blue", "green", "red", MISSING_LEVEL])
+    assert cfg.feature_cols == ["px10", "px20", *[f"colour={v}" for v in levels], "flag=no", "flag=yes"]
+    assert cfg.one_hot == ["colour", "flag"] and cfg.n_features == 8
+    assert "colour" in cfg.payload_cols and "flag" in cfg.payload_cols
+    X = FeatureReader(load_project(tmp_path / "p").features_path).take(np.arange(60))
+    want_colour = np.array([[(c or MISSING_LEVEL).strip() == v for v in levels] for c in colour], dtype=np.float32)
+    assert np.array_equal(X[:, 2:6], want_colour) and X[:, 2:6].sum(1).tolist() == [1.0] * 60
+    assert np.array_equal(X[:, 7], np.arange(60) % 2) and np.array_equal(X[:, :2], df.select(["px10", "px20"]).to_numpy())
+    X_mem, names, one_hot = extract_features(pl.read_csv(tmp_path / "d.csv"), InitOptions(**OPTS))
+    assert np.array_equal(X_mem, X) and names == cfg.feature_cols and one_hot == cfg.one_hot
+    listed = init_project(tmp_path / "d.csv", tmp_path / "f", InitOptions(**OPTS, hide_labels=True, features=["flag", "px10"]))
+    assert listed.feature_cols == ["flag=no", "flag=yes", "px10"] and listed.one_hot == ["flag"]
+    # a Parquet categorical dtype is the same thing
+    df.with_columns(pl.col("flag").cast(pl.Categorical)).write_parquet(tmp_path / "d.parquet")
+    cfg2 = init_project(tmp_path / "d.parquet", tmp_path / "q", InitOptions(**OPTS, hide_labels=True))
+    assert cfg2.feature_cols == cfg.feature_cols
+
+
+def test_too_many_distinct_texts_are_not_categorical(tmp_path: Path) -> None:
+    df = digits_frame(120).select(["id", "px10", "label"]).with_columns(
+        pl.format("w{}", pl.int_range(pl.len()) % 51).alias("word"))  # 51 values > MAX_LEVELS
+    _bad(tmp_path, df, "non-numeric columns: word \\(text with too many distinct values")
+    ok = df.with_columns(pl.format("w{}", pl.int_range(pl.len()) % 50).alias("word"))
+    ok.write_csv(tmp_path / "ok.csv")
+    assert init_project(tmp_path / "ok.csv", tmp_path / "ok", InitOptions(**OPTS, hide_labels=True)).n_features == 51

@@ -142,8 +142,31 @@ def streamed_columns(schema: pl.Schema, opts: InitOptions) -> list[str]:
     return [c for c in names if c in schema and _is_number(schema[c])]
 
 
-def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema, opts: InitOptions) -> list[str]:
-    """The feature columns, refused with a named problem when missing or not numbers.
+# A column of text values with at most this many distinct values (and at most half as many as rows)
+# is categorical: one-hot encoded into indicator features; with more it is free text, refused.
+MAX_LEVELS = 50
+MISSING_LEVEL = "(missing)"  # the level of a missing cell in a categorical column
+
+
+def _is_text(dtype: pl.DataType) -> bool:
+    return dtype in (pl.Utf8, pl.Categorical) or isinstance(dtype, pl.Enum)
+
+
+def _levels(s: pl.Series) -> list[str] | None:
+    """The sorted levels of a mostly-text column (a missing cell is the level MISSING_LEVEL), or
+    None when it has too many to be categorical."""
+    text = s.cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
+    levels = text.unique()
+    if len(levels) > min(MAX_LEVELS, max(2, len(s) // 2)):
+        return None
+    return sorted(levels.to_list())
+
+
+def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
+                  opts: InitOptions) -> tuple[list[str], dict[str, list[str]]]:
+    """The feature columns, refused with a named problem when missing or not numbers, and the
+    levels of the categorical ones among them (text columns with few distinct values, one-hot
+    encoded by FeatureValues).
 
     ``columns``/``schema`` describe the whole file; ``df`` needs to hold only its non-numeric
     columns, whose cells the messages quote (the numeric ones are checked value by value later).
@@ -157,7 +180,7 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema, opts:
             raise InputError(f"feature column {col!r} must be a list of numbers, found {dtype}")
         if not dtype.inner.is_numeric():
             raise InputError(f"feature column {col!r} holds {dtype.inner}, not numbers")
-        return [col]
+        return [col], {}
     if opts.features:
         names = list(opts.features)
         missing = [c for c in names if c not in columns]
@@ -173,13 +196,16 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema, opts:
         names = [c for c in columns if c not in left_out]
         if not names:
             raise InputError("no feature columns: pass --features or --feature-col")
-        textual = [c for c in names if schema[c] == pl.Utf8 and
-                   df[c].cast(pl.Float64, strict=False).is_null().mean() > 0.5]  # mostly text: no feature
-        if textual:
-            raise InputError(
-                f"non-numeric columns: {', '.join(textual)} (text); leave them out with --exclude "
-                f"{','.join(textual)}, embed one with --text-col COL, or list the features with --features")
-    non_numeric = [c for c in names if not _is_number(schema[c])]
+    mostly_text = [c for c in names if _is_text(schema[c]) and
+                   df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
+    levels = {c: lv for c in mostly_text if (lv := _levels(df[c])) is not None}
+    textual = [c for c in mostly_text if c not in levels]  # free text: no feature
+    if textual and not opts.features:  # (listed by --features, the cell is named below)
+        raise InputError(
+            f"non-numeric columns: {', '.join(textual)} (text with too many distinct values to one-hot encode: "
+            f"over {MAX_LEVELS} or over half the rows); leave them out with --exclude {','.join(textual)}, "
+            "embed one with --text-col COL, or list the features with --features")
+    non_numeric = [c for c in names if not _is_number(schema[c]) and c not in levels]
     for c in non_numeric:  # name the first cell that is not a number, and say what it is
         if schema[c] == pl.Utf8:
             text = df[c]
@@ -197,7 +223,12 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema, opts:
             f"non-numeric feature columns: {', '.join(non_numeric)} "
             "(choose numeric columns with --features, or embed text/images with an encoder)"
         )
-    return names
+    return names, levels
+
+
+def one_hot_names(names: list[str], levels: dict[str, list[str]]) -> list[str]:
+    """The feature names after one-hot encoding: a categorical column c becomes c=level per level."""
+    return [n for c in names for n in ([f"{c}={lv}" for lv in levels[c]] if c in levels else [c])]
 
 
 def _check_exclude(opts: InitOptions) -> None:
@@ -221,8 +252,11 @@ class FeatureValues:
     refuses the file as a whole would be (the first column with a missing value, every column
     with a non-finite one, the first ids of each), so streamed and whole-file reads say the same."""
 
-    def __init__(self, names: list[str], vector_col: str | None, n_features: int) -> None:
+    def __init__(self, names: list[str], vector_col: str | None, n_features: int,
+                 levels: dict[str, list[str]] | None = None) -> None:
+        self.levels = levels or {}  # categorical column -> its levels, one indicator feature each
         self.names, self.vector_col, self.n_features = names, vector_col, n_features
+        self.numeric = [c for c in names if c not in self.levels]
         self.n_rows = 0
         self.null_rows: dict[str, list[int]] = {}  # column -> its first rows (up to 5) with a missing value
         self.nonfinite_f = np.zeros(n_features, dtype=bool)
@@ -235,12 +269,12 @@ class FeatureValues:
             flat = batch[self.vector_col].cast(pl.List(pl.Float64)).explode().to_numpy()
             X_b_f = flat.reshape(batch.height, self.n_features)
         else:
-            nulls = batch.select(pl.col(self.names).null_count()).row(0)
-            for c, k in zip(self.names, nulls):
+            nulls = batch.select(pl.col(self.numeric).null_count()).row(0) if self.numeric else ()
+            for c, k in zip(self.numeric, nulls):
                 if k:
                     rows = self.null_rows.setdefault(c, [])
                     rows += (batch[c].is_null().arg_true().head(5 - len(rows)) + self.n_rows).to_list()
-            X_b_f = batch.select(pl.col(self.names).cast(pl.Float64)).to_numpy()
+            X_b_f = batch.select([e for c in self.names for e in self._columns(c)]).to_numpy()
         finite_b_f = np.isfinite(X_b_f)
         if not finite_b_f.all():
             self.nonfinite_f |= ~finite_b_f.all(axis=0)
@@ -253,13 +287,21 @@ class FeatureValues:
         with np.errstate(over="ignore"):  # an overflowing block is refused by ``check``
             return X_b_f.astype(np.float32)
 
+    def _columns(self, c: str) -> list[pl.Expr]:
+        """Column c as float64 features: itself, or one 0/1 indicator per level if categorical."""
+        if c not in self.levels:
+            return [pl.col(c).cast(pl.Float64)]
+        text = pl.col(c).cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
+        return [(text == lv).cast(pl.Float64).alias(f"{c}={lv}") for lv in self.levels[c]]
+
     def check(self, ids: pl.Series) -> None:
         """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow."""
-        for c in self.names:
+        for c in self.numeric:
             if self.null_rows.get(c) and not self.vector_col:
                 raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])})")
         if self.nonfinite_rows:
-            cols = [self.names[j] for j in np.flatnonzero(self.nonfinite_f)] if not self.vector_col else self.names
+            cols = ([one_hot_names(self.names, self.levels)[j] for j in np.flatnonzero(self.nonfinite_f)]
+                    if not self.vector_col else self.names)
             raise InputError(f"NaN or infinite feature values in {', '.join(cols)} "
                              f"(ids: {_ids_of(ids, self.nonfinite_rows)})")
         if self.max_abs > float(np.finfo(np.float32).max):
@@ -270,9 +312,11 @@ def _ids_of(ids: pl.Series, rows: list[int]) -> str:
     return ", ".join(map(str, ids.gather(rows).cast(pl.Utf8).to_list()))
 
 
-def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(".")) -> tuple[np.ndarray, list[str]]:
+def extract_features(df: pl.DataFrame, opts: InitOptions,
+                     data_dir: Path = Path(".")) -> tuple[np.ndarray, list[str], list[str]]:
     """The (n, f) float32 matrix of a frame in memory, checked for non-numeric and non-finite values
-    (`alkit init` streams the same checks over the file instead: ``stream_features``).
+    (`alkit init` streams the same checks over the file instead: ``stream_features``), its feature
+    names and the categorical columns one-hot encoded into them.
 
     With --text-col/--image-col the encoder's vectors come first, then any --features columns.
     """
@@ -284,40 +328,41 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
             raise InputError("--feature-col cannot be combined with --text-col/--image-col")
         X_enc, col = _encoded_features(df, opts, data_dir)
         if not opts.features:
-            return X_enc, []
-        X_num, names = extract_features(df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}))
-        return np.concatenate([X_enc, X_num], axis=1), names
-    names = feature_names(df, df.columns, df.schema, opts)
-    n_features = len(names)
+            return X_enc, [], []
+        X_num, names, one_hot = extract_features(df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}))
+        return np.concatenate([X_enc, X_num], axis=1), names, one_hot
+    names, levels = feature_names(df, df.columns, df.schema, opts)
+    n_features = len(one_hot_names(names, levels))
     if opts.feature_col:
         s = df[opts.feature_col]
         lengths = s.list.len() if isinstance(s.dtype, pl.List) else pl.Series([s.dtype.size] * len(s))
         n_features = _vector_size(s.is_null(), lengths, df, opts)
-    values = FeatureValues(names, opts.feature_col, n_features)
+    values = FeatureValues(names, opts.feature_col, n_features, levels)
     X = values.block(df)
     values.check(df[opts.id_col])
-    return X, names
+    return X, one_hot_names(names, levels), list(levels)
 
 
-def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, path: Path) -> tuple[list[str], int]:
+def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions,
+                    path: Path) -> tuple[list[str], int, list[str]]:
     """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
-    (feature names, feature count).  ``df`` holds the file's other columns (ids, labels, text);
+    (feature names, feature count, the categorical columns one-hot encoded into them).  ``df`` holds the file's other columns (ids, labels, text);
     the feature matrix is never whole in memory, in float32 or float64."""
     _check_exclude(opts)
-    names = feature_names(df, source.columns, source.schema, opts)
-    n_features = len(names)
+    names, levels = feature_names(df, source.columns, source.schema, opts)
+    n_features = len(one_hot_names(names, levels))
     if opts.feature_col:  # the vectors' lengths first (one small column), then their values
         col = pl.col(opts.feature_col)
         dtype = source.schema[opts.feature_col]
         lengths = col.list.len() if isinstance(dtype, pl.List) else pl.lit(dtype.size, dtype=pl.UInt32)
         shape = source.frame([col.is_null().alias("null"), lengths.alias("len")])
         n_features = _vector_size(shape["null"], shape["len"], df, opts)
-    values = FeatureValues(names, opts.feature_col, n_features)
+    values = FeatureValues(names, opts.feature_col, n_features, levels)
     with FeatureWriter(path, n_features) as writer:
         for batch in source.batches(names):
             writer.write(values.block(batch))
     values.check(df[opts.id_col])
-    return names, n_features
+    return one_hot_names(names, levels), n_features, list(levels)
 
 
 def _label_strings(s: pl.Series, task: str) -> pl.Series:
@@ -497,14 +542,15 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     store, created, db_file, build_url = None, [], None, ""
     try:
         if opts.text_col or opts.image_col:  # the encoders embed the column in memory
-            X, feature_names_ = extract_features(df, opts, data.resolve().parent)
+            X, feature_names_, one_hot = extract_features(df, opts, data.resolve().parent)
             n_features = X.shape[1]
             write_features(tmp / FEATURES_NAME, X)
             del X
         else:
-            feature_names_, n_features = stream_features(source, df, opts, tmp / FEATURES_NAME)
+            feature_names_, n_features, one_hot = stream_features(source, df, opts, tmp / FEATURES_NAME)
         cfg, items, shared_labels = _plan(df, source.columns, ids_str, marked_test, feature_names_, n_features,
                                           opts, test_frac, data)
+        cfg.one_hot = one_hot
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None and db_file.exists():
