@@ -149,6 +149,21 @@ def parse_learners(spec: str) -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
+def quantile_inputs(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with its features mapped through the pool's marginal quantiles to a standard normal
+    (scikit-learn QuantileTransformer fitted on the pool only): the harness option ``inputs=quantile``."""
+    from sklearn.preprocessing import QuantileTransformer
+
+    qt = QuantileTransformer(n_quantiles=min(1000, len(d["X_pool"])), output_distribution="normal",
+                             subsample=10**9).fit(d["X_pool"])
+    out = dict(d, X_pool=qt.transform(d["X_pool"]).astype(np.float32), X_test=qt.transform(d["X_test"]).astype(np.float32))
+    out["spec"] = dataclasses.replace(d["spec"], mean_f=out["X_pool"].mean(0).astype(np.float64),
+                                      std_f=out["X_pool"].std(0).astype(np.float64))
+    if d["spec"].pool_sample_n_f is not None:
+        out["spec"] = dataclasses.replace(out["spec"], pool_sample_n_f=out["X_pool"])
+    return out
+
+
 def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
         regression_learners: str | None = None, image_options: dict[str, int] | None = None) -> pl.DataFrame:
     image_options = image_options or {}
@@ -163,6 +178,9 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
         C = len(d["classes"])
         entries = parse_learners(learners if d["task"] == "classification"
                                  else learners_regression(learners, regression_learners))
+        views = {"raw": d}
+        if any(o.get("inputs") == "quantile" for _, _, o in entries):
+            views["quantile"] = quantile_inputs(d)
         for N in ns:
             for seed in seeds:
                 idx = np.random.default_rng(seed).choice(len(Xp), N, replace=False)
@@ -176,8 +194,9 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
                     v, t = timed(fn)
                     rows.append({"data": name, "N": N, "seed": seed, "learner": label, "value": v, "fit_s": t})
                 for label, scorer, options in entries:
-                    learner, t = alkit_fit(scorer, options, d, idx, seed)
-                    v = alkit_metric(learner, d)
+                    view = views[options.get("inputs", "raw")]
+                    learner, t = alkit_fit(scorer, {k: v for k, v in options.items() if k != "inputs"}, view, idx, seed)
+                    v = alkit_metric(learner, view)
                     rows.append({"data": name, "N": N, "seed": seed, "learner": label, "value": v, "fit_s": t})
                 print(name, N, seed, {r["learner"]: round(r["value"], 3) for r in rows[-len(base) - len(entries):]},
                       flush=True)
