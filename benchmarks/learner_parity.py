@@ -171,6 +171,29 @@ def quantile_inputs(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def self_trained(scorer: str, options: dict[str, Any], d: dict[str, Any], idx: np.ndarray, seed: int,
+                 learner: Any, ratio: float, min_prob: float = 0.9) -> tuple[Any, float]:
+    """The harness option ``self_train=r``: up to r x N pool items the first fit predicts with
+    probability >= min_prob, per class in proportion to the labels' class counts (most confident
+    first), added with their predicted class, and the learner fitted again on labels + these."""
+    t0 = time.thread_time()
+    rest = np.setdiff1d(np.arange(len(d["X_pool"])), idx)
+    probs = learner.predict(d["X_pool"][rest]).probs_n_C.numpy()
+    top, conf = probs.argmax(1), probs.max(1)
+    y = d["y_pool"][idx]
+    picked = []
+    for c in range(probs.shape[1]):
+        want = int(round(ratio * (y == c).sum()))
+        cand = np.flatnonzero((top == c) & (conf >= min_prob))
+        picked.append(cand[np.argsort(-conf[cand], kind="stable")][:want])
+    extra = rest[np.concatenate(picked)] if picked else np.zeros(0, dtype=int)
+    t_pick = time.thread_time() - t0
+    view = dict(d, y_pool=d["y_pool"].copy())
+    view["y_pool"][extra] = top[np.searchsorted(rest, extra)]
+    refit, t = alkit_fit(scorer, options, view, np.concatenate([idx, extra]), seed)
+    return refit, t_pick + t
+
+
 def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
         regression_learners: str | None = None, image_options: dict[str, int] | None = None) -> pl.DataFrame:
     image_options = image_options or {}
@@ -202,7 +225,7 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
                     rows.append({"data": name, "N": N, "seed": seed, "learner": label, "value": v, "fit_s": t})
                 for label, scorer, options in entries:
                     view = views[options.get("inputs", "raw")]
-                    opts = {k: v for k, v in options.items() if k not in ("inputs", "residual")}
+                    opts = {k: v for k, v in options.items() if k not in ("inputs", "residual", "self_train")}
                     offset = None
                     if options.get("residual") == "ridge":  # the network learns what a Bayesian ridge leaves
                         from sklearn.linear_model import BayesianRidge
@@ -212,6 +235,9 @@ def run(data: list[str], ns: list[int], seeds: list[int], learners: str,
                         view["y_pool"][idx] = yl - ridge.predict(Xp[idx])
                         offset = ridge.predict(Xt)
                     learner, t = alkit_fit(scorer, opts, view, idx, seed)
+                    if options.get("self_train"):  # refit once with confident pool predictions added
+                        learner, t2 = self_trained(scorer, opts, view, idx, seed, learner, float(options["self_train"]))
+                        t += t2
                     v = alkit_metric(learner, view, offset)
                     rows.append({"data": name, "N": N, "seed": seed, "learner": label, "value": v, "fit_s": t})
                 print(name, N, seed, {r["learner"]: round(r["value"], 3) for r in rows[-len(base) - len(entries):]},
