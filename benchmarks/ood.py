@@ -104,6 +104,9 @@ def vbll_grid() -> list[Entry]:
                           ("gradnorm", "gradnorm")):  # no residual block on the image stem's features
         out.append(Entry(scorer, {f"{label}, depth=0": "epistemic"}, {"depth": 0}))
     out.append(Entry("gradnorm", {"gradnorm, whole network (layers=all)": "epistemic"}, {"layers": "all"}))
+    for ps in (3.0, 10.0, 100.0):  # the logit prior scale (default 30, first chosen on the report digits split)
+        out.append(Entry("vbll", {f"vbll prior_scale={ps:g} feature var": "epistemic",
+                                  f"vbll prior_scale={ps:g} exact BLR (ref.)": "blr"}, {"prior_scale": ps}))
     for temp in (0.1, 10.0):
         out.append(Entry("vbll", {f"vbll none/dense T={temp:g} {k}": v for k, v in VBLL_SCORES.items()
                                   if v != "blr"}, {"posterior_temperature": temp}))
@@ -242,6 +245,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma list of model sets of the family to run (e.g. 'Fashion even')")
     ap.add_argument("--no-cost", action="store_true", help="skip the interleaved timing (the slowest part)")
     ap.add_argument("--scorers", default="", help="comma list of scorers to run (default: all)")
+    ap.add_argument("--rows", default="", help="comma list of substrings: run only the fits with a row label holding one")
     args = ap.parse_args()
     torch.set_num_threads(1)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -251,6 +255,8 @@ def main() -> None:
     entries = REPORT_ENTRIES + (vbll_grid() if args.splits == "dev" else [])
     if args.scorers:
         entries = [e for e in entries if e.scorer in args.scorers.split(",")]
+    if args.rows:
+        entries = [e for e in entries if any(part in label for part in args.rows.split(",") for label in e.rows)]
     results: dict[str, list[dict[str, dict[str, float]]]] = {}
     t0 = time.perf_counter()
     with threadpool_limits(1):
