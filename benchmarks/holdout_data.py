@@ -36,7 +36,18 @@ Fresh classification tables (added after the capacity=cv study had used the sets
   year, length, IMDb rating, votes, the r1-r10 vote shares and 7 genre flags (budget dropped: mostly missing).
 - ``x_cards``: AER/CreditCard, 1,319 applicants, card granted (78 %), 11 columns.
 
+Encoder-embedding sets (added 2026-12-02 late, after the embedding capacity choice was fixed on the
+development sets tweets and fashion_emb_dev; `embedding` list column, as `alkit init --text-col` /
+`--image-col` would give):
+
+- ``x_titles``: ggplot2movies/movies films flagged with exactly one of Action, Animation, Comedy,
+  Documentary, Drama, Romance (31,991), a seeded 4,000 (train_test_split random_state=0), which
+  genre, from the MiniLM vector of the title alone.
+- ``x_fashion_emb``: the 3,000 Fashion-MNIST train-file images of the report set ``fashion``
+  (benchmarks/al_data.py) through EfficientNet-Lite0 (1280-d); never used to choose anything.
+
     python benchmarks/holdout_data.py
+    python benchmarks/holdout_data.py --embeddings    # x_titles, x_fashion_emb (encoders; minutes)
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_holdout python benchmarks/protocol.py --data x_spam7 --strategies epistemic,margin,entropy,random:vbll --seeds 0-2
 """
 
@@ -66,6 +77,36 @@ def write(name: str, X: pd.DataFrame, y: np.ndarray, task: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     df.write_parquet(OUT / f"{name}.parquet")
     print(name, df.shape)
+
+
+def write_embedded(name: str, ids: list[str], X: np.ndarray, y: np.ndarray) -> None:
+    """An encoder-embedding set: id, label, split and an ``embedding`` list column (30 % test, stratified)."""
+    idx = np.arange(len(y))
+    _, test = train_test_split(idx, test_size=0.3, random_state=0, stratify=y)
+    split = np.array(["pool"] * len(y))
+    split[test] = "test"
+    df = pl.DataFrame({"id": ids, "label": y.astype(str), "split": split,
+                       "embedding": pl.Series(X.astype(np.float32).tolist(), dtype=pl.List(pl.Float32))})
+    OUT.mkdir(parents=True, exist_ok=True)
+    df.write_parquet(OUT / f"{name}.parquet")
+    print(name, df.shape, X.shape)
+
+
+def embedding_sets() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from al_data import embed_texts, fashion_embedded  # benchmarks/al_data.py
+
+    mv = data("ggplot2movies", "movies")
+    genres = ["Action", "Animation", "Comedy", "Documentary", "Drama", "Romance"]
+    mv = mv[mv[genres].sum(axis=1) == 1].reset_index(drop=True)
+    mv, _ = train_test_split(mv, train_size=4000, random_state=0)
+    ids = [f"x_titles{i}" for i in mv["rownames"]]
+    label = np.array(genres, dtype=object)[mv[genres].to_numpy().argmax(1)]
+    write_embedded("x_titles", ids, embed_texts(mv["title"].astype(str).tolist(), ids), label)
+    b = fashion_embedded("train", 0)
+    write_embedded("x_fashion_emb", b.ids, b.X, b.labels)
 
 
 def main() -> None:
@@ -117,4 +158,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    embedding_sets() if sys.argv[1:] == ["--embeddings"] else main()

@@ -12,7 +12,8 @@ from sklearn.datasets import load_breast_cancer, make_moons
 from alkit.learners.vbll import VBLLLearner
 from alkit.models.backbone import BackboneConfig, pool_input_spec
 from alkit.models.capacity import (
-    CANDIDATES, CV_MAX_N, CV_MIN_N, FREE, TAME, Capacity, capacity_applies, choose_capacity, cv_folds,
+    CANDIDATES, CV_MAX_N, CV_MIN_N, EMBEDDING_CANDIDATES, FREE, TAME, Capacity, CapacityHint, candidates_for,
+    capacity_applies, choose_capacity, cv_folds, resolve_capacity,
 )
 from alkit.models.learner import MLPLearner, capacity_scorer
 from alkit.models.train import TrainConfig
@@ -34,7 +35,7 @@ def test_it_applies_to_flat_raw_classification_with_depth_and_prior_unset() -> N
     assert not capacity_applies("regression", spec, free, fixed, 100)
     assert not capacity_applies("classification", spec, BackboneConfig(depth=1), fixed, 100)
     assert not capacity_applies("classification", spec, free, TrainConfig(prior_l2=10.0), 100)
-    assert not capacity_applies("classification", pool_input_spec(X, embedding=True), free, fixed, 100)
+    assert capacity_applies("classification", pool_input_spec(X, embedding=True), free, fixed, 100)
     images = pool_input_spec(np.random.default_rng(0).random((50, 64), dtype=np.float32), (1, 8, 8))
     assert not capacity_applies("classification", images, free, fixed, 100)
     assert not capacity_applies("classification", spec, free, fixed, CV_MIN_N - 1)
@@ -176,3 +177,20 @@ def test_post_hoc_learners_take_the_option_and_the_hint_through_their_network() 
     lap.capacity_hint = CapacityHint(30, FREE.depth, FREE.prior_l2)
     report = lap.fit(X, y, seed=0)
     assert report["capacity_n"] == 30 and len(lap.base.backbone.blocks) == FREE.depth
+
+
+def test_embeddings_choose_between_the_default_prior_and_a_stronger_one() -> None:
+    """On an encoder's embeddings the candidates keep the network block-free and differ in the
+    prior only; the choice is the lower CV NLL of the two, and a hint of the other kind of input
+    (a raw-feature capacity) is not reused for them."""
+    X, y, _ = _cancer(60)
+    spec = pool_input_spec(X, embedding=True)
+    assert candidates_for(spec) == EMBEDDING_CANDIDATES and candidates_for(pool_input_spec(X)) == CANDIDATES
+    assert {c.depth for c in EMBEDDING_CANDIDATES} == {0} and len({c.prior_l2 for c in EMBEDDING_CANDIDATES}) == 2
+    backbone, train, report = resolve_capacity("cv", "classification", spec, BackboneConfig(), TrainConfig(), X, y,
+                                               make_scorer=capacity_scorer(2, spec), seed=0)
+    chosen = min(EMBEDDING_CANDIDATES, key=lambda c: report[f"cv_nll_{c.name}"])
+    assert (backbone.depth, train.prior_l2) == (chosen.depth, chosen.prior_l2)
+    assert report["capacity_prior_l2"] == chosen.prior_l2
+    raw_hint = CapacityHint(60, FREE.depth, FREE.prior_l2)
+    assert raw_hint.reusable(60, EMBEDDING_CANDIDATES) is None and raw_hint.reusable(60) == FREE

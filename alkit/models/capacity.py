@@ -15,10 +15,10 @@ down to -0.008 at 300), but on ten hold-out tables it gained on six (x_weather +
 on average: held-out NLL favours the tame network, which is better calibrated but not always more
 accurate.  Hence an option, not the default.
 
-Scope: classification on flat raw features (not encoder embeddings, which already run without a
-block under a stronger prior, and not images, whose convolution stem fixes the shape), with depth
-and prior left unset, at N <= CV_MAX_N labels (the full-batch regime; above it the default stays).
-The candidates are scored with the plain MLP learner (the cheapest network of that shape), and the
+Scope: classification on flat features with depth and prior left unset, at N <= CV_MAX_N labels
+(the full-batch regime; above it the default stays); not images, whose convolution stem fixes the
+shape.  On raw features the candidates are TAME and FREE; on an encoder's embeddings (which run
+without a block) the default prior 30 and a ten times stronger one (EMBEDDING_CANDIDATES).  The candidates are scored with the plain MLP learner (the cheapest network of that shape), and the
 choice is applied to whichever learner asked (VBLL, MLP, the post-hoc scorers' MLP).  In a run the
 loop hands each cycle's choice on, and it is made again only when the labels have doubled
 (CV_GROWTH), so it costs 6 extra fits at 20, 40, 80, ... labels, not at every cycle.
@@ -48,6 +48,14 @@ class Capacity:
 TAME = Capacity("tame", 0, 10.0)
 FREE = Capacity("free", 1, 1.0)
 CANDIDATES: tuple[Capacity, ...] = (TAME, FREE)
+# On a pretrained encoder's embeddings (no residual block either way): the default prior 30 or a
+# ten times stronger one.  The better one follows the task: 300 on the tweets development set
+# (MiniLM, a hard task), 30 on fashion_emb_dev (EfficientNet-Lite0 vectors, an informative one);
+# CV NLL picked 300 on 48 of 50 tweets subsets and 30 on all 50 of the other
+# (benchmarks/results/capacity_cv_embeddings.md).
+EMBEDDING_TAME = Capacity("tame", 0, 300.0)
+EMBEDDING_FREE = Capacity("free", 0, 30.0)
+EMBEDDING_CANDIDATES: tuple[Capacity, ...] = (EMBEDDING_TAME, EMBEDDING_FREE)
 CV_FOLDS = 3
 CV_MAX_N = 1024  # TrainConfig.full_batch_max: every fold is one full-batch fit
 CV_MIN_N = 2 * CV_FOLDS
@@ -71,11 +79,11 @@ class CapacityHint:
             return None
         return cls(int(report["capacity_n"]), int(report["capacity_depth"]), float(report["capacity_prior_l2"]))
 
-    def reusable(self, n_labels: int) -> Capacity | None:
+    def reusable(self, n_labels: int, candidates: tuple[Capacity, ...] = CANDIDATES) -> Capacity | None:
         """The candidate to reuse at ``n_labels`` labels, or None when it is time to choose again."""
         if not self.n_labels <= n_labels < CV_GROWTH * self.n_labels:
             return None
-        return next((c for c in CANDIDATES if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
+        return next((c for c in candidates if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
 
 
 def checked_mode(mode: str) -> str:
@@ -87,13 +95,19 @@ def checked_mode(mode: str) -> str:
 
 def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfig, train: TrainConfig,
                      n_labels: int) -> bool:
-    """Whether this fit chooses its capacity: classification on flat raw features with depth and
-    prior unset, between CV_MIN_N and CV_MAX_N labels."""
+    """Whether this fit chooses its capacity: classification on flat features (raw or an encoder's
+    embeddings, not images) with depth and prior unset, between CV_MIN_N and CV_MAX_N labels."""
     if task != "classification" or backbone.depth is not None or train.prior_l2 is not None or backbone.module:
         return False
-    if input is not None and (input.embedding or input.patch_filters is not None or input.image_shape is not None):
+    if input is not None and (input.patch_filters is not None or input.image_shape is not None):
         return False
     return CV_MIN_N <= n_labels <= CV_MAX_N
+
+
+def candidates_for(input: InputSpec | None) -> tuple[Capacity, ...]:
+    """The capacities a fit on these inputs chooses between: EMBEDDING_CANDIDATES on an encoder's
+    embeddings, CANDIDATES on raw features."""
+    return EMBEDDING_CANDIDATES if input is not None and input.embedding else CANDIDATES
 
 
 def cv_folds(y_n: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
@@ -146,11 +160,12 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     cycle is reused until the labels have grown CV_GROWTH-fold."""
     if checked_mode(mode) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
         return backbone, train, {}
-    reused = hint.reusable(len(y_n)) if hint is not None else None
+    candidates = candidates_for(input)
+    reused = hint.reusable(len(y_n), candidates) if hint is not None else None
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
     else:
-        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed)
+        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates)
         n_chosen = len(y_n)
     report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
               "capacity_prior_l2": chosen.prior_l2, **{f"cv_nll_{k}": v for k, v in scores.items()}}
