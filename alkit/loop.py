@@ -241,7 +241,7 @@ class ActiveLoop:
         if self._trainable(plan, y_lab):
             t0 = time.perf_counter()
             learner = plan.make_learner(self.input_spec())
-            if getattr(learner, "capacity", "fixed") == "cv":  # the capacity an earlier cycle chose (models/capacity.py)
+            if getattr(learner, "capacity", "fixed") != "fixed":  # the capacity an earlier cycle chose (models/capacity.py)
                 learner.capacity_hint = self._capacity_hint(run_id)
             X_lab = self.features.take(keys_lab)
             fit_report = learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1)) or {}

@@ -115,11 +115,11 @@ def test_a_nonlinear_boundary_with_many_labels_gets_the_free_network_and_few_noi
     assert few == TAME
 
 
-def test_capacity_refuses_anything_but_cv_or_fixed() -> None:
-    with pytest.raises(ValueError, match="capacity must be cv or fixed"):
+def test_capacity_refuses_anything_but_fixed_cv_or_auto() -> None:
+    with pytest.raises(ValueError, match="capacity must be fixed, cv or auto"):
         MLPLearner("classification", 2, capacity="maybe")
-    with pytest.raises(ValueError, match="capacity must be cv or fixed"):
-        VBLLLearner("classification", 2, capacity="auto")
+    with pytest.raises(ValueError, match="capacity must be fixed, cv or auto"):
+        VBLLLearner("classification", 2, capacity="CV")
 
 
 def test_a_hint_is_reused_until_the_labels_double_then_chosen_again() -> None:
@@ -194,3 +194,17 @@ def test_embeddings_choose_between_the_default_prior_and_a_stronger_one() -> Non
     assert report["capacity_prior_l2"] == chosen.prior_l2
     raw_hint = CapacityHint(60, FREE.depth, FREE.prior_l2)
     assert raw_hint.reusable(60, EMBEDDING_CANDIDATES) is None and raw_hint.reusable(60) == FREE
+
+
+def test_auto_is_cv_on_embeddings_and_fixed_elsewhere() -> None:
+    from alkit.models.capacity import effective_mode
+
+    X, y, raw = _cancer(60)
+    emb = pool_input_spec(X, embedding=True)
+    assert effective_mode("auto", emb) == "cv" and effective_mode("auto", raw) == "fixed"
+    assert effective_mode("auto", None) == "fixed" and effective_mode("cv", raw) == "cv"
+    _, _, on_raw = resolve_capacity("auto", "classification", raw, BackboneConfig(), TrainConfig(), X, y,
+                                    make_scorer=capacity_scorer(2, raw), seed=0)
+    _, _, on_emb = resolve_capacity("auto", "classification", emb, BackboneConfig(), TrainConfig(), X, y,
+                                    make_scorer=capacity_scorer(2, emb), seed=0)
+    assert on_raw == {} and on_emb["capacity_prior_l2"] in {c.prior_l2 for c in EMBEDDING_CANDIDATES}

@@ -86,11 +86,22 @@ class CapacityHint:
         return next((c for c in candidates if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
 
 
+MODES = ("fixed", "cv", "auto")
+
+
 def checked_mode(mode: str) -> str:
-    """``mode`` if it is 'cv' or 'fixed'; a ValueError naming it otherwise (learners check at construction)."""
-    if mode not in ("cv", "fixed"):
-        raise ValueError(f"capacity must be cv or fixed, got {mode!r}")
+    """``mode`` if it is one of MODES; a ValueError naming it otherwise (learners check at construction)."""
+    if mode not in MODES:
+        raise ValueError(f"capacity must be {', '.join(MODES[:-1])} or {MODES[-1]}, got {mode!r}")
     return mode
+
+
+def effective_mode(mode: str, input: InputSpec | None) -> str:
+    """'cv' or 'fixed': ``mode``, with 'auto' read as cv on an encoder's embeddings and fixed on
+    everything else."""
+    if checked_mode(mode) != "auto":
+        return mode
+    return "cv" if input is not None and input.embedding else "fixed"
 
 
 def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfig, train: TrainConfig,
@@ -158,7 +169,7 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     (``capacity_n`` labels it was made at, ``capacity_depth``, ``capacity_prior_l2``, each
     candidate's ``cv_nll_<name>`` when chosen now); else unchanged.  A ``hint`` from an earlier
     cycle is reused until the labels have grown CV_GROWTH-fold."""
-    if checked_mode(mode) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
+    if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
         return backbone, train, {}
     candidates = candidates_for(input)
     reused = hint.reusable(len(y_n), candidates) if hint is not None else None
