@@ -173,7 +173,7 @@ def test_post_hoc_learners_take_the_option_and_the_hint_through_their_network() 
 
     X, y, spec = _cancer(40)
     lap = make_learner("laplace", "classification", 2, input=spec, capacity="cv")
-    assert lap.capacity == "cv" and make_learner("laplace", "classification", 2, input=spec).capacity == "fixed"
+    assert lap.capacity == "cv" and make_learner("laplace", "classification", 2, input=spec).capacity == "auto"
     lap.capacity_hint = CapacityHint(30, FREE.depth, FREE.prior_l2)
     report = lap.fit(X, y, seed=0)
     assert report["capacity_n"] == 30 and len(lap.base.backbone.blocks) == FREE.depth
@@ -208,3 +208,27 @@ def test_auto_is_cv_on_embeddings_and_fixed_elsewhere() -> None:
     _, _, on_emb = resolve_capacity("auto", "classification", emb, BackboneConfig(), TrainConfig(), X, y,
                                     make_scorer=capacity_scorer(2, emb), seed=0)
     assert on_raw == {} and on_emb["capacity_prior_l2"] in {c.prior_l2 for c in EMBEDDING_CANDIDATES}
+
+
+def test_by_default_a_run_chooses_on_embeddings_and_not_on_raw_features(tmp_path, digits_csv) -> None:
+    """capacity=auto, the default: a project of encoder-style vectors (a list column) records the
+    embedding candidates' choice in its cycles; the same data as numeric columns records none."""
+    import polars as pl
+    from conftest import FAST_TRAIN
+
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+
+    df = pl.read_csv(digits_csv)
+    px = [c for c in df.columns if c.startswith("px")]
+    df.select("id", "label", pl.concat_list(px).cast(pl.List(pl.Float32)).alias("vec")).write_parquet(tmp_path / "v.parquet")
+    recorded = {}
+    for name, data, extra in (("emb", tmp_path / "v.parquet", {"feature_col": "vec"}), ("raw", digits_csv, {})):
+        init_project(data, tmp_path / name, InitOptions(id_col="id", label_col="label", hide_labels=True, **extra))
+        loop = ActiveLoop(load_project(tmp_path / name))
+        loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=0, train=FAST_TRAIN))
+        recorded[name] = [s["capacity"] for s in loop.store.signals(1).values() if "capacity" in s]
+    assert recorded["raw"] == []
+    assert recorded["emb"] and {r["prior_l2"] for r in recorded["emb"]} <= {c.prior_l2 for c in EMBEDDING_CANDIDATES}
+    assert all(r["depth"] == 0 for r in recorded["emb"])

@@ -55,7 +55,7 @@ class MCDropoutLearner:
             config = BackboneConfig.of(config, depth=1)
         self.task = task
         self.T, self.p = T, p
-        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input)
+        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input, capacity="fixed")
         self.masks_T_B_w: torch.Tensor | None = None
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:

@@ -154,14 +154,15 @@ class VBLLLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         linear_path: bool | None = None,
-        capacity: str = "fixed",
+        capacity: str = "auto",
         **backbone_options: Any,
     ) -> None:
         """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network.
         ``linear_path``: the last layer also reads the standardised inputs (LinearPath; an option,
         off by default: see ``uses_linear_path``).  ``capacity``: 'cv' chooses depth and weight prior
-        per fit by cross-validation where they are unset (alkit/models/capacity.py; an option, not
-        the default: its hold-out result was mixed), 'fixed' (default) keeps the defaults."""
+        per fit by cross-validation where they are unset (alkit/models/capacity.py), 'fixed' keeps
+        the defaults, 'auto' (default) is cv on an encoder's embeddings and fixed elsewhere (on raw
+        tables cv's hold-out result was mixed)."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for

@@ -101,14 +101,14 @@ class MLPLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         head_prior: bool | None = None,
-        capacity: str = "fixed",
+        capacity: str = "auto",
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
         output layer; ``None`` chooses by task (see ``HEAD_PRIOR``).  ``capacity``: 'cv' chooses
         depth and weight prior per fit by cross-validation where they are unset
-        (alkit/models/capacity.py; an option: its hold-out result was mixed), 'fixed' (default)
-        keeps the defaults."""
+        (alkit/models/capacity.py), 'fixed' keeps the defaults, 'auto' (default) is cv on an
+        encoder's embeddings and fixed elsewhere (on raw tables cv's hold-out result was mixed)."""
         self.capacity = checked_mode(capacity)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
