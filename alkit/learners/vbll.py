@@ -37,7 +37,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     laplace_bridge_mi, posterior_of,
 )
 from alkit.learners.csd import ridge_whitener
-from alkit.models.capacity import CapacityHint, checked_mode, resolve_capacity
+from alkit.models.capacity import CapacityHint, Mode, checked_mode, resolve_capacity
 from alkit.models.learner import capacity_scorer
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
@@ -154,7 +154,7 @@ class VBLLLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         linear_path: bool | None = None,
-        capacity: str = "auto",
+        capacity: Mode = "auto",
         **backbone_options: Any,
     ) -> None:
         """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network.

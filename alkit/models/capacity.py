@@ -34,7 +34,7 @@ loop hands each cycle's choice on, and it is made again only when the labels hav
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 import numpy as np
 import torch
@@ -93,7 +93,8 @@ class CapacityHint:
         return next((c for c in candidates if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
 
 
-MODES = ("fixed", "cv", "auto")
+Mode = Literal["fixed", "cv", "auto"]
+MODES: tuple[str, ...] = ("fixed", "cv", "auto")
 
 
 def checked_mode(mode: str) -> str:

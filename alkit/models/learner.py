@@ -17,7 +17,7 @@ from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
-from alkit.models.capacity import Capacity, CapacityHint, checked_mode, resolve_capacity
+from alkit.models.capacity import Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -101,7 +101,7 @@ class MLPLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         head_prior: bool | None = None,
-        capacity: str = "auto",
+        capacity: Mode = "auto",
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
