@@ -26,7 +26,7 @@ from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
-from alkit.models.capacity import CapacityHint
+from alkit.models.capacity import CapacityHint, effective_mode
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
 from alkit.pools.features import FeatureReader
@@ -241,7 +241,8 @@ class ActiveLoop:
         if self._trainable(plan, y_lab):
             t0 = time.perf_counter()
             learner = plan.make_learner(self.input_spec())
-            if getattr(learner, "capacity", "fixed") != "fixed":  # the capacity an earlier cycle chose (models/capacity.py)
+            if effective_mode(getattr(learner, "capacity", "fixed"), self.input_spec()) == "cv":
+                # the capacity an earlier cycle chose (models/capacity.py); fixed-mode fits read nothing
                 learner.capacity_hint = self._capacity_hint(run_id)
             X_lab = self.features.take(keys_lab)
             fit_report = learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1)) or {}

@@ -25,7 +25,8 @@ over 20-300 labels, +0.006 on the food reviews (report, 20 seeds; at least +0.00
 Scope: classification on flat features with depth and prior left unset, at N <= CV_MAX_N labels
 (the full-batch regime; above it the default stays); not images, whose convolution stem fixes the
 shape.  On raw features the candidates are TAME and FREE; on an encoder's embeddings (which run
-without a block) the default prior 30 and a ten times stronger one (EMBEDDING_CANDIDATES).  The candidates are scored with the plain MLP learner (the cheapest network of that shape), and the
+without a block) the default prior 30 and a ten times stronger one (EMBEDDING_CANDIDATES).  The
+candidates are scored with the plain MLP learner (the cheapest network of that shape), and the
 choice is applied to whichever learner asked (VBLL, MLP, the post-hoc scorers' MLP).  In a run the
 loop hands each cycle's choice on, and it is made again only when the labels have doubled
 (CV_GROWTH), so it costs 6 extra fits at 20, 40, 80, ... labels, not at every cycle.
@@ -34,7 +35,7 @@ loop hands each cycle's choice on, and it is made again only when the labels hav
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol, get_args
 
 import numpy as np
 import torch
@@ -94,7 +95,7 @@ class CapacityHint:
 
 
 Mode = Literal["fixed", "cv", "auto"]
-MODES: tuple[str, ...] = ("fixed", "cv", "auto")
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 def checked_mode(mode: str) -> str:

@@ -152,11 +152,16 @@ def _is_text(dtype: pl.DataType) -> bool:
     return dtype in (pl.Utf8, pl.Categorical) or isinstance(dtype, pl.Enum)
 
 
+def _category(col: str) -> pl.Expr:
+    """A categorical column's cells as its levels: text, stripped, a missing cell MISSING_LEVEL
+    (the one normalisation both the level list and the indicators use)."""
+    return pl.col(col).cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
+
+
 def _levels(s: pl.Series) -> list[str] | None:
     """The sorted levels of a mostly-text column (a missing cell is the level MISSING_LEVEL), or
     None when it has too many to be categorical."""
-    text = s.cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
-    levels = text.unique()
+    levels = s.to_frame().select(_category(s.name)).to_series().unique()
     if len(levels) > min(MAX_LEVELS, max(2, len(s) // 2)):
         return None
     return sorted(levels.to_list())
@@ -291,7 +296,7 @@ class FeatureValues:
         """Column c as float64 features: itself, or one 0/1 indicator per level if categorical."""
         if c not in self.levels:
             return [pl.col(c).cast(pl.Float64)]
-        text = pl.col(c).cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
+        text = _category(c)
         return [(text == lv).cast(pl.Float64).alias(f"{c}={lv}") for lv in self.levels[c]]
 
     def check(self, ids: pl.Series) -> None:
@@ -332,7 +337,8 @@ def extract_features(df: pl.DataFrame, opts: InitOptions,
         X_num, names, one_hot = extract_features(df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}))
         return np.concatenate([X_enc, X_num], axis=1), names, one_hot
     names, levels = feature_names(df, df.columns, df.schema, opts)
-    n_features = len(one_hot_names(names, levels))
+    encoded = one_hot_names(names, levels)
+    n_features = len(encoded)
     if opts.feature_col:
         s = df[opts.feature_col]
         lengths = s.list.len() if isinstance(s.dtype, pl.List) else pl.Series([s.dtype.size] * len(s))
@@ -340,17 +346,19 @@ def extract_features(df: pl.DataFrame, opts: InitOptions,
     values = FeatureValues(names, opts.feature_col, n_features, levels)
     X = values.block(df)
     values.check(df[opts.id_col])
-    return X, one_hot_names(names, levels), list(levels)
+    return X, encoded, list(levels)
 
 
 def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions,
                     path: Path) -> tuple[list[str], int, list[str]]:
     """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
-    (feature names, feature count, the categorical columns one-hot encoded into them).  ``df`` holds the file's other columns (ids, labels, text);
-    the feature matrix is never whole in memory, in float32 or float64."""
+    (feature names, feature count, the categorical columns one-hot encoded into them).  ``df``
+    holds the file's other columns (ids, labels, text); the feature matrix is never whole in
+    memory, in float32 or float64."""
     _check_exclude(opts)
     names, levels = feature_names(df, source.columns, source.schema, opts)
-    n_features = len(one_hot_names(names, levels))
+    encoded = one_hot_names(names, levels)
+    n_features = len(encoded)
     if opts.feature_col:  # the vectors' lengths first (one small column), then their values
         col = pl.col(opts.feature_col)
         dtype = source.schema[opts.feature_col]
@@ -362,7 +370,7 @@ def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions,
         for batch in source.batches(names):
             writer.write(values.block(batch))
     values.check(df[opts.id_col])
-    return one_hot_names(names, levels), n_features, list(levels)
+    return encoded, n_features, list(levels)
 
 
 def _label_strings(s: pl.Series, task: str) -> pl.Series:

@@ -333,7 +333,7 @@ class Store:
     def latest_signal(self, run_id: int, key: str) -> Any | None:
         """``key`` of the run's latest cycle whose signals hold it, or None.  Reads rows newest first
         and stops at the first hit, so a long run costs one row, not every cycle's signals."""
-        if not inspect(self.engine).has_table(CycleSignals.__tablename__):
+        if not self._has_signals():
             return None
         q = (select(CycleSignals.data).where(CycleSignals.run_id == run_id)
              .order_by(CycleSignals.cycle.desc()))
@@ -347,8 +347,12 @@ class Store:
         """(run id, cycle) -> the signals recorded with it, every run in one query."""
         return self._signals(None)
 
+    def _has_signals(self) -> bool:
+        """Whether the store has the signals table (a store made before it existed has not)."""
+        return inspect(self.engine).has_table(CycleSignals.__tablename__)
+
     def _signals(self, where: Any) -> dict[tuple[int, int], dict[str, Any]]:
-        if not inspect(self.engine).has_table(CycleSignals.__tablename__):
+        if not self._has_signals():
             return {}
         q = select(CycleSignals.run_id, CycleSignals.cycle, CycleSignals.data)
         with self.session() as s:
