@@ -104,6 +104,10 @@ def vbll_grid() -> list[Entry]:
                           ("gradnorm", "gradnorm")):  # no residual block on the image stem's features
         out.append(Entry(scorer, {f"{label}, depth=0": "epistemic"}, {"depth": 0}))
     out.append(Entry("gradnorm", {"gradnorm, whole network (layers=all)": "epistemic"}, {"layers": "all"}))
+    for scorer, label in (("laplace", "laplace MI"), ("csd", "csd"), ("gradnorm", "gradnorm")):
+        # the post-hoc scorers on a network with unit-norm features (OOD items' smaller feature norms
+        # otherwise shrink their weight-space variance: uq-math.md §0)
+        out.append(Entry(scorer, {f"{label}, feature_map=l2": "epistemic"}, {"feature_map": "l2"}))
     for ps in (3.0, 10.0, 100.0):  # the logit prior scale (default 30, first chosen on the report digits split)
         out.append(Entry("vbll", {f"vbll prior_scale={ps:g} feature var": "epistemic",
                                   f"vbll prior_scale={ps:g} exact BLR (ref.)": "blr"}, {"prior_scale": ps}))
