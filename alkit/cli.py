@@ -107,6 +107,10 @@ def init(
     console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
                   f"{cfg.n_features} features, {pool} pool items, {test} test items"
                   + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
+    if test == 0:
+        console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
+                      "draw (give one with --test-frac, --split-col or labelled rows; `--stop forecast` "
+                      "estimates a curve by cross-validation instead)")
     if cfg.one_hot:
         n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
         console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
@@ -121,7 +125,9 @@ def init(
 def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -> list:
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                        console=console, disable=quiet)
+                        # off the terminal (a pipe, a log file) rich draws the bar once, at the end, cut to
+                        # 80 columns: the lines that follow say everything it would, in full
+                        console=console, disable=quiet or not console.is_terminal)
     task_ids: dict[str, Any] = {}
     messages: list[tuple[str, str]] = []  # (prefix markup, plain message)
 
@@ -294,15 +300,23 @@ def plot(
     metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression)."),
     project: Path = ProjectOpt,
 ) -> None:
-    """Learning curves of every run in the project: mean and band over seeds per strategy."""
+    """Learning curves of every run in the project: mean and band over seeds per strategy.
+
+    Runs of one strategy that differ in batch size are separate curves ("margin b20"); a curve
+    ends at the label count every one of its seeds has reached."""
     with user_errors():
         from alkit.plots import plot_learning_curves
         from alkit.report import cycles_frame
 
         proj = load_project(project)
-        df = cycles_frame(_store(proj.store_url))
+        store = _store(proj.store_url)
+        df = cycles_frame(store)
         metric = metric or ("accuracy" if proj.config.task == "classification" else "crps")
         if df.height == 0:
+            if store.cycles() and len(store.test_set()[0]) == 0:
+                raise ValueError("the project has no test split, so its runs record no metric to plot; "
+                                 "make one with `alkit init --test-frac F` (or --split-col), or run with "
+                                 "`--stop forecast` for a cross-validated curve")
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
         if metric not in df.columns:
             raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'eval_s', 'score_s', 'select_s', 'n_scored'))}")

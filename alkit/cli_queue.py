@@ -40,14 +40,18 @@ def export_cmd(
     from alkit.pools.queue import export_queue
 
     with user_errors():
-        res = export_queue(load_project(project), out, fmt, parse_csv(include), escape_formulas=escape_formulas)
+        proj = load_project(project)
+        res = export_queue(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas)
+    where = "" if proj.root.resolve() == Path.cwd().resolve() else f" --project {proj.root}"
     if res.n_items == 0:
-        console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} "
-                          "(`alkit run` queues the next batch)")
+        why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
+               "themselves and queue nothing for people" if proj.config.hide_labels else
+               f"`alkit run{where}` queues the next batch")
+        console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} ({why})")
         return
-    todo = ("import the tasks into Label Studio, label them, export its JSON and `alkit queue import` that file"
+    todo = (f"import the tasks into Label Studio, label them, export its JSON and `alkit queue import FILE{where}`"
             if res.format == "label-studio" else
-            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path.name}`")
+            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path}{where}`")
     console.print(f"[green]exported[/] {res.n_items} queued items to {res.path} ({res.format}); {todo}",
                       highlight=False)
 

@@ -204,8 +204,11 @@ class ActiveLoop:
         if out is None:
             self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
             return
+        root = Path(self.project.root)
+        where = "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
         msg = (f"{out.n_items} items queued in {out.path}: fill in their 'label' column (or export another "
-               f"format with `alkit queue export`), then `alkit queue import {out.path.name}` and `alkit run` again")
+               f"format with `alkit queue export{where}`), then `alkit queue import {out.path}{where}` and "
+               f"`alkit run{where}` again")
         self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": out.n_items,
                                       "path": str(out.path), "message": msg})
         self.on_event("phase", {"cycle": cycle, "phase": msg})

@@ -19,6 +19,24 @@ def curve_label(run: Any) -> str:
     return curve if curve else re.sub(r"-b\d+-s\d+$", "", run.name)
 
 
+def curve_groups(runs: list[Any]) -> dict[int, str]:
+    """run id -> its learning-curve group: ``curve_label``, and where two runs of a group share a
+    seed (the same strategy run again with another batch size, or under another --name), the
+    group's batch size appended ("margin b20"), then, for runs still sharing one, the run's name:
+    every curve averages one run per seed."""
+    def clashing(label_of: dict[int, str]) -> set[str]:
+        seen: dict[tuple[str, int], int] = {}
+        for r in runs:
+            seen[(label_of[r.id], r.seed)] = seen.get((label_of[r.id], r.seed), 0) + 1
+        return {label for (label, _), k in seen.items() if k > 1}
+
+    label_of = {r.id: curve_label(r) for r in runs}
+    clash = clashing(label_of)
+    label_of = {r.id: f"{label_of[r.id]} b{r.batch_size}" if label_of[r.id] in clash else label_of[r.id] for r in runs}
+    clash = clashing(label_of)
+    return {r.id: r.name if label_of[r.id] in clash else label_of[r.id] for r in runs}
+
+
 def run_summaries(store: Store) -> list[dict[str, Any]]:
     """One entry per run: identity, progress and the latest metrics by name."""
     cycles = store.cycles()
@@ -72,12 +90,12 @@ def cycles_frame(store: Store) -> pl.DataFrame:
     timings, and one float column per metric."""
     runs = {r.id: r for r in store.runs()}
     signals = store.all_signals()
+    cycles = [c for c in store.cycles() if c.metrics]
+    groups = curve_groups([runs[i] for i in dict.fromkeys(c.run_id for c in cycles)])
     rows = []
-    for c in store.cycles():
-        if not c.metrics:
-            continue
+    for c in cycles:
         r = runs[c.run_id]
-        rows.append({"run_id": r.id, "run": r.name, "strategy": curve_label(r), "seed": r.seed,
+        rows.append({"run_id": r.id, "run": r.name, "strategy": groups[r.id], "seed": r.seed,
                      "cycle": c.cycle, "n_labeled": c.n_labeled, "fit_s": c.fit_s,
                      "eval_s": float(signals.get((r.id, c.cycle), {}).get("eval_s", 0.0)), "score_s": c.score_s,
                      "select_s": c.select_s, "n_scored": c.n_scored,

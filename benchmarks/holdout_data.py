@@ -36,6 +36,16 @@ Fresh classification tables (added after the capacity=cv study had used the sets
   year, length, IMDb rating, votes, the r1-r10 vote shares and 7 genre flags (budget dropped: mostly missing).
 - ``x_cards``: AER/CreditCard, 1,319 applicants, card granted (78 %), 11 columns.
 
+Fresh protocol tables (added 2026-12-03, after every default of the sessions before was fixed; used
+only to report the ``epistemic`` preset against margin, entropy and random):
+
+- ``x_yogurt``: Ecdat/Yogurt, 2,412 purchases, which of 4 brands (dannon 40 % to hiland 3 %), from the 4
+  prices and the 4 display-feature flags (the household id is dropped: a panel key, not a feature).
+- ``x_cracker``: Ecdat/Cracker, 3,292 purchases, which of 4 brands (nabisco 54 % to kleebler 7 %), from
+  the 4 prices, display and feature flags (household id dropped).
+- ``x_attrition``: modeldata/attrition (IBM HR sample), 1,470 employees, left or stayed (16 % left), 30
+  mixed columns (15 categorical, one-hot).
+
 Encoder-embedding sets (added 2026-12-02 late, after the embedding capacity choice was fixed on the
 development sets tweets and fashion_emb_dev; `embedding` list column, as `alkit init --text-col` /
 `--image-col` would give):
@@ -48,6 +58,7 @@ development sets tweets and fashion_emb_dev; `embedding` list column, as `alkit 
 
     python benchmarks/holdout_data.py
     python benchmarks/holdout_data.py --embeddings    # x_titles, x_fashion_emb (encoders; minutes)
+    python benchmarks/holdout_data.py --fresh         # x_yogurt, x_cracker, x_attrition only
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_holdout python benchmarks/protocol.py --data x_spam7 --strategies epistemic,margin,entropy,random:vbll --seeds 0-2
 """
 
@@ -109,6 +120,14 @@ def embedding_sets() -> None:
     write_embedded("x_fashion_emb", b.ids, b.X, b.labels)
 
 
+def fresh_sets() -> None:
+    for name, (pkg, ds) in {"x_yogurt": ("Ecdat", "Yogurt"), "x_cracker": ("Ecdat", "Cracker")}.items():
+        d = data(pkg, ds)
+        write(name, d.drop(columns=["rownames", "id", "choice"]), d["choice"].to_numpy(), "classification")
+    at = data("modeldata", "attrition")
+    write("x_attrition", at.drop(columns=["rownames", "Attrition"]), at["Attrition"].to_numpy(), "classification")
+
+
 def main() -> None:
     s = data("DAAG", "spam7")
     write("x_spam7", s.drop(columns=["rownames", "yesno"], errors="ignore"), s["yesno"].to_numpy(), "classification")
@@ -155,9 +174,10 @@ def main() -> None:
     write("x_movies", mv.drop(columns=["rownames", "title", "mpaa", "budget"]), mv["mpaa"].to_numpy(), "classification")
     cc = data("AER", "CreditCard")
     write("x_cards", cc.drop(columns=["rownames", "card"]), cc["card"].to_numpy(), "classification")
+    fresh_sets()
 
 
 if __name__ == "__main__":
     import sys
 
-    embedding_sets() if sys.argv[1:] == ["--embeddings"] else main()
+    {"--embeddings": embedding_sets, "--fresh": fresh_sets}.get(" ".join(sys.argv[1:]), main)()

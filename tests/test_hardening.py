@@ -283,3 +283,24 @@ def test_a_categorical_column_is_one_hot_encoded_and_runs(tmp_path: Path, digits
                 "-p", "p", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "complete" in run.stdout
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_killed_process_not_yet_reaped_holds_no_lease() -> None:
+    """A run killed with its parent (`timeout -s KILL`) is a zombie until init reaps it; status showed
+    such a run as `running` for that moment.  A zombie counts as dead."""
+    import time
+
+    from alkit.pools.procs import pid_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    stat = Path(f"/proc/{child.pid}/stat")
+    while stat.read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":  # exited, not reaped: we have not waited
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    try:
+        assert not pid_alive(child.pid)
+    finally:
+        child.wait()
+    assert not pid_alive(child.pid) and pid_alive(os.getpid())

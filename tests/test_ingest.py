@@ -168,6 +168,8 @@ def test_split_col_refusals(tmp_path: Path) -> None:
     _bad(tmp_path, df, "split column 'nope' not found", split_col="nope")
     _bad(tmp_path, df, "drop --test-frac", split_col="split", test_frac=0.3)
     _bad(tmp_path, df, "drop --initial-labeled", split_col="split", initial_labeled=2, hide_labels=False)
+    # without --hide-labels the labelled rows are the test split: --test-frac would be ignored
+    _bad(tmp_path, df.drop("split"), "--test-frac .* needs --hide-labels", test_frac=0.3, hide_labels=False)
     _bad(tmp_path, df, "split column 'split' cannot also be a feature", split_col="split", features=["px1", "split"])
     _bad(tmp_path, df.with_columns(pl.lit("test").alias("split")), "the pool is empty", split_col="split")
 

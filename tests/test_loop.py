@@ -83,6 +83,35 @@ def test_cycles_frame_for_plots(digits_project: Path) -> None:
     assert df["n_labeled"].to_list() == [10, 20] and df["strategy"].unique().to_list() == ["random"]
 
 
+def test_runs_of_one_strategy_and_seed_at_two_batch_sizes_are_two_curves(digits_project: Path) -> None:
+    """The same strategy run again with another batch size (same seed) used to make `alkit plot`
+    refuse every later plot; now the curve groups carry the batch size, and only where they clash."""
+    from alkit.plots import curve_stats
+
+    loop = ActiveLoop(load_project(digits_project))
+    for req in (_req(budget=20, seed=0), _req(budget=20, seed=1), _req(budget=20, seed=0, batch_size=5),
+                _req(budget=20, seed=0, strategy="topk", scorer="none")):
+        loop.run(req)
+    df = cycles_frame(loop.store)
+    curves = dict(df.select("run", "strategy").unique().iter_rows())
+    assert curves == {"random-b10-s0": "random b10", "random-b10-s1": "random b10",
+                      "random-b5-s0": "random b5", "topk-b10-s0": "topk"}
+    stats = curve_stats(df, "accuracy")
+    assert stats["random b10"].n_seeds == 2 and stats["random b5"].n_seeds == 1
+
+
+def test_a_budget_below_the_labels_spent_is_refused_and_changes_nothing(digits_project: Path) -> None:
+    from alkit.pools.store import StoreError
+
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(_req(budget=20))
+    with pytest.raises(StoreError, match="already spent 20 labels.*pass at least 20"):
+        loop.run(_req(budget=10))
+    assert [(r.budget, r.status) for r in loop.store.runs()] == [(20, "complete")]
+    loop.run(_req(budget=30))  # a larger one still extends it
+    assert [(r.budget, r.status) for r in loop.store.runs()] == [(30, "complete")]
+
+
 def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
     """A run's curve group is written at creation: seeds of one arm share it (also for --name runs
     ending in their own -b<batch>-s<seed>), another batch size or a plain name is its own, and

@@ -499,6 +499,9 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.text
     flat = " ".join(out.text.split())
     assert "next: 10 items queued in" in flat and "queue.csv" in flat and "alkit queue import" in flat
+    # typed from another folder, the hint names the file and the project in full (it used to say
+    # `alkit queue import queue.csv`, which fails outside the project folder)
+    assert f"queue.csv --project {proj}` and `alkit run --project {proj}` again" in flat
     assert "waiting" in invoke(*run_args).text  # nothing more is selected while the batch is queued
 
     export = invoke("queue", "export", "--format", "jsonl", "--out", str(tmp_path / "batch.jsonl"), "--project", proj)

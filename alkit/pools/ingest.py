@@ -522,6 +522,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         raise InputError(f"--test-frac must be in [0, 1), got {test_frac}")
     if opts.split_col and opts.test_frac is not None:
         raise InputError("--split-col and --test-frac both choose the test split: drop --test-frac")
+    if opts.test_frac is not None and not opts.hide_labels:
+        raise InputError("--test-frac splits a test set off a fully labelled file and needs --hide-labels; without "
+                         "it the labelled rows are the test split and the unlabelled rows the pool: drop --test-frac")
     if opts.split_col and opts.initial_labeled:
         raise InputError("--split-col and --initial-labeled both choose the learner's first labels: drop "
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")

@@ -316,6 +316,13 @@ class Store:
                         "use another --name or the original arguments"
                     )
             if spec.budget != run.budget:
+                spent = int(s.scalar(select(func.count()).select_from(SelectionRow)
+                                     .where(SelectionRow.run_id == run.id)) or 0)
+                if spec.budget < spent:  # a budget below what was spent would rewrite history
+                    raise StoreError(
+                        f"run {spec.name!r} has already spent {spent} labels (budget {run.budget}); "
+                        f"--budget {spec.budget} would be below that: pass at least {spent}"
+                    )
                 extended = spec.budget > run.budget
                 run.budget = spec.budget  # a larger budget extends the run (a stopped one too)
                 if run.status == "complete" or (run.status == "stopped" and extended):
