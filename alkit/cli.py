@@ -114,7 +114,7 @@ def init(
     if cfg.one_hot:
         n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
         console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
-                      + ", ".join(f"{c} ({k} values)" for c, k in n_levels.items()))
+                      + ", ".join(f"{c} ({k} value{'' if k == 1 else 's'})" for c, k in n_levels.items()))
     shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
     if shape is not None:
         h, w = shape

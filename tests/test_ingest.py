@@ -258,6 +258,10 @@ def test_ragged_csv_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="d.csv: line 4 has 4 fields, the header 3") as info:
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
     assert "truncate_ragged_lines" not in str(info.value)
+    path.write_text('id,px0,px1,label\na,1,2,x\nb,"1,2,y\nc,3,4,x,extra\n')  # an unclosed quote on line 3
+    with pytest.raises(InputError, match="row starting on line 3 has 2 fields, the header 4: a quote opened there "
+                                         "is not closed before line 4"):
+        init_project(path, tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
 
 
 @pytest.mark.parametrize("key, value, says", [

@@ -324,8 +324,13 @@ def test_power_draws_in_proportion_to_the_score() -> None:
     for seed in range(5):  # the draw belongs to the items, not to the order the engine listed them in
         assert PowerStrategy().select(cands, 2, SelectionContext(seed=seed)).keys.tolist() == \
             PowerStrategy().select(shuffled, 2, SelectionContext(seed=seed)).keys.tolist()
-    with pytest.raises(ValueError, match="must be >= 0"):
-        PowerStrategy().select(Candidates(keys_n=np.arange(2), scores_n=np.array([-0.1, 1.0])), 1, SelectionContext(seed=0))
+
+    # a signed score (margin: p_(2) - p_(1) <= 0) is drawn by rank: P(rank r) = r^-1 / sum_r r^-1
+    margin = np.array([-0.9, -0.05, -0.5, -0.2])  # ranks 4, 1, 3, 2
+    signed = Candidates(keys_n=np.array([20, 21, 22, 23]), scores_n=margin)
+    picks = np.array([PowerStrategy().select(signed, 1, SelectionContext(seed=s)).keys[0] for s in range(20_000)])
+    inv = 1.0 / np.array([4, 1, 3, 2])
+    np.testing.assert_allclose([(picks == k).mean() for k in signed.keys_n], inv / inv.sum(), atol=0.012)
 
 
 def test_power_sqrt_draws_in_proportion_to_the_root_of_the_score() -> None:

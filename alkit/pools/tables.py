@@ -91,9 +91,14 @@ def _ragged_line(path: Path) -> str | None:
             header = next(reader, None)
             if header is None:
                 return None
+            start = reader.line_num + 1
             for fields in reader:
                 if fields and len(fields) != len(header):
-                    return f"line {reader.line_num} has {len(fields)} fields, the header {len(header)}"
+                    if reader.line_num > start:  # a quote left open runs the row on over the next lines
+                        return (f"the row starting on line {start} has {len(fields)} fields, the header "
+                                f"{len(header)}: a quote opened there is not closed before line {reader.line_num}")
+                    return f"line {start} has {len(fields)} fields, the header {len(header)}"
+                start = reader.line_num + 1
     except csv.Error as exc:
         return f"malformed CSV ({exc})"
     return None

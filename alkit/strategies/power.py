@@ -21,8 +21,10 @@ BETA = 1.0  # the paper's default; beta -> infinity is top-k, beta = 0 is unifor
 
 
 class PowerStrategy:
-    """Draws the batch with p proportional to score ** beta over the whole pool (scores must be
-    >= 0: variance, BALD, EPIG, flip probability; margin-style scores are not)."""
+    """Draws the batch with p proportional to score ** beta over the whole pool (scores >= 0:
+    variance, BALD, EPIG, flip probability).  A score with negative values (margin, least-confident:
+    higher is more uncertain, but not a magnitude) is drawn by its rank instead, p proportional to
+    rank ** -beta (the paper's softrank), so every acquisition composes with it."""
 
     name = "power"
     candidate_source = "pool"
@@ -36,12 +38,13 @@ class PowerStrategy:
         scores_n = np.asarray(candidates.scores_n, dtype=np.float64)
         if np.isnan(scores_n).any():
             raise ValueError("scores contain NaN; refusing to sample from them")
-        if (scores_n < 0).any():
-            raise ValueError("the power strategy samples in proportion to the score, which must be >= 0; "
-                             f"got a minimum of {scores_n.min():.3g} (use topk for signed scores)")
-        # a zero score keeps a vanishing chance (log of the smallest positive double), never -inf
-        log_s = np.log(np.maximum(scores_n, np.finfo(np.float64).tiny))
         keys_sorted = np.argsort(candidates.keys_n, kind="stable")  # noise tied to keys, not to candidate order
+        if (scores_n < 0).any():  # softrank: rank 1 = the highest score, ties broken by key
+            rank_n = np.empty(len(scores_n))
+            rank_n[np.lexsort((candidates.keys_n, -scores_n))] = np.arange(1, len(scores_n) + 1)
+            log_s = -np.log(rank_n)
+        else:  # a zero score keeps a vanishing chance (log of the smallest positive double), never -inf
+            log_s = np.log(np.maximum(scores_n, np.finfo(np.float64).tiny))
         gumbel_n = np.empty(len(scores_n))
         gumbel_n[keys_sorted] = np.random.default_rng(ctx.seed).gumbel(size=len(scores_n))
         perturbed_n = self.beta * log_s + gumbel_n
