@@ -1,12 +1,13 @@
-"""Development run behind the regression selector of the `epistemic` preset: power sampling with
-p proportional to score ** beta, for one beta, through the label-efficiency protocol.
+"""Development runs behind the selectors of the `epistemic` preset: power sampling with p
+proportional to score ** beta, for one beta, through the label-efficiency protocol.
 
-    python benchmarks/power_beta_dev.py --beta 0.5 --data docvis --seeds 0-9
+    python benchmarks/power_beta_dev.py --beta 0.5 --data docvis --seeds 0-9        # regression
+    python benchmarks/power_beta_dev.py --beta 2 --data chile --strategies epistemic  # classification
 
-Runs `random:vbll` and `epistemic` (whose regression selector is set to power sampling with this
-beta for the run) in their own work folder, benchmarks/_work/protocol_beta<beta>/, and prints
-the protocol's table.  Development data only (docvis); the chosen beta is reported on RandHIE by
-benchmarks/protocol.py.
+Runs the given entries (default `random:vbll,epistemic`) with the preset's selector for the
+project's task (regression: `power-sqrt`; classification: `power`) set to this beta for this
+process only, in their own work folder, benchmarks/_work/protocol_beta<beta>/, and prints the
+protocol's table.  Development data only; the chosen beta is reported by benchmarks/protocol.py.
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ def main() -> None:
     ap.add_argument("--data", default="docvis")
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--strategies", default="random:vbll,epistemic")
     a = ap.parse_args()
     here = Path(__file__).resolve().parent
     os.environ["ALKIT_PROTOCOL_WORK"] = str(here / "_work" / f"protocol_beta{a.beta}")
     sys.path.insert(0, str(here))
-    from alkit.strategies.power import SqrtPowerStrategy
+    from alkit.strategies.power import PowerStrategy, SqrtPowerStrategy
 
     SqrtPowerStrategy.beta = a.beta  # the preset's regression selector, for this process only
+    PowerStrategy.beta = a.beta  # its classification selector (SqrtPowerStrategy keeps its own attribute)
     import protocol
 
-    sys.argv = ["protocol.py", "--data", a.data, "--strategies", "random:vbll,epistemic", "--seeds", a.seeds,
+    sys.argv = ["protocol.py", "--data", a.data, "--strategies", a.strategies, "--seeds", a.seeds,
                 *(["--out", a.out] if a.out else [])]
     protocol.main()
 

@@ -124,17 +124,22 @@ def summarise(name: str, df: pl.DataFrame, budget: int, metric: str, at: list[in
             per_seed.append((n[keep], v[keep], s))
         if not per_seed:
             continue
+        # A seed whose initial labels hold one class has no model (and no metric) until random
+        # batches bring a second one; every strategy of that seed shares those cycles, so the
+        # curves are compared on the label counts all seeds have (the table says from where).
         grid = per_seed[0][0]
-        if any(len(p[0]) != len(grid) or (p[0] != grid).any() for p in per_seed):
+        for p in per_seed[1:]:
+            grid = np.intersect1d(grid, p[0])
+        if len(grid) < 2 or any(len(np.setdiff1d(p[0][p[0] >= grid[0]], grid)) for p in per_seed):
             raise ValueError(f"{entry}: runs evaluated at different label counts")
-        V = np.stack([p[1] for p in per_seed])
+        V = np.stack([p[1][np.isin(p[0], grid)] for p in per_seed])
         aulc = np.trapezoid(V, grid, axis=1) / (grid[-1] - grid[0])
         mean = V.mean(0)
         reached = np.flatnonzero(mean >= target) if (target is not None and higher) else np.array([])
         all_cycles = pl.concat([p[2] for p in per_seed])
         query_s = (all_cycles["score_s"] + all_cycles["select_s"]).sum() / max(len(per_seed), 1)
         queries = all_cycles.filter(pl.col("n_scored") > 0).height / len(per_seed)
-        row = {"strategy": entry, "seeds": len(per_seed), "aulc": float(aulc.mean()), "aulc_std": float(aulc.std(ddof=0)),
+        row = {"strategy": entry, "seeds": len(per_seed), "from": int(grid[0]), "aulc": float(aulc.mean()), "aulc_std": float(aulc.std(ddof=0)),
                f"labels_to_{target}": int(grid[reached[0]]) if len(reached) else None,
                "query_s_per_1k": float(query_s / max(queries, 1) / n_pool * 1000),
                "fit_s_per_cycle": float(all_cycles["fit_s"].mean())}
@@ -159,6 +164,8 @@ def markdown(table: pl.DataFrame, metric: str, at: list[int], target: float | No
         cells.append(f"{r['aulc']:.3f} ± {r['aulc_std']:.3f}")
         cells += [f"{r[f'{metric}@{a}']:.3f} ± {r[f'{metric}@{a}_std']:.3f}" for a in at]
         cells += [f"{r['query_s_per_1k']:.3f}", f"{r['fit_s_per_cycle']:.3f}", str(r["seeds"])]
+        if r["from"] > 20:  # some seed had no model before this count: AULC and curves start here
+            cells[0] += f" (from n = {r['from']})"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
