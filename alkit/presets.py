@@ -47,6 +47,7 @@ PRESETS: dict[str, Preset] = {
         Preset("decision-flip", "posterior probability that the top-two decision flips, of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="decision-flip"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),
+        Preset("power-diverse", "the diverse greedy batch with each pick drawn in proportion to its gain given the picks so far (a hybrid of diverse and power)", "vbll", "power-diverse", "power-diverse", "random"),
         Preset("power", "stochastic power sampling: each item drawn with probability proportional to its epistemic score of --scorer", "vbll", "power", "power", "random"),
         Preset("kcenter", "core-set: furthest-first in the last-layer embedding", "vbll", "kcenter", "kcenter", "random"),
         Preset("badge", "k-means++ on gradient embeddings (BADGE)", "vbll", "badge", "badge", "random"),

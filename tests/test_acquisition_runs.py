@@ -13,7 +13,7 @@ from alkit.cli import app
 from alkit.config import load_project
 from alkit.pools.store import Store
 
-SELECTOR_PRESETS = ("topk", "diverse", "power", "badge", "kcenter", "coldstart")
+SELECTOR_PRESETS = ("topk", "diverse", "power-diverse", "power", "badge", "kcenter", "coldstart")
 RUN = ["--budget", "20", "--batch-size", "10", "--initial", "10", "--seed", "0"]
 
 

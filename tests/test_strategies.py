@@ -115,6 +115,42 @@ def test_diverse_rejects_bad_posterior() -> None:
         DiverseStrategy().select(Candidates(keys_n=np.arange(3)), 2, SelectionContext(seed=0))
 
 
+
+def test_power_diverse_draws_each_pick_in_proportion_to_its_conditioned_gain() -> None:
+    """power-diverse: a single pick has P(item i) = g_i / sum g (g = its batch-information gain,
+    checked over 10,000 seeds); any drawn batch's utilities are its exact conditioned gains (they add
+    up to the batch log-determinant); exact duplicates of a pick wait; the draw belongs to the keys."""
+    from alkit.strategies import SampledDiverseStrategy
+
+    rng = np.random.default_rng(3)
+    cands = _pool(n=5, d=3)
+    post = _posterior("kron", 3, True, rng)
+    emb = cands.embedding_n_d.astype(np.float64)
+    gain = np.array([_direct_mi(emb[[i]], post) for i in range(5)])
+    picks = np.array([SampledDiverseStrategy().select(cands, 1, SelectionContext(seed=s, posterior=post)).keys[0]
+                      for s in range(10_000)])
+    np.testing.assert_allclose([(picks == k).mean() for k in cands.keys_n], gain / gain.sum(), atol=0.015)
+
+    big = _pool(n=30, d=4)
+    post4 = _posterior("dense", 4, False, np.random.default_rng(9))
+    for seed in range(3):
+        sel = SampledDiverseStrategy().select(big, 8, SelectionContext(seed=seed, posterior=post4))
+        idx = sel.keys - 1000
+        assert sel.utilities.sum() == pytest.approx(_direct_mi(big.embedding_n_d.astype(np.float64)[idx], post4), rel=1e-9)
+    draws = {tuple(SampledDiverseStrategy().select(big, 8, SelectionContext(seed=s, posterior=post4)).keys) for s in range(5)}
+    assert len(draws) > 1  # a draw, not the greedy batch every time
+    rev = Candidates(keys_n=big.keys_n[::-1].copy(), scores_n=big.scores_n[::-1].copy(),
+                     embedding_n_d=big.embedding_n_d[::-1].copy(), probs_n_C=big.probs_n_C[::-1].copy())
+    assert sorted(SampledDiverseStrategy().select(big, 8, SelectionContext(seed=4, posterior=post4)).keys) == \
+        sorted(SampledDiverseStrategy().select(rev, 8, SelectionContext(seed=4, posterior=post4)).keys)
+
+    base = np.random.default_rng(1).normal(size=(6, 3))
+    dup = Candidates(keys_n=np.arange(18), scores_n=np.ones(18), embedding_n_d=np.repeat(base, 3, axis=0).astype(np.float32))
+    for seed in range(10):
+        sel = SampledDiverseStrategy().select(dup, 6, SelectionContext(seed=seed, posterior=post))
+        assert len(np.unique(dup.embedding_n_d[sel.keys], axis=0)) == 6
+
+
 # ---------------------------------------------------------------- kcenter
 
 def _brute_kcenter(emb: np.ndarray, lab: np.ndarray | None, b: int) -> tuple[list[int], list[float]]:
@@ -266,14 +302,14 @@ def test_coldstart_kmeans_covers_every_blob() -> None:
 # ---------------------------------------------------------------- shared contract
 
 def test_registry() -> None:
-    assert set(SELECTORS) == {"random", "topk", "diverse", "power", "power-sqrt", "kcenter", "badge", "coldstart",
-                              "batchbald"}
+    assert set(SELECTORS) == {"random", "topk", "diverse", "power-diverse", "power", "power-sqrt", "kcenter", "badge",
+                              "coldstart", "batchbald"}
     for name, cls in SELECTORS.items():
         s = get_selector(name)
         assert isinstance(s, cls) and s.name == name
         assert s.candidate_source in ("all", "topm", "pool", "sample")
         assert isinstance(s.needs_model, bool)
-    with pytest.raises(ValueError, match="badge, batchbald, coldstart, diverse, kcenter, power, power-sqrt, random, topk"):
+    with pytest.raises(ValueError, match="badge, batchbald, coldstart, diverse, kcenter, power, power-diverse, power-sqrt, random, topk"):
         get_selector("bald")
 
 
@@ -300,7 +336,7 @@ def test_deterministic_for_seed_and_seed_dependent_where_random(name: str) -> No
     assert np.array_equal(a.keys, b.keys) and np.array_equal(a.utilities, b.utilities)
     assert len(a.keys) == 12 and len(np.unique(a.keys)) == 12
     others = [run(s).keys for s in (1, 2, 3)]
-    if name in ("random", "badge", "coldstart", "batchbald", "power", "power-sqrt"):  # batchbald samples joint configurations here
+    if name in ("random", "badge", "coldstart", "batchbald", "power", "power-sqrt", "power-diverse"):  # batchbald samples joint configurations here
         assert any(not np.array_equal(a.keys, o) for o in others)
     else:
         assert all(np.array_equal(a.keys, o) for o in others)

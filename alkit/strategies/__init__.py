@@ -9,7 +9,7 @@ from __future__ import annotations
 from alkit.strategies.badge import BadgeStrategy
 from alkit.strategies.batchbald import BatchBALDStrategy
 from alkit.strategies.coldstart import ColdStartStrategy
-from alkit.strategies.diverse import DiverseStrategy
+from alkit.strategies.diverse import DiverseStrategy, SampledDiverseStrategy
 from alkit.strategies.kcenter import KCenterStrategy
 from alkit.strategies.power import PowerStrategy, SqrtPowerStrategy
 from alkit.strategies.random import RandomStrategy
@@ -20,6 +20,7 @@ SELECTORS: dict[str, type] = {
     "random": RandomStrategy,
     "topk": TopKStrategy,
     "diverse": DiverseStrategy,
+    "power-diverse": SampledDiverseStrategy,
     "kcenter": KCenterStrategy,
     "badge": BadgeStrategy,
     "power": PowerStrategy,
@@ -47,6 +48,7 @@ __all__ = [
     "DiverseStrategy",
     "KCenterStrategy",
     "PowerStrategy",
+    "SampledDiverseStrategy",
     "SqrtPowerStrategy",
     "RandomStrategy",
     "TopKStrategy",

@@ -166,6 +166,35 @@ class DiverseStrategy:
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
 
 
+class SampledDiverseStrategy(DiverseStrategy):
+    """``diverse`` with each pick drawn instead of taken: p proportional to its gain given the picks
+    so far (for decision-flip, the flip probability left after them), over the same top-m candidates.
+
+    A hybrid of ``diverse`` and ``power``: the conditioning keeps two picks off one open decision,
+    the draw keeps a batch from piling onto near-ties the fitted posterior ranks by noise.  Each
+    step is a Gumbel-max draw with fresh noise tied to the candidates' keys (seeded per cycle), so a
+    run is reproducible and resumable; it takes the full update (the lazy bound is for argmax)."""
+
+    name = "power-diverse"
+
+    def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
+        b = check_batch(batch_size, candidates)
+        emb_n_d = require_embedding(candidates, self.name)
+        post = ctx.posterior
+        if post is not None and "decision_sign_n_K" in candidates.extras and _joint_fits(post, candidates):
+            make_full, _ = _decision_paths(candidates, emb_n_d, post)
+        elif post is not None and "noise_n_K" in candidates.extras:
+            make_full, _ = _heteroscedastic_paths(candidates, emb_n_d, post)
+        else:
+            make_full, _ = _homoscedastic_paths(emb_n_d, post)
+        n = len(candidates.keys_n)
+        gumbel_b_n = np.empty((b, n))
+        gumbel_b_n[:, np.argsort(candidates.keys_n, kind="stable")] = np.random.default_rng(ctx.seed).gumbel(size=(b, n))
+        order, gains = _full_greedy(make_full(), b, gumbel_b_n)
+        scores_n = scores_or_zeros(candidates)
+        return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
+
+
 # ---------------------------------------------------------------- the full-update greedy (reference)
 
 class _FullUpdate(Protocol):
@@ -189,8 +218,10 @@ def _best(gain_n: np.ndarray, picked_n: np.ndarray, held_n: np.ndarray) -> int:
     return int(np.argmax(masked))
 
 
-def _full_greedy(full: _FullUpdate, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """The greedy with every candidate's gain recomputed after every pick: O(n d) per pick and output."""
+def _full_greedy(full: _FullUpdate, b: int, gumbel_b_n: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The greedy with every candidate's gain recomputed after every pick: O(n d) per pick and output.
+    With ``gumbel_b_n`` step t draws its pick with p proportional to the gains (argmax of log gain +
+    gumbel_b_n[t]) instead of taking the largest."""
     n = full.dup_n.shape[0]
     picked_n = np.zeros(n, dtype=bool)
     held_n = np.zeros(n, dtype=bool)  # exact duplicates of a picked item
@@ -198,7 +229,10 @@ def _full_greedy(full: _FullUpdate, b: int) -> tuple[np.ndarray, np.ndarray]:
     gains = np.empty(b, dtype=np.float64)
     for t in range(b):
         gain_n = full.gains()
-        j = _best(gain_n, picked_n, held_n)
+        if gumbel_b_n is None:
+            j = _best(gain_n, picked_n, held_n)
+        else:
+            j = _best(np.log(np.maximum(gain_n, np.finfo(np.float64).tiny)) + gumbel_b_n[t], picked_n, held_n)
         order[t], gains[t] = j, gain_n[j]
         picked_n[j] = True
         held_n |= full.dup_n == full.dup_n[j]
