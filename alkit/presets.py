@@ -43,7 +43,7 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
         Preset("random", "uniform random batches (the baseline every curve is compared with)", "none", "random", "random", "random", True),
-        Preset("epistemic", "posterior-driven: each batch drawn with probability proportional to the VBLL posterior's probability that an item's top-two decision flips (power sampling; regression: to the square root of the epistemic score); cold-start strata first", "vbll", "power", "power", "coldstart", acquisition="decision-flip", regression_acquisition="epistemic", regression_selector="power-sqrt"),
+        Preset("epistemic", "posterior-driven: the VBLL posterior's probability that an item's top-two decision flips; each pick drawn in proportion to the flip probability left after the picks so far (regression: items drawn in proportion to the square root of the epistemic score); cold-start strata first", "vbll", "power-diverse", "power-diverse", "coldstart", acquisition="decision-flip", regression_acquisition="epistemic", regression_selector="power-sqrt"),
         Preset("decision-flip", "posterior probability that the top-two decision flips, of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="decision-flip"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),

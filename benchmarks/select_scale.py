@@ -7,6 +7,10 @@ excludes the interpreter/torch baseline.  The pool is generated chunk by chunk a
     .venv/bin/python benchmarks/select_scale.py            # all cases, writes the results file
     .venv/bin/python benchmarks/select_scale.py --case diverse --json   # one case, JSON on stdout
 
+``--sampled`` times ``power-diverse`` (the greedy with each pick drawn, the `epistemic` preset's
+classification selector; full update) against the lazy greedy on the decision-flip rows, into
+benchmarks/results/select_scale_sampled.md.
+
 A second table times the lazy greedy against the full-update greedy (``DiverseStrategy(lazy=False)``)
 on the same candidates: per-thread CPU (time.thread_time), the two run interleaved, torch and the
 numpy BLAS limited to 1 thread (threadpoolctl), and checks that both pick the same keys.
@@ -35,7 +39,7 @@ from bench_common import cpu_medians  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from alkit.posterior import decision_parts  # noqa: E402
-from alkit.strategies.diverse import DiverseStrategy  # noqa: E402
+from alkit.strategies.diverse import DiverseStrategy, SampledDiverseStrategy  # noqa: E402
 from alkit.engines.streaming import TopM  # noqa: E402
 from alkit.strategies.topk import TopKStrategy  # noqa: E402
 from alkit.types import Candidates, GaussianLastLayer, SelectionContext  # noqa: E402
@@ -111,6 +115,24 @@ def lazy_table() -> list[str]:
     return lines
 
 
+SAMPLED_ROWS = ((200, 10, 3), (2_000, 100, 3), (20_000, 1_000, 1))  # (m = 20 b candidates, b, repeats)
+
+
+def sampled_table() -> list[str]:
+    """power-diverse vs the lazy greedy on decision-flip candidates, per-thread CPU, 1 thread, interleaved."""
+    torch.set_num_threads(1)
+    lines = ["| decision-flip, K=10, m = 20 b candidates | power-diverse s | diverse (lazy) s | ratio |", "|---|---|---|---|"]
+    with threadpool_limits(1):
+        for n, b, repeats in SAMPLED_ROWS:
+            cands = flip_candidates(n)
+            ctx = SelectionContext(seed=0, posterior=random_posterior(K=K_CLASSES))
+            t = cpu_medians({"sampled": lambda: SampledDiverseStrategy().select(cands, b, ctx),
+                             "lazy": lambda: DiverseStrategy().select(cands, b, ctx)}, repeats=repeats)
+            lines.append(f"| m = {n:,}, b = {b:,} | {t['sampled']:.2f} | {t['lazy']:.2f} | {t['sampled'] / t['lazy']:.1f}x |")
+            print(lines[-1], flush=True)
+    return lines
+
+
 def run_case(case: str) -> dict[str, float]:
     out: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -164,10 +186,19 @@ def main() -> None:
     ap.add_argument("--case", choices=CASES)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--sampled", action="store_true", help="only the power-diverse timing table")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "select_scale.md"))
     args = ap.parse_args()
     if args.case:
         print(json.dumps(child(args.case, args.trace)))
+        return
+    if args.sampled:
+        lines = ["# power-diverse against the lazy greedy", "",
+                 "Command: `.venv/bin/python benchmarks/select_scale.py --sampled`", "",
+                 f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, per-thread CPU seconds (median of "
+                 "the interleaved repeats: 3, 1 for the last row), torch and numpy BLAS at 1 thread; candidates "
+                 "and posterior as in select_scale.md's decision-flip rows.", "", *sampled_table()]
+        (ROOT / "benchmarks" / "results" / "select_scale_sampled.md").write_text("\n".join(lines) + "\n")
         return
     rows = []
     for case in CASES:

@@ -153,7 +153,7 @@ def test_bayesvlm_runs_from_the_command_line(vlm_home: Path, tmp_path: Path, kin
 
     with store.session() as s:
         first = set(s.scalars(select(SelectionRow.selector).where(SelectionRow.run_id == run.id, SelectionRow.cycle == 0)))
-    assert first == {"power"}  # the epistemic preset's selector, not its model-free cold start
+    assert first == {"power-diverse"}  # the epistemic preset's selector, not its model-free cold start
     assert [c.n_labeled for c in cycles] == [0, 10, 20, 30]
 
     # the same command again continues nothing and encodes nothing
