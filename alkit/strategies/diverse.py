@@ -149,14 +149,7 @@ class DiverseStrategy:
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         b = check_batch(batch_size, candidates)
-        emb_n_d = require_embedding(candidates, self.name)
-        post = ctx.posterior
-        if post is not None and "decision_sign_n_K" in candidates.extras and _joint_fits(post, candidates):
-            make_full, lazy = _decision_paths(candidates, emb_n_d, post)
-        elif post is not None and "noise_n_K" in candidates.extras:
-            make_full, lazy = _heteroscedastic_paths(candidates, emb_n_d, post)
-        else:
-            make_full, lazy = _homoscedastic_paths(emb_n_d, post)
+        make_full, lazy = _paths(candidates, require_embedding(candidates, self.name), ctx.posterior)
         if self.lazy and lazy is not None:
             with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
                 order, gains = lazy.run(b, make_full)
@@ -182,20 +175,25 @@ class SampledDiverseStrategy(DiverseStrategy):
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         b = check_batch(batch_size, candidates)
-        emb_n_d = require_embedding(candidates, self.name)
-        post = ctx.posterior
-        if post is not None and "decision_sign_n_K" in candidates.extras and _joint_fits(post, candidates):
-            make_full, _ = _decision_paths(candidates, emb_n_d, post)
-        elif post is not None and "noise_n_K" in candidates.extras:
-            make_full, _ = _heteroscedastic_paths(candidates, emb_n_d, post)
-        else:
-            make_full, _ = _homoscedastic_paths(emb_n_d, post)
+        make_full, _ = _paths(candidates, require_embedding(candidates, self.name), ctx.posterior)
         n = len(candidates.keys_n)
         gumbel_b_n = np.empty((b, n))
         gumbel_b_n[:, np.argsort(candidates.keys_n, kind="stable")] = np.random.default_rng(ctx.seed).gumbel(size=(b, n))
         order, gains = _full_greedy(make_full(), b, gumbel_b_n)
         scores_n = scores_or_zeros(candidates)
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
+
+
+def _paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer | None
+           ) -> tuple[Callable[[], _FullUpdate], _LazyGreedy | None]:
+    """The recursion the candidates call for: decision gains where the acquisition handed on
+    top-two decisions (and the joint weight space fits), per-item noise where it handed on noise,
+    else the batch information; as (full-update factory, lazy greedy or None)."""
+    if post is not None and "decision_sign_n_K" in candidates.extras and _joint_fits(post, candidates):
+        return _decision_paths(candidates, emb_n_d, post)
+    if post is not None and "noise_n_K" in candidates.extras:
+        return _heteroscedastic_paths(candidates, emb_n_d, post)
+    return _homoscedastic_paths(emb_n_d, post)
 
 
 # ---------------------------------------------------------------- the full-update greedy (reference)
