@@ -26,7 +26,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 IMAGE_SHAPES: dict[str, tuple[int, int]] = {"fashion": (28, 28), "fashion_dev": (28, 28), "fashion8_dev": (8, 8),
                                             "mnist_dev": (28, 28), "mnist8_dev": (8, 8),
                                             "digits8": (8, 8)}
-DATA_FILE: dict[str, str] = {"digits8": "digits"}
+DATA_FILE: dict[str, str] = {"digits8": "digits", "mnist8_flat_dev": "mnist8_dev"}  # flat: no image shape
 
 
 def cpu_medians(fns: dict[str, Callable[[], object]], repeats: int = 3) -> dict[str, float]:
