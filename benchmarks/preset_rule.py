@@ -33,7 +33,10 @@ CANDIDATES: dict[str, list[tuple[Path, str]]] = {
     "power": [(W / "protocol_noisy", "power+decision-flip"), (W / "protocol_recheck", "power+decision-flip"),
               (W / "protocol_clean", "power+decision-flip")],
     "power-diverse": [(W / "protocol_pdiv", "power-diverse+decision-flip")],
+    "power-diverse m=10000": [(W / "protocol_pdiv", "power-diverse+decision-flip@candidates=10000")],
 }
+# (rule, challenger, holder): each rule's challenger against the holder of the rule before
+RULES = [("third", "power", "greedy"), ("fourth", "power-diverse", None), ("fifth", "power-diverse m=10000", None)]
 
 
 def set_frame(name: str) -> pl.DataFrame:
@@ -72,19 +75,23 @@ def main() -> None:
         row.update({r["strategy"]: r["aulc"] for r in t.iter_rows(named=True)})
         row.update({f"{r['strategy']} seeds": r["seeds"] for r in t.iter_rows(named=True)})
         rows.append(row)
-    cands = list(CANDIDATES)
-    lines = ["| set | " + " | ".join(cands) + " | power - greedy | power-diverse - power |", "|---" * (len(cands) + 3) + "|"]
+    cands = [c for c in CANDIDATES if all(c in r for r in rows)]
+    lines = ["| set | " + " | ".join(cands) + " |", "|---" * (len(cands) + 1) + "|"]
     for r in rows:
-        cells = [f"{r.get(c, float('nan')):.3f}" for c in cands]
-        lines.append(f"| {r['set']}{'' if r['from'] == 20 else ' (from n = ' + str(r['from']) + ')'} | "
-                     + " | ".join(cells) + f" | {r['power'] - r['greedy']:+.3f} | {r['power-diverse'] - r['power']:+.3f} |")
+        label = r["set"] + ("" if r["from"] == 20 else f" (from n = {r['from']})")
+        lines.append(f"| {label} | " + " | ".join(f"{r[c]:.3f}" for c in cands) + " |")
     means = {c: float(np.mean([r[c] for r in rows])) for c in cands}
-    lines.append("| mean (14 sets) | " + " | ".join(f"{means[c]:.4f}" for c in cands)
-                 + f" | {means['power'] - means['greedy']:+.4f} | {means['power-diverse'] - means['power']:+.4f} |")
-    third = "power" if means["power"] > means["greedy"] else "greedy"
-    fourth = "power-diverse" if means["power-diverse"] > means[third] else third
-    lines += ["", f"Third rule (greedy vs power, higher mean): {third}.",
-              f"Fourth rule (power-diverse vs the third rule's winner, higher mean): {fourth}."]
+    lines.append(f"| mean ({len(rows)} sets) | " + " | ".join(f"{means[c]:.4f}" for c in cands) + " |")
+    lines.append("")
+    holder = None
+    for rule, challenger, against in RULES:
+        if challenger not in means:
+            break
+        holder = against or holder  # the first rule names both; later ones meet the winner so far
+        winner = challenger if means[challenger] > means[holder] else holder
+        lines.append(f"{rule.capitalize()} rule ({challenger} against {holder}, higher mean AULC): "
+                     f"{winner} ({means[challenger] - means[holder]:+.4f}).")
+        holder = winner
     seeds = {r[f"{c} seeds"] for r in rows for c in cands}
     lines.append(f"Seeds per set and candidate: {sorted(seeds)}.")
     text = "\n".join(lines)
