@@ -29,6 +29,9 @@ Decision EPIG (``epig-decision``): the candidates carry each item's top-two deci
 and its noise; f = s^T z is linear in the stacked weights, so the greedy runs in the joint
 (K d)-dimensional weight space, where conditioning on a decision correlates the classes it
 involves (exact under the linearised model; used while K d <= 4,096, else per-class EPIG).
+The same joint greedy serves ``decision-bald`` and ``decision-flip``; past K d = 4,096 (e.g. more
+than 31 classes on 129 features) those fall back to the batch information of the candidates'
+embeddings, still over their top m by the score.
 
 Exact duplicates: under the noisy model a second copy of a picked item still has positive gain
 (an independent noisy label of the same x).  A labeller gives the same x the same label, so that
@@ -372,7 +375,7 @@ def _heteroscedastic_paths(candidates: Candidates, emb_n_d: np.ndarray, post: Ga
     )
 
 
-_JOINT_MAX = 4096  # K * d of the joint weight space the decision greedy holds as a dense matrix
+_JOINT_MAX = 4096  # K * d of the joint weight space the decision greedy works in: (m, K d) float64 rows, one K d factor per pick
 
 
 def _joint_fits(post: GaussianLastLayer, candidates: Candidates) -> bool:
