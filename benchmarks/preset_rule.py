@@ -13,7 +13,6 @@ themselves are in benchmarks/results/label_efficiency_dev/recheck_rule.md.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -101,5 +100,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     main()

@@ -31,3 +31,19 @@ def require_embedding(candidates: Candidates, strategy: str) -> np.ndarray:
             f"embedding_n_d must have shape ({len(candidates)}, d), got {emb_n_d.shape}"
         )
     return emb_n_d
+
+
+def key_tied_gumbel(keys_n: np.ndarray, seed: int, rows: int | None = None) -> np.ndarray:
+    """Standard Gumbel noise, (n,) or (rows, n), seeded by ``seed`` and assigned to the items by
+    sorted key, so a draw belongs to the items, not to the order the engine listed them in."""
+    n = len(keys_n)
+    shape = (n,) if rows is None else (rows, n)
+    out = np.empty(shape)
+    out[..., np.argsort(keys_n, kind="stable")] = np.random.default_rng(seed).gumbel(size=shape)
+    return out
+
+
+def log_weights(w_n: np.ndarray) -> np.ndarray:
+    """log of non-negative sampling weights; a zero keeps a vanishing chance (the log of the
+    smallest positive double), never -inf."""
+    return np.log(np.maximum(w_n, np.finfo(np.float64).tiny))

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from alkit.strategies._common import check_batch, require_embedding, scores_or_zeros
+from alkit.strategies._common import check_batch, key_tied_gumbel, log_weights, require_embedding, scores_or_zeros
 from alkit.types import Candidates, GaussianLastLayer, Selection, SelectionContext
 
 _ROWS = 8192  # row chunk for the initial variances: memory O(_ROWS * d) on top of Phi
@@ -153,13 +153,17 @@ class DiverseStrategy:
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         b = check_batch(batch_size, candidates)
         make_full, lazy = _paths(candidates, require_embedding(candidates, self.name), ctx.posterior)
-        if self.lazy and lazy is not None:
-            with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
-                order, gains = lazy.run(b, make_full)
-        else:
-            order, gains = _full_greedy(make_full(), b)
+        order, gains = self._picks(make_full, lazy, b, candidates, ctx)
         scores_n = scores_or_zeros(candidates)
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
+
+    def _picks(self, make_full: Callable[[], _FullUpdate], lazy: _LazyGreedy | None, b: int,
+               candidates: Candidates, ctx: SelectionContext) -> tuple[np.ndarray, np.ndarray]:
+        """The greedy's picks (candidate indices) and their gains."""
+        if self.lazy and lazy is not None:
+            with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
+                return lazy.run(b, make_full)
+        return _full_greedy(make_full(), b)
 
 
 class SampledDiverseStrategy(DiverseStrategy):
@@ -170,21 +174,15 @@ class SampledDiverseStrategy(DiverseStrategy):
     the draw keeps a batch from piling onto near-ties the fitted posterior ranks by noise.  Each
     step is a Gumbel-max draw with fresh noise tied to the candidates' keys (seeded per cycle), so a
     run is reproducible and resumable; it takes the full update (the lazy bound is for argmax): with
-    10 classes 0.03 s at b = 10 and 0.5 s at b = 100, 1.6x and 4x the lazy greedy's CPU
+    10 classes 0.02 s at b = 10 and 0.4 s at b = 100, 1.5x and 3.6x the lazy greedy's CPU
     (benchmarks/results/select_scale_sampled.md).  The `epistemic` preset's classification selector
     (with decision-flip), chosen on 14 development sets: label_efficiency_dev/clean_recheck.md."""
 
     name = "power-diverse"
 
-    def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
-        b = check_batch(batch_size, candidates)
-        make_full, _ = _paths(candidates, require_embedding(candidates, self.name), ctx.posterior)
-        n = len(candidates.keys_n)
-        gumbel_b_n = np.empty((b, n))
-        gumbel_b_n[:, np.argsort(candidates.keys_n, kind="stable")] = np.random.default_rng(ctx.seed).gumbel(size=(b, n))
-        order, gains = _full_greedy(make_full(), b, gumbel_b_n)
-        scores_n = scores_or_zeros(candidates)
-        return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=gains)
+    def _picks(self, make_full: Callable[[], _FullUpdate], lazy: _LazyGreedy | None, b: int,
+               candidates: Candidates, ctx: SelectionContext) -> tuple[np.ndarray, np.ndarray]:
+        return _full_greedy(make_full(), b, key_tied_gumbel(candidates.keys_n, ctx.seed, rows=b))
 
 
 def _paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer | None
@@ -236,7 +234,7 @@ def _full_greedy(full: _FullUpdate, b: int, gumbel_b_n: np.ndarray | None = None
         if gumbel_b_n is None:
             j = _best(gain_n, picked_n, held_n)
         else:
-            j = _best(np.log(np.maximum(gain_n, np.finfo(np.float64).tiny)) + gumbel_b_n[t], picked_n, held_n)
+            j = _best(log_weights(gain_n) + gumbel_b_n[t], picked_n, held_n)
         order[t], gains[t] = j, gain_n[j]
         picked_n[j] = True
         held_n |= full.dup_n == full.dup_n[j]
@@ -400,8 +398,9 @@ class _DecisionFull:
         # one rank-1 term per pick, kept as factors: Sigma_t = Sigma_0 - sum_s u_s u_s^T / den_s, so a
         # pick costs O(n K d + t K d), never a (K d)^2 matrix.
         self.S_K_d_d = S_K_d_d
-        self.U_T_Kd = torch.empty((0, K * d), dtype=torch.float64)
-        self.den_T = torch.empty(0, dtype=torch.float64)
+        self._U_T_Kd = torch.empty((8, K * d), dtype=torch.float64)  # factor rows, grown by doubling
+        self._den_T = torch.empty(8, dtype=torch.float64)
+        self._n_picks = 0
         G_n_K_d = sign_n_K[:, :, None] * phi[:, None, :]
         self.G_n_Kd = G_n_K_d.reshape(n, K * d)
         self.var_f = torch.einsum("nkd,kde,nke->n", G_n_K_d, S_K_d_d, G_n_K_d)
@@ -438,8 +437,10 @@ class _DecisionFull:
         g = self.G_n_Kd[j]
         K, d = self.S_K_d_d.shape[:2]
         u = torch.einsum("kde,ke->kd", self.S_K_d_d, g.reshape(K, d)).reshape(-1)  # Sigma_0 g
-        if len(self.den_T):
-            u = u - ((self.U_T_Kd @ g) / self.den_T) @ self.U_T_Kd  # Sigma_t g
+        t = self._n_picks
+        if t:
+            U, den_T = self._U_T_Kd[:t], self._den_T[:t]
+            u = u - ((U @ g) / den_T) @ U  # Sigma_t g
         den = self.var_f[j] + self.noise_n[j]
         c_n = self.G_n_Kd @ u
         if not self.own:
@@ -447,8 +448,11 @@ class _DecisionFull:
             self.c_n_M = self.c_n_M - c_n[:, None] * c_j_M[None] / den
             self.var_t = (self.var_t - c_j_M.square() / den).clamp_min(0.0)
         self.var_f = (self.var_f - c_n.square() / den).clamp_min(0.0)
-        self.U_T_Kd = torch.cat([self.U_T_Kd, u[None]])
-        self.den_T = torch.cat([self.den_T, den.reshape(1)])
+        if t == len(self._den_T):
+            self._U_T_Kd = torch.cat([self._U_T_Kd, torch.empty_like(self._U_T_Kd)])
+            self._den_T = torch.cat([self._den_T, torch.empty_like(self._den_T)])
+        self._U_T_Kd[t], self._den_T[t] = u, den
+        self._n_picks = t + 1
 
     def variances_n_G(self) -> np.ndarray:
         return self.var_f.numpy()[:, None].copy()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from alkit.strategies._common import check_batch
+from alkit.strategies._common import check_batch, key_tied_gumbel, log_weights
 from alkit.types import Candidates, Selection, SelectionContext
 
 BETA = 1.0  # the paper's default; beta -> infinity is top-k, beta = 0 is uniform random
@@ -38,16 +38,13 @@ class PowerStrategy:
         scores_n = np.asarray(candidates.scores_n, dtype=np.float64)
         if np.isnan(scores_n).any():
             raise ValueError("scores contain NaN; refusing to sample from them")
-        keys_sorted = np.argsort(candidates.keys_n, kind="stable")  # noise tied to keys, not to candidate order
         if (scores_n < 0).any():  # softrank: rank 1 = the highest score, ties broken by key
             rank_n = np.empty(len(scores_n))
             rank_n[np.lexsort((candidates.keys_n, -scores_n))] = np.arange(1, len(scores_n) + 1)
             log_s = -np.log(rank_n)
-        else:  # a zero score keeps a vanishing chance (log of the smallest positive double), never -inf
-            log_s = np.log(np.maximum(scores_n, np.finfo(np.float64).tiny))
-        gumbel_n = np.empty(len(scores_n))
-        gumbel_n[keys_sorted] = np.random.default_rng(ctx.seed).gumbel(size=len(scores_n))
-        perturbed_n = self.beta * log_s + gumbel_n
+        else:
+            log_s = log_weights(scores_n)
+        perturbed_n = self.beta * log_s + key_tied_gumbel(candidates.keys_n, ctx.seed)
         order = np.lexsort((candidates.keys_n, -perturbed_n))[:k]
         return Selection(keys=candidates.keys_n[order], scores=scores_n[order], utilities=perturbed_n[order])
 
