@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from alkit.posterior import decision_parts
-from alkit.strategies.diverse import DiverseStrategy
+from alkit.strategies.diverse import DiverseStrategy, SampledDiverseStrategy
 from alkit.types import Candidates, GaussianLastLayer, SelectionContext
 
 
@@ -78,6 +78,35 @@ def test_lazy_greedy_picks_exactly_what_the_full_update_picks(path: str, seed: i
     np.testing.assert_array_equal(lazy.keys, ref.keys)
     np.testing.assert_allclose(lazy.utilities, ref.utilities, rtol=1e-9, atol=1e-14)
     np.testing.assert_array_equal(lazy.scores, ref.scores)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("seed", range(6))
+def test_lazy_draws_of_power_diverse_are_the_full_updates_draws(path: str, seed: int) -> None:
+    """power-diverse's lazy path (perturbed keys log gain + gumbel) against its full update, the same
+    Gumbel noise: the same draws, also to the end of the pool (duplicates, near-zero gains)."""
+    cands, post = _case(path, seed)
+    b = 60 if seed < 5 else len(cands)
+    for draw_seed in (0, 1, 2):
+        ctx = SelectionContext(seed=draw_seed, posterior=post)
+        ref = SampledDiverseStrategy(lazy=False).select(cands, b, ctx)
+        lazy = SampledDiverseStrategy().select(cands, b, ctx)
+        np.testing.assert_array_equal(lazy.keys, ref.keys)
+        np.testing.assert_allclose(lazy.utilities, ref.utilities, rtol=1e-9, atol=1e-14)
+
+
+def test_lazy_power_diverse_refreshes_few_candidates() -> None:
+    """The point of the lazy draw: far fewer candidates brought up to date than n per pick."""
+    from alkit.strategies.diverse import _decision_paths
+
+    cands, post = _case("decision-flip", 2, n=1000)
+    make_full, lazy = _decision_paths(cands, np.asarray(cands.embedding_n_d, dtype=np.float64), post)
+    from alkit.strategies._common import key_tied_gumbel
+
+    order, _ = lazy.run(100, make_full, key_tied_gumbel(cands.keys_n, 0, rows=100))
+    assert lazy.n_refreshed < 0.5 * 1000 * 100
+    ref = SampledDiverseStrategy(lazy=False).select(cands, 100, SelectionContext(seed=0, posterior=post))
+    np.testing.assert_array_equal(cands.keys_n[order], ref.keys)
 
 
 def test_lazy_greedy_without_a_posterior_and_with_a_single_candidate() -> None:

@@ -173,16 +173,21 @@ class SampledDiverseStrategy(DiverseStrategy):
     A hybrid of ``diverse`` and ``power``: the conditioning keeps two picks off one open decision,
     the draw keeps a batch from piling onto near-ties the fitted posterior ranks by noise.  Each
     step is a Gumbel-max draw with fresh noise tied to the candidates' keys (seeded per cycle), so a
-    run is reproducible and resumable; it takes the full update (the lazy bound is for argmax): with
-    10 classes 0.02 s at b = 10 and 0.4 s at b = 100, 1.5x and 3.6x the lazy greedy's CPU
-    (benchmarks/results/select_scale_sampled.md).  The `epistemic` preset's classification selector
-    (with decision-flip), chosen on 14 development sets: label_efficiency_dev/clean_recheck.md."""
+    run is reproducible and resumable.  ``lazy`` (default) draws through the lazy greedy with the
+    perturbed keys log gain + gumbel (a stale gain still bounds its key), with the same picks as the
+    full update (``lazy=False``, the reference); benchmarks/results/select_scale_sampled.md has the
+    cost.  The `epistemic` preset's classification selector (with decision-flip), chosen on 14
+    development sets (label_efficiency_dev/clean_recheck.md) and kept on 16 (text_recheck.md)."""
 
     name = "power-diverse"
 
     def _picks(self, make_full: Callable[[], _FullUpdate], lazy: _LazyGreedy | None, b: int,
                candidates: Candidates, ctx: SelectionContext) -> tuple[np.ndarray, np.ndarray]:
-        return _full_greedy(make_full(), b, key_tied_gumbel(candidates.keys_n, ctx.seed, rows=b))
+        gumbel_b_n = key_tied_gumbel(candidates.keys_n, ctx.seed, rows=b)
+        if self.lazy and lazy is not None:
+            with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
+                return lazy.run(b, make_full, gumbel_b_n)
+        return _full_greedy(make_full(), b, gumbel_b_n)
 
 
 def _paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer | None
@@ -530,8 +535,11 @@ class _LazyGreedy:
     n_refreshed: int = 0  # candidates brought up to date (what the lazy path computed instead of n per pick)
     n_rescored: int = 0  # near ties settled by a full re-score
 
-    def run(self, b: int, make_full: Callable[[], _FullUpdate]) -> tuple[np.ndarray, np.ndarray]:
+    def run(self, b: int, make_full: Callable[[], _FullUpdate], gumbel_b_n: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """b picks and their gains; with ``gumbel_b_n`` the draws of ``_full_greedy`` with that noise."""
         n, G = self.var_n_G.shape
+        self._gumbel_b_n = gumbel_b_n
         self._var_n_G = self.var_n_G.copy()
         self._stamp_n = np.zeros(n, dtype=np.int64)
         self._bound_n = self.gain(self._var_n_G, np.arange(n))
@@ -573,6 +581,8 @@ class _LazyGreedy:
         if not self._release and (self._picked_n | self._held_n).all():
             self._release = True  # only duplicates of picks are left: they compete now
         avail_n = ~self._picked_n if self._release else ~(self._picked_n | self._held_n)
+        if self._gumbel_b_n is not None:
+            return self._draw(t, order, avail_n)
         r = _REFRESH
         while True:  # bring up to date every stale bound that could reach the best current gain
             fresh_n = self._stamp_n == t
@@ -593,6 +603,34 @@ class _LazyGreedy:
             return self._rescore(t, order)
         return lead, g
 
+    def _draw(self, t: int, order: np.ndarray, avail_n: np.ndarray) -> tuple[int, float]:
+        """Step t's draw: the argmax of log gain + gumbel_t that the full update takes.  A key's
+        arithmetic can differ from the reference's by the gain's ``_tie``, so the lead is certain
+        once its lowest possible key is above every other item's highest one, log(bound + tie) +
+        gumbel (a stale bound only over-states its gain); stale items that reach the lead's lowest
+        key are brought up to date first, and a fresh one that still reaches it is a near tie the
+        reference's own arithmetic settles."""
+        gumbel_n = self._gumbel_b_n[t]
+        r = _REFRESH
+        while True:
+            fresh_n = avail_n & (self._stamp_n == t)
+            key_n = np.where(fresh_n, log_weights(self._bound_n) + gumbel_n, -np.inf)
+            lead = int(np.argmax(key_n))
+            g = float(self._bound_n[lead])
+            low = float(np.log(g - _tie(g))) + gumbel_n[lead] if fresh_n[lead] and g > _tie(g) else -np.inf
+            high_n = log_weights(self._bound_n + _TIE_REL * np.abs(self._bound_n) + _TIE_ABS) + gumbel_n
+            stale = np.flatnonzero(avail_n & ~fresh_n & (high_n >= low))
+            if stale.size == 0:
+                break
+            if stale.size > r:  # the highest r first; r doubles while many remain
+                stale = stale[np.argpartition(-high_n[stale], r - 1)[:r]]
+            self._refresh(stale, t)
+            r *= 2
+        high_n[lead] = -np.inf
+        if not np.isfinite(low) or bool((high_n[fresh_n] >= low).any()):
+            return self._rescore(t, order)
+        return lead, g
+
     def _rescore(self, t: int, order: np.ndarray) -> tuple[int, float]:
         """The full update's pick at step t: its recursion replayed over the picks since the last
         re-score (bitwise the reference's state, as those picks are the reference's), then its argmax;
@@ -603,7 +641,8 @@ class _LazyGreedy:
             self._full.update(int(order[self._applied]))
             self._applied += 1
         gain_n = self._full.gains()
-        j = _best(gain_n, self._picked_n, self._held_n)
+        key_n = gain_n if self._gumbel_b_n is None else log_weights(gain_n) + self._gumbel_b_n[t]
+        j = _best(key_n, self._picked_n, self._held_n)
         self._var_n_G = self._full.variances_n_G()
         self._stamp_n[:] = t
         self._bound_n = gain_n.copy()
