@@ -79,21 +79,21 @@ def parse_entry(entry: str) -> tuple[str, str | None, str | None, dict, dict]:
     return preset, scorer or None, acquisition or None, learner, train
 
 
-def request(entry: str, seed: int, budget: int) -> RunRequest:
+def request(entry: str, seed: int, budget: int, batch_size: int = 10) -> RunRequest:
     """The run of one entry and seed (``@candidates=m`` sets RunRequest.candidates)."""
     preset, scorer, acquisition, learner, train = parse_entry(entry)
     candidates = learner.pop("candidates", None)
-    return RunRequest(strategy=preset, scorer=scorer, acquisition=acquisition, budget=budget, batch_size=10,
+    return RunRequest(strategy=preset, scorer=scorer, acquisition=acquisition, budget=budget, batch_size=batch_size,
                       initial=20, initial_selector="random", seed=seed, name=f"{entry}-s{seed}",
                       learner_options=learner, train=train, candidates=candidates)
 
 
-def run_all(name: str, entries: list[str], seeds: list[int], budget: int) -> None:
+def run_all(name: str, entries: list[str], seeds: list[int], budget: int, batch_size: int = 10) -> None:
     loop = ActiveLoop(load_project(project_for(name)))
     for entry in entries:
         for seed in seeds:
             t0 = time.perf_counter()
-            loop.run(request(entry, seed, budget))
+            loop.run(request(entry, seed, budget, batch_size))
             print(f"{name} {entry} seed {seed}: {time.perf_counter() - t0:.1f} s", flush=True)
 
 
@@ -187,6 +187,8 @@ def main() -> None:
     ap.add_argument("--strategies", default="epistemic,random:vbll,margin,entropy,bald,epig,badge")
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--budget", type=int, default=None)
+    ap.add_argument("--batch-size", type=int, default=10,
+                    help="labels per query (runs keep their names: give another batch size its own work folder)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--out", default=None, help="write the Markdown table here (and a .csv beside it)")
     ap.add_argument("--baseline", default="random:vbll", help="strategy for the per-checkpoint gap column")
@@ -198,7 +200,7 @@ def main() -> None:
     with threadpool_limits(1):
         entries = a.strategies.split(",")
         if not a.report_only:
-            run_all(a.data, entries, seeds, budget)
+            run_all(a.data, entries, seeds, budget, a.batch_size)
         df = curves(a.data)
         df = df.filter(pl.col("entry").is_in(entries))
         task = load_project(project_for(a.data)).config.task
