@@ -35,11 +35,15 @@ CANDIDATES: dict[str, list[tuple[Path, str]]] = {
     "power-diverse": [(W / "protocol_pdiv", "power-diverse+decision-flip"),
                       (W / "protocol_text7", "power-diverse+decision-flip")],
     "power-diverse m=10000": [(W / "protocol_pdiv", "power-diverse+decision-flip@candidates=10000")],
+    "power-diverse epig-decision": [(W / "protocol_rule8", "power-diverse+epig-decision"),
+                                    (W / "protocol_text7", "power-diverse+epig-decision")],
 }
 # (rule, challenger, holder): each rule's challenger against the holder of the rule before, on DEV_SETS
 RULES = [("third", "power", "greedy"), ("fourth", "power-diverse", None), ("fifth", "power-diverse m=10000", None)]
 # the seventh rule: the best of these on DEV_SETS + TEXT_SETS, the holder kept unless beaten by more than TIE
 SEVENTH = (["greedy", "power", "power-diverse"], "power-diverse", 0.0005)
+# the eighth rule: (challenger, holder, margin) on DEV_SETS + TEXT_SETS
+EIGHTH = ("power-diverse epig-decision", "power-diverse", 0.001)
 
 
 def set_frame(name: str) -> pl.DataFrame:
@@ -134,6 +138,11 @@ def main() -> None:
         winner = best if means_all[best] - means_all[keep] > tie else keep
         lines.append(f"Seventh rule (best of {', '.join(pool)} over {len(rows)} sets, {keep} kept unless beaten by "
                      f"more than {tie}): {winner} (" + ", ".join(f"{c} {means_all[c]:.4f}" for c in pool) + ").")
+    challenger, keep, need = EIGHTH
+    if challenger in means_all:
+        winner = challenger if means_all[challenger] - means_all[keep] >= need else keep
+        lines.append(f"Eighth rule ({challenger} against {keep} over {len(rows)} sets, adopted if ahead by {need} or "
+                     f"more): {winner} ({means_all[challenger] - means_all[keep]:+.4f}).")
     seeds = {r[f"{c} seeds"] for r in rows for c in cands if c in r}
     lines.append(f"Seeds per set and candidate: {sorted(seeds)}.")
     text = "\n".join(lines)
