@@ -1,0 +1,70 @@
+"""Which development sets favour which flip selector: each candidate's AULC minus power-diverse's
+against how learnable the set is (random:vbll's AULC, chance-normalised: (a - 1/C) / (1 - 1/C)).
+
+    python benchmarks/regime_split.py     # reads label_efficiency_dev/text_recheck.md and the protocol tables
+
+Why: the eighth rule (EPIG about the pool's decisions under power-diverse) lost on the mean but won
+on the near-chance sets; a per-cycle choice would need a signal the learner has without test labels.
+This is the evidence for that lead, on development data only.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+HERE = Path(__file__).resolve().parent
+RES = HERE / "results"
+
+
+def table_rows() -> list[tuple[str, list[str], list[float]]]:
+    """(set, candidate names, AULCs) from the classification table of text_recheck.md."""
+    names: list[str] = []
+    out = []
+    for line in (RES / "label_efficiency_dev" / "text_recheck.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == "set" and len(cells) > 4:
+            names = cells[1:]
+        elif names and len(cells) == len(names) + 1 and not cells[0].startswith(("mean", "---")):
+            out.append((cells[0].split(" ")[0], names, [float(c) if c != "-" else np.nan for c in cells[1:]]))
+    return out
+
+
+def random_aulc(name: str) -> float:
+    for f in sorted(glob.glob(str(RES / "**" / f"*{name}*.md"), recursive=True)):
+        for line in Path(f).read_text().splitlines():
+            if line.startswith("| random:vbll |"):
+                return float(line.split("|")[2].split("±")[0])
+    return float("nan")
+
+
+def main() -> None:
+    manifest = json.loads((HERE / "_work" / "data" / "manifest.json").read_text())
+    rows = table_rows()
+    names = rows[0][1]
+    ref = names.index("power-diverse")
+    others = [n for n in names if n != "power-diverse" and "m=10000" not in n]
+    print("| set | classes | random, chance-normalised | " + " | ".join(f"{n} - power-diverse" for n in others) + " |")
+    print("|---" * (3 + len(others)) + "|")
+    z_all, d_all = [], {n: [] for n in others}
+    for name, _, vals in rows:
+        k = manifest[name]["n_classes"]
+        z = (random_aulc(name) - 1 / k) / (1 - 1 / k)
+        diffs = {n: vals[names.index(n)] - vals[ref] for n in others}
+        print(f"| {name} | {k} | {z:.3f} | " + " | ".join(f"{diffs[n]:+.3f}" for n in others) + " |")
+        if np.isfinite(z):
+            z_all.append(z)
+            for n in others:
+                d_all[n].append(diffs[n])
+    print()
+    for n in others:
+        r = spearmanr(z_all, d_all[n])
+        print(f"Spearman (learnability, {n} - power-diverse) over {len(z_all)} sets: {r.statistic:+.2f} (p = {r.pvalue:.3f})")
+
+
+if __name__ == "__main__":
+    main()
