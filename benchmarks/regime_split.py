@@ -2,6 +2,7 @@
 against how learnable the set is (random:vbll's AULC, chance-normalised: (a - 1/C) / (1 - 1/C)).
 
     python benchmarks/regime_split.py     # reads label_efficiency_dev/text_recheck.md and the protocol tables
+    python benchmarks/regime_split.py --signals   # what the learner could see: its pool confidence
 
 Why: the eighth rule (EPIG about the pool's decisions under power-diverse) lost on the mean but won
 on the near-chance sets; a per-cycle choice would need a signal the learner has without test labels.
@@ -42,7 +43,46 @@ def random_aulc(name: str) -> float:
     return float("nan")
 
 
+SIGNAL_SETS = ["chile", "hpc", "synth", "diamonds", "tweets", "fashion_dev", "cells", "churn", "hmda", "fashion8_dev",
+               "fashion_emb_dev", "mnist_dev", "mnist8_dev", "blobs_dev", "ucla_dev", "pets_dev"]
+
+
+def signals() -> None:
+    """Per set, vbll on N = 50 and 150 random labels (seeds 0-2): the label-free pool confidence
+    (mean top probability, chance-normalised) beside the test accuracy (chance-normalised)."""
+    import sys
+
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    sys.path.insert(0, str(HERE))
+    import learner_parity as lp
+
+    torch.set_num_threads(1)
+    print("| set | classes | confidence N=50 | N=150 | accuracy N=50 | N=150 |\n|---|---|---|---|---|---|")
+    with threadpool_limits(1):
+        for name in SIGNAL_SETS:
+            d = lp.load_set(name)
+            d["spec"] = lp.pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"])
+            C = len(d["classes"])
+            res = []
+            for N in (50, 150):
+                for seed in (0, 1, 2):
+                    idx = np.random.default_rng(seed).choice(len(d["X_pool"]), N, replace=False)
+                    learner, _ = lp.alkit_fit("vbll", {}, d, idx, seed)
+                    p = learner.predict(d["X_pool"]).probs_n_C.numpy()
+                    res.append(((p.max(1).mean() - 1 / C) / (1 - 1 / C), (lp.alkit_metric(learner, d) - 1 / C) / (1 - 1 / C)))
+            r = np.array(res)
+            print(f"| {name} | {C} | {r[:3, 0].mean():.3f} | {r[3:, 0].mean():.3f} | {r[:3, 1].mean():.3f} | {r[3:, 1].mean():.3f} |",
+                  flush=True)
+
+
 def main() -> None:
+    import sys
+
+    if "--signals" in sys.argv:
+        signals()
+        return
     manifest = json.loads((HERE / "_work" / "data" / "manifest.json").read_text())
     rows = table_rows()
     names = rows[0][1]
