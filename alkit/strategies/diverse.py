@@ -127,7 +127,7 @@ _TIE_ABS = 1e-15  # ... or closer than this (absolute): the decision-flip gain's
 _REFRESH = 32  # stale candidates the lazy greedy first brings up to date per matrix product
 
 
-def _tie(g: float) -> float:
+def _tie(g: float | np.ndarray) -> float | np.ndarray:
     """How close two gains near g may be before the reference's own arithmetic has to decide."""
     return _TIE_REL * abs(g) + _TIE_ABS
 
@@ -618,7 +618,7 @@ class _LazyGreedy:
             lead = int(np.argmax(key_n))
             g = float(self._bound_n[lead])
             low = float(np.log(g - _tie(g))) + gumbel_n[lead] if fresh_n[lead] and g > _tie(g) else -np.inf
-            high_n = log_weights(self._bound_n + _TIE_REL * np.abs(self._bound_n) + _TIE_ABS) + gumbel_n
+            high_n = log_weights(self._bound_n + _tie(self._bound_n)) + gumbel_n
             stale = np.flatnonzero(avail_n & ~fresh_n & (high_n >= low))
             if stale.size == 0:
                 break
