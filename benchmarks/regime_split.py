@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,8 @@ def table_rows() -> list[tuple[str, list[str], list[float]]]:
 
 
 def random_aulc(name: str) -> float:
+    """random:vbll's AULC from the first results table (alphabetical path) that names the set and has
+    that row; on some sets an earlier learner version's run, so the learnability axis is approximate."""
     for f in sorted(glob.glob(str(RES / "**" / f"*{name}*.md"), recursive=True)):
         for line in Path(f).read_text().splitlines():
             if line.startswith("| random:vbll |"):
@@ -50,8 +53,6 @@ SIGNAL_SETS = ["chile", "hpc", "synth", "diamonds", "tweets", "fashion_dev", "ce
 def signals() -> None:
     """Per set, vbll on N = 50 and 150 random labels (seeds 0-2): the label-free pool confidence
     (mean top probability, chance-normalised) beside the test accuracy (chance-normalised)."""
-    import sys
-
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -78,8 +79,6 @@ def signals() -> None:
 
 
 def main() -> None:
-    import sys
-
     if "--signals" in sys.argv:
         signals()
         return

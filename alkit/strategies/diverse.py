@@ -159,11 +159,16 @@ class DiverseStrategy:
 
     def _picks(self, make_full: Callable[[], _FullUpdate], lazy: _LazyGreedy | None, b: int,
                candidates: Candidates, ctx: SelectionContext) -> tuple[np.ndarray, np.ndarray]:
-        """The greedy's picks (candidate indices) and their gains."""
+        """The picks (candidate indices) and their gains: taken, or drawn where ``_noise`` gives keys."""
+        gumbel_b_n = self._noise(b, candidates, ctx)
         if self.lazy and lazy is not None:
             with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
-                return lazy.run(b, make_full)
-        return _full_greedy(make_full(), b)
+                return lazy.run(b, make_full, gumbel_b_n)
+        return _full_greedy(make_full(), b, gumbel_b_n)
+
+    def _noise(self, b: int, candidates: Candidates, ctx: SelectionContext) -> np.ndarray | None:
+        """Gumbel noise (b, n) that turns each step's argmax into a draw; None: the greedy takes."""
+        return None
 
 
 class SampledDiverseStrategy(DiverseStrategy):
@@ -181,13 +186,8 @@ class SampledDiverseStrategy(DiverseStrategy):
 
     name = "power-diverse"
 
-    def _picks(self, make_full: Callable[[], _FullUpdate], lazy: _LazyGreedy | None, b: int,
-               candidates: Candidates, ctx: SelectionContext) -> tuple[np.ndarray, np.ndarray]:
-        gumbel_b_n = key_tied_gumbel(candidates.keys_n, ctx.seed, rows=b)
-        if self.lazy and lazy is not None:
-            with threadpool_limits(1, user_api="blas"):  # many small products: BLAS threads only cost
-                return lazy.run(b, make_full, gumbel_b_n)
-        return _full_greedy(make_full(), b, gumbel_b_n)
+    def _noise(self, b: int, candidates: Candidates, ctx: SelectionContext) -> np.ndarray | None:
+        return key_tied_gumbel(candidates.keys_n, ctx.seed, rows=b)
 
 
 def _paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer | None
