@@ -202,7 +202,7 @@ def main() -> None:
         if not a.report_only:
             run_all(a.data, entries, seeds, budget, a.batch_size)
         df = curves(a.data)
-        df = df.filter(pl.col("entry").is_in(entries))
+        df = df.filter(pl.col("entry").is_in(entries) & pl.col("seed").is_in(seeds))  # only what was asked for
         task = load_project(project_for(a.data)).config.task
         metric = "accuracy" if task == "classification" else "crps"
         at = AT.get(a.data, [100, 200, budget])

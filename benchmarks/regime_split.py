@@ -3,6 +3,7 @@ against how learnable the set is (random:vbll's AULC, chance-normalised: (a - 1/
 
     python benchmarks/regime_split.py     # reads label_efficiency_dev/text_recheck.md and the protocol tables
     python benchmarks/regime_split.py --signals   # what the learner could see: its pool confidence
+    python benchmarks/regime_split.py --classes   # the ninth rule (recheck_rule.md): EPIG by class count
 
 Why: the eighth rule (EPIG about the pool's decisions under power-diverse) lost on the mean but won
 on the near-chance sets; a per-cycle choice would need a signal the learner has without test labels.
@@ -78,11 +79,37 @@ def signals() -> None:
                   flush=True)
 
 
+MAX_CLASSES = 4  # the ninth rule's threshold (alkit.presets.FEW_CLASSES)
+RULE9_MEAN, RULE9_WORST = 0.002, -0.005
+
+
+def class_rule(manifest: dict) -> None:
+    """The ninth rule: on the development sets of at most MAX_CLASSES classes, power-diverse
+    epig-decision against power-diverse (mean gain >= RULE9_MEAN, none below RULE9_WORST)."""
+    rows = table_rows()
+    names = rows[0][1]
+    a, b = names.index("power-diverse epig-decision"), names.index("power-diverse")
+    print("| set | classes | power-diverse | power-diverse epig-decision | difference |\n|---|---|---|---|---|")
+    diffs = []
+    for name, _, vals in rows:
+        k = manifest[name]["n_classes"]
+        if k <= MAX_CLASSES:
+            diffs.append(vals[a] - vals[b])
+            print(f"| {name} | {k} | {vals[b]:.3f} | {vals[a]:.3f} | {diffs[-1]:+.3f} |")
+    mean, worst = float(np.mean(diffs)), float(np.min(diffs))
+    adopted = mean >= RULE9_MEAN and worst >= RULE9_WORST
+    print(f"\nNinth rule over {len(diffs)} sets of at most {MAX_CLASSES} classes: mean {mean:+.4f} (needs >= {RULE9_MEAN}), "
+          f"worst {worst:+.3f} (needs >= {RULE9_WORST}): {'adopted' if adopted else 'not adopted'}.")
+
+
 def main() -> None:
     if "--signals" in sys.argv:
         signals()
         return
     manifest = json.loads((HERE / "_work" / "data" / "manifest.json").read_text())
+    if "--classes" in sys.argv:
+        class_rule(manifest)
+        return
     rows = table_rows()
     names = rows[0][1]
     ref = names.index("power-diverse")
