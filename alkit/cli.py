@@ -385,7 +385,7 @@ def strategies(
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)
         return
-    from alkit.presets import FEW_CLASSES, PRESETS
+    from alkit.presets import PRESETS
     from alkit.registry import SCORERS
     from alkit.strategies import SELECTORS
 
@@ -397,8 +397,7 @@ def strategies(
     t.add_column("acquisition")
     t.add_column("what it does", overflow="fold")
     for p in PRESETS.values():
-        acq = p.acquisition + (f" (at most {FEW_CLASSES} classes: {p.few_class_acquisition})" if p.few_class_acquisition else "")
-        acq += f" (regression: {p.regression_acquisition})" if p.regression_acquisition else ""
+        acq = p.acquisition + (f" (regression: {p.regression_acquisition})" if p.regression_acquisition else "")
         t.add_row(p.name, p.default_scorer, acq if p.selector != "random" else "-", p.summary)
     console.print(t)
     t = Table(title="acquisitions (--acquisition)", box=box.SIMPLE_HEAD, title_justify="left")

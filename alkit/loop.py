@@ -244,7 +244,7 @@ class ActiveLoop:
         if self._trainable(plan, y_lab):
             t0 = time.perf_counter()
             learner = plan.make_learner(self.input_spec())
-            if effective_mode(getattr(learner, "capacity", "fixed"), self.input_spec()) == "cv":
+            if effective_mode(getattr(learner, "capacity", "fixed"), self.input_spec()) != "fixed":
                 # the capacity an earlier cycle chose (models/capacity.py); fixed-mode fits read nothing
                 learner.capacity_hint = self._capacity_hint(run_id)
             X_lab = self.features.take(keys_lab)

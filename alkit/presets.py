@@ -13,17 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-# The `epistemic` preset's acquisition on projects of at most this many classes is EPIG about the
-# pool's top-two decisions, above it the flip probability (both drawn by power-diverse).  Ninth rule
-# (benchmarks/results/label_efficiency_dev/recheck_rule.md; `python benchmarks/regime_split.py
-# --classes`), on the development sets: EPIG lost to the flip probability on every set of 10 classes
-# (-0.011 to -0.042 AULC) and gained on the sets of 2-4 (chile, hpc, tweets, cells, churn, hmda,
-# pets_dev: +0.0037 on average, none worse than -0.002).  The class count is known before any label;
-# with few classes the flip probability piles onto irreducibly ambiguous items of a noisy task, where
-# EPIG weighs an item by what its label tells about the pool's decisions.
-FEW_CLASSES = 4
-
-
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -36,15 +25,11 @@ class Preset:
     acquisition: str = "epistemic"  # the score the selectors rank or diversify
     regression_acquisition: str | None = None  # on regression projects, where ``acquisition`` needs classes
     regression_selector: str | None = None  # on regression projects, at any batch size
-    few_class_acquisition: str | None = None  # on classification projects of at most FEW_CLASSES classes
 
-    def acquisition_for(self, task: str, n_classes: int | None = None) -> str:
-        """The preset's acquisition on a project of this task and number of classes."""
+    def acquisition_for(self, task: str) -> str:
+        """The preset's acquisition on a project of this task."""
         if task == "regression" and self.regression_acquisition is not None:
             return self.regression_acquisition
-        if (task == "classification" and self.few_class_acquisition is not None and n_classes is not None
-                and n_classes <= FEW_CLASSES):
-            return self.few_class_acquisition
         return self.acquisition
 
     def selector_for(self, task: str, batch_size: int) -> str:
@@ -58,7 +43,7 @@ PRESETS: dict[str, Preset] = {
     p.name: p
     for p in [
         Preset("random", "uniform random batches (the baseline every curve is compared with)", "none", "random", "random", "random", True),
-        Preset("epistemic", "posterior-driven: the VBLL posterior's probability that an item's top-two decision flips (at most 4 classes: EPIG about the pool's top-two decisions); each pick drawn in proportion to the flip probability left after the picks so far (regression: items drawn in proportion to the square root of the epistemic score); cold-start strata first", "vbll", "power-diverse", "power-diverse", "coldstart", acquisition="decision-flip", regression_acquisition="epistemic", regression_selector="power-sqrt", few_class_acquisition="epig-decision"),
+        Preset("epistemic", "posterior-driven: the VBLL posterior's probability that an item's top-two decision flips; each pick drawn in proportion to the flip probability left after the picks so far (regression: items drawn in proportion to the square root of the epistemic score); cold-start strata first", "vbll", "power-diverse", "power-diverse", "coldstart", acquisition="decision-flip", regression_acquisition="epistemic", regression_selector="power-sqrt"),
         Preset("decision-flip", "posterior probability that the top-two decision flips, of --scorer, top-k", "vbll", "topk", "topk", "random", acquisition="decision-flip"),
         Preset("topk", "the k items with the highest epistemic score of --scorer", "vbll", "topk", "topk", "random"),
         Preset("diverse", "greedy joint mutual information of the batch (log-det) over the top candidates", "vbll", "diverse", "diverse", "random"),

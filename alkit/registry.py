@@ -45,16 +45,18 @@ def _mlp(task: Task, n_classes: int | None, **options: Any) -> Learner:
 
 SCORERS: dict[str, ScorerInfo] = {
     "none": ScorerInfo("none", "plain MLP, no uncertainty (the random baseline's model; option "
-                       "capacity=fixed|cv|auto: cv chooses depth and weight prior on flat classification by 3-fold "
-                       "cross-validation when the labels double; default auto, cv on encoder embeddings only)",
+                       "capacity=fixed|cv|prior|auto: cv chooses depth and weight prior on flat classification by 3-fold "
+                       "cross-validation when the labels double, prior the weight prior alone; default auto, cv on "
+                       "encoder embeddings only)",
                        _mlp, True),
     "vbll": ScorerInfo(
         "vbll",
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, regression "
         "default buckets when one target value holds >= 10 % of the labels, else gaussian; linear_path=true puts "
         "the standardised inputs beside the features; "
-        "capacity=fixed|cv|auto: cv chooses depth and weight prior on flat classification by 3-fold "
-        "cross-validation when the labels double (default auto: cv on encoder embeddings, fixed on raw features); "
+        "capacity=prior|cv|fixed|auto: prior (default) chooses the weight prior on flat classification by 3-fold "
+        "cross-validation when the labels double (raw features: 10 or 1; encoder embeddings: 300 or 30), cv depth "
+        "and prior, auto cv on embeddings and fixed on raw features; "
         "cov=shared|dense|diagonal; classification and bucket regression default shared, ~1.2-1.3x a forward at 10 "
         "classes, ~1.5-1.8x at 100, ~2x for the 20 regression buckets; cov=dense ~6-7x at 10 classes, ~50x at 100, "
         "~14x for the buckets; head=quantile ~11x, head=gaussian ~1.4x)",

@@ -153,7 +153,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
                         "without one (use random or coldstart)")
     notes: list[str] = []
-    acquisition = req.acquisition or preset.acquisition_for(cfg.task, cfg.n_classes)
+    acquisition = req.acquisition or preset.acquisition_for(cfg.task)
     if acquisition not in ACQUISITIONS:
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
     if preset.selector != "random":

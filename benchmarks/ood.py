@@ -111,6 +111,7 @@ def vbll_grid() -> list[Entry]:
     for ps in (3.0, 10.0, 100.0):  # the logit prior scale (default 30, first chosen on the report digits split)
         out.append(Entry("vbll", {f"vbll prior_scale={ps:g} feature var": "epistemic",
                                   f"vbll prior_scale={ps:g} exact BLR (ref.)": "blr"}, {"prior_scale": ps}))
+    out.append(Entry("vbll", {"vbll exact BLR on unit-norm features": "blr_unit"}))
     for temp in (0.1, 10.0):
         out.append(Entry("vbll", {f"vbll none/dense T={temp:g} {k}": v for k, v in VBLL_SCORES.items()
                                   if v != "blr"}, {"posterior_temperature": temp}))
@@ -161,6 +162,17 @@ def blr_variance(learner: Any, X_tr: np.ndarray, X_q: np.ndarray) -> torch.Tenso
     return ridge_variance(learner.features(X_tr), learner.features(X_q), s2 / s0)
 
 
+def blr_unit_variance(learner: Any, X_tr: np.ndarray, X_q: np.ndarray) -> torch.Tensor:
+    """``blr_variance`` on the learner's features scaled to unit norm (cosine geometry, as BayesVLM's
+    ProbCosine), the ridge rescaled by the training features' mean squared norm."""
+    s0 = float(learner.head.layer.log_prior_var.exp())
+    s2 = float(learner.head.noise_var.detach().mean())
+    phi_tr, phi_q = learner.features(X_tr).double(), learner.features(X_q).double()
+    scale = float(phi_tr.square().sum(1).mean())
+    unit = lambda p: p / p.norm(dim=1, keepdim=True).clamp_min(1e-12)  # noqa: E731
+    return ridge_variance(unit(phi_tr), unit(phi_q), s2 / s0 / scale)
+
+
 def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np.ndarray) -> np.ndarray:
     if kind == "epistemic":
         return pred.epistemic_n.numpy()
@@ -168,6 +180,8 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
         return entropy_n(pred.probs_n_C).numpy()
     if kind == "blr":
         return blr_variance(learner, X_tr, X).numpy()
+    if kind == "blr_unit":
+        return blr_unit_variance(learner, X_tr, X).numpy()
     if kind not in pred.extras and kind in ("mi_n", "mi_probit_n"):  # VBLL reports only the score it ranks by
         sc = class_scores(pred.extras["logits_n_C"], pred.extras["logit_var_n_C"], learner.head.noise_var)
         return sc[kind].numpy()

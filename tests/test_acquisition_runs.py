@@ -53,30 +53,3 @@ def test_member_acquisitions_and_refusals(digits_project: Path) -> None:
 
     with pytest.raises(LoopError, match="needs a model"):  # the library refuses it too
         ActiveLoop(load_project(digits_project)).resolve(RunRequest(strategy="topk", budget=10, initial_selector="topk"))
-
-
-def test_epistemic_preset_acquisition_follows_the_class_count(tmp_path: Path) -> None:
-    """The `epistemic` preset scores with EPIG about the pool's decisions on a project of at most
-    FEW_CLASSES classes and with the flip probability above (alkit/presets.py, ninth rule); an
-    explicit --acquisition still wins.  End to end through `alkit run`, on digits as 10 classes
-    and as odd / even."""
-    from alkit.pools.ingest import InitOptions, init_project
-    from alkit.presets import FEW_CLASSES, get_preset
-    from conftest import digits_frame
-
-    preset = get_preset("epistemic")
-    assert [preset.acquisition_for("classification", c) for c in (2, FEW_CLASSES, FEW_CLASSES + 1, 10)] == \
-        ["epig-decision", "epig-decision", "decision-flip", "decision-flip"]
-    assert preset.acquisition_for("regression", None) == "epistemic"
-    df = digits_frame()
-    for name, frame in (("ten", df), ("two", df.with_columns((df["label"] % 2).alias("label")))):
-        frame.write_csv(tmp_path / f"{name}.csv")
-        init_project(tmp_path / f"{name}.csv", tmp_path / name,
-                     InitOptions(id_col="id", label_col="label", hide_labels=True, test_frac=0.25))
-        code, out = _run(tmp_path / name, "--strategy", "epistemic")
-        assert code == 0, out
-    code, out = _run(tmp_path / "two", "--strategy", "epistemic", "--acquisition", "decision-flip", "--name", "flip")
-    assert code == 0, out
-    acq = {name: [r.config["acquisition"] for r in Store(load_project(tmp_path / name).store_url).runs()]
-           for name in ("ten", "two")}
-    assert acq == {"ten": ["decision-flip"], "two": ["epig-decision", "decision-flip"]}

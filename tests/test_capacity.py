@@ -12,8 +12,8 @@ from sklearn.datasets import load_breast_cancer, make_moons
 from alkit.learners.vbll import VBLLLearner
 from alkit.models.backbone import BackboneConfig, pool_input_spec
 from alkit.models.capacity import (
-    CANDIDATES, CV_MAX_N, CV_MIN_N, EMBEDDING_CANDIDATES, FREE, TAME, Capacity, CapacityHint, candidates_for,
-    capacity_applies, choose_capacity, cv_folds, resolve_capacity,
+    CANDIDATES, CV_MAX_N, CV_MIN_N, EMBEDDING_CANDIDATES, FREE, PRIOR_CANDIDATES, PRIOR_FREE, PRIOR_TAME, TAME,
+    Capacity, CapacityHint, candidates_for, capacity_applies, choose_capacity, cv_folds, resolve_capacity,
 )
 from alkit.models.learner import MLPLearner, capacity_scorer
 from alkit.models.train import TrainConfig
@@ -99,7 +99,7 @@ def test_the_fit_is_the_fit_of_the_chosen_configuration(make) -> None:
     assert len(auto.backbone.blocks) == chosen.depth
     a, b = auto.predict(X).probs_n_C, explicit.predict(X).probs_n_C
     assert torch.equal(a, b)  # the cross-validation leaves no trace in the final fit (RNG included)
-    fixed = make(spec, {})  # the default: fixed
+    fixed = make(spec, {"capacity": "fixed"})
     assert "capacity_depth" not in fixed.fit(X, y, seed=3)
     assert len(fixed.backbone.blocks) == 1
 
@@ -115,11 +115,48 @@ def test_a_nonlinear_boundary_with_many_labels_gets_the_free_network_and_few_noi
     assert few == TAME
 
 
-def test_capacity_refuses_anything_but_fixed_cv_or_auto() -> None:
-    with pytest.raises(ValueError, match="capacity must be fixed, cv or auto"):
+def test_capacity_refuses_anything_but_fixed_cv_prior_or_auto() -> None:
+    with pytest.raises(ValueError, match="capacity must be fixed, cv, prior or auto"):
         MLPLearner("classification", 2, capacity="maybe")
-    with pytest.raises(ValueError, match="capacity must be fixed, cv or auto"):
+    with pytest.raises(ValueError, match="capacity must be fixed, cv, prior or auto"):
         VBLLLearner("classification", 2, capacity="CV")
+
+
+def test_prior_mode_chooses_the_weight_prior_alone_and_is_the_vbll_default() -> None:
+    """capacity=prior, the VBLL learner's default: on raw features the candidates keep the default
+    residual block and differ in the prior only (10 or 1); the fit is the argmin-CV-NLL candidate's,
+    exactly; on embeddings the candidates are those of cv (already prior-only)."""
+    from alkit.models.capacity import effective_mode
+
+    X, y, spec = _cancer(60)
+    emb = pool_input_spec(X, embedding=True)
+    assert candidates_for(spec, "prior") == PRIOR_CANDIDATES and candidates_for(emb, "prior") == EMBEDDING_CANDIDATES
+    assert {c.depth for c in PRIOR_CANDIDATES} == {1} and (PRIOR_TAME.prior_l2, PRIOR_FREE.prior_l2) == (10.0, 1.0)
+    assert effective_mode("prior", spec) == "prior" and effective_mode("prior", None) == "prior"
+    learner = VBLLLearner("classification", 2, input=spec)
+    assert learner.capacity == "prior" and MLPLearner("classification", 2, input=spec).capacity == "auto"
+    report = learner.fit(X, y, seed=3)
+    chosen = min(PRIOR_CANDIDATES, key=lambda c: report[f"cv_nll_{c.name}"])
+    assert (report["capacity_depth"], report["capacity_prior_l2"]) == (chosen.depth, chosen.prior_l2)
+    explicit = VBLLLearner("classification", 2, input=spec, capacity="fixed", train=TrainConfig(prior_l2=chosen.prior_l2))
+    explicit.fit(X, y, seed=3)
+    assert torch.equal(learner.predict(X).probs_n_C, explicit.predict(X).probs_n_C)
+    tame_hint = CapacityHint(60, PRIOR_TAME.depth, PRIOR_TAME.prior_l2)  # cv's TAME has no block: not reused
+    assert tame_hint.reusable(60, PRIOR_CANDIDATES) == PRIOR_TAME and tame_hint.reusable(60, CANDIDATES) is None
+
+
+def test_clean_separable_labels_get_the_weak_prior_and_noisy_ones_the_default() -> None:
+    """What the prior choice is for: 20 labels of three well-separated Gaussian classes choose
+    prior 1; the same inputs with labels drawn at random keep 10 (cross-validated NLL of a freer fit
+    to noise is worse)."""
+    rng = np.random.default_rng(0)
+    centres = 4.0 * rng.standard_normal((3, 10))
+    y = np.tile(np.arange(3), 10)[:24]
+    X = (centres[y] + rng.standard_normal((24, 10))).astype(np.float32)
+    spec = pool_input_spec(X)
+    clean, _ = choose_capacity(X, y, capacity_scorer(3, spec), seed=0, candidates=PRIOR_CANDIDATES)
+    noisy, _ = choose_capacity(X, rng.permutation(y), capacity_scorer(3, spec), seed=0, candidates=PRIOR_CANDIDATES)
+    assert (clean, noisy) == (PRIOR_FREE, PRIOR_TAME)
 
 
 def test_a_hint_is_reused_until_the_labels_double_then_chosen_again() -> None:
@@ -210,9 +247,11 @@ def test_auto_is_cv_on_embeddings_and_fixed_elsewhere() -> None:
     assert on_raw == {} and on_emb["capacity_prior_l2"] in {c.prior_l2 for c in EMBEDDING_CANDIDATES}
 
 
-def test_by_default_a_run_chooses_on_embeddings_and_not_on_raw_features(tmp_path, digits_csv) -> None:
-    """capacity=auto, the default: a project of encoder-style vectors (a list column) records the
-    embedding candidates' choice in its cycles; the same data as numeric columns records none."""
+def test_by_default_a_run_chooses_the_prior_on_embeddings_and_on_raw_features(tmp_path, digits_csv) -> None:
+    """capacity=prior, the VBLL learner's default: a project of encoder-style vectors (a list column)
+    records the embedding candidates' choice in its cycles (no block, prior 300 or 30); the same data
+    as numeric columns records the raw candidates' (one block, prior 10 or 1); random batches with
+    the plain MLP (capacity=auto) record none on raw features."""
     import polars as pl
     from conftest import FAST_TRAIN
 
@@ -229,6 +268,11 @@ def test_by_default_a_run_chooses_on_embeddings_and_not_on_raw_features(tmp_path
         loop = ActiveLoop(load_project(tmp_path / name))
         loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=0, train=FAST_TRAIN))
         recorded[name] = [s["capacity"] for s in loop.store.signals(1).values() if "capacity" in s]
-    assert recorded["raw"] == []
+    assert recorded["raw"] and {(r["depth"], r["prior_l2"]) for r in recorded["raw"]} <= \
+        {(c.depth, c.prior_l2) for c in PRIOR_CANDIDATES}
+    loop = ActiveLoop(load_project(tmp_path / "raw"))
+    loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, train=FAST_TRAIN, name="plain"))
+    plain = next(r.id for r in loop.store.runs() if r.name == "plain")
+    assert loop.store.signals(plain) and not any("capacity" in s for s in loop.store.signals(plain).values())
     assert recorded["emb"] and {r["prior_l2"] for r in recorded["emb"]} <= {c.prior_l2 for c in EMBEDDING_CANDIDATES}
     assert all(r["depth"] == 0 for r in recorded["emb"])

@@ -154,15 +154,16 @@ class VBLLLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         linear_path: bool | None = None,
-        capacity: Mode = "auto",
+        capacity: Mode = "prior",
         **backbone_options: Any,
     ) -> None:
         """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network.
         ``linear_path``: the last layer also reads the standardised inputs (LinearPath; an option,
-        off by default: see ``uses_linear_path``).  ``capacity``: 'cv' chooses depth and weight prior
-        per fit by cross-validation where they are unset (alkit/models/capacity.py), 'fixed' keeps
-        the defaults, 'auto' (default) is cv on an encoder's embeddings and fixed elsewhere (on raw
-        tables cv's hold-out result was mixed)."""
+        off by default: see ``uses_linear_path``).  ``capacity``: 'prior' (default) chooses the weight
+        prior per fit by cross-validation where depth and prior are unset (alkit/models/capacity.py:
+        10 or 1 on raw features, 300 or 30 on an encoder's embeddings; learner rule 2,
+        benchmarks/results/label_efficiency_dev/prior_cv_rule.md), 'cv' depth and prior, 'fixed' keeps
+        the defaults, 'auto' is cv on an encoder's embeddings and fixed elsewhere (the default before)."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for

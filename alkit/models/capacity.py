@@ -1,5 +1,6 @@
 """The network's capacity, chosen per fit by cross-validation on the labels themselves
-(``capacity=cv``; the default ``auto`` is cv on an encoder's embeddings and fixed on raw features).
+(``capacity=cv``: depth and prior; ``capacity=prior``: the prior alone, the VBLL learner's default;
+``auto``, the other learners' default, is cv on an encoder's embeddings and fixed on raw features).
 
 Why: on flat tabular features no fixed depth and weight prior is right for every data set.  On
 held-out tables the learners trailed the better of logistic regression and a plain MLP by 0.02-0.05
@@ -64,6 +65,16 @@ CANDIDATES: tuple[Capacity, ...] = (TAME, FREE)
 EMBEDDING_TAME = Capacity("tame", 0, 300.0)
 EMBEDDING_FREE = Capacity("free", 0, 30.0)
 EMBEDDING_CANDIDATES: tuple[Capacity, ...] = (EMBEDDING_TAME, EMBEDDING_FREE)
+# ``capacity=prior`` on raw features (the VBLL learner's default): the weight prior alone, under the
+# default one residual block: 10 (the fixed default) or 1.  A weak prior suits 20-50 labels of a
+# clean task (blobs_dev +0.05, mnist8 as flat features +0.02 at 20 labels with prior 1) and costs on
+# noisy tables at every N (chile -0.02); the fixed default cannot know which
+# (label_efficiency_dev/prior_raw_rule.md), cross-validation on the labels can (learner rule 2,
+# label_efficiency_dev/prior_cv_rule.md).  On embeddings ``prior`` is ``cv``: its candidates already
+# differ in the prior alone.
+PRIOR_TAME = Capacity("tame", 1, 10.0)
+PRIOR_FREE = Capacity("free", 1, 1.0)
+PRIOR_CANDIDATES: tuple[Capacity, ...] = (PRIOR_TAME, PRIOR_FREE)
 CV_FOLDS = 3
 CV_MAX_N = 1024  # TrainConfig.full_batch_max: every fold is one full-batch fit
 CV_MIN_N = 2 * CV_FOLDS
@@ -94,7 +105,7 @@ class CapacityHint:
         return next((c for c in candidates if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
 
 
-Mode = Literal["fixed", "cv", "auto"]
+Mode = Literal["fixed", "cv", "prior", "auto"]
 MODES: tuple[str, ...] = get_args(Mode)
 
 
@@ -106,8 +117,8 @@ def checked_mode(mode: str) -> str:
 
 
 def effective_mode(mode: str, input: InputSpec | None) -> str:
-    """'cv' or 'fixed': ``mode``, with 'auto' read as cv on an encoder's embeddings and fixed on
-    everything else."""
+    """'cv', 'prior' or 'fixed': ``mode``, with 'auto' read as cv on an encoder's embeddings and
+    fixed on everything else.  Anything but 'fixed' chooses per fit (among ``candidates_for``)."""
     if checked_mode(mode) != "auto":
         return mode
     return "cv" if input is not None and input.embedding else "fixed"
@@ -124,10 +135,13 @@ def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfi
     return CV_MIN_N <= n_labels <= CV_MAX_N
 
 
-def candidates_for(input: InputSpec | None) -> tuple[Capacity, ...]:
+def candidates_for(input: InputSpec | None, mode: str = "cv") -> tuple[Capacity, ...]:
     """The capacities a fit on these inputs chooses between: EMBEDDING_CANDIDATES on an encoder's
-    embeddings, CANDIDATES on raw features."""
-    return EMBEDDING_CANDIDATES if input is not None and input.embedding else CANDIDATES
+    embeddings; on raw features CANDIDATES (depth and prior) in mode 'cv', PRIOR_CANDIDATES (the
+    prior alone) in mode 'prior'."""
+    if input is not None and input.embedding:
+        return EMBEDDING_CANDIDATES
+    return PRIOR_CANDIDATES if effective_mode(mode, input) == "prior" else CANDIDATES
 
 
 def cv_folds(y_n: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
@@ -180,7 +194,7 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     cycle is reused until the labels have grown CV_GROWTH-fold."""
     if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
         return backbone, train, {}
-    candidates = candidates_for(input)
+    candidates = candidates_for(input, mode)
     reused = hint.reusable(len(y_n), candidates) if hint is not None else None
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
