@@ -5,10 +5,11 @@ labelled subsets of benchmarks/learner_parity.py, development sets only.
 
     python benchmarks/prior_cv_rule.py --data hpc,synth,diamonds,cells,churn,chile,hmda,mnist8_flat_dev,blobs_dev \
         --out benchmarks/results/label_efficiency_dev/prior_cv_rule.csv
+    python benchmarks/prior_cv_rule.py --scorer none ...   # learner rule 3: the plain MLP learner
 
 The rule's runs were made before ``capacity=prior`` existed, with the same candidates put into
 ``capacity=cv`` (alkit.models.capacity.CANDIDATES replaced by PRIOR_CANDIDATES): the same folds,
-scorer and choice, so the same fits.
+scorer and choice, so the same fits; its CSV names the fixed rows `vbll` (now `vbll-fixed`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ import learner_parity as lp  # noqa: E402
 
 from alkit.registry import make_learner  # noqa: E402
 
-LEARNERS = (("vbll", {"capacity": "fixed"}), ("vbll-prior-cv", {"capacity": "prior"}))
+LEARNERS = (("fixed", {"capacity": "fixed"}), ("prior-cv", {"capacity": "prior"}))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True)
+    ap.add_argument("--scorer", default="vbll", help="the learner (vbll: learner rule 2; none: learner rule 3)")
     ap.add_argument("--ns", default="20,50,100,200,300")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--out", type=Path, required=True)
@@ -47,13 +49,13 @@ def main() -> None:
                 for seed in range(a.seeds):
                     idx = np.random.default_rng(seed).choice(len(d["X_pool"]), N, replace=False)
                     for label, opts in LEARNERS:
-                        learner = make_learner("vbll", "classification", len(d["classes"]), input=d["spec"], **opts)
+                        learner = make_learner(a.scorer, "classification", len(d["classes"]), input=d["spec"], **opts)
                         report = learner.fit(d["X_pool"][idx], d["y_pool"][idx], seed=seed) or {}
-                        rows.append({"data": name, "N": N, "seed": seed, "learner": label,
+                        rows.append({"data": name, "N": N, "seed": seed, "learner": f"{a.scorer}-{label}",
                                      "value": lp.alkit_metric(learner, d), "prior": report.get("capacity_prior_l2", 10.0)})
                 sub = pl.DataFrame(rows).filter((pl.col("data") == name) & (pl.col("N") == N))
-                base, cand = (sub.filter(pl.col("learner") == lab)["value"].to_numpy() for lab, _ in LEARNERS)
-                weak = (sub.filter(pl.col("learner") == LEARNERS[1][0])["prior"] == 1.0).mean()
+                base, cand = (sub.filter(pl.col("learner") == f"{a.scorer}-{lab}")["value"].to_numpy() for lab, _ in LEARNERS)
+                weak = (sub.filter(pl.col("learner") == f"{a.scorer}-{LEARNERS[1][0]}")["prior"] == 1.0).mean()
                 print(f"{name} N={N}: {base.mean():.3f} -> {cand.mean():.3f} ({(cand - base).mean():+.3f}); "
                       f"prior 1 chosen {weak:.0%}", flush=True)
     pl.DataFrame(rows).write_csv(a.out)
