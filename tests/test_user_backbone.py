@@ -53,7 +53,7 @@ def test_same_network_as_the_in_tree_backbone_gives_the_same_model(nets: Path) -
 
     X, y = load_digits(return_X_y=True)
     X = X.astype(np.float32)
-    ours = VBLLLearner("classification", 10)
+    ours = VBLLLearner("classification", 10, capacity="fixed")  # a user network takes no per-fit prior choice
     theirs = VBLLLearner("classification", 10, module=f"{nets / 'mynets.py'}:same_as_alkit")
     for learner in (ours, theirs):
         learner.fit(X[:80], y[:80], seed=3)
