@@ -12,7 +12,7 @@ from sklearn.datasets import load_breast_cancer, make_moons
 from alkit.learners.vbll import VBLLLearner
 from alkit.models.backbone import BackboneConfig, pool_input_spec
 from alkit.models.capacity import (
-    CANDIDATES, CV_MAX_N, CV_MIN_N, EMBEDDING_CANDIDATES, FREE, PRIOR_CANDIDATES, PRIOR_FREE, PRIOR_TAME, TAME,
+    CANDIDATES, CV_MAX_N, CV_MIN_N, EMBEDDING_CANDIDATES, FREE, PRIOR_CANDIDATES, PRIOR_MAX_N, PRIOR_FREE, PRIOR_TAME, TAME,
     Capacity, CapacityHint, candidates_for, capacity_applies, choose_capacity, cv_folds, resolve_capacity,
 )
 from alkit.models.learner import MLPLearner, capacity_scorer
@@ -143,6 +143,24 @@ def test_prior_mode_chooses_the_weight_prior_alone_and_is_the_vbll_default() -> 
     assert torch.equal(learner.predict(X).probs_n_C, explicit.predict(X).probs_n_C)
     tame_hint = CapacityHint(60, PRIOR_TAME.depth, PRIOR_TAME.prior_l2)  # cv's TAME has no block: not reused
     assert tame_hint.reusable(60, PRIOR_CANDIDATES) == PRIOR_TAME and tame_hint.reusable(60, CANDIDATES) is None
+
+
+def test_the_raw_prior_choice_stops_above_prior_max_n_and_the_embedding_choice_does_not() -> None:
+    """Above PRIOR_MAX_N labels a raw-feature fit in prior mode keeps the defaults (no choice, no
+    hint reused); an encoder's embeddings still choose up to CV_MAX_N."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = X.astype(np.float32)[: PRIOR_MAX_N + 40]
+    y = y[: PRIOR_MAX_N + 40]
+    raw, emb = pool_input_spec(X), pool_input_spec(X, embedding=True)
+    hint = CapacityHint(PRIOR_MAX_N - 100, PRIOR_FREE.depth, PRIOR_FREE.prior_l2)
+    args = ("classification",)
+    for n, chooses in ((PRIOR_MAX_N, True), (PRIOR_MAX_N + 1, False)):
+        _, train, report = resolve_capacity("prior", *args, raw, BackboneConfig(), TrainConfig(), X[:n], y[:n],
+                                            make_scorer=capacity_scorer(2, raw), seed=0, hint=hint)
+        assert bool(report) == chooses and (train.prior_l2 == PRIOR_FREE.prior_l2) == chooses
+    _, _, report = resolve_capacity("prior", *args, emb, BackboneConfig(), TrainConfig(), X, y,
+                                    make_scorer=capacity_scorer(2, emb), seed=0)
+    assert report["capacity_prior_l2"] in {c.prior_l2 for c in EMBEDDING_CANDIDATES}
 
 
 def test_clean_separable_labels_get_the_weak_prior_and_noisy_ones_the_default() -> None:
