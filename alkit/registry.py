@@ -55,7 +55,7 @@ SCORERS: dict[str, ScorerInfo] = {
         "default buckets when one target value holds >= 10 % of the labels, else gaussian; linear_path=true puts "
         "the standardised inputs beside the features; "
         "capacity=prior|cv|fixed|auto: prior (default) chooses the weight prior on flat classification by 3-fold "
-        "cross-validation when the labels double (raw features: 10 or 1; encoder embeddings: 300 or 30), cv depth "
+        "cross-validation when the labels double (raw features: 10 or 1, up to 300 labels; encoder embeddings: 300 or 30), cv depth "
         "and prior, auto cv on embeddings and fixed on raw features; "
         "cov=shared|dense|diagonal; classification and bucket regression default shared, ~1.2-1.3x a forward at 10 "
         "classes, ~1.5-1.8x at 100, ~2x for the 20 regression buckets; cov=dense ~6-7x at 10 classes, ~50x at 100, "

@@ -161,7 +161,7 @@ class VBLLLearner:
         ``linear_path``: the last layer also reads the standardised inputs (LinearPath; an option,
         off by default: see ``uses_linear_path``).  ``capacity``: 'prior' (default) chooses the weight
         prior per fit by cross-validation where depth and prior are unset (alkit/models/capacity.py:
-        10 or 1 on raw features, 300 or 30 on an encoder's embeddings; learner rule 2,
+        10 or 1 on raw features up to 300 labels, 300 or 30 on an encoder's embeddings; learner rule 2,
         benchmarks/results/label_efficiency_dev/prior_cv_rule.md), 'cv' depth and prior, 'fixed' keeps
         the defaults, 'auto' is cv on an encoder's embeddings and fixed elsewhere (the default before)."""
         if task == "classification" and (n_classes is None or n_classes < 2):
