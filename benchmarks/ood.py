@@ -49,6 +49,7 @@ from alkit.distributions import entropy_n
 from alkit.learners.csd import ridge_variance
 from alkit.learners.vbll import class_scores
 from alkit.models.backbone import InputSpec, pool_input_spec
+from alkit.models.train import TrainConfig
 from alkit.registry import make_learner
 from alkit.types import Prediction
 from bench_common import (  # benchmarks/bench_common.py
@@ -112,6 +113,9 @@ def vbll_grid() -> list[Entry]:
         out.append(Entry("vbll", {f"vbll prior_scale={ps:g} feature var": "epistemic",
                                   f"vbll prior_scale={ps:g} exact BLR (ref.)": "blr"}, {"prior_scale": ps}))
     out.append(Entry("vbll", {"vbll exact BLR on unit-norm features": "blr_unit"}))
+    for prior in (1.0, 3.0, 10.0, 30.0, 100.0):  # the network's weight prior, fixed (no per-fit choice)
+        out.append(Entry("vbll", {f"vbll weight prior {prior:g} (capacity=fixed)": "epistemic"},
+                         {"train": TrainConfig(prior_l2=prior), "capacity": "fixed"}))
     for temp in (0.1, 10.0):
         out.append(Entry("vbll", {f"vbll none/dense T={temp:g} {k}": v for k, v in VBLL_SCORES.items()
                                   if v != "blr"}, {"posterior_temperature": temp}))
