@@ -27,7 +27,7 @@ class PostHocLearner:
 
     @property
     def capacity(self) -> str:
-        """The base network's capacity mode ('fixed', 'cv' or 'auto', alkit/models/capacity.py)."""
+        """The base network's capacity mode ('fixed', 'cv', 'prior' or 'auto', alkit/models/capacity.py)."""
         return self.base.capacity
 
     @property
