@@ -58,9 +58,9 @@ def replay(name: str, learners: list[str], seeds: list[int], start: int, stop: i
                 t0 = time.thread_time()
                 report = learner.fit(d["X_pool"][idx], yl, seed=seed) or {}
                 t = time.thread_time() - t0
-                hint = CapacityHint.from_report(report)
                 chose = any(k.startswith("cv_nll_") for k in report)
-                hints[scorer] = hint
+                # the loop keeps the latest recorded choice: a fit that reports none leaves it in place
+                hints[scorer] = CapacityHint.from_report(report) or hints[scorer]
                 rows.append({"data": name, "seed": seed, "N": N, "learner": scorer, "fit_s": t, "chose": chose})
         print(name, seed, flush=True)
     return pl.DataFrame(rows)

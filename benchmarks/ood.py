@@ -157,24 +157,21 @@ SPLITS = {
 }
 
 
-def blr_variance(learner: Any, X_tr: np.ndarray, X_q: np.ndarray) -> torch.Tensor:
+def blr_variance(learner: Any, X_tr: np.ndarray, X_q: np.ndarray, *, unit: bool = False) -> torch.Tensor:
     """phi^T (Phi^T Phi / s2 + I / s0)^-1 phi / s2 up to a constant: the exact posterior variance of a
     Bayesian linear model on the VBLL learner's trained features, its prior variance s0 and mean
-    logit noise s2 (the closed form VBLL's variational posterior approximates)."""
+    logit noise s2 (the closed form VBLL's variational posterior approximates).  ``unit``: on the
+    features scaled to unit norm (cosine geometry, as BayesVLM's ProbCosine), the ridge rescaled by
+    the training features' mean squared norm."""
     s0 = float(learner.head.layer.log_prior_var.exp())
     s2 = float(learner.head.noise_var.detach().mean())
-    return ridge_variance(learner.features(X_tr), learner.features(X_q), s2 / s0)
-
-
-def blr_unit_variance(learner: Any, X_tr: np.ndarray, X_q: np.ndarray) -> torch.Tensor:
-    """``blr_variance`` on the learner's features scaled to unit norm (cosine geometry, as BayesVLM's
-    ProbCosine), the ridge rescaled by the training features' mean squared norm."""
-    s0 = float(learner.head.layer.log_prior_var.exp())
-    s2 = float(learner.head.noise_var.detach().mean())
-    phi_tr, phi_q = learner.features(X_tr).double(), learner.features(X_q).double()
+    phi_tr, phi_q = learner.features(X_tr), learner.features(X_q)
+    if not unit:
+        return ridge_variance(phi_tr, phi_q, s2 / s0)
+    phi_tr, phi_q = phi_tr.double(), phi_q.double()
     scale = float(phi_tr.square().sum(1).mean())
-    unit = lambda p: p / p.norm(dim=1, keepdim=True).clamp_min(1e-12)  # noqa: E731
-    return ridge_variance(unit(phi_tr), unit(phi_q), s2 / s0 / scale)
+    phi_tr, phi_q = (p / p.norm(dim=1, keepdim=True).clamp_min(1e-12) for p in (phi_tr, phi_q))
+    return ridge_variance(phi_tr, phi_q, s2 / s0 / scale)
 
 
 def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -185,7 +182,7 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
     if kind == "blr":
         return blr_variance(learner, X_tr, X).numpy()
     if kind == "blr_unit":
-        return blr_unit_variance(learner, X_tr, X).numpy()
+        return blr_variance(learner, X_tr, X, unit=True).numpy()
     if kind not in pred.extras and kind in ("mi_n", "mi_probit_n"):  # VBLL reports only the score it ranks by
         sc = class_scores(pred.extras["logits_n_C"], pred.extras["logit_var_n_C"], learner.head.noise_var)
         return sc[kind].numpy()

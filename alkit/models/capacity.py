@@ -202,9 +202,9 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     cycle is reused until the labels have grown CV_GROWTH-fold."""
     if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
         return backbone, train, {}
-    if candidates_for(input, mode) == PRIOR_CANDIDATES and len(y_n) > PRIOR_MAX_N:
-        return backbone, train, {}  # the raw-feature prior choice is for few labels (PRIOR_MAX_N)
     candidates = candidates_for(input, mode)
+    if candidates == PRIOR_CANDIDATES and len(y_n) > PRIOR_MAX_N:
+        return backbone, train, {}  # the raw-feature prior choice is for few labels (PRIOR_MAX_N)
     reused = hint.reusable(len(y_n), candidates) if hint is not None else None
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
