@@ -181,6 +181,30 @@ def checkpoint_gaps(df: pl.DataFrame, metric: str, budget: int, baseline: str) -
     return out.group_by("entry").agg(pl.col("z").min().alias("worst_z"), pl.col("n_labeled").sort_by("z").first().alias("at"))
 
 
+def paired_aulc(df: pl.DataFrame, metric: str, budget: int, ref: str) -> list[str]:
+    """Per strategy, its AULC minus ``ref``'s on the same seed (same split and initial labels):
+    mean ± standard error over the seeds both finished, and on how many it is better (CRPS: lower)."""
+    def per_seed(entry: str) -> dict[int, float]:
+        out = {}
+        for seed in df.filter(pl.col("entry") == entry)["seed"].unique().to_list():
+            s = df.filter((pl.col("entry") == entry) & (pl.col("seed") == seed) & pl.col(metric).is_not_null()
+                          & (pl.col("n_labeled") >= 20) & (pl.col("n_labeled") <= budget)).sort("n_labeled")
+            n, v = s["n_labeled"].to_numpy(), s[metric].to_numpy()
+            if len(n) >= 2 and n.max() == budget:
+                out[seed] = float(np.trapezoid(v, n) / (n[-1] - n[0]))
+        return out
+    base, sign, lines = per_seed(ref), (1.0 if metric == "accuracy" else -1.0), []
+    for entry in df["entry"].unique(maintain_order=True).to_list():
+        if entry == ref:
+            continue
+        mine = per_seed(entry)
+        d = np.array([mine[s] - base[s] for s in sorted(set(mine) & set(base))])
+        if len(d) >= 2:
+            lines.append(f"- {entry}: {d.mean():+.4f} ± {d.std(ddof=1) / np.sqrt(len(d)):.4f} "
+                         f"(better on {int((sign * d > 0).sum())} of {len(d)} seeds)")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="digits")
@@ -192,6 +216,8 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--out", default=None, help="write the Markdown table here (and a .csv beside it)")
     ap.add_argument("--baseline", default="random:vbll", help="strategy for the per-checkpoint gap column")
+    ap.add_argument("--paired", action="append", default=[],
+                    help="also list each strategy's AULC minus this one's, seed by seed (repeatable)")
     a = ap.parse_args()
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi or lo) + 1))
@@ -209,6 +235,7 @@ def main() -> None:
         target = TARGET.get(a.data) if task == "classification" else None
         table = summarise(a.data, df, budget, metric, at, target)
         gaps = checkpoint_gaps(df, metric, budget, a.baseline) if a.baseline in entries else None
+        paired = {ref: paired_aulc(df, metric, budget, ref) for ref in a.paired if ref in entries}
     if gaps is not None:
         table = table.join(gaps.rename({"entry": "strategy"}), on="strategy", how="left")
     text = markdown(table, metric, at, target)
@@ -217,6 +244,8 @@ def main() -> None:
                  + "negative = worse):\n\n"
                  + "\n".join(f"- {r['strategy']}: {r['worst_z']:+.2f} at n = {r['at']}"
                              for r in table.iter_rows(named=True) if r.get("worst_z") is not None))
+    for ref, lines in paired.items():
+        text += f"\n\nAULC minus {ref}'s, paired by seed (mean ± standard error):\n\n" + "\n".join(lines)
     print(text)
     if a.out:
         cmd = "python benchmarks/protocol.py " + " ".join(sys.argv[1:])
