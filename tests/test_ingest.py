@@ -324,3 +324,25 @@ def test_too_many_distinct_texts_are_not_categorical(tmp_path: Path) -> None:
     ok = df.with_columns(pl.format("w{}", pl.int_range(pl.len()) % 50).alias("word"))
     ok.write_csv(tmp_path / "ok.csv")
     assert init_project(tmp_path / "ok.csv", tmp_path / "ok", InitOptions(**OPTS, hide_labels=True)).n_features == 51
+
+
+def test_blank_text_labels_are_missing_and_padding_is_stripped(tmp_path: Path) -> None:
+    """A quoting CSV writer's "" (and a blank cell) is an unlabeled row, not a class named '';
+    " b" is class "b", as `queue import` would read it."""
+    rng = np.random.default_rng(0)
+    labels = ["a", " b", "a", "b "] * 5 + ['""', '"  "'] * 10
+    lines = ["id,label,x0,x1"] + [f"r{i},{lab},{rng.normal():.4f},{rng.normal():.4f}" for i, lab in enumerate(labels)]
+    path = tmp_path / "quoted.csv"
+    path.write_text("\n".join(lines) + "\n")
+    cfg = init_project(path, tmp_path / "p", InitOptions(**OPTS))
+    assert cfg.classes == ["a", "b"]
+    store = Store(load_project(tmp_path / "p").store_url)
+    assert store.counts() == {"pool:unlabeled": 20, "test:unlabeled": 20}
+    store.dispose()
+    # with --task regression a blank numeric cell is a missing target too, not a refused file
+    reg = ["1.5", "2.25", "-3", '""'] * 10
+    lines = ["id,y,x0"] + [f"r{i},{v},{rng.normal():.4f}" for i, v in enumerate(reg)]
+    (tmp_path / "reg.csv").write_text("\n".join(lines) + "\n")
+    cfg = init_project(tmp_path / "reg.csv", tmp_path / "q", InitOptions(id_col="id", label_col="y", task="regression"))
+    assert cfg.task == "regression"
+    assert Store(load_project(tmp_path / "q").store_url).counts() == {"pool:unlabeled": 10, "test:unlabeled": 30}

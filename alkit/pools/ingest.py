@@ -392,6 +392,17 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
     return s.cast(pl.Utf8)
 
 
+def _blank_labels_missing(s: pl.Series) -> pl.Series:
+    """Text labels as ``queue import`` reads them: surrounding whitespace stripped, and an empty or
+    blank cell missing (an unlabeled row), not a class named ''.  Why: a CSV writer that quotes
+    text (polars, some spreadsheets) writes a missing label as \"\", which reads back as an empty
+    string; taken as a class, every row counted as labeled.  Numbers and booleans pass unchanged."""
+    if s.dtype.is_numeric() or s.dtype == pl.Boolean:
+        return s
+    text = s.cast(pl.Utf8).str.strip_chars()
+    return text.set(text == "", None)
+
+
 def _infer_task(s: pl.Series, max_classes: int) -> str:
     vals = s.drop_nulls()
     if s.dtype.is_float() and (vals != vals.round(0)).any():
@@ -603,7 +614,7 @@ def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test:
     """The label checks, the test split and the initial labels: the project's config, its items
     table (a generator: a large pool is never a list of rows) and the labels given at init."""
     image_shape = _image_shape(opts.image_shape, n_features) if opts.image_shape is not None else []
-    label_raw = df[opts.label_col]
+    label_raw = _blank_labels_missing(df[opts.label_col])
     task = opts.task or _infer_task(label_raw, opts.max_classes)
     labels = _label_strings(label_raw, task)
     has_label = labels.is_not_null().to_numpy()
