@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import torch
 from conftest import digits_frame
 
 from alkit.config import load_project
@@ -45,7 +46,8 @@ def _project(tmp_path: Path, as_list: bool) -> Path:
 
 def test_list_column_projects_fit_a_block_free_network(tmp_path: Path) -> None:
     """The loop marks a list-column pool as embeddings; learners built on it have no residual
-    block unless asked for one, while MC dropout keeps the block it drops in."""
+    block unless asked for one.  MC dropout takes a block to drop in on raw features only; on
+    embeddings it drops out the block-free network's features, so its passes still differ."""
     for as_list, blocks in ((True, 0), (False, 1)):
         spec = ActiveLoop(load_project(_project(tmp_path, as_list))).input_spec()
         assert spec.embedding is as_list
@@ -59,7 +61,10 @@ def test_list_column_projects_fit_a_block_free_network(tmp_path: Path) -> None:
         assert len(deep.backbone.blocks) == 2
         mcd = MCDropoutLearner("classification", 10, input=spec, T=2)
         mcd.fit(X, y, seed=0)
-        assert len(mcd.net.backbone.blocks) == 1
+        assert len(mcd.net.backbone.blocks) == blocks
+        assert mcd.masks_T_B_w.shape == ((2, 1, mcd.net.backbone.out_dim) if as_list else (2, 1, 128))
+        member_probs = mcd.predict(X).extras["member_probs_n_M_C"]
+        assert not torch.allclose(member_probs[:, 0], member_probs[:, 1])  # the dropout reaches the outputs
 
 
 def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> None:
