@@ -16,6 +16,7 @@ import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, InputSpec
+from alkit.models.capacity import CapacityHint, Mode, checked_mode
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -36,24 +37,37 @@ class DeepEnsembleLearner:
         backbone: BackboneConfig | None = None,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
+        capacity: Mode = "fixed",
         **backbone_options: Any,
     ) -> None:
+        """``capacity``: the members' capacity mode (alkit/models/capacity.py); where it chooses, member 0
+        chooses and the others take its choice, so the members differ only in their seeds."""
         if M < 2:
             raise ValueError(f"an ensemble needs M >= 2 members, got {M}")
         self.task = task
         self.n_classes = n_classes
         self.M = M
+        self.capacity = checked_mode(capacity)
+        self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         self.members = [
             MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options), train=train, input=input,
-                       capacity="fixed")
+                       capacity=self.capacity)
             for _ in range(M)
         ]
         self._fitted = False
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        reports = [m.fit(X_n_f, y_n, seed=s) for m, s in zip(self.members, member_seeds(seed, self.M))]
+        seeds = member_seeds(seed, self.M)
+        self.members[0].capacity_hint = self.capacity_hint
+        reports = [self.members[0].fit(X_n_f, y_n, seed=seeds[0])]
+        shared = CapacityHint.from_report(reports[0])  # None where nothing was chosen
+        for member, s in zip(self.members[1:], seeds[1:]):
+            member.capacity_hint = shared
+            reports.append(member.fit(X_n_f, y_n, seed=s))
         self._fitted = True
-        out = {k: float(np.mean([r[k] for r in reports])) for k in reports[0]}
+        # the mean over the members that report a key (member 0 alone reports the choice's CV scores)
+        keys = dict.fromkeys(k for r in reports for k in r)
+        out = {k: float(np.mean([r[k] for r in reports if k in r])) for k in keys}
         out["members"] = float(self.M)
         return out
 
