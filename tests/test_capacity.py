@@ -294,3 +294,29 @@ def test_by_default_a_run_chooses_the_prior_on_embeddings_and_on_raw_features(tm
     assert loop.store.signals(plain) and not any("capacity" in s for s in loop.store.signals(plain).values())
     assert recorded["emb"] and {r["prior_l2"] for r in recorded["emb"]} <= {c.prior_l2 for c in EMBEDDING_CANDIDATES}
     assert all(r["depth"] == 0 for r in recorded["emb"])
+
+
+def test_an_ensemble_shares_member_zeros_choice_and_takes_the_loops_hint() -> None:
+    """With a capacity mode that chooses, member 0 makes the choice (its report keeps the CV scores)
+    and every other member fits the same depth and prior (the report's prior is the members' mean,
+    so one member on the other candidate would move it); a hint from the loop reaches member 0, so
+    nothing is cross-validated again before the labels double; ``fixed`` (the option's default)
+    reports no choice."""
+    from alkit.learners.deep_ensemble import DeepEnsembleLearner
+    from alkit.models.capacity import CapacityHint
+
+    X, y, _ = _cancer(60)
+    spec = pool_input_spec(X, embedding=True)
+    ens = DeepEnsembleLearner("classification", 2, M=3, input=spec, capacity="cv")
+    report = ens.fit(X, y, seed=0)
+    chosen = min(EMBEDDING_CANDIDATES, key=lambda c: report[f"cv_nll_{c.name}"])
+    assert report["capacity_prior_l2"] == chosen.prior_l2 and report["capacity_n"] == 60
+    assert all(m.capacity_hint == CapacityHint(60, chosen.depth, chosen.prior_l2) for m in ens.members[1:])
+    assert all(len(m.backbone.blocks) == chosen.depth for m in ens.members)
+    other = next(c for c in EMBEDDING_CANDIDATES if c != chosen)
+    ens.capacity_hint = CapacityHint(50, other.depth, other.prior_l2)  # what the loop hands on
+    again = ens.fit(X, y, seed=0)
+    assert again["capacity_prior_l2"] == other.prior_l2 and again["capacity_n"] == 50
+    assert not any(k.startswith("cv_nll_") for k in again)
+    assert not any(k.startswith("capacity") for k in
+                   DeepEnsembleLearner("classification", 2, M=2, input=spec).fit(X, y, seed=0))
