@@ -8,7 +8,7 @@ global RNG state.  Dropout sits in the ResidualMLP blocks (after the ReLU), or o
 network without blocks (regression and an encoder's embeddings, ``ResidualMLP.feature_dropout``); the masks are applied
 with forward hooks on those layers while the network is in eval mode (in place: under no_grad the
 eval-mode dropout passes on the ReLU's fresh output), so the backbone is used as is.
-Cost: T forward passes per chunk.
+Cost: T passes of the trained layers per chunk (the frozen part, an image stem's convolution, once).
 """
 
 from __future__ import annotations
@@ -86,10 +86,11 @@ class MCDropoutLearner:
             for b, layer in enumerate(layers)
         ]
         outs, phi_sum = [], None
+        z_n_f = backbone.fixed(x_n_f)  # the frozen part (an image stem's convolution) once, not T times
         try:
             for t in range(self.T):
                 t_now[0] = t
-                phi = backbone(x_n_f)
+                phi = backbone.trainable(z_n_f)
                 phi_sum = phi if phi_sum is None else phi_sum.add_(phi)
                 outs.append(head(phi))
         finally:
