@@ -375,3 +375,38 @@ def test_member_learners_fit_their_labels_as_well_as_the_plain_network(scorer: s
     train_acc = float((learner.predict(X[lab]).probs_n_C.argmax(1).numpy() == y[lab]).mean())
     test_acc = float((learner.predict(X[test]).probs_n_C.argmax(1).numpy() == y[test]).mean())
     assert train_acc >= 0.95 and test_acc >= 0.8, (train_acc, test_acc)
+
+
+@pytest.mark.parametrize("scorer", ["ensemble", "mc-dropout"])
+def test_image_stem_computed_once_gives_the_per_pass_outputs(scorer: str) -> None:
+    """On image-shaped inputs the frozen convolution stem is computed once per chunk (shared by the
+    ensemble's members, reused by MC dropout's passes); the class probabilities equal those of
+    running each member's (or pass's) whole backbone."""
+    from sklearn.datasets import load_digits
+
+    from alkit.models.backbone import ConvBackbone, pool_input_spec
+    from alkit.registry import make_learner
+
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float32)
+    spec = pool_input_spec(X, (1, 8, 8))
+    learner = make_learner(scorer, "classification", 10, input=spec, train=CFG)
+    learner.fit(X[:60], y[:60], seed=0)
+    probs = learner.predict(X[100:300]).extras["member_probs_n_M_C"]
+    x = torch.as_tensor(X[100:300])
+    with torch.no_grad():
+        if scorer == "ensemble":
+            assert all(isinstance(m.backbone, ConvBackbone) for m in learner.members)
+            whole = torch.stack([m.head(m.backbone(x)).softmax(-1) for m in learner.members], 1)
+        else:
+            net, masks = learner.net, learner.masks_T_B_w
+            layers = [b.dropout for b in net.backbone.blocks] or [net.backbone.feature_dropout]
+            outs = []
+            for t in range(learner.T):
+                hooks = [layer.register_forward_hook(lambda _m, _i, out, b=b, t=t: out.mul_(masks[t, b]))
+                         for b, layer in enumerate(layers)]
+                outs.append(net.head(net.backbone(x)).softmax(-1))
+                for h in hooks:
+                    h.remove()
+            whole = torch.stack(outs, 1)
+    assert torch.allclose(probs, whole, atol=1e-6)

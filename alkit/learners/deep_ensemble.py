@@ -4,7 +4,7 @@ Why: the strongest classical epistemic baseline (uq-math.md §0: OOD AUROC 0.948
 the reference every analytic scorer's learning curve is compared with.  Each member is an ordinary
 MLPLearner with the same backbone configuration, trained by the one shared loop on its own seed
 derived from the run seed, so members differ only in initialisation, validation split and data
-order.  Cost: M fits and M forward passes per chunk.
+order.  Cost: M fits and M forward passes per chunk (an image stem's frozen convolution once).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
-from alkit.models.backbone import BackboneConfig, InputSpec
+from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec
 from alkit.models.capacity import CapacityHint, Mode, checked_mode
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
@@ -76,9 +76,15 @@ class DeepEnsembleLearner:
         if not self._fitted:
             raise RuntimeError("fit the learner before predicting")
         x = to_tensor(X_n_f)
-        outs, embedding = [], None
+        outs, embedding, z_n_f = [], None, None
         for member in self.members:  # head outputs only: per-member Predictions would cost ~20 %
-            phi = member.backbone(x)
+            if isinstance(member.backbone, ConvBackbone):
+                # the frozen stem (convolution and standardisation) is built from the pool's InputSpec
+                # alone, so it is the same function in every member: computed once, not M times
+                z_n_f = member.backbone.fixed(x) if z_n_f is None else z_n_f
+                phi = member.backbone.trainable(z_n_f)
+            else:
+                phi = member.backbone(x)
             embedding = phi if embedding is None else embedding
             outs.append(member.head(phi))
         if self.task == "classification":
