@@ -137,13 +137,22 @@ class SVENetwork(nn.Module):
         self.head_b_M_k = nn.Parameter((torch.rand(n_members, k, generator=gen) * 2 - 1) * bound)
         self.mode: ForwardMode = "factored"
 
+    @torch.no_grad()
+    def fixed(self, x_n_f: torch.Tensor) -> torch.Tensor:
+        """The part without trained weights, shared by the members: an image backbone's frozen
+        convolution (identity otherwise).  The training loop computes it once per fit, not per step."""
+        return x_n_f if self.conv is None else self.conv(x_n_f)
+
     def features(self, x_n_f: torch.Tensor) -> torch.Tensor:
-        """Per-member last-layer features (M, n, d); mirrors ResidualMLP.forward per member.
+        """Per-member last-layer features (M, n, d); mirrors ResidualMLP.forward per member."""
+        return self.trainable_features(self.fixed(x_n_f))
+
+    def trainable_features(self, z_n_f: torch.Tensor) -> torch.Tensor:
+        """``features`` from ``fixed``'s output.
 
         Without autograd the (M, n, width) activations are updated in place: scoring a chunk is
         memory-bound, and every fresh M-times-larger temporary costs as much as a matmul."""
         inplace = not torch.is_grad_enabled()
-        z_n_f = x_n_f if self.conv is None else self.conv(x_n_f)
         h = self.stem((z_n_f - self.x_mean) / self.x_std, self.mode)
         for block, coeff in zip(self.blocks, self.coeffs):
             if inplace:
@@ -157,7 +166,11 @@ class SVENetwork(nn.Module):
         return torch.relu_(h) if inplace else torch.relu(h)
 
     def forward(self, x_n_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        phi_M_n_d = self.features(x_n_f)
+        return self.from_fixed(self.fixed(x_n_f))
+
+    def from_fixed(self, z_n_f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``forward`` from ``fixed``'s output: outputs (M, n, k) and features (M, n, d)."""
+        phi_M_n_d = self.trainable_features(z_n_f)
         out_M_n_k = phi_M_n_d @ self.head_W_M_k_d.transpose(1, 2) + self.head_b_M_k[:, None, :]
         return out_M_n_k, phi_M_n_d
 
@@ -206,9 +219,10 @@ class SVELearner:
                                train=pretrain or train, input=input, capacity="fixed")
         self.net: SVENetwork | None = None
 
-    def _loss(self, x_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
-        """Mean member loss: every member sees the same minibatch (uq-math.md §8)."""
-        out_M_b_k, _ = self.net(x_b_f)
+    def _loss(self, z_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:
+        """Mean member loss on ``SVENetwork.fixed`` outputs: every member sees the same minibatch
+        (uq-math.md §8)."""
+        out_M_b_k, _ = self.net.from_fixed(z_b_f)
         M, b, k = out_M_b_k.shape
         if self.task == "classification":
             return F.cross_entropy(out_M_b_k.reshape(M * b, k), y_b.long().repeat(M))
@@ -225,7 +239,7 @@ class SVELearner:
         y = torch.as_tensor(y_n)
         y = self.base.scaler.forward(y.float()) if self.task == "regression" else y.long()
         report = train_module(
-            self.net, self._loss, X, y, seed=train_seed,
+            self.net, self._loss, self.net.fixed(X), y, seed=train_seed,
             config=mlp_train_config(self.train_config, self.task, self.base.input,
                                     self.base.backbone_config.depth_for(self.base.input)),
             no_decay=lambda name: sve_no_decay(name, head_prior=self.base.head_prior),
