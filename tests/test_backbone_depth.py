@@ -87,3 +87,20 @@ def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> N
         assert isinstance(net, ConvBackbone) and net.conv.out_dim == width == len(spec.conv_mean_f)
         assert len(net.blocks) == 0  # the stem's maps are learnt features: no residual block
         assert net(torch.as_tensor(X[:5])).shape == (5, net.out_dim)
+
+
+def test_mc_dropout_takes_the_plain_networks_depth_on_every_input() -> None:
+    """MC dropout keeps the plain MLP's depth (depth_for): a block on raw features, none on the stem of
+    small images, where its dropout goes on the features; an explicit depth wins."""
+    from alkit.models.backbone import pool_input_spec
+
+    X = np.random.default_rng(0).random((80, 64)).astype(np.float32)
+    y = np.arange(80) % 4
+    for spec, blocks in ((pool_input_spec(X), 1), (pool_input_spec(X, (1, 8, 8)), 0)):
+        mcd = MCDropoutLearner("classification", 4, input=spec, T=3)
+        mcd.fit(X, y, seed=0)
+        assert len(mcd.net.backbone.blocks) == blocks
+        assert mcd.masks_T_B_w.shape[1] == 1
+    deep = MCDropoutLearner("classification", 4, input=pool_input_spec(X, (1, 8, 8)), T=3, depth=1)
+    deep.fit(X, y, seed=0)
+    assert len(deep.net.backbone.blocks) == 1

@@ -5,7 +5,7 @@ the same T "posterior samples" for every item (consistent dropout, as in batchba
 T masks are drawn once per fit from a generator seeded by the run seed, one mask per pass and
 dropout layer shared by all items; an item's score then depends neither on the chunking nor on
 global RNG state.  Dropout sits in the ResidualMLP blocks (after the ReLU), or on the features of a
-network without blocks (regression and an encoder's embeddings, ``ResidualMLP.feature_dropout``); the masks are applied
+network without blocks (regression, an encoder's embeddings, small images' stem; ``ResidualMLP.feature_dropout``); the masks are applied
 with forward hooks on those layers while the network is in eval mode (in place: under no_grad the
 eval-mode dropout passes on the ReLU's fresh output), so the backbone is used as is.
 Cost: T passes of the trained layers per chunk (the frozen part, an image stem's convolution, once).
@@ -27,7 +27,7 @@ from alkit.types import GaussianLastLayer, Prediction, Task
 
 class MCDropoutLearner:
     """MLPLearner with dropout ``p`` in every residual block (or on the features of a network without
-    blocks: regression and an encoder's embeddings); ``T`` passes with fixed masks.
+    blocks: regression, an encoder's embeddings, small images' stem); ``T`` passes with fixed masks.
 
     ``masks_T_B_w`` (T passes, B blocks or 1, width or the feature width) holds the scaled Bernoulli masks
     (0 or 1/(1-p)).  The embedding is the mean of the T passes' features.
@@ -50,16 +50,14 @@ class MCDropoutLearner:
         if not 0.0 <= p < 1.0:
             raise ValueError(f"dropout rate must be in [0, 1), got {p}")
         config = BackboneConfig.of(backbone, **backbone_options, dropout=p)
-        # Classification on raw features gets a block to drop in.  Regression and an encoder's embeddings
-        # keep the MLP's network without one and drop out its features.  On embeddings with a block (the
-        # rule before) MC dropout was the one learner below both comparators on the reviews at 200 / 300
-        # labels (0.670 / 0.683 against the plain recipe's 0.678 / 0.690); without it, +0.008 accuracy
-        # on the four embedding development sets (tweets, fashion_emb_dev, ucla_dev, pets_dev; 10 seeds,
-        # 20-300 labels), ahead on every one (+0.005 to +0.011; learner rule 5,
-        # benchmarks/results/label_efficiency_dev/mcd_embedding_rule.md).
-        embedding = input is not None and input.embedding
-        if config.depth is None and task == "classification" and not embedding:
-            config = BackboneConfig.of(config, depth=1)
+        # The plain MLP's network (BackboneConfig.depth_for): dropout in its residual block where it has
+        # one (raw features, 28 x 28 images), on its features where it has none (regression, an
+        # encoder's embeddings, the stem of images below 16 x 16).  With a block added there (the rule
+        # before) MC dropout was the one learner below both comparators on the reviews at 200 / 300
+        # labels (0.670 / 0.683 against the plain recipe's 0.678 / 0.690).  Without it: +0.008 accuracy
+        # on the four embedding development sets, ahead on every one (learner rule 5,
+        # benchmarks/results/label_efficiency_dev/mcd_embedding_rule.md), and +0.003 on the two
+        # small-image ones (learner rule 7, mcd_small_image_rule.md).
         self.task = task
         self.T, self.p = T, p
         self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input, capacity="fixed")
