@@ -303,7 +303,6 @@ def test_an_ensemble_shares_member_zeros_choice_and_takes_the_loops_hint() -> No
     nothing is cross-validated again before the labels double; ``fixed`` (the option's default)
     reports no choice."""
     from alkit.learners.deep_ensemble import DeepEnsembleLearner
-    from alkit.models.capacity import CapacityHint
 
     X, y, _ = _cancer(60)
     spec = pool_input_spec(X, embedding=True)
