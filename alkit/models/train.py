@@ -146,6 +146,7 @@ def train_module(
     X_val, y_val = X_n_f[val_idx], y_n[val_idx]
 
     opt = _optimizer(module, cfg.lr, _l2(cfg, len(tr_idx)), no_decay, cfg.prior_decoupled, cfg.adam_eps)
+    step = AdamStep(opt)
     bs = max(1, min(cfg.batch_size, len(tr_idx)))
     steps_per_epoch = math.ceil(len(tr_idx) / bs)
     if cfg.early_stop and n_val:  # until the hold-out loss stops improving (at most max_epochs)
@@ -162,11 +163,11 @@ def train_module(
         for start in range(0, len(order), bs):
             b = order[start : start + bs]
             loss = loss_fn(X_tr[b], y_tr[b])
-            opt.zero_grad(set_to_none=True)
+            step.zero_grad()
             loss.backward()
             if cfg.grad_clip is not None:
                 nn.utils.clip_grad_norm_(module.parameters(), cfg.grad_clip)
-            opt.step()
+            step()
             last_loss = float(loss.detach())
         if n_val == 0:
             continue
@@ -210,6 +211,54 @@ def _optimizer(module: nn.Module, lr: float, l2: float, no_decay: Callable[[str]
         return cls(groups, lr=lr, eps=eps)
 
 
+class AdamStep:
+    """``opt.step()`` and ``opt.zero_grad()`` of a torch Adam/AdamW, without their per-call wrappers.
+
+    Why: a fit at 20-300 labels is 100 full-batch steps of a small network, and the optimizer's
+    per-call machinery (profiler scopes, the grad-mode and compile guards, rebuilding the per-group
+    lists from its state) cost about a tenth of a VBLL fit on digits.  After the first step has
+    created the optimizer's state, each step calls torch's functional ``torch.optim.adam.adam``
+    with the same tensors and hyper-parameters ``Adam.step`` passes it, so the updates are bit for
+    bit those of ``opt.step()`` (tests/test_train.py).  Any step on which a parameter has no
+    gradient, or an optimizer whose groups this does not recognise, goes through ``opt.step()``.
+    """
+
+    _KEYS = ("betas", "lr", "weight_decay", "eps", "amsgrad", "maximize", "foreach", "capturable",
+             "differentiable", "fused", "decoupled_weight_decay")
+
+    def __init__(self, opt: torch.optim.Optimizer) -> None:
+        self.opt = opt
+        self.params = [p for g in opt.param_groups for p in g["params"]]
+        self._plan: list[tuple[dict, list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]] | None = None
+        self._lean = isinstance(opt, torch.optim.Adam) and all(
+            all(k in g for k in self._KEYS) and not g["amsgrad"] and not g["capturable"] and not g["differentiable"]
+            for g in opt.param_groups) and not any(torch.is_complex(p) for p in self.params)
+
+    def zero_grad(self) -> None:
+        """``opt.zero_grad(set_to_none=True)``."""
+        for p in self.params:
+            p.grad = None
+
+    def __call__(self) -> None:
+        if self._plan is None or any(p.grad is None for p in self.params):
+            self.opt.step()
+            if self._lean and self._plan is None and all(p.grad is not None for p in self.params):
+                self._plan = [(g, list(g["params"]), *([self.opt.state[p][k] for p in g["params"]]
+                                                       for k in ("exp_avg", "exp_avg_sq", "step")))
+                              for g in self.opt.param_groups]
+            return
+        from torch.optim.adam import adam
+
+        with torch.no_grad():
+            for g, ps, exp_avgs, exp_avg_sqs, steps in self._plan:
+                beta1, beta2 = g["betas"]
+                adam(ps, [p.grad for p in ps], exp_avgs, exp_avg_sqs, [], steps, foreach=g["foreach"],
+                     capturable=False, differentiable=False, fused=g["fused"], grad_scale=None, found_inf=None,
+                     has_complex=False, decoupled_weight_decay=g["decoupled_weight_decay"], amsgrad=False,
+                     beta1=beta1, beta2=beta2, lr=g["lr"], weight_decay=g["weight_decay"], eps=g["eps"],
+                     maximize=g["maximize"])
+
+
 def _l2(cfg: TrainConfig, n: int) -> float:
     """Per-item loss weight of the prior: prior_l2 / N (plus the optional extra ``weight_decay``);
     an unresolved prior (no ``for_input``) is that of raw features."""
@@ -221,21 +270,23 @@ def _train_full_batch(module: nn.Module, loss_fn: LossFn, X_n_f: torch.Tensor, y
                       cfg: TrainConfig, no_decay: Callable[[str], bool] | None) -> dict[str, float]:
     """``cfg.steps`` full-batch Adam steps, every label used for fitting, last weights kept."""
     opt = _optimizer(module, cfg.full_batch_lr, _l2(cfg, X_n_f.shape[0]), no_decay, cfg.prior_decoupled, cfg.adam_eps)
-    params = [p for p in module.parameters() if p.requires_grad]
+    step = AdamStep(opt)
+    params = step.params
     module.train()
     loss = torch.tensor(math.nan)
     for _ in range(cfg.steps):
         loss = loss_fn(X_n_f, y_n)
-        # zero_grad + backward, not gradients assigned from torch.autograd.grad: the assigned tensors
-        # keep whatever layout autograd produced (a transposed view for a weight used as W^T), and the
-        # fused Adam kernel reads a gradient in its parameter's layout, so SVE's member heads trained
-        # on scrambled gradients (digits test accuracy 0.28-0.39 against 0.88-0.90 at 100 labels) while
-        # every other learner's fit was bit for bit the same; backward's accumulation matches the layout.
-        opt.zero_grad(set_to_none=True)
+        # grads cleared + backward, not gradients assigned from torch.autograd.grad: the assigned
+        # tensors keep whatever layout autograd produced (a transposed view for a weight used as W^T),
+        # and the fused Adam kernel reads a gradient in its parameter's layout, so SVE's member heads
+        # trained on scrambled gradients (digits test accuracy 0.28-0.39 against 0.88-0.90 at 100
+        # labels) while every other learner's fit was bit for bit the same; backward's accumulation
+        # matches the layout.
+        step.zero_grad()
         loss.backward()
         if cfg.full_batch_clip is not None:
             nn.utils.clip_grad_norm_(params, cfg.full_batch_clip)
-        opt.step()
+        step()
     module.eval()
     return {"epochs": float(cfg.steps), "best_epoch": float(cfg.steps), "train_loss": float(loss.detach()),
             "val_loss": math.nan, "n_train": float(X_n_f.shape[0])}
