@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
+import inspect
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -219,8 +221,9 @@ class AdamStep:
     lists from its state) cost about a tenth of a VBLL fit on digits.  After the first step has
     created the optimizer's state, each step calls torch's functional ``torch.optim.adam.adam``
     with the same tensors and hyper-parameters ``Adam.step`` passes it, so the updates are bit for
-    bit those of ``opt.step()`` (tests/test_train.py).  Any step on which a parameter has no
-    gradient, or an optimizer whose groups this does not recognise, goes through ``opt.step()``.
+    bit those of ``opt.step()`` (tests/test_train_schedule.py).  Any step on which a parameter has
+    no gradient, an optimizer whose groups this does not recognise, or a torch whose functional
+    ``adam`` takes other arguments goes through ``opt.step()``.
     """
 
     _KEYS = ("betas", "lr", "weight_decay", "eps", "amsgrad", "maximize", "foreach", "capturable",
@@ -230,7 +233,7 @@ class AdamStep:
         self.opt = opt
         self.params = [p for g in opt.param_groups for p in g["params"]]
         self._plan: list[tuple[dict, list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]] | None = None
-        self._lean = isinstance(opt, torch.optim.Adam) and all(
+        self._lean = _functional_adam() is not None and isinstance(opt, torch.optim.Adam) and all(
             all(k in g for k in self._KEYS) and not g["amsgrad"] and not g["capturable"] and not g["differentiable"]
             for g in opt.param_groups) and not any(torch.is_complex(p) for p in self.params)
 
@@ -247,8 +250,7 @@ class AdamStep:
                                                        for k in ("exp_avg", "exp_avg_sq", "step")))
                               for g in self.opt.param_groups]
             return
-        from torch.optim.adam import adam
-
+        adam = _functional_adam()
         with torch.no_grad():
             for g, ps, exp_avgs, exp_avg_sqs, steps in self._plan:
                 beta1, beta2 = g["betas"]
@@ -257,6 +259,18 @@ class AdamStep:
                      has_complex=False, decoupled_weight_decay=g["decoupled_weight_decay"], amsgrad=False,
                      beta1=beta1, beta2=beta2, lr=g["lr"], weight_decay=g["weight_decay"], eps=g["eps"],
                      maximize=g["maximize"])
+
+
+@functools.cache
+def _functional_adam() -> Callable[..., None] | None:
+    """torch's functional ``adam`` if it takes the arguments ``AdamStep`` passes (torch 2.x), else None."""
+    try:
+        from torch.optim.adam import adam
+    except ImportError:
+        return None
+    wanted = {"foreach", "capturable", "differentiable", "fused", "grad_scale", "found_inf", "has_complex",
+              "decoupled_weight_decay", "amsgrad", "beta1", "beta2", "lr", "weight_decay", "eps", "maximize"}
+    return adam if wanted <= set(inspect.signature(adam).parameters) else None
 
 
 def _l2(cfg: TrainConfig, n: int) -> float:
