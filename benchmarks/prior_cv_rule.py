@@ -6,6 +6,7 @@ labelled subsets of benchmarks/learner_parity.py, development sets only.
     python benchmarks/prior_cv_rule.py --data hpc,synth,diamonds,cells,churn,chile,hmda,mnist8_flat_dev,blobs_dev \
         --out benchmarks/results/label_efficiency_dev/prior_cv_rule.csv
     python benchmarks/prior_cv_rule.py --scorer none ...   # learner rule 3: the plain MLP learner
+    python benchmarks/prior_cv_rule.py --scorer none --first-seed 10 ...   # learner rule 3b: fresh seeds 10-19
 
 The rule's runs were made before ``capacity=prior`` existed, with the same candidates put into
 ``capacity=cv`` (alkit.models.capacity.CANDIDATES replaced by PRIOR_CANDIDATES): the same folds,
@@ -36,7 +37,8 @@ def main() -> None:
     ap.add_argument("--data", required=True)
     ap.add_argument("--scorer", default="vbll", help="the learner (vbll: learner rule 2; none: learner rule 3)")
     ap.add_argument("--ns", default="20,50,100,200,300")
-    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--seeds", type=int, default=10, help="how many seeds")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first of them (learner rule 3b: 10, fresh seeds)")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     torch.set_num_threads(1)
@@ -46,7 +48,7 @@ def main() -> None:
             d = lp.load_set(name)
             d["spec"] = lp.pool_input_spec(d["X_pool"], d["image_shape"], embedding=d["embedding"])
             for N in (int(n) for n in a.ns.split(",")):
-                for seed in range(a.seeds):
+                for seed in range(a.first_seed, a.first_seed + a.seeds):
                     idx = np.random.default_rng(seed).choice(len(d["X_pool"]), N, replace=False)
                     for label, opts in LEARNERS:
                         learner = make_learner(a.scorer, "classification", len(d["classes"]), input=d["spec"], **opts)
