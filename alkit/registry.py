@@ -46,8 +46,8 @@ def _mlp(task: Task, n_classes: int | None, **options: Any) -> Learner:
 SCORERS: dict[str, ScorerInfo] = {
     "none": ScorerInfo("none", "plain MLP, no uncertainty (the random baseline's model; option "
                        "capacity=fixed|cv|prior|auto: cv chooses depth and weight prior on flat classification by 3-fold "
-                       "cross-validation when the labels double, prior the weight prior alone; default auto, cv on "
-                       "encoder embeddings only)",
+                       "cross-validation when the labels double, prior (default) the weight prior alone (raw features: 10 or 1, "
+                       "up to 300 labels; encoder embeddings: 300 or 30), auto cv on embeddings and fixed on raw features)",
                        _mlp, True),
     "vbll": ScorerInfo(
         "vbll",

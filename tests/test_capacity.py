@@ -134,7 +134,7 @@ def test_prior_mode_chooses_the_weight_prior_alone_and_is_the_vbll_default() -> 
     assert {c.depth for c in PRIOR_CANDIDATES} == {1} and (PRIOR_TAME.prior_l2, PRIOR_FREE.prior_l2) == (10.0, 1.0)
     assert effective_mode("prior", spec) == "prior" and effective_mode("prior", None) == "prior"
     learner = VBLLLearner("classification", 2, input=spec)
-    assert learner.capacity == "prior" and MLPLearner("classification", 2, input=spec).capacity == "auto"
+    assert learner.capacity == "prior" and MLPLearner("classification", 2, input=spec).capacity == "prior"
     report = learner.fit(X, y, seed=3)
     chosen = min(PRIOR_CANDIDATES, key=lambda c: report[f"cv_nll_{c.name}"])
     assert (report["capacity_depth"], report["capacity_prior_l2"]) == (chosen.depth, chosen.prior_l2)
@@ -228,7 +228,7 @@ def test_post_hoc_learners_take_the_option_and_the_hint_through_their_network() 
 
     X, y, spec = _cancer(40)
     lap = make_learner("laplace", "classification", 2, input=spec, capacity="cv")
-    assert lap.capacity == "cv" and make_learner("laplace", "classification", 2, input=spec).capacity == "auto"
+    assert lap.capacity == "cv" and make_learner("laplace", "classification", 2, input=spec).capacity == "prior"
     lap.capacity_hint = CapacityHint(30, FREE.depth, FREE.prior_l2)
     report = lap.fit(X, y, seed=0)
     assert report["capacity_n"] == 30 and len(lap.base.backbone.blocks) == FREE.depth
@@ -269,7 +269,8 @@ def test_by_default_a_run_chooses_the_prior_on_embeddings_and_on_raw_features(tm
     """capacity=prior, the VBLL learner's default: a project of encoder-style vectors (a list column)
     records the embedding candidates' choice in its cycles (no block, prior 300 or 30); the same data
     as numeric columns records the raw candidates' (one block, prior 10 or 1); random batches with
-    the plain MLP (capacity=auto) record none on raw features."""
+    the plain MLP (capacity=prior since learner rule 3b) record the raw candidates' choice too, and with
+    ``-o capacity=auto`` (fixed on raw features) none."""
     import polars as pl
     from conftest import FAST_TRAIN
 
@@ -291,7 +292,12 @@ def test_by_default_a_run_chooses_the_prior_on_embeddings_and_on_raw_features(tm
     loop = ActiveLoop(load_project(tmp_path / "raw"))
     loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, train=FAST_TRAIN, name="plain"))
     plain = next(r.id for r in loop.store.runs() if r.name == "plain")
-    assert loop.store.signals(plain) and not any("capacity" in s for s in loop.store.signals(plain).values())
+    chosen = [s["capacity"] for s in loop.store.signals(plain).values() if "capacity" in s]
+    assert chosen and {(r["depth"], r["prior_l2"]) for r in chosen} <= {(c.depth, c.prior_l2) for c in PRIOR_CANDIDATES}
+    loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, train=FAST_TRAIN, name="fixed",
+                        learner_options={"capacity": "auto"}))
+    fixed = next(r.id for r in loop.store.runs() if r.name == "fixed")
+    assert loop.store.signals(fixed) and not any("capacity" in s for s in loop.store.signals(fixed).values())
     assert recorded["emb"] and {r["prior_l2"] for r in recorded["emb"]} <= {c.prior_l2 for c in EMBEDDING_CANDIDATES}
     assert all(r["depth"] == 0 for r in recorded["emb"])
 

@@ -101,14 +101,19 @@ class MLPLearner:
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
         head_prior: bool | None = None,
-        capacity: Mode = "auto",
+        capacity: Mode = "prior",
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
         output layer; ``None`` chooses by task (see ``HEAD_PRIOR``).  ``capacity``: 'cv' chooses
         depth and weight prior per fit by cross-validation where they are unset
-        (alkit/models/capacity.py), 'fixed' keeps the defaults, 'auto' (default) is cv on an
-        encoder's embeddings and fixed elsewhere (on raw tables cv's hold-out result was mixed)."""
+        (alkit/models/capacity.py), 'prior' (default) the weight prior alone (on raw features 10 or 1,
+        up to 300 labels; on an encoder's embeddings the candidates of cv, 300 or 30), 'fixed' keeps the
+        defaults, 'auto' is cv on an encoder's embeddings and fixed elsewhere (on raw tables cv's
+        hold-out result was mixed).  'prior' became the default by learner rule 3b
+        (benchmarks/results/label_efficiency_dev/recheck_rule.md, prior_cv_rule_mlp_fresh.md): on the
+        nine raw-feature development sets +0.0010 mean accuracy at 20-300 labels, +0.0032 at 20;
+        where it differs from 'auto' (flat raw features) it is the VBLL learner's choice."""
         self.capacity = checked_mode(capacity)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
