@@ -325,3 +325,26 @@ def test_an_ensemble_shares_member_zeros_choice_and_takes_the_loops_hint() -> No
     assert not any(k.startswith("cv_nll_") for k in again)
     assert not any(k.startswith("capacity") for k in
                    DeepEnsembleLearner("classification", 2, M=2, input=spec).fit(X, y, seed=0))
+
+
+def test_mc_dropout_chooses_its_prior_like_the_plain_mlp_and_takes_the_loops_hint() -> None:
+    """capacity=prior on MC dropout: the plain-MLP cross-validation picks the prior (the report keeps
+    the CV scores, and the choice is the argmin), the dropout network trains under it (the same
+    weights as a fit told that prior outright), and a hint from the loop is reused without a new
+    cross-validation; the default (fixed) reports no choice."""
+    from alkit.learners.mc_dropout import MCDropoutLearner
+
+    X, y, spec = _cancer(60)
+    mcd = MCDropoutLearner("classification", 2, input=spec, capacity="prior")
+    report = mcd.fit(X, y, seed=0)
+    chosen = min(PRIOR_CANDIDATES, key=lambda c: report[f"cv_nll_{c.name}"])
+    assert (report["capacity_prior_l2"], report["capacity_n"]) == (chosen.prior_l2, 60)
+    told = MCDropoutLearner("classification", 2, input=spec, train=TrainConfig(prior_l2=chosen.prior_l2))
+    told.fit(X, y, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(mcd.net.backbone.parameters(), told.net.backbone.parameters()))
+    other = next(c for c in PRIOR_CANDIDATES if c != chosen)
+    mcd.capacity_hint = CapacityHint(50, other.depth, other.prior_l2)  # what the loop hands on
+    again = mcd.fit(X, y, seed=0)
+    assert again["capacity_prior_l2"] == other.prior_l2 and not any(k.startswith("cv_nll_") for k in again)
+    assert MCDropoutLearner("classification", 2, input=spec).capacity == "fixed"
+    assert not any(k.startswith("capacity") for k in MCDropoutLearner("classification", 2, input=spec).fit(X, y, seed=0))

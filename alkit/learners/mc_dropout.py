@@ -20,6 +20,7 @@ import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, InputSpec
+from alkit.models.capacity import CapacityHint, Mode
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
@@ -43,8 +44,12 @@ class MCDropoutLearner:
         backbone: BackboneConfig | None = None,
         train: TrainConfig | None = None,
         input: InputSpec | None = None,
+        capacity: Mode = "fixed",
         **backbone_options: Any,
     ) -> None:
+        """``capacity``: the network's capacity mode (alkit/models/capacity.py): where it chooses, the
+        plain-MLP cross-validation of the other learners picks the prior, and the dropout network
+        trains under it."""
         if T < 2:
             raise ValueError(f"MC dropout needs T >= 2 passes, got {T}")
         if not 0.0 <= p < 1.0:
@@ -60,8 +65,22 @@ class MCDropoutLearner:
         # small-image ones (learner rule 7, mcd_small_image_rule.md).
         self.task = task
         self.T, self.p = T, p
-        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input, capacity="fixed")
+        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input, capacity=capacity)
         self.masks_T_B_w: torch.Tensor | None = None
+
+    @property
+    def capacity(self) -> str:
+        """The network's capacity mode: the loop hands a hint on only where it chooses."""
+        return self.net.capacity
+
+    @property
+    def capacity_hint(self) -> CapacityHint | None:
+        """The network's capacity hint (an earlier cycle's choice, alkit/models/capacity.py)."""
+        return self.net.capacity_hint
+
+    @capacity_hint.setter
+    def capacity_hint(self, hint: CapacityHint | None) -> None:
+        self.net.capacity_hint = hint
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.net.fit(X_n_f, y_n, seed=seed)
