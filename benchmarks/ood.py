@@ -264,6 +264,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma list of model sets of the family to run (e.g. 'Fashion even')")
     ap.add_argument("--no-cost", action="store_true", help="skip the interleaved timing (the slowest part)")
     ap.add_argument("--scorers", default="", help="comma list of scorers to run (default: all)")
+    ap.add_argument("--grid", action="store_true",
+                    help="also run the development grid's rows on report splits (a candidate reported as found)")
     ap.add_argument("--rows", default="", help="comma list of substrings: run only the fits with a row label holding one")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -271,7 +273,7 @@ def main() -> None:
     specs = [s for s in SPLITS[args.splits] if not args.only or s.name in args.only.split(",")]
     if not specs:
         ap.error(f"--only {args.only!r} names none of: {', '.join(s.name for s in SPLITS[args.splits])}")
-    entries = REPORT_ENTRIES + (vbll_grid() if args.splits == "dev" else [])
+    entries = REPORT_ENTRIES + (vbll_grid() if args.splits == "dev" or args.grid else [])
     if args.scorers:
         entries = [e for e in entries if e.scorer in args.scorers.split(",")]
     if args.rows:

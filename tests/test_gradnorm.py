@@ -122,3 +122,94 @@ def test_post_hoc_learners_on_regression():
         p_in, p_far = learner.predict(X[:20]), learner.predict(far)
         assert p_in.mean_n.shape == (20,) and (p_in.aleatoric_n > 0).all()
         assert float(p_far.epistemic_n.mean()) > float(p_in.epistemic_n.mean())
+
+
+def _sn_backbone(depth: int, spectral: bool, feature_map: str) -> nn.Module:
+    backbone = ResidualMLP(6, 16, depth, spectral=spectral, feature_map=feature_map, rff_dim=12).double()
+    backbone.set_input_stats(torch.randn(50, 6, dtype=torch.float64))
+    for block in backbone.blocks:  # a weight far from its init, so the spectral term matters
+        with torch.no_grad():
+            block.linear.weight.mul_(3.0).add_(torch.randn_like(block.linear.weight))
+            if spectral:
+                block.power_iterate(3)  # u, v deliberately not converged: sigma = u^T W v as stored
+    return backbone
+
+
+@pytest.mark.parametrize("depth,spectral,feature_map", [(0, True, "none"), (1, True, "none"), (2, True, "l2"),
+                                                        (2, False, "none"), (1, True, "rff")])
+def test_one_pass_whole_network_norm_equals_per_example_loop(depth: int, spectral: bool, feature_map: str):
+    """The batched forward + backward (ghost norms, the residual blocks' spectral term) against a
+    per-item autograd loop over every parameter, classification and regression, float64."""
+    torch.manual_seed(depth + 10 * spectral)
+    for task, n_out in (("classification", 4), ("regression", 2)):
+        model = nn.Sequential(_sn_backbone(depth, spectral, feature_map), nn.Linear(
+            12 if feature_map == "rff" else 16, n_out).double()).eval()
+        X = torch.randn(9, 6, dtype=torch.float64) * 1.5
+        got = G.ghost_gradnorm_sq(model, X, task=task, chunk=4)
+        ref = _loop_gradnorm_sq(model, list(model.parameters()), X, regression=task == "regression")
+        torch.testing.assert_close(got, ref.detach(), rtol=1e-9, atol=1e-14)
+        if task == "classification":  # the scorer's layers='all' takes this path and agrees with torch.func
+            epi, _ = G.GradNormScorer.from_model(model, layers="all").score(X)
+            torch.testing.assert_close(epi, G.per_example_gradnorm_sq(model, X, layers="all"), rtol=1e-9, atol=1e-14)
+
+
+def test_one_pass_norm_on_the_image_backbone_and_its_fallbacks():
+    """The convolution stem's filters are fixed buffers, so the image backbone is covered; a model
+    with a trainable convolution, or a layer run twice, is refused (None) and the scorer falls back
+    to torch.func with the same result."""
+    from alkit.models.backbone import BackboneConfig, build_backbone, pool_input_spec
+
+    rng = np.random.default_rng(0)
+    X_pool = rng.uniform(0, 1, (80, 64))
+    spec = pool_input_spec(X_pool, (1, 8, 8))
+    torch.manual_seed(0)
+    backbone = build_backbone(64, spec, torch.as_tensor(X_pool, dtype=torch.float32), BackboneConfig(depth=1)).double()
+    model = nn.Sequential(backbone, nn.Linear(backbone.out_dim, 3).double()).eval()
+    X = torch.as_tensor(X_pool[:7])
+    ref = _loop_gradnorm_sq(model, list(model.parameters()), X.double())
+    torch.testing.assert_close(G.ghost_gradnorm_sq(model, X), ref.detach(), rtol=1e-9, atol=1e-14)
+
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3).double()
+
+        def forward(self, x):
+            return self.lin(torch.tanh(self.lin(x)))
+
+    conv = nn.Sequential(nn.Unflatten(1, (1, 3)), nn.Conv1d(1, 2, 2).double(), nn.Flatten(), nn.Linear(4, 3).double())
+    for odd in (Twice(), conv):
+        Xo = torch.randn(5, 3, dtype=torch.float64)
+        assert G.ghost_gradnorm_sq(odd, Xo) is None
+        epi, _ = G.GradNormScorer.from_model(odd, layers="all").score(Xo)
+        ref = _loop_gradnorm_sq(odd, list(odd.parameters()), Xo)
+        torch.testing.assert_close(epi, ref.detach(), rtol=1e-9, atol=1e-14)
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_learner_whole_network_prediction_in_one_pass_equals_the_two_pass_one(task: str):
+    """GradNormLearner(layers='all') predicts from one forward + backward; its Prediction equals the
+    base network's prediction rescored with torch.func's per-example gradients."""
+    from alkit.models.train import TrainConfig
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0) if task == "classification" else X[:, 0] - X[:, 1] ** 2
+    learner = G.GradNormLearner(task, 3 if task == "classification" else None, layers="all",
+                                train=TrainConfig(max_epochs=20))
+    learner.fit(X, y, seed=0)
+    Xq = rng.normal(size=(25, 5)) * 2
+    got = learner.predict(Xq)
+    base = learner.base.predict(Xq)
+    ref = G.per_example_gradnorm_sq(learner.scorer.model, torch.as_tensor(Xq, dtype=torch.float32), layers="all",
+                                    task=task)
+    if task == "regression":
+        ref = ref * learner.base.scaler.scale**2
+        torch.testing.assert_close(got.mean_n, base.mean_n)
+        torch.testing.assert_close(got.aleatoric_n, base.aleatoric_n)
+    else:
+        torch.testing.assert_close(got.probs_n_C, base.probs_n_C)
+        p = base.probs_n_C.max(1).values
+        torch.testing.assert_close(got.aleatoric_n, p * (1 - p))
+    torch.testing.assert_close(got.embedding_n_d, base.embedding_n_d)
+    torch.testing.assert_close(got.epistemic_n, ref, rtol=1e-4, atol=1e-7)

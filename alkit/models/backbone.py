@@ -212,6 +212,36 @@ class _ResidualBlock(nn.Module):
         z = F.linear(h_n_w, self.normalised_weight(), self.linear.bias)
         return torch.add(h_n_w, self.dropout(torch.relu(z)), alpha=self.coeff)
 
+    @torch.no_grad()
+    def param_grad_sq(self, h_n_w: torch.Tensor, out_n_w: torch.Tensor, grad_out_n_w: torch.Tensor) -> torch.Tensor:
+        """Squared norm of each item's gradient with respect to this block's weight and bias, (n,),
+        from the block's input, its output and the gradient at its output (eval mode: no dropout,
+        sigma from the stored u, v).
+
+        Why: per-example gradient norms of the whole network from one batched backward pass
+        (alkit/learners/gradnorm.py), without a per-item backward.  With z = W h / sigma + b,
+        sigma = u^T W v and e = dL/dz, the weight's gradient is e h^T / sigma - s u v^T with
+        s = e^T W h / sigma^2, so its squared norm is ||e||^2 ||h||^2 / sigma^2
+        - 2 s (u.e)(v.h) / sigma + s^2 ||u||^2 ||v||^2; the bias's is ||e||^2.  relu(z) is read off
+        the output, (out - h) / coeff, and e is zero where z <= 0, so no product with W is needed:
+        e^T W h = sigma e^T (relu(z) - b)."""
+        c, bias = self.coeff, self.linear.bias
+        d = out_n_w - h_n_w  # c relu(z)
+        gm = grad_out_n_w * (d > 0)  # e / c: the gradient at z, zero where the unit is off
+        e_sq = c**2 * torch.einsum("nw,nw->n", gm, gm)
+        h_sq = torch.einsum("nw,nw->n", h_n_w, h_n_w)
+        bias_sq = e_sq if bias is not None else torch.zeros_like(e_sq)
+        if not self.use_sn:
+            return e_sq * h_sq + bias_sq
+        W = self.linear.weight
+        sigma = torch.dot(self.sn_u, W @ self.sn_v)
+        # e^T (relu(z) - b) = e^T d / c - e^T b; both products with b and u in one (n, w) @ (w, 2)
+        vecs = gm @ torch.stack([bias if bias is not None else torch.zeros_like(self.sn_u), self.sn_u], 1)
+        s = (torch.einsum("nw,nw->n", grad_out_n_w, d) - c * vecs[:, 0]) / sigma
+        cross = c * vecs[:, 1] * (h_n_w @ self.sn_v)
+        uv_sq = (self.sn_u**2).sum() * (self.sn_v**2).sum()
+        return e_sq * h_sq / sigma**2 - 2 * s * cross / sigma + s**2 * uv_sq + bias_sq
+
 
 class ResidualMLP(nn.Module):
     """x (n, f) -> phi (n, out_dim).

@@ -65,7 +65,11 @@ def layer_io(
     x = torch.as_tensor(np.asarray(X) if not torch.is_tensor(X) else X, dtype=layer.weight.dtype)
     ins: list[torch.Tensor] = []
     outs: list[torch.Tensor] = []
-    hook = layer.register_forward_hook(lambda m, i, o: (ins.append(i[0].detach()), outs.append(o.detach())))
+    def record(m: nn.Module, i: tuple[torch.Tensor, ...], o: torch.Tensor) -> None:
+        ins.append(i[0].detach())  # returns None: a hook's return value would replace the output
+        outs.append(o.detach())
+
+    hook = layer.register_forward_hook(record)
     modes = eval_mode(model)
     try:
         for s in range(0, x.shape[0], chunk):

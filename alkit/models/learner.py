@@ -172,14 +172,23 @@ class MLPLearner:
         config = config or self.backbone_config
         return mlp_train_config(train or self.train_config, self.task, self.input, config.depth_for(self.input))
 
-    @torch.no_grad()
-    def predict(self, X_n_f: np.ndarray) -> Prediction:
+    def inputs(self, X_n_f: np.ndarray) -> torch.Tensor:
+        """``X_n_f`` as the tensor the network takes (after fit)."""
         if self.backbone is None:
             raise RuntimeError("fit the learner before predicting")
-        x = to_tensor(X_n_f)
+        return to_tensor(X_n_f)
+
+    @torch.no_grad()
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        x = self.inputs(X_n_f)
         phi = self.backbone(x)
-        out = self.head(phi)
-        zeros = torch.zeros(x.shape[0])
+        return self.prediction_from(phi, self.head(phi))
+
+    @torch.no_grad()
+    def prediction_from(self, phi: torch.Tensor, out: torch.Tensor) -> Prediction:
+        """The Prediction from the features ``phi`` (n, d) and the head's outputs ``out`` (n, C or 2)
+        (a scorer that ran the network itself, alkit/learners/gradnorm.py, needs no second forward)."""
+        zeros = torch.zeros(phi.shape[0])
         if self.task == "classification":
             probs = out.softmax(-1)
             return Prediction(zeros, entropy_n(probs), phi, probs_n_C=probs, extras={"logits_n_C": out})
