@@ -47,7 +47,9 @@ SCORERS: dict[str, ScorerInfo] = {
     "none": ScorerInfo("none", "plain MLP, no uncertainty (the random baseline's model; option "
                        "capacity=fixed|cv|prior|auto: cv chooses depth and weight prior on flat classification by 3-fold "
                        "cross-validation when the labels double, prior (default) the weight prior alone (raw features: 10 or 1, "
-                       "up to 300 labels; encoder embeddings: 300 or 30), auto cv on embeddings and fixed on raw features)",
+                       "up to 300 labels; encoder embeddings: 300 or 30), auto cv on embeddings and fixed on raw features; "
+                       "regression: cv and prior (default) choose between the shallow network and the same network fitted to a "
+                       "Bayesian ridge's residual by cross-validated CRPS, ridge_residual=true with capacity=fixed forces it)",
                        _mlp, True),
     "vbll": ScorerInfo(
         "vbll",

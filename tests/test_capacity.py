@@ -32,7 +32,10 @@ def test_it_applies_to_flat_raw_classification_with_depth_and_prior_unset() -> N
     free, fixed = BackboneConfig(), TrainConfig()
     assert capacity_applies("classification", spec, free, fixed, 100)
     assert capacity_applies("classification", None, free, fixed, 100)
-    assert not capacity_applies("regression", spec, free, fixed, 100)
+    assert not capacity_applies("regression", spec, free, fixed, 100)  # only for a learner that takes it
+    assert capacity_applies("regression", spec, free, fixed, 100, regression=True)
+    assert not capacity_applies("regression", spec, BackboneConfig(depth=1), fixed, 100, regression=True)
+    assert not capacity_applies("regression", spec, free, TrainConfig(prior_l2=30.0), 100, regression=True)
     assert not capacity_applies("classification", spec, BackboneConfig(depth=1), fixed, 100)
     assert not capacity_applies("classification", spec, free, TrainConfig(prior_l2=10.0), 100)
     assert capacity_applies("classification", pool_input_spec(X, embedding=True), free, fixed, 100)
@@ -348,3 +351,62 @@ def test_mc_dropout_chooses_its_prior_like_the_plain_mlp_and_takes_the_loops_hin
     assert again["capacity_prior_l2"] == other.prior_l2 and not any(k.startswith("cv_nll_") for k in again)
     assert MCDropoutLearner("classification", 2, input=spec).capacity == "fixed"
     assert not any(k.startswith("capacity") for k in MCDropoutLearner("classification", 2, input=spec).fit(X, y, seed=0))
+
+
+def _regression_sets(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, object]:
+    """Six standardised-ish inputs; a noisy linear target and a smooth nonlinear one (no linear part)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(600, 6)).astype(np.float32)
+    linear = X @ np.array([1.0, -0.7, 0.5, 0.3, 0.0, 0.2]) + rng.normal(scale=0.8, size=600)
+    nonlinear = np.sin(2.0 * X[:, 0]) * 2.0 + np.abs(X[:, 1]) * 1.5 + rng.normal(scale=0.1, size=600)
+    return X, linear, nonlinear, pool_input_spec(X)
+
+
+def test_regression_choice_takes_the_ridge_residual_on_few_linear_labels_and_the_plain_network_on_a_curve() -> None:
+    """The MLP learner's regression choice (learner rule 9): cross-validated CRPS, reported; the
+    choice is the lower of the two, and it follows the target's shape."""
+    X, linear, nonlinear, spec = _regression_sets()
+    lin = MLPLearner("regression", input=spec)
+    report = lin.fit(X[:40], linear[:40], seed=0)
+    assert report["capacity_residual"] == 1.0 and lin.ridge is not None
+    assert report["cv_crps_ridge-residual"] < report["cv_crps_plain"]
+    curve = MLPLearner("regression", input=spec)
+    report = curve.fit(X[:300], nonlinear[:300], seed=0)
+    assert report["capacity_residual"] == 0.0 and curve.ridge is None
+    assert report["cv_crps_plain"] <= report["cv_crps_ridge-residual"]
+
+
+def test_the_ridge_residual_network_predicts_the_ridge_plus_its_own_mean() -> None:
+    X, linear, _, spec = _regression_sets(1)
+    res = MLPLearner("regression", input=spec, capacity="fixed", ridge_residual=True)
+    res.fit(X[:30], linear[:30], seed=0)
+    pred = res.predict(X[300:])
+    with torch.no_grad():
+        out = res.head(res.backbone(torch.as_tensor(X[300:])))
+    network_mean = out[:, 0].double() * res.scaler.scale + res.scaler.shift
+    ridge_mean = torch.as_tensor(res.ridge.predict(X[300:].astype(np.float64)))
+    torch.testing.assert_close(pred.mean_n.double(), network_mean + ridge_mean, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(pred.dist.mean_n, pred.mean_n)
+
+
+def test_learners_that_read_their_networks_raw_never_take_the_residual() -> None:
+    from alkit.learners.deep_ensemble import DeepEnsembleLearner
+    from alkit.learners.mc_dropout import MCDropoutLearner
+
+    X, linear, _, spec = _regression_sets(2)
+    for learner, nets in ((MCDropoutLearner("regression", input=spec, T=2, capacity="prior"), lambda l: [l.net]),
+                          (DeepEnsembleLearner("regression", input=spec, M=2, capacity="prior"), lambda l: l.members)):
+        report = learner.fit(X[:40], linear[:40], seed=0) or {}
+        assert "capacity_residual" not in report
+        assert all(net.ridge is None for net in nets(learner))
+
+
+def test_a_regression_hint_carries_the_residual_choice() -> None:
+    X, linear, _, spec = _regression_sets(3)
+    first = MLPLearner("regression", input=spec)
+    hint = CapacityHint.from_report(first.fit(X[:40], linear[:40], seed=0))
+    assert hint is not None and hint.residual
+    again = MLPLearner("regression", input=spec)
+    again.capacity_hint = hint
+    report = again.fit(X[:60], linear[:60], seed=1)  # fewer than twice the labels: reused, not chosen again
+    assert report["capacity_residual"] == 1.0 and report["capacity_n"] == 40.0 and "cv_crps_plain" not in report

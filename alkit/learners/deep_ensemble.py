@@ -51,7 +51,7 @@ class DeepEnsembleLearner:
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         self.members = [
             MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options), train=train, input=input,
-                       capacity=self.capacity)
+                       capacity=self.capacity, residual_choice=False)  # outputs read raw (regression_from_outputs)
             for _ in range(M)
         ]
         self._fitted = False

@@ -286,7 +286,7 @@ class GradNormLearner(PostHocLearner):
             got = ghost_pass(self.scorer.model, self.base.inputs(X_n_f), task=self.task, capture=self.base.head)
             if got is not None:
                 epi, phi, out = got
-                pred = self.base.prediction_from(phi, out)
+                pred = self.base.prediction_from(phi, out, X_n_f)
                 return self._write(pred, epi, self.scorer.score_outputs(phi, out)[1])
         return super().predict(X_n_f)
 

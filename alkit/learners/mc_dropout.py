@@ -65,7 +65,8 @@ class MCDropoutLearner:
         # small-image ones (learner rule 7, mcd_small_image_rule.md).
         self.task = task
         self.T, self.p = T, p
-        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input, capacity=capacity)
+        self.net = MLPLearner(task, n_classes, backbone=config, train=train, input=input, capacity=capacity,
+                              residual_choice=False)  # its outputs are read raw (regression_from_outputs)
         self.masks_T_B_w: torch.Tensor | None = None
 
     @property

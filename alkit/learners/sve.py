@@ -216,7 +216,7 @@ class SVELearner:
         self.M, self.sigma_init, self.forward_mode = M, sigma_init, forward_mode
         self.train_config = train or TrainConfig()
         self.base = MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options),
-                               train=pretrain or train, input=input, capacity="fixed")
+                               train=pretrain or train, input=input, capacity="fixed", residual_choice=False)
         self.net: SVENetwork | None = None
 
     def _loss(self, z_b_f: torch.Tensor, y_b: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,9 @@ over 20-300 labels, +0.006 on the food reviews (report, 20 seeds; at least +0.00
 +0.007 on x_titles (worst -0.002 at 20 labels), 0.000 on x_fashion_emb (it kept prior 30).  So
 ``auto``, the default, is cv there.
 
+Regression (the MLP learner only): the choice is between the shallow network and the same network
+fitted to a Bayesian ridge's residual, by cross-validated CRPS (REGRESSION_CANDIDATES, learner rule 9).
+
 Scope: classification on flat features with depth and prior left unset, at N <= CV_MAX_N labels
 (the full-batch regime; above it the default stays); not images, whose convolution stem fixes the
 shape.  On raw features the candidates are TAME and FREE; on an encoder's embeddings (which run
@@ -52,6 +55,7 @@ class Capacity:
     name: str
     depth: int
     prior_l2: float
+    residual: bool = False  # regression: the network fits what a Bayesian ridge on the labels leaves
 
 
 TAME = Capacity("tame", 0, 10.0)
@@ -80,6 +84,17 @@ EMBEDDING_CANDIDATES: tuple[Capacity, ...] = (EMBEDDING_TAME, EMBEDDING_FREE)
 # (digits 5-9 trained on 630 labels, 0-4 held out) the VBLL score's AUROC fell from 0.954 to 0.936.
 # The label-efficiency evidence reaches 300 labels, so above it the default prior stays.
 PRIOR_MAX_N = 300
+# Regression (the MLP learner only): the default shallow network (no residual block, prior 30;
+# alkit/models/learner.py) as it is, or fitted to the residual of a Bayesian ridge regression on the
+# same labels (mean = ridge mean + network mean, variance the network's).  The ridge wins where the
+# target is near-linear and the labels few (diamonds_price, RandHIE), the network where it is not
+# (friedman, hours from 100 labels); cross-validated CRPS on the labels picks per fit (learner rule 9,
+# label_efficiency_dev/recheck_rule.md).  Up to CV_MAX_N labels, made again when they have doubled.
+REGRESSION_DEPTH = 0
+REGRESSION_PRIOR_L2_SHALLOW = 30.0
+REGRESSION_PLAIN = Capacity("plain", REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW)
+REGRESSION_RESIDUAL = Capacity("ridge-residual", REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, residual=True)
+REGRESSION_CANDIDATES: tuple[Capacity, ...] = (REGRESSION_PLAIN, REGRESSION_RESIDUAL)
 PRIOR_TAME = Capacity("tame", 1, 10.0)
 PRIOR_FREE = Capacity("free", 1, 1.0)
 PRIOR_CANDIDATES: tuple[Capacity, ...] = (PRIOR_TAME, PRIOR_FREE)
@@ -98,19 +113,22 @@ class CapacityHint:
     n_labels: int
     depth: int
     prior_l2: float
+    residual: bool = False
 
     @classmethod
     def from_report(cls, report: dict[str, float]) -> "CapacityHint | None":
         """The hint a fit report (``resolve_capacity``'s keys) carries, or None."""
         if "capacity_n" not in report:
             return None
-        return cls(int(report["capacity_n"]), int(report["capacity_depth"]), float(report["capacity_prior_l2"]))
+        return cls(int(report["capacity_n"]), int(report["capacity_depth"]), float(report["capacity_prior_l2"]),
+                   bool(report.get("capacity_residual", 0.0)))
 
     def reusable(self, n_labels: int, candidates: tuple[Capacity, ...] = CANDIDATES) -> Capacity | None:
         """The candidate to reuse at ``n_labels`` labels, or None when it is time to choose again."""
         if not self.n_labels <= n_labels < CV_GROWTH * self.n_labels:
             return None
-        return next((c for c in candidates if (c.depth, c.prior_l2) == (self.depth, self.prior_l2)), None)
+        return next((c for c in candidates if (c.depth, c.prior_l2, c.residual) == (self.depth, self.prior_l2, self.residual)),
+                    None)
 
 
 Mode = Literal["fixed", "cv", "prior", "auto"]
@@ -133,20 +151,29 @@ def effective_mode(mode: str, input: InputSpec | None) -> str:
 
 
 def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfig, train: TrainConfig,
-                     n_labels: int) -> bool:
-    """Whether this fit chooses its capacity: classification on flat features (raw or an encoder's
-    embeddings, not images) with depth and prior unset, between CV_MIN_N and CV_MAX_N labels."""
-    if task != "classification" or backbone.depth is not None or train.prior_l2 is not None or backbone.module:
+                     n_labels: int, *, regression: bool = False) -> bool:
+    """Whether this fit chooses its capacity: on flat features (raw or an encoder's embeddings, not
+    images) with the prior unset, between CV_MIN_N and CV_MAX_N labels; classification with the
+    depth unset, regression (where the learner takes the ridge-residual choice, ``regression``) on
+    the default shallow network."""
+    if train.prior_l2 is not None or backbone.module:
         return False
     if input is not None and (input.patch_filters is not None or input.image_shape is not None):
+        return False
+    if task == "regression":
+        shallow = backbone.depth in (None, REGRESSION_DEPTH)
+        return regression and shallow and CV_MIN_N <= n_labels <= CV_MAX_N
+    if task != "classification" or backbone.depth is not None:
         return False
     return CV_MIN_N <= n_labels <= CV_MAX_N
 
 
-def candidates_for(input: InputSpec | None, mode: str = "cv") -> tuple[Capacity, ...]:
-    """The capacities a fit on these inputs chooses between: EMBEDDING_CANDIDATES on an encoder's
-    embeddings; on raw features CANDIDATES (depth and prior) in mode 'cv', PRIOR_CANDIDATES (the
-    prior alone) in mode 'prior'."""
+def candidates_for(input: InputSpec | None, mode: str = "cv", task: str = "classification") -> tuple[Capacity, ...]:
+    """The capacities a fit on these inputs chooses between: for regression REGRESSION_CANDIDATES;
+    EMBEDDING_CANDIDATES on an encoder's embeddings; on raw features CANDIDATES (depth and prior) in
+    mode 'cv', PRIOR_CANDIDATES (the prior alone) in mode 'prior'."""
+    if task == "regression":
+        return REGRESSION_CANDIDATES
     if input is not None and input.embedding:
         return EMBEDDING_CANDIDATES
     return PRIOR_CANDIDATES if effective_mode(mode, input) == "prior" else CANDIDATES
@@ -181,36 +208,60 @@ def cv_nll(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, fo
     return total / len(y_n)
 
 
+def cv_crps(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, folds: list[np.ndarray],
+            seed: int) -> float:
+    """Mean held-out CRPS of the regression learners ``make()`` builds, one per fold (the measure
+    regression results are reported in; a heteroscedastic fit can buy held-out likelihood with a
+    poor mean, which CRPS does not reward)."""
+    total = 0.0
+    for held in folds:
+        keep = np.ones(len(y_n), dtype=bool)
+        keep[held] = False
+        learner = make()
+        learner.fit(X_n_f[keep], y_n[keep], seed=seed)
+        total += float(learner.predict(X_n_f[held]).dist.crps(torch.as_tensor(y_n[held])).sum())
+    return total / len(y_n)
+
+
 def choose_capacity(X_n_f: np.ndarray, y_n: np.ndarray, make_scorer: Callable[[Capacity], Scorer], *, seed: int,
-                    candidates: tuple[Capacity, ...] = CANDIDATES) -> tuple[Capacity, dict[str, float]]:
+                    candidates: tuple[Capacity, ...] = CANDIDATES, task: str = "classification"
+                    ) -> tuple[Capacity, dict[str, float]]:
     """The candidate whose network (``make_scorer(candidate)``) has the lowest cross-validated NLL
-    (ties: the first, the tamer), and every candidate's NLL.  Deterministic for a seed."""
+    (regression: CRPS; ties: the first, the tamer or plainer), and every candidate's score.
+    Deterministic for a seed."""
     y = np.asarray(y_n)
     folds = cv_folds(y, CV_FOLDS, seed)
-    scores = {c.name: cv_nll(X_n_f, y, lambda c=c: make_scorer(c), folds=folds, seed=seed) for c in candidates}
+    loss = cv_crps if task == "regression" else cv_nll
+    scores = {c.name: loss(X_n_f, y, lambda c=c: make_scorer(c), folds=folds, seed=seed) for c in candidates}
     return min(candidates, key=lambda c: scores[c.name]), scores
 
 
 def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: BackboneConfig,
                      train: TrainConfig, X_n_f: np.ndarray, y_n: np.ndarray, *,
-                     make_scorer: Callable[[Capacity], Scorer], seed: int, hint: CapacityHint | None = None
-                     ) -> tuple[BackboneConfig, TrainConfig, dict[str, float]]:
+                     make_scorer: Callable[[Capacity], Scorer], seed: int, hint: CapacityHint | None = None,
+                     regression: bool = False) -> tuple[BackboneConfig, TrainConfig, dict[str, float]]:
     """The backbone and training configs of this fit: with ``mode`` 'cv', where
     ``capacity_applies``, the chosen candidate's depth and prior, and a report of the choice
     (``capacity_n`` labels it was made at, ``capacity_depth``, ``capacity_prior_l2``, each
     candidate's ``cv_nll_<name>`` when chosen now); else unchanged.  A ``hint`` from an earlier
-    cycle is reused until the labels have grown CV_GROWTH-fold."""
-    if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n)):
+    cycle is reused until the labels have grown CV_GROWTH-fold.  ``regression``: the learner takes
+    the regression choice (the MLP learner; its report then holds ``capacity_residual``, and the
+    configs come back unchanged)."""
+    if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n),
+                                                                      regression=regression):
         return backbone, train, {}
-    candidates = candidates_for(input, mode)
+    candidates = candidates_for(input, mode, task)
     if candidates == PRIOR_CANDIDATES and len(y_n) > PRIOR_MAX_N:
         return backbone, train, {}  # the raw-feature prior choice is for few labels (PRIOR_MAX_N)
     reused = hint.reusable(len(y_n), candidates) if hint is not None else None
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
     else:
-        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates)
+        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates, task=task)
         n_chosen = len(y_n)
+    measure = "crps" if task == "regression" else "nll"
     report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
-              "capacity_prior_l2": chosen.prior_l2, **{f"cv_nll_{k}": v for k, v in scores.items()}}
+              "capacity_prior_l2": chosen.prior_l2, **{f"cv_{measure}_{k}": v for k, v in scores.items()}}
+    if task == "regression":
+        return backbone, train, {**report, "capacity_residual": float(chosen.residual)}
     return BackboneConfig.of(backbone, depth=chosen.depth), replace(train, prior_l2=chosen.prior_l2), report

@@ -17,7 +17,8 @@ from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
-from alkit.models.capacity import Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
+from alkit.models.capacity import (REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, Capacity, CapacityHint, Mode,
+                                   checked_mode, resolve_capacity)
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -60,9 +61,8 @@ REGRESSION_PRIOR_L2 = 100.0
 # Bayesian ridge at 50-100 labels there (regression_mlp_diag.md: the mean, not the noise model).
 # The VBLL regression learner keeps its block and prior 10 (better for it on the same sets).  MC
 # dropout uses this network too and drops out its features (ResidualMLP.feature_dropout):
-# benchmarks/results/learner_parity_regression_mcd_dev.md.
-REGRESSION_DEPTH = 0
-REGRESSION_PRIOR_L2_SHALLOW = 30.0
+# benchmarks/results/learner_parity_regression_mcd_dev.md.  (REGRESSION_DEPTH and
+# REGRESSION_PRIOR_L2_SHALLOW live in alkit/models/capacity.py, whose regression choice starts from them.)
 
 
 def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, depth: int) -> TrainConfig:
@@ -74,9 +74,14 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, d
     return config.for_input(input)
 
 
-def capacity_scorer(n_classes: int | None, input: InputSpec | None) -> Callable[[Capacity], "MLPLearner"]:
+def capacity_scorer(n_classes: int | None, input: InputSpec | None,
+                    task: Task = "classification") -> Callable[[Capacity], "MLPLearner"]:
     """The network a capacity candidate is cross-validated with: the plain MLP learner of that
-    depth and prior (the cheapest of that shape; alkit/models/capacity.py)."""
+    depth and prior (the cheapest of that shape; alkit/models/capacity.py), for regression with or
+    without the ridge residual."""
+    if task == "regression":
+        return lambda c: MLPLearner("regression", input=input, depth=c.depth, train=TrainConfig(prior_l2=c.prior_l2),
+                                    capacity="fixed", ridge_residual=c.residual)
     return lambda c: MLPLearner("classification", n_classes, input=input, depth=c.depth,
                                 train=TrainConfig(prior_l2=c.prior_l2), capacity="fixed")
 
@@ -102,6 +107,8 @@ class MLPLearner:
         input: InputSpec | None = None,
         head_prior: bool | None = None,
         capacity: Mode = "prior",
+        ridge_residual: bool = False,
+        residual_choice: bool = True,
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
@@ -113,8 +120,14 @@ class MLPLearner:
         hold-out result was mixed).  'prior' became the default by learner rule 3b
         (benchmarks/results/label_efficiency_dev/recheck_rule.md, prior_cv_rule_mlp_fresh.md): on the
         nine raw-feature development sets +0.0010 mean accuracy at 20-300 labels, +0.0032 at 20;
-        where it differs from 'auto' (flat raw features) it is the VBLL learner's choice."""
+        where it differs from 'auto' (flat raw features) it is the VBLL learner's choice.
+        Regression: where ``capacity`` chooses, the choice is between the shallow network and the
+        same network fitted to a Bayesian ridge's residual (``ridge_residual``; mean = ridge mean +
+        network mean), by cross-validated CRPS; ``residual_choice=False`` keeps it off for networks
+        whose raw outputs another learner reads (the ensembles, MC dropout, SVE)."""
         self.capacity = checked_mode(capacity)
+        self.ridge_residual, self.residual_choice = bool(ridge_residual), bool(residual_choice)
+        self.ridge: Any = None  # the fitted Bayesian ridge whose residual the network learned (regression)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
@@ -149,12 +162,19 @@ class MLPLearner:
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
-            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed, hint=self.capacity_hint)
+            make_scorer=capacity_scorer(self.n_classes, self.input, self.task), seed=seed, hint=self.capacity_hint,
+            regression=self.residual_choice)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         self._build(X, config)
         y = torch.as_tensor(y_n)
+        self.ridge = None
         if self.task == "regression":
+            if chosen.get("capacity_residual", float(self.ridge_residual)):
+                from sklearn.linear_model import BayesianRidge
+
+                self.ridge = BayesianRidge().fit(np.asarray(X_n_f, dtype=np.float64), np.asarray(y_n, dtype=np.float64))
+                y = y.double() - torch.as_tensor(self.ridge.predict(np.asarray(X_n_f, dtype=np.float64)))
             self.scaler = TargetScaler(y.float())
             y = self.scaler.forward(y.float())
         else:
@@ -182,17 +202,21 @@ class MLPLearner:
     def predict(self, X_n_f: np.ndarray) -> Prediction:
         x = self.inputs(X_n_f)
         phi = self.backbone(x)
-        return self.prediction_from(phi, self.head(phi))
+        return self.prediction_from(phi, self.head(phi), X_n_f)
 
     @torch.no_grad()
-    def prediction_from(self, phi: torch.Tensor, out: torch.Tensor) -> Prediction:
+    def prediction_from(self, phi: torch.Tensor, out: torch.Tensor, X_n_f: np.ndarray) -> Prediction:
         """The Prediction from the features ``phi`` (n, d) and the head's outputs ``out`` (n, C or 2)
-        (a scorer that ran the network itself, alkit/learners/gradnorm.py, needs no second forward)."""
+        for the inputs ``X_n_f`` (a scorer that ran the network itself, alkit/learners/gradnorm.py,
+        needs no second forward); regression adds the ridge's mean where the network learned its residual."""
         zeros = torch.zeros(phi.shape[0])
         if self.task == "classification":
             probs = out.softmax(-1)
             return Prediction(zeros, entropy_n(probs), phi, probs_n_C=probs, extras={"logits_n_C": out})
         dist = GaussianPredictive(out[:, 0], out[:, 1].exp()).affine(self.scaler.shift, self.scaler.scale)
+        if self.ridge is not None:
+            ridge_n = torch.as_tensor(self.ridge.predict(np.asarray(X_n_f, dtype=np.float64)), dtype=dist.mean_n.dtype)
+            dist = GaussianPredictive(dist.mean_n + ridge_n, dist.var_n)
         return Prediction(zeros, dist.var_n, phi, mean_n=dist.mean_n, dist=dist)
 
     def posterior(self) -> GaussianLastLayer | None:
