@@ -410,3 +410,17 @@ def test_a_regression_hint_carries_the_residual_choice() -> None:
     again.capacity_hint = hint
     report = again.fit(X[:60], linear[:60], seed=1)  # fewer than twice the labels: reused, not chosen again
     assert report["capacity_residual"] == 1.0 and report["capacity_n"] == 40.0 and "cv_crps_plain" not in report
+
+
+def test_cross_fitted_residual_targets_are_out_of_fold_and_larger_than_in_sample_ones() -> None:
+    """'cross-fitted' trains the network on the ridge's out-of-fold residuals, whose spread is that of
+    its errors on new items (larger than its in-sample residuals'); the predicting ridge is the same."""
+    X, linear, _, spec = _regression_sets(4)
+    fits = {t: MLPLearner("regression", input=spec, capacity="fixed", ridge_residual=True, residual_targets=t)
+            for t in ("in-sample", "cross-fitted")}
+    for learner in fits.values():
+        learner.fit(X[:30], linear[:30], seed=0)
+    assert fits["cross-fitted"].scaler.scale > 1.1 * fits["in-sample"].scaler.scale
+    np.testing.assert_allclose(fits["cross-fitted"].ridge.coef_, fits["in-sample"].ridge.coef_)
+    with pytest.raises(ValueError, match="residual_targets"):
+        MLPLearner("regression", residual_targets="oof")

@@ -8,7 +8,7 @@ gradient norms) wrap.  A plain network has no epistemic estimate of its own, so
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import numpy as np
 import torch
@@ -65,6 +65,10 @@ REGRESSION_PRIOR_L2 = 100.0
 # REGRESSION_PRIOR_L2_SHALLOW live in alkit/models/capacity.py, whose regression choice starts from them.)
 
 
+RESIDUAL_TARGETS = ("in-sample", "cross-fitted")
+RESIDUAL_FOLDS = 5  # out-of-fold ridge predictions for 'cross-fitted' residual targets
+
+
 def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, depth: int) -> TrainConfig:
     """``config`` with an unset weight prior resolved for the MLP: for regression
     REGRESSION_PRIOR_L2_SHALLOW on a network of ``depth`` 0 and REGRESSION_PRIOR_L2 with blocks,
@@ -74,14 +78,14 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, d
     return config.for_input(input)
 
 
-def capacity_scorer(n_classes: int | None, input: InputSpec | None,
-                    task: Task = "classification") -> Callable[[Capacity], "MLPLearner"]:
+def capacity_scorer(n_classes: int | None, input: InputSpec | None, task: Task = "classification",
+                    residual_targets: str = "cross-fitted") -> Callable[[Capacity], "MLPLearner"]:
     """The network a capacity candidate is cross-validated with: the plain MLP learner of that
     depth and prior (the cheapest of that shape; alkit/models/capacity.py), for regression with or
-    without the ridge residual."""
+    without the ridge residual (its targets as ``residual_targets``)."""
     if task == "regression":
         return lambda c: MLPLearner("regression", input=input, depth=c.depth, train=TrainConfig(prior_l2=c.prior_l2),
-                                    capacity="fixed", ridge_residual=c.residual)
+                                    capacity="fixed", ridge_residual=c.residual, residual_targets=residual_targets)
     return lambda c: MLPLearner("classification", n_classes, input=input, depth=c.depth,
                                 train=TrainConfig(prior_l2=c.prior_l2), capacity="fixed")
 
@@ -109,6 +113,7 @@ class MLPLearner:
         capacity: Mode = "prior",
         ridge_residual: bool = False,
         residual_choice: bool = True,
+        residual_targets: Literal["in-sample", "cross-fitted"] = "cross-fitted",
         **backbone_options: Any,
     ) -> None:
         """``head_prior``: whether the training prior (``TrainConfig.prior_l2``) also covers the
@@ -124,9 +129,15 @@ class MLPLearner:
         Regression: where ``capacity`` chooses, the choice is between the shallow network and the
         same network fitted to a Bayesian ridge's residual (``ridge_residual``; mean = ridge mean +
         network mean), by cross-validated CRPS; ``residual_choice=False`` keeps it off for networks
-        whose raw outputs another learner reads (the ensembles, MC dropout, SVE)."""
+        whose raw outputs another learner reads (the ensembles, MC dropout, SVE).
+        ``residual_targets``: the residuals the network learns, the ridge's own on the labels
+        ('in-sample') or its 5-fold out-of-fold ones ('cross-fitted', as large as its errors on new
+        items); the ridge that predicts is fitted on every label either way."""
         self.capacity = checked_mode(capacity)
         self.ridge_residual, self.residual_choice = bool(ridge_residual), bool(residual_choice)
+        if residual_targets not in RESIDUAL_TARGETS:
+            raise ValueError(f"residual_targets must be {' or '.join(RESIDUAL_TARGETS)}, got {residual_targets!r}")
+        self.residual_targets = residual_targets
         self.ridge: Any = None  # the fitted Bayesian ridge whose residual the network learned (regression)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
@@ -162,8 +173,8 @@ class MLPLearner:
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
-            make_scorer=capacity_scorer(self.n_classes, self.input, self.task), seed=seed, hint=self.capacity_hint,
-            regression=self.residual_choice)
+            make_scorer=capacity_scorer(self.n_classes, self.input, self.task, self.residual_targets), seed=seed,
+            hint=self.capacity_hint, regression=self.residual_choice)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         self._build(X, config)
@@ -173,8 +184,16 @@ class MLPLearner:
             if chosen.get("capacity_residual", float(self.ridge_residual)):
                 from sklearn.linear_model import BayesianRidge
 
-                self.ridge = BayesianRidge().fit(np.asarray(X_n_f, dtype=np.float64), np.asarray(y_n, dtype=np.float64))
-                y = y.double() - torch.as_tensor(self.ridge.predict(np.asarray(X_n_f, dtype=np.float64)))
+                X64, y64 = np.asarray(X_n_f, dtype=np.float64), np.asarray(y_n, dtype=np.float64)
+                self.ridge = BayesianRidge().fit(X64, y64)
+                if self.residual_targets == "cross-fitted" and len(y64) >= 2 * RESIDUAL_FOLDS:
+                    from sklearn.model_selection import KFold, cross_val_predict
+
+                    folds = KFold(RESIDUAL_FOLDS, shuffle=True, random_state=seed)
+                    fitted = cross_val_predict(BayesianRidge(), X64, y64, cv=folds)
+                else:
+                    fitted = self.ridge.predict(X64)
+                y = y.double() - torch.as_tensor(fitted)
             self.scaler = TargetScaler(y.float())
             y = self.scaler.forward(y.float())
         else:
