@@ -194,18 +194,28 @@ class Scorer(Protocol):
     def predict(self, X_n_f: np.ndarray) -> Any: ...
 
 
-def cv_nll(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, folds: list[np.ndarray],
-           seed: int) -> float:
-    """Mean held-out negative log-likelihood of the learners ``make()`` builds, one per fold."""
+def _cv_total(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], folds: list[np.ndarray], seed: int,
+              held_loss: Callable[[Any, np.ndarray], float]) -> float:
+    """Mean over the labels of ``held_loss(prediction, y_held)`` (a sum over the held-out items),
+    one learner ``make()`` fitted per fold on the rest."""
     total = 0.0
     for held in folds:
         keep = np.ones(len(y_n), dtype=bool)
         keep[held] = False
         learner = make()
         learner.fit(X_n_f[keep], y_n[keep], seed=seed)
-        p = learner.predict(X_n_f[held]).probs_n_C
-        total += float(-torch.log(p[torch.arange(len(held)), torch.as_tensor(y_n[held])].clamp_min(1e-12)).sum())
+        total += held_loss(learner.predict(X_n_f[held]), y_n[held])
     return total / len(y_n)
+
+
+def cv_nll(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, folds: list[np.ndarray],
+           seed: int) -> float:
+    """Mean held-out negative log-likelihood of the learners ``make()`` builds, one per fold."""
+    def nll(pred: Any, y: np.ndarray) -> float:
+        p = pred.probs_n_C
+        return float(-torch.log(p[torch.arange(len(y)), torch.as_tensor(y)].clamp_min(1e-12)).sum())
+
+    return _cv_total(X_n_f, y_n, make, folds, seed, nll)
 
 
 def cv_crps(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, folds: list[np.ndarray],
@@ -213,14 +223,8 @@ def cv_crps(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, f
     """Mean held-out CRPS of the regression learners ``make()`` builds, one per fold (the measure
     regression results are reported in; a heteroscedastic fit can buy held-out likelihood with a
     poor mean, which CRPS does not reward)."""
-    total = 0.0
-    for held in folds:
-        keep = np.ones(len(y_n), dtype=bool)
-        keep[held] = False
-        learner = make()
-        learner.fit(X_n_f[keep], y_n[keep], seed=seed)
-        total += float(learner.predict(X_n_f[held]).dist.crps(torch.as_tensor(y_n[held])).sum())
-    return total / len(y_n)
+    return _cv_total(X_n_f, y_n, make, folds, seed,
+                     lambda pred, y: float(pred.dist.crps(torch.as_tensor(y)).sum()))
 
 
 def choose_capacity(X_n_f: np.ndarray, y_n: np.ndarray, make_scorer: Callable[[Capacity], Scorer], *, seed: int,
