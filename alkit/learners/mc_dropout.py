@@ -20,13 +20,13 @@ import torch
 
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, InputSpec
-from alkit.models.capacity import CapacityHint, Mode
+from alkit.models.capacity import DelegatedCapacity, Mode
 from alkit.models.learner import MLPLearner
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
 
 
-class MCDropoutLearner:
+class MCDropoutLearner(DelegatedCapacity):
     """MLPLearner with dropout ``p`` in every residual block (or on the features of a network without
     blocks: regression, an encoder's embeddings, small images' stem); ``T`` passes with fixed masks.
 
@@ -69,19 +69,9 @@ class MCDropoutLearner:
                               residual_choice=False)  # its outputs are read raw (regression_from_outputs)
         self.masks_T_B_w: torch.Tensor | None = None
 
-    @property
-    def capacity(self) -> str:
-        """The network's capacity mode: the loop hands a hint on only where it chooses."""
-        return self.net.capacity
-
-    @property
-    def capacity_hint(self) -> CapacityHint | None:
-        """The network's capacity hint (an earlier cycle's choice, alkit/models/capacity.py)."""
-        return self.net.capacity_hint
-
-    @capacity_hint.setter
-    def capacity_hint(self, hint: CapacityHint | None) -> None:
-        self.net.capacity_hint = hint
+    def capacity_network(self) -> MLPLearner:
+        """The dropout network, whose capacity choice (alkit/models/capacity.py) is this learner's."""
+        return self.net
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         report = self.net.fit(X_n_f, y_n, seed=seed)

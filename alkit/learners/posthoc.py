@@ -12,10 +12,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from alkit.models.capacity import DelegatedCapacity
 from alkit.types import GaussianLastLayer, Prediction
 
 
-class PostHocLearner:
+class PostHocLearner(DelegatedCapacity):
     """MLPLearner + an uncertainty model fitted after training (subclasses: ``fit_scorer``, ``rescore``)."""
 
     def __init__(self, task: str, n_classes: int | None = None, **mlp_options: Any) -> None:
@@ -25,19 +26,9 @@ class PostHocLearner:
         self.task = task
         self.scorer: Any = None
 
-    @property
-    def capacity(self) -> str:
-        """The base network's capacity mode ('fixed', 'cv', 'prior' or 'auto', alkit/models/capacity.py)."""
-        return self.base.capacity
-
-    @property
-    def capacity_hint(self) -> Any:
-        """The base network's capacity hint (alkit/models/capacity.py): the loop hands it on."""
-        return self.base.capacity_hint
-
-    @capacity_hint.setter
-    def capacity_hint(self, hint: Any) -> None:
-        self.base.capacity_hint = hint
+    def capacity_network(self) -> Any:
+        """The base network, whose capacity choice (alkit/models/capacity.py) is this learner's."""
+        return self.base
 
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         """Fit ``self.scorer`` on the trained ``Sequential(backbone, head)``; extra report entries."""

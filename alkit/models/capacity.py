@@ -1,6 +1,7 @@
 """The network's capacity, chosen per fit by cross-validation on the labels themselves
-(``capacity=cv``: depth and prior; ``capacity=prior``: the prior alone, the VBLL learner's default;
-``auto``, the other learners' default, is cv on an encoder's embeddings and fixed on raw features).
+(``capacity=cv``: depth and prior; ``capacity=prior``: the prior alone, the default of the VBLL and
+plain MLP learners; ``auto`` is cv on an encoder's embeddings and fixed on raw features; the
+ensembles, MC dropout and SVE default to ``fixed``).
 
 Why: on flat tabular features no fixed depth and weight prior is right for every data set.  On
 held-out tables the learners trailed the better of logistic regression and a plain MLP by 0.02-0.05
@@ -187,6 +188,29 @@ def cv_folds(y_n: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
     splitter = StratifiedKFold(k, shuffle=True, random_state=seed) if counts.min() >= k else \
         KFold(k, shuffle=True, random_state=seed)
     return [held for _, held in splitter.split(np.zeros(len(y_n)), y_n)]
+
+
+class DelegatedCapacity:
+    """For a learner whose capacity is that of the MLP learner it wraps (``capacity_network``):
+    the loop reads ``capacity`` and hands ``capacity_hint`` on through it."""
+
+    def capacity_network(self) -> Any:
+        """The wrapped learner that makes the choice (subclasses)."""
+        raise NotImplementedError
+
+    @property
+    def capacity(self) -> str:
+        """The wrapped network's capacity mode: the loop hands a hint on only where it chooses."""
+        return self.capacity_network().capacity
+
+    @property
+    def capacity_hint(self) -> "CapacityHint | None":
+        """The wrapped network's capacity hint (an earlier cycle's choice)."""
+        return self.capacity_network().capacity_hint
+
+    @capacity_hint.setter
+    def capacity_hint(self, hint: "CapacityHint | None") -> None:
+        self.capacity_network().capacity_hint = hint
 
 
 class Scorer(Protocol):
