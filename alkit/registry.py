@@ -49,7 +49,8 @@ SCORERS: dict[str, ScorerInfo] = {
                        "cross-validation when the labels double, prior (default) the weight prior alone (raw features: 10 or 1, "
                        "up to 300 labels; encoder embeddings: 300 or 30), auto cv on embeddings and fixed on raw features; "
                        "regression: cv and prior (default) choose between the shallow network and the same network fitted to a "
-                       "Bayesian ridge's residual by cross-validated CRPS, ridge_residual=true with capacity=fixed forces it; "
+                       "Bayesian ridge's residual by cross-validated CRPS, ridge=residual|predictive with capacity=fixed forces a "
+                       "ridge mode (predictive: the ridge's own prediction, the network on its residual for the embedding); "
                        "residual_targets=cross-fitted (default, the ridge's out-of-fold residuals) or in-sample)",
                        _mlp, True),
     "vbll": ScorerInfo(

@@ -324,6 +324,9 @@ def main() -> None:
     ap.add_argument("--learners", default="none,vbll,ensemble,mc-dropout,sve")
     ap.add_argument("--regression-learners", default=None,
                     help=f"alkit rows on regression sets (default {REGRESSION_LEARNERS})")
+    ap.add_argument("--regression-candidates", default=None,
+                    help="the MLP learner's regression choice among these candidates (names of "
+                         "alkit.models.capacity.REGRESSION_CHOICES; default: its REGRESSION_CANDIDATES)")
     ap.add_argument("--image-pool", type=int, default=None,
                     help="image sets: the PatchConv average-pool size (default: alkit's rule, PatchConv.pool_for)")
     ap.add_argument("--image-filters", type=int, default=None, help="image sets: PatchConv filters (default 16)")
@@ -336,6 +339,10 @@ def main() -> None:
     lo, _, hi = a.seeds.partition("-")
     seeds = list(range(int(lo), int(hi or lo) + 1))
     torch.set_num_threads(1)
+    if a.regression_candidates:  # a study of the candidate set varies the module's constant for this process
+        from alkit.models import capacity
+
+        capacity.REGRESSION_CANDIDATES = tuple(capacity.REGRESSION_CHOICES[n] for n in a.regression_candidates.split(","))
     if a.from_csv:
         df = pl.read_csv(a.from_csv)
     else:

@@ -368,23 +368,23 @@ def test_regression_choice_takes_the_ridge_residual_on_few_linear_labels_and_the
     X, linear, nonlinear, spec = _regression_sets()
     lin = MLPLearner("regression", input=spec)
     report = lin.fit(X[:40], linear[:40], seed=0)
-    assert report["capacity_residual"] == 1.0 and lin.ridge is not None
+    assert report["capacity_ridge"] == 1.0 and lin.ridge is not None
     assert report["cv_crps_ridge-residual"] < report["cv_crps_plain"]
     curve = MLPLearner("regression", input=spec)
     report = curve.fit(X[:300], nonlinear[:300], seed=0)
-    assert report["capacity_residual"] == 0.0 and curve.ridge is None
+    assert report["capacity_ridge"] == 0.0 and curve.ridge is None
     assert report["cv_crps_plain"] <= report["cv_crps_ridge-residual"]
 
 
 def test_the_ridge_residual_network_predicts_the_ridge_plus_its_own_mean() -> None:
     X, linear, _, spec = _regression_sets(1)
-    res = MLPLearner("regression", input=spec, capacity="fixed", ridge_residual=True)
+    res = MLPLearner("regression", input=spec, capacity="fixed", ridge="residual")
     res.fit(X[:30], linear[:30], seed=0)
     pred = res.predict(X[300:])
     with torch.no_grad():
         out = res.head(res.backbone(torch.as_tensor(X[300:])))
     network_mean = out[:, 0].double() * res.scaler.scale + res.scaler.shift
-    ridge_mean = torch.as_tensor(res.ridge.predict(X[300:].astype(np.float64)))
+    ridge_mean = torch.as_tensor(res.ridge.model.predict(X[300:].astype(np.float64)))
     torch.testing.assert_close(pred.mean_n.double(), network_mean + ridge_mean, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(pred.dist.mean_n, pred.mean_n)
 
@@ -397,7 +397,7 @@ def test_learners_that_read_their_networks_raw_never_take_the_residual() -> None
     for learner, nets in ((MCDropoutLearner("regression", input=spec, T=2, capacity="prior"), lambda l: [l.net]),
                           (DeepEnsembleLearner("regression", input=spec, M=2, capacity="prior"), lambda l: l.members)):
         report = learner.fit(X[:40], linear[:40], seed=0) or {}
-        assert "capacity_residual" not in report
+        assert "capacity_ridge" not in report
         assert all(net.ridge is None for net in nets(learner))
 
 
@@ -405,22 +405,49 @@ def test_a_regression_hint_carries_the_residual_choice() -> None:
     X, linear, _, spec = _regression_sets(3)
     first = MLPLearner("regression", input=spec)
     hint = CapacityHint.from_report(first.fit(X[:40], linear[:40], seed=0))
-    assert hint is not None and hint.residual
+    assert hint is not None and hint.ridge == "residual"
     again = MLPLearner("regression", input=spec)
     again.capacity_hint = hint
     report = again.fit(X[:60], linear[:60], seed=1)  # fewer than twice the labels: reused, not chosen again
-    assert report["capacity_residual"] == 1.0 and report["capacity_n"] == 40.0 and "cv_crps_plain" not in report
+    assert report["capacity_ridge"] == 1.0 and report["capacity_n"] == 40.0 and "cv_crps_plain" not in report
 
 
 def test_cross_fitted_residual_targets_are_out_of_fold_and_larger_than_in_sample_ones() -> None:
     """'cross-fitted' trains the network on the ridge's out-of-fold residuals, whose spread is that of
     its errors on new items (larger than its in-sample residuals'); the predicting ridge is the same."""
     X, linear, _, spec = _regression_sets(4)
-    fits = {t: MLPLearner("regression", input=spec, capacity="fixed", ridge_residual=True, residual_targets=t)
+    fits = {t: MLPLearner("regression", input=spec, capacity="fixed", ridge="residual", residual_targets=t)
             for t in ("in-sample", "cross-fitted")}
     for learner in fits.values():
         learner.fit(X[:30], linear[:30], seed=0)
     assert fits["cross-fitted"].scaler.scale > 1.1 * fits["in-sample"].scaler.scale
-    np.testing.assert_allclose(fits["cross-fitted"].ridge.coef_, fits["in-sample"].ridge.coef_)
+    np.testing.assert_allclose(fits["cross-fitted"].ridge.model.coef_, fits["in-sample"].ridge.model.coef_)
     with pytest.raises(ValueError, match="residual_targets"):
         MLPLearner("regression", residual_targets="oof")
+
+
+def test_the_predictive_ridge_mode_predicts_the_bayesian_ridge_and_keeps_the_residual_network() -> None:
+    """ridge='predictive': the Prediction is sklearn's BayesianRidge (mean, predictive std with the
+    noise) on the same labels; the network still learns the residual and gives the embedding."""
+    from sklearn.linear_model import BayesianRidge
+
+    X, linear, _, spec = _regression_sets(5)
+    learner = MLPLearner("regression", input=spec, capacity="fixed", ridge="predictive")
+    learner.fit(X[:50], linear[:50], seed=0)
+    pred = learner.predict(X[300:])
+    mean, std = BayesianRidge().fit(X[:50].astype(np.float64), linear[:50]).predict(X[300:].astype(np.float64),
+                                                                                    return_std=True)
+    np.testing.assert_allclose(pred.mean_n.double().numpy(), mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pred.dist.var_n.double().numpy(), std**2, rtol=1e-4)
+    assert pred.embedding_n_d.shape == (300, learner.backbone.out_dim) and learner.scaler is not None
+    with pytest.raises(ValueError, match="ridge must be"):
+        MLPLearner("regression", ridge="mean")
+
+
+def test_the_ridge_candidate_is_cross_validated_without_a_network() -> None:
+    from alkit.models.capacity import REGRESSION_CHOICES
+    from alkit.models.learner import RidgePredictive, capacity_scorer
+
+    make = capacity_scorer(None, None, "regression")
+    assert isinstance(make(REGRESSION_CHOICES["ridge"]), RidgePredictive)
+    assert make(REGRESSION_CHOICES["ridge-residual"]).ridge_mode == "residual"

@@ -17,8 +17,8 @@ from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
-from alkit.models.capacity import (REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, Capacity, CapacityHint, Mode,
-                                   checked_mode, resolve_capacity)
+from alkit.models.capacity import (REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, RIDGE_MODES, Capacity,
+                                   CapacityHint, Mode, checked_mode, resolve_capacity)
 from alkit.models.train import TrainConfig, to_tensor, train_module
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -78,14 +78,40 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, d
     return config.for_input(input)
 
 
+class RidgePredictive:
+    """A Bayesian ridge's predictive (its mean and predictive variance, noise included) as a
+    regression Prediction: how the 'predictive' ridge mode predicts, and what cross-validation scores
+    for it (the residual network it also fits changes neither)."""
+
+    def __init__(self) -> None:
+        self.model: Any = None  # the fitted sklearn BayesianRidge
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        from sklearn.linear_model import BayesianRidge
+
+        self.model = BayesianRidge().fit(np.asarray(X_n_f, dtype=np.float64), np.asarray(y_n, dtype=np.float64))
+        return {}
+
+    def distribution(self, X_n_f: np.ndarray) -> GaussianPredictive:
+        mean, std = self.model.predict(np.asarray(X_n_f, dtype=np.float64), return_std=True)
+        return GaussianPredictive(torch.as_tensor(mean), torch.as_tensor(std) ** 2)
+
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        dist = self.distribution(X_n_f)
+        n = len(dist.mean_n)
+        return Prediction(torch.zeros(n), dist.var_n, torch.zeros(n, 0), mean_n=dist.mean_n, dist=dist)
+
+
 def capacity_scorer(n_classes: int | None, input: InputSpec | None, task: Task = "classification",
-                    residual_targets: str = "cross-fitted") -> Callable[[Capacity], "MLPLearner"]:
+                    residual_targets: str = "cross-fitted") -> Callable[[Capacity], Any]:
     """The network a capacity candidate is cross-validated with: the plain MLP learner of that
-    depth and prior (the cheapest of that shape; alkit/models/capacity.py), for regression with or
-    without the ridge residual (its targets as ``residual_targets``)."""
+    depth and prior (the cheapest of that shape; alkit/models/capacity.py), for regression in the
+    candidate's ridge mode (residual targets as ``residual_targets``; the 'predictive' mode's
+    prediction is the ridge's alone, so it is scored without a network)."""
     if task == "regression":
-        return lambda c: MLPLearner("regression", input=input, depth=c.depth, train=TrainConfig(prior_l2=c.prior_l2),
-                                    capacity="fixed", ridge_residual=c.residual, residual_targets=residual_targets)
+        return lambda c: RidgePredictive() if c.ridge == "predictive" else MLPLearner(
+            "regression", input=input, depth=c.depth, train=TrainConfig(prior_l2=c.prior_l2), capacity="fixed",
+            ridge=c.ridge, residual_targets=residual_targets)
     return lambda c: MLPLearner("classification", n_classes, input=input, depth=c.depth,
                                 train=TrainConfig(prior_l2=c.prior_l2), capacity="fixed")
 
@@ -111,7 +137,7 @@ class MLPLearner:
         input: InputSpec | None = None,
         head_prior: bool | None = None,
         capacity: Mode = "prior",
-        ridge_residual: bool = False,
+        ridge: str = "off",
         residual_choice: bool = True,
         residual_targets: Literal["in-sample", "cross-fitted"] = "cross-fitted",
         **backbone_options: Any,
@@ -127,18 +153,22 @@ class MLPLearner:
         nine raw-feature development sets +0.0010 mean accuracy at 20-300 labels, +0.0032 at 20;
         where it differs from 'auto' (flat raw features) it is the VBLL learner's choice.
         Regression: where ``capacity`` chooses, the choice is between the shallow network and the
-        same network fitted to a Bayesian ridge's residual (``ridge_residual``; mean = ridge mean +
-        network mean), by cross-validated CRPS; ``residual_choice=False`` keeps it off for networks
-        whose raw outputs another learner reads (the ensembles, MC dropout, SVE).
+        same network fitted to a Bayesian ridge's residual (alkit/models/capacity.py,
+        REGRESSION_CANDIDATES), by cross-validated CRPS; ``ridge`` (one of RIDGE_MODES) is the mode
+        used where nothing chooses (``capacity=fixed``); ``residual_choice=False`` keeps the ridge
+        off for networks whose raw outputs another learner reads (the ensembles, MC dropout, SVE).
         ``residual_targets``: the residuals the network learns, the ridge's own on the labels
         ('in-sample') or its 5-fold out-of-fold ones ('cross-fitted', as large as its errors on new
         items); the ridge that predicts is fitted on every label either way."""
         self.capacity = checked_mode(capacity)
-        self.ridge_residual, self.residual_choice = bool(ridge_residual), bool(residual_choice)
+        if ridge not in RIDGE_MODES:
+            raise ValueError(f"ridge must be {', '.join(RIDGE_MODES[:-1])} or {RIDGE_MODES[-1]}, got {ridge!r}")
+        self.ridge_mode, self.residual_choice = ridge, bool(residual_choice)
         if residual_targets not in RESIDUAL_TARGETS:
             raise ValueError(f"residual_targets must be {' or '.join(RESIDUAL_TARGETS)}, got {residual_targets!r}")
         self.residual_targets = residual_targets
-        self.ridge: Any = None  # the fitted Bayesian ridge whose residual the network learned (regression)
+        self.ridge: RidgePredictive | None = None  # the Bayesian ridge whose residual the network learned
+        self.fitted_ridge_mode = "off"  # the ridge mode of the last fit (chosen or ``ridge``)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
@@ -180,19 +210,22 @@ class MLPLearner:
         self._build(X, config)
         y = torch.as_tensor(y_n)
         self.ridge = None
+        mode = RIDGE_MODES[int(chosen["capacity_ridge"])] if "capacity_ridge" in chosen else self.ridge_mode
+        self.fitted_ridge_mode = mode if self.task == "regression" else "off"
         if self.task == "regression":
-            if chosen.get("capacity_residual", float(self.ridge_residual)):
+            if mode != "off":
                 from sklearn.linear_model import BayesianRidge
 
                 X64, y64 = np.asarray(X_n_f, dtype=np.float64), np.asarray(y_n, dtype=np.float64)
-                self.ridge = BayesianRidge().fit(X64, y64)
+                self.ridge = RidgePredictive()
+                self.ridge.fit(X64, y64, seed=seed)
                 if self.residual_targets == "cross-fitted" and len(y64) >= 2 * RESIDUAL_FOLDS:
                     from sklearn.model_selection import KFold, cross_val_predict
 
                     folds = KFold(RESIDUAL_FOLDS, shuffle=True, random_state=seed)
                     fitted = cross_val_predict(BayesianRidge(), X64, y64, cv=folds)
                 else:
-                    fitted = self.ridge.predict(X64)
+                    fitted = self.ridge.model.predict(X64)
                 y = y.double() - torch.as_tensor(fitted)
             self.scaler = TargetScaler(y.float())
             y = self.scaler.forward(y.float())
@@ -227,15 +260,20 @@ class MLPLearner:
     def prediction_from(self, phi: torch.Tensor, out: torch.Tensor, X_n_f: np.ndarray) -> Prediction:
         """The Prediction from the features ``phi`` (n, d) and the head's outputs ``out`` (n, C or 2)
         for the inputs ``X_n_f`` (a scorer that ran the network itself, alkit/learners/gradnorm.py,
-        needs no second forward); regression adds the ridge's mean where the network learned its residual."""
+        needs no second forward); regression adds the ridge's mean where the network learned its residual
+        (ridge mode 'residual'), or predicts with the ridge's own predictive ('predictive')."""
         zeros = torch.zeros(phi.shape[0])
         if self.task == "classification":
             probs = out.softmax(-1)
             return Prediction(zeros, entropy_n(probs), phi, probs_n_C=probs, extras={"logits_n_C": out})
         dist = GaussianPredictive(out[:, 0], out[:, 1].exp()).affine(self.scaler.shift, self.scaler.scale)
         if self.ridge is not None:
-            ridge_n = torch.as_tensor(self.ridge.predict(np.asarray(X_n_f, dtype=np.float64)), dtype=dist.mean_n.dtype)
-            dist = GaussianPredictive(dist.mean_n + ridge_n, dist.var_n)
+            ridge = self.ridge.distribution(X_n_f)
+            ridge_mean_n = ridge.mean_n.to(dist.mean_n.dtype)
+            if self.fitted_ridge_mode == "predictive":
+                dist = GaussianPredictive(ridge_mean_n, ridge.var_n.to(dist.var_n.dtype))
+            else:
+                dist = GaussianPredictive(dist.mean_n + ridge_mean_n, dist.var_n)
         return Prediction(zeros, dist.var_n, phi, mean_n=dist.mean_n, dist=dist)
 
     def posterior(self) -> GaussianLastLayer | None:
