@@ -312,7 +312,7 @@ class ActiveLoop:
     def _capacity_hint(self, run_id: int) -> CapacityHint | None:
         """The capacity the run's latest committed cycle recorded in its signals, or None."""
         latest = self.store.latest_signal(run_id, "capacity")
-        return None if latest is None else CapacityHint(**latest)
+        return None if latest is None else CapacityHint.from_signal(latest)
 
     def _signals(self, learner: Learner, cands: Candidates | None, spec: RunSpec,
                  capacity: CapacityHint | None = None) -> dict[str, Any]:

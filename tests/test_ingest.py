@@ -346,3 +346,13 @@ def test_blank_text_labels_are_missing_and_padding_is_stripped(tmp_path: Path) -
     cfg = init_project(tmp_path / "reg.csv", tmp_path / "q", InitOptions(id_col="id", label_col="y", task="regression"))
     assert cfg.task == "regression"
     assert Store(load_project(tmp_path / "q").store_url).counts() == {"pool:unlabeled": 10, "test:unlabeled": 30}
+
+
+def test_integer_classes_hint_flags_many_whole_number_labels_only() -> None:
+    from alkit.pools.ingest import integer_classes_hint
+
+    assert integer_classes_hint([str(v) for v in range(19)])
+    assert integer_classes_hint(["0.0", "1.0", "2", "3", "4", "5", "6", "7", "8", "10"])
+    assert not integer_classes_hint([str(v) for v in range(5)])  # few values: classes
+    assert not integer_classes_hint([f"c{v}" for v in range(19)])
+    assert not integer_classes_hint([str(v + 0.5) for v in range(19)])

@@ -46,7 +46,7 @@ def test_unset_head_is_chosen_per_fit_and_an_explicit_one_is_kept() -> None:
     X = rng.normal(size=(60, 5)).astype(np.float32)
     smooth = X @ rng.normal(size=5) + 0.1 * rng.normal(size=60)
     spiky = np.where(rng.random(60) < 0.3, 0.0, np.abs(smooth) + 1.0)
-    learner = VBLLLearner("regression")
+    learner = VBLLLearner("regression", capacity="fixed")  # the point-mass rule alone
     learner.fit(X, smooth, seed=0)
     assert (learner.head_kind, learner.cov) == ("gaussian", "dense")
     learner.fit(X, spiky, seed=0)
@@ -148,3 +148,42 @@ def test_linear_path_is_an_option_and_refuses_non_booleans() -> None:
     assert on.predict(X[:3]).mean_n.shape == (3,)
     with pytest.raises(ValueError, match="linear_path"):
         VBLLLearner("regression", linear_path="false")  # type: ignore[arg-type]
+
+
+def _zero_inflated(kind: str, n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A third zeros either way: 'count', the rounded positive part of a smooth function of the
+    inputs (near-noiseless); 'noisy', zeros at random and a log-normal spend barely tied to them."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 6)).astype(np.float32)
+    if kind == "count":
+        f = 10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3] + 5 * X[:, 4]
+        return X, np.round(np.maximum(0.0, f - np.quantile(f, 0.33)))
+    spend = np.exp(rng.normal(1.0 + 0.3 * X[:, 0], 1.0))
+    return X, np.log1p(np.where(rng.random(n) < 0.33, 0.0, spend))
+
+
+def test_head_is_cross_validated_where_the_point_mass_rule_fires() -> None:
+    """Learner rule 10: on a zero-inflated count with a smooth non-zero part the cross-validated
+    choice takes the Gaussian head, whose held-out CRPS is well below the bucket head's that the
+    rule alone takes; on a noisy zero-inflated spend it keeps the bucket head.  The report names
+    both cross-validated scores and the hint carries the choice."""
+    from alkit.models.capacity import CapacityHint
+
+    X, y = _zero_inflated("count")
+    chosen = VBLLLearner("regression")
+    report = chosen.fit(X[:100], y[:100], seed=0)
+    assert chosen.head_kind == "gaussian" and report["cv_crps_gaussian"] < report["cv_crps_buckets"]
+    rule = VBLLLearner("regression", capacity="fixed")
+    rule.fit(X[:100], y[:100], seed=0)
+    assert rule.head_kind == "buckets"
+    crps = {k: metrics.crps(m.predict(X[300:]).dist, y[300:]) for k, m in (("cv", chosen), ("rule", rule))}
+    assert crps["cv"] < 0.8 * crps["rule"]
+    hint = CapacityHint.from_report(report)
+    assert hint is not None and hint.head == "gaussian"
+    again = VBLLLearner("regression")
+    again.capacity_hint = hint
+    assert "cv_crps_gaussian" not in again.fit(X[:150], y[:150], seed=1) and again.head_kind == "gaussian"
+    Xn, yn = _zero_inflated("noisy", seed=1)
+    noisy = VBLLLearner("regression")
+    noisy.fit(Xn[:100], yn[:100], seed=0)
+    assert noisy.head_kind == "buckets"

@@ -37,7 +37,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
     laplace_bridge_mi, posterior_of,
 )
 from alkit.learners.csd import ridge_whitener
-from alkit.models.capacity import CapacityHint, Mode, checked_mode, resolve_capacity
+from alkit.models.capacity import HEADS, Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
 from alkit.models.learner import capacity_scorer
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
@@ -99,8 +99,12 @@ class VBLLLearner:
     features).  The acquisitions that read the class posterior (decision-flip, BALD, EPIG) are
     unchanged by it.
     regression: 'buckets' (CR-VBLL), 'gaussian' (VBLL regression) or 'quantile' (QR-VBLL); unset,
-    the head follows the labelled targets at each fit (``regression_head_for``): buckets where one
-    value holds a point mass (a zero-inflated spend or count), Gaussian otherwise;
+    the head follows the labelled targets at each fit (``regression_head_for``): Gaussian where no
+    value holds a point mass; where one does (a zero-inflated spend or count) the bucket head,
+    unless 3-fold cross-validated CRPS puts the Gaussian head at least 10 % lower (``capacity`` not
+    'fixed'; made again when the labels have doubled; learner rule 10b,
+    benchmarks/results/label_efficiency_dev/vbll_head_margin_rule.md: a zero-inflated count with a
+    smooth non-zero part, where the bucket head stays near the marginal);
     targets are standardised as in MLPLearner.
     Feature map: 'none' by default since the label-efficiency work (the learner at 20-300 labels,
     benchmarks/results/learner_parity_dev.md): under 'l2' the backbone's output scale is free, so
@@ -237,10 +241,22 @@ class VBLLLearner:
             reg_weight=lam,
         )
 
+    def head_scorer(self, candidate: Capacity) -> "VBLLLearner":
+        """The learner a regression head candidate is cross-validated with: this one's settings with
+        that head fixed (alkit/models/capacity.py, HEAD_CANDIDATES)."""
+        return VBLLLearner("regression", head=candidate.head, backbone=self.backbone_config, train=self.train_config,
+                           input=self.input, prior_scale=self.prior_scale, n_buckets=self.n_buckets,
+                           buckets=self.buckets, capacity="fixed")
+
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        # regression, head unset: where the labels hold a point mass the bucket and Gaussian heads are
+        # cross-validated (learner rule 10); elsewhere the Gaussian head
+        rule_head = regression_head_for(np.asarray(y_n)) if self.auto_head else None
+        head_choice = rule_head == "buckets"
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
-            make_scorer=capacity_scorer(self.n_classes, self.input), seed=seed, hint=self.capacity_hint)
+            make_scorer=self.head_scorer if head_choice else capacity_scorer(self.n_classes, self.input), seed=seed,
+            hint=self.capacity_hint, regression="head" if head_choice else "")
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         N = X.shape[0]
@@ -249,7 +265,7 @@ class VBLLLearner:
         if self.task == "regression":
             y = y.float()
             if self.auto_head:
-                self.head_kind = regression_head_for(y.numpy())
+                self.head_kind = HEADS[int(chosen["capacity_head"])] if "capacity_head" in chosen else rule_head
                 self.cov = self.cov_choice or default_cov(self.task, self.head_kind)
                 self.train_cov = self.train_cov_choice if self.do_refit else self.cov
             self.shift = float(y.mean())

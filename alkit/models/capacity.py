@@ -24,8 +24,10 @@ over 20-300 labels, +0.006 on the food reviews (report, 20 seeds; at least +0.00
 +0.007 on x_titles (worst -0.002 at 20 labels), 0.000 on x_fashion_emb (it kept prior 30).  So
 ``auto``, the default, is cv there.
 
-Regression (the MLP learner only): the choice is between the shallow network and the same network
-fitted to a Bayesian ridge's residual, by cross-validated CRPS (REGRESSION_CANDIDATES, learner rule 9).
+Regression: the MLP learner chooses between the shallow network and the same network fitted to a
+Bayesian ridge's residual (REGRESSION_CANDIDATES, learner rule 9); the VBLL learner, where the labels
+hold a point mass, between its bucket and Gaussian heads (HEAD_CANDIDATES, learner rule 10b); both
+by cross-validated CRPS.
 
 Scope: classification on flat features with depth and prior left unset, at N <= CV_MAX_N labels
 (the full-batch regime; above it the default stays); not images, whose convolution stem fixes the
@@ -39,7 +41,7 @@ loop hands each cycle's choice on, and it is made again only when the labels hav
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Literal, Protocol, get_args
 
 import numpy as np
@@ -57,6 +59,7 @@ class Capacity:
     depth: int
     prior_l2: float
     ridge: str = "off"  # regression: how a Bayesian ridge on the labels enters the prediction (RIDGE_MODES)
+    head: str = ""  # VBLL regression: the head ('gaussian' or 'buckets'; '' where the choice is not the head)
 
     @property
     def residual(self) -> bool:
@@ -111,6 +114,17 @@ REGRESSION_RESIDUAL = Capacity("ridge-residual", REGRESSION_DEPTH, REGRESSION_PR
 REGRESSION_RIDGE = Capacity("ridge", REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, ridge="predictive")
 REGRESSION_CANDIDATES: tuple[Capacity, ...] = (REGRESSION_PLAIN, REGRESSION_RESIDUAL)
 REGRESSION_CHOICES: dict[str, Capacity] = {c.name: c for c in (REGRESSION_PLAIN, REGRESSION_RESIDUAL, REGRESSION_RIDGE)}
+# The VBLL learner's regression head where the labels hold a point mass (one value >= 10 % of them,
+# alkit/learners/vbll.py regression_head_for): the bucket head (CR-VBLL) or the Gaussian head, by
+# cross-validated CRPS (learner rule 10).  The point-mass rule alone took the bucket head on a
+# zero-inflated count whose non-zero part is a smooth function of the inputs, where the bucket
+# head, which ignores the order of its buckets, stays near the marginal.  Depth and prior are the
+# learner's own (regression choices leave the configs unchanged).
+HEADS: tuple[str, ...] = ("", "gaussian", "buckets")
+HEAD_BUCKETS = Capacity("buckets", -1, 0.0, head="buckets")
+HEAD_GAUSSIAN = Capacity("gaussian", -1, 0.0, head="gaussian")
+HEAD_CANDIDATES: tuple[Capacity, ...] = (HEAD_BUCKETS, HEAD_GAUSSIAN)
+HEAD_MARGIN = 0.1  # the Gaussian head is taken only where its cross-validated CRPS is lower by this fraction
 PRIOR_TAME = Capacity("tame", 1, 10.0)
 PRIOR_FREE = Capacity("free", 1, 1.0)
 PRIOR_CANDIDATES: tuple[Capacity, ...] = (PRIOR_TAME, PRIOR_FREE)
@@ -130,6 +144,7 @@ class CapacityHint:
     depth: int
     prior_l2: float
     ridge: str = "off"
+    head: str = ""
 
     @classmethod
     def from_report(cls, report: dict[str, float]) -> "CapacityHint | None":
@@ -137,13 +152,23 @@ class CapacityHint:
         if "capacity_n" not in report:
             return None
         return cls(int(report["capacity_n"]), int(report["capacity_depth"]), float(report["capacity_prior_l2"]),
-                   RIDGE_MODES[int(report.get("capacity_ridge", 0.0))])
+                   RIDGE_MODES[int(report.get("capacity_ridge", 0.0))], HEADS[int(report.get("capacity_head", 0.0))])
+
+    @classmethod
+    def from_signal(cls, signal: dict[str, Any]) -> "CapacityHint":
+        """The hint a stored cycle signal holds (``dataclasses.asdict`` of one), also from runs
+        recorded before a field was added or renamed (``residual`` -> ``ridge``)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in signal.items() if k in known}
+        if "residual" in signal and "ridge" not in signal:
+            values["ridge"] = "residual" if signal["residual"] else "off"
+        return cls(**values)
 
     def reusable(self, n_labels: int, candidates: tuple[Capacity, ...] = CANDIDATES) -> Capacity | None:
         """The candidate to reuse at ``n_labels`` labels, or None when it is time to choose again."""
         if not self.n_labels <= n_labels < CV_GROWTH * self.n_labels:
             return None
-        return next((c for c in candidates if (c.depth, c.prior_l2, c.ridge) == (self.depth, self.prior_l2, self.ridge)),
+        return next((c for c in candidates if (c.depth, c.prior_l2, c.ridge, c.head) == (self.depth, self.prior_l2, self.ridge, self.head)),
                     None)
 
 
@@ -167,29 +192,31 @@ def effective_mode(mode: str, input: InputSpec | None) -> str:
 
 
 def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfig, train: TrainConfig,
-                     n_labels: int, *, regression: bool = False) -> bool:
+                     n_labels: int, *, regression: bool | str = False) -> bool:
     """Whether this fit chooses its capacity: on flat features (raw or an encoder's embeddings, not
     images) with the prior unset, between CV_MIN_N and CV_MAX_N labels; classification with the
-    depth unset, regression (where the learner takes the ridge-residual choice, ``regression``) on
-    the default shallow network."""
+    depth unset, regression where the learner takes a regression choice (``regression``: the MLP
+    learner's ridge, the VBLL learner's head) with the depth unset (or the MLP's default)."""
     if train.prior_l2 is not None or backbone.module:
         return False
     if input is not None and (input.patch_filters is not None or input.image_shape is not None):
         return False
     if task == "regression":
         shallow = backbone.depth in (None, REGRESSION_DEPTH)
-        return regression and shallow and CV_MIN_N <= n_labels <= CV_MAX_N
+        return bool(regression) and shallow and CV_MIN_N <= n_labels <= CV_MAX_N
     if task != "classification" or backbone.depth is not None:
         return False
     return CV_MIN_N <= n_labels <= CV_MAX_N
 
 
-def candidates_for(input: InputSpec | None, mode: str = "cv", task: str = "classification") -> tuple[Capacity, ...]:
-    """The capacities a fit on these inputs chooses between: for regression REGRESSION_CANDIDATES;
+def candidates_for(input: InputSpec | None, mode: str = "cv", task: str = "classification",
+                   regression: str = "ridge") -> tuple[Capacity, ...]:
+    """The capacities a fit on these inputs chooses between: for regression REGRESSION_CANDIDATES
+    (``regression`` 'ridge', the MLP learner) or HEAD_CANDIDATES ('head', the VBLL learner);
     EMBEDDING_CANDIDATES on an encoder's embeddings; on raw features CANDIDATES (depth and prior) in
     mode 'cv', PRIOR_CANDIDATES (the prior alone) in mode 'prior'."""
     if task == "regression":
-        return REGRESSION_CANDIDATES
+        return HEAD_CANDIDATES if regression == "head" else REGRESSION_CANDIDATES
     if input is not None and input.embedding:
         return EMBEDDING_CANDIDATES
     return PRIOR_CANDIDATES if effective_mode(mode, input) == "prior" else CANDIDATES
@@ -267,45 +294,50 @@ def cv_crps(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, f
 
 
 def choose_capacity(X_n_f: np.ndarray, y_n: np.ndarray, make_scorer: Callable[[Capacity], Scorer], *, seed: int,
-                    candidates: tuple[Capacity, ...] = CANDIDATES, task: str = "classification"
-                    ) -> tuple[Capacity, dict[str, float]]:
+                    candidates: tuple[Capacity, ...] = CANDIDATES, task: str = "classification",
+                    margin: float = 0.0) -> tuple[Capacity, dict[str, float]]:
     """The candidate whose network (``make_scorer(candidate)``) has the lowest cross-validated NLL
-    (regression: CRPS; ties: the first, the tamer or plainer), and every candidate's score.
+    (regression: CRPS; ties: the first, the tamer or plainer), and every candidate's score.  With a
+    ``margin`` the first candidate is kept unless the best is lower than its score by that fraction.
     Deterministic for a seed."""
     y = np.asarray(y_n)
     folds = cv_folds(y, CV_FOLDS, seed)
     loss = cv_crps if task == "regression" else cv_nll
     scores = {c.name: loss(X_n_f, y, lambda c=c: make_scorer(c), folds=folds, seed=seed) for c in candidates}
-    return min(candidates, key=lambda c: scores[c.name]), scores
+    best = min(candidates, key=lambda c: scores[c.name])
+    first = candidates[0]
+    return (best if scores[best.name] < (1.0 - margin) * scores[first.name] else first), scores
 
 
 def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: BackboneConfig,
                      train: TrainConfig, X_n_f: np.ndarray, y_n: np.ndarray, *,
                      make_scorer: Callable[[Capacity], Scorer], seed: int, hint: CapacityHint | None = None,
-                     regression: bool = False) -> tuple[BackboneConfig, TrainConfig, dict[str, float]]:
+                     regression: str = "") -> tuple[BackboneConfig, TrainConfig, dict[str, float]]:
     """The backbone and training configs of this fit: with ``mode`` 'cv', where
     ``capacity_applies``, the chosen candidate's depth and prior, and a report of the choice
     (``capacity_n`` labels it was made at, ``capacity_depth``, ``capacity_prior_l2``, each
     candidate's ``cv_nll_<name>`` when chosen now); else unchanged.  A ``hint`` from an earlier
-    cycle is reused until the labels have grown CV_GROWTH-fold.  ``regression``: the learner takes
-    the regression choice (the MLP learner; its report then holds ``capacity_ridge``, the index of the
-    chosen RIDGE_MODES entry, and the
-    configs come back unchanged)."""
+    cycle is reused until the labels have grown CV_GROWTH-fold.  ``regression``: the regression
+    choice the learner takes, '' none, 'ridge' (the MLP learner) or 'head' (the VBLL learner); its
+    report then holds ``capacity_ridge`` and ``capacity_head``, the indices of the chosen RIDGE_MODES
+    and HEADS entries, and the configs come back unchanged."""
     if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n),
                                                                       regression=regression):
         return backbone, train, {}
-    candidates = candidates_for(input, mode, task)
+    candidates = candidates_for(input, mode, task, regression)
     if candidates == PRIOR_CANDIDATES and len(y_n) > PRIOR_MAX_N:
         return backbone, train, {}  # the raw-feature prior choice is for few labels (PRIOR_MAX_N)
     reused = hint.reusable(len(y_n), candidates) if hint is not None else None
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
     else:
-        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates, task=task)
+        chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates, task=task,
+                                         margin=HEAD_MARGIN if regression == "head" else 0.0)
         n_chosen = len(y_n)
     measure = "crps" if task == "regression" else "nll"
     report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
               "capacity_prior_l2": chosen.prior_l2, **{f"cv_{measure}_{k}": v for k, v in scores.items()}}
     if task == "regression":
-        return backbone, train, {**report, "capacity_ridge": float(RIDGE_MODES.index(chosen.ridge))}
+        return backbone, train, {**report, "capacity_ridge": float(RIDGE_MODES.index(chosen.ridge)),
+                                 "capacity_head": float(HEADS.index(chosen.head))}
     return BackboneConfig.of(backbone, depth=chosen.depth), replace(train, prior_l2=chosen.prior_l2), report

@@ -204,7 +204,7 @@ class MLPLearner:
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
             make_scorer=capacity_scorer(self.n_classes, self.input, self.task, self.residual_targets), seed=seed,
-            hint=self.capacity_hint, regression=self.residual_choice)
+            hint=self.capacity_hint, regression="ridge" if self.residual_choice else "")
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         self._build(X, config)

@@ -81,6 +81,17 @@ def parse_image_shape(text: str) -> tuple[int, ...]:
 _PIXEL_NAME = re.compile(r"^(?:px|pix|pixel)_?(\d+)(?:_(\d+))?$", re.IGNORECASE)
 
 
+def integer_classes_hint(classes: list[str], min_values: int = 10) -> bool:
+    """Whether inferred classes look like a count or an amount: at least ``min_values`` of them, all
+    integers (a regression target of whole numbers is read as classes unless ``--task`` says so)."""
+    if len(classes) < min_values:
+        return False
+    try:
+        return all(float(c) == int(float(c)) for c in classes)
+    except ValueError:
+        return False
+
+
 def pixel_shape_hint(feature_cols: list[str]) -> tuple[int, int] | None:
     """(H, W) when the feature columns are named as the pixels of square gray images (px0..px63,
     pixel1..pixel784, pixel_0_0..pixel_7_7: one number counting from 0 or 1, or a row and a
