@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import numpy as np
 import pytest
 
 ALKIT = [sys.executable, "-m", "alkit.cli"]
@@ -135,3 +136,18 @@ def test_init_hints_at_the_image_shape_of_pixel_columns(tmp_path: Path, digits_c
     assert pixel_shape_hint([f"f{j}" for j in range(64)]) is None  # not pixel names
     assert pixel_shape_hint([f"px{j}" for j in range(63)]) is None  # not square
     assert pixel_shape_hint([f"px{j}" for j in (*range(62), 70, 71)]) is None  # not consecutive
+
+
+def test_init_hints_at_regression_for_a_count_read_as_classes(tmp_path: Path) -> None:
+    """Whole-number labels with a long-tailed spread get a one-line hint to pass --task regression;
+    with --task given, or balanced class codes, none."""
+    rng = np.random.default_rng(0)
+    y = np.minimum(rng.geometric(0.3, 400) - 1, 15)
+    rows = "\n".join(f"{i},{x:.4f},{v}" for i, (x, v) in enumerate(zip(rng.normal(size=400), y)))
+    (tmp_path / "counts.csv").write_text("id,x,y\n" + rows + "\n")
+    out = alkit("init", str(tmp_path / "counts.csv"), "--id-col", "id", "--label-col", "y", "--hide-labels", "-p", "a",
+                cwd=tmp_path)
+    assert "init again with --task regression" in out.stdout
+    out = alkit("init", str(tmp_path / "counts.csv"), "--id-col", "id", "--label-col", "y", "--hide-labels",
+                "--task", "regression", "-p", "b", cwd=tmp_path)
+    assert "regression" in out.stdout and "hint:" not in out.stdout

@@ -348,11 +348,12 @@ def test_blank_text_labels_are_missing_and_padding_is_stripped(tmp_path: Path) -
     assert Store(load_project(tmp_path / "q").store_url).counts() == {"pool:unlabeled": 10, "test:unlabeled": 30}
 
 
-def test_integer_classes_hint_flags_many_whole_number_labels_only() -> None:
-    from alkit.pools.ingest import integer_classes_hint
+def test_count_like_labels_flags_skewed_whole_numbers_not_balanced_class_codes() -> None:
+    from alkit.pools.ingest import count_like_labels
 
-    assert integer_classes_hint([str(v) for v in range(19)])
-    assert integer_classes_hint(["0.0", "1.0", "2", "3", "4", "5", "6", "7", "8", "10"])
-    assert not integer_classes_hint([str(v) for v in range(5)])  # few values: classes
-    assert not integer_classes_hint([f"c{v}" for v in range(19)])
-    assert not integer_classes_hint([str(v + 0.5) for v in range(19)])
+    counts = [str(v) for v in range(19) for _ in range(max(1, 400 // (v + 1) ** 2))]  # a long-tailed count
+    assert count_like_labels(counts)
+    assert not count_like_labels([str(v) for v in range(10) for _ in range(50)])  # balanced class codes 0-9
+    assert not count_like_labels([str(v) for v in range(5) for _ in range(400 // (v + 1) ** 2)])  # few values
+    assert not count_like_labels([f"c{v}" for v in range(19) for _ in range(400 // (v + 1) ** 2)])
+    assert not count_like_labels([str(v + 0.5) for v in range(19)])

@@ -81,15 +81,26 @@ def parse_image_shape(text: str) -> tuple[int, ...]:
 _PIXEL_NAME = re.compile(r"^(?:px|pix|pixel)_?(\d+)(?:_(\d+))?$", re.IGNORECASE)
 
 
-def integer_classes_hint(classes: list[str], min_values: int = 10) -> bool:
-    """Whether inferred classes look like a count or an amount: at least ``min_values`` of them, all
-    integers (a regression target of whole numbers is read as classes unless ``--task`` says so)."""
-    if len(classes) < min_values:
-        return False
+def count_like_labels(labels: list[str], min_values: int = 10, skew: float = 5.0) -> bool:
+    """Whether class labels look like a count or an amount rather than class codes: at least
+    ``min_values`` distinct whole numbers whose most frequent value is at least ``skew`` times as
+    frequent as the median one (a zero-inflated or long-tailed count; class codes such as the
+    digits' 0-9 are near balanced).  A regression target of whole numbers is read as classes unless
+    ``--task`` says so, which this flags for a hint."""
     try:
-        return all(float(c) == int(float(c)) for c in classes)
+        values = [float(v) for v in labels]
     except ValueError:
         return False
+    if not values or any(v != int(v) for v in values):
+        return False
+    _, counts = np.unique(values, return_counts=True)
+    return len(counts) >= min_values and counts.max() >= skew * float(np.median(counts))
+
+
+def label_values(data: Path, label_col: str) -> list[str]:
+    """The non-empty values of a data file's label column, as text."""
+    col = TableSource(data).frame([pl.col(label_col).cast(pl.Utf8)])[label_col]
+    return [v for v in col.drop_nulls().to_list() if v.strip()]
 
 
 def pixel_shape_hint(feature_cols: list[str]) -> tuple[int, int] | None:
