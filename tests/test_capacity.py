@@ -459,3 +459,38 @@ def test_a_hint_reads_signals_recorded_before_the_ridge_modes_and_heads() -> Non
     assert CapacityHint.from_signal(old) == CapacityHint(40, 0, 30.0, "residual", "")
     assert CapacityHint.from_signal({**old, "residual": False}).ridge == "off"
     assert CapacityHint.from_signal({"n_labels": 40, "depth": 1, "prior_l2": 10.0}).head == ""
+
+
+class _FixedProbs:
+    """A fake scorer for choose_capacity: the probability it gives the true class (column 1 of X
+    holds the label) is ``p_good`` on items flagged in column 0 and ``p_bad`` elsewhere."""
+
+    def __init__(self, p_good: float, p_bad: float) -> None:
+        self.p_good, self.p_bad = p_good, p_bad
+
+    def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        return {}
+
+    def predict(self, X_n_f: np.ndarray) -> Prediction:
+        p_true = np.where(X_n_f[:, 0] > 0, self.p_good, self.p_bad)
+        y = X_n_f[:, 1].astype(int)
+        probs = np.empty((len(y), 2))
+        probs[np.arange(len(y)), y] = p_true
+        probs[np.arange(len(y)), 1 - y] = 1 - p_true
+        n = len(y)
+        return Prediction(torch.zeros(n), torch.zeros(n), torch.zeros(n, 0), probs_n_C=torch.as_tensor(probs))
+
+
+def test_the_one_standard_error_rule_keeps_the_first_candidate_until_the_gap_outgrows_its_noise() -> None:
+    """The second candidate is better on average (NLL 0.607 against log 2) but by a gap that is noise
+    at 12 labels and not at 600: without ``one_se`` it wins at both, with it only at 600."""
+    first, second = Capacity("first", 0, 1.0), Capacity("second", 0, 2.0)
+    make = {"first": _FixedProbs(0.5, 0.5), "second": _FixedProbs(0.99, 0.3)}
+    for n, wins_with_se in ((12, False), (600, True)):
+        y = np.arange(n) % 2
+        X = np.stack([(np.arange(n) // 2) % 2, y], 1).astype(np.float32)
+        for one_se, expected in ((False, "second"), (True, "second" if wins_with_se else "first")):
+            chosen, scores = choose_capacity(X, y, lambda c: make[c.name], seed=0, candidates=(first, second),
+                                             one_se=one_se)
+            assert chosen.name == expected, (n, one_se)
+        assert scores["second"] < scores["first"] == pytest.approx(np.log(2))

@@ -125,6 +125,7 @@ HEAD_BUCKETS = Capacity("buckets", -1, 0.0, head="buckets")
 HEAD_GAUSSIAN = Capacity("gaussian", -1, 0.0, head="gaussian")
 HEAD_CANDIDATES: tuple[Capacity, ...] = (HEAD_BUCKETS, HEAD_GAUSSIAN)
 HEAD_MARGIN = 0.1  # the Gaussian head is taken only where its cross-validated CRPS is lower by this fraction
+HEAD_ONE_SE = False  # also by one standard error of the paired differences: rule 10c, not adopted (vbll_head_se_rule.md)
 PRIOR_TAME = Capacity("tame", 1, 10.0)
 PRIOR_FREE = Capacity("free", 1, 1.0)
 PRIOR_CANDIDATES: tuple[Capacity, ...] = (PRIOR_TAME, PRIOR_FREE)
@@ -260,28 +261,33 @@ class Scorer(Protocol):
     def predict(self, X_n_f: np.ndarray) -> Any: ...
 
 
-def _cv_total(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], folds: list[np.ndarray], seed: int,
-              held_loss: Callable[[Any, np.ndarray], float]) -> float:
-    """Mean over the labels of ``held_loss(prediction, y_held)`` (a sum over the held-out items),
-    one learner ``make()`` fitted per fold on the rest."""
-    total = 0.0
+def _cv_losses(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], folds: list[np.ndarray], seed: int,
+               held_loss: Callable[[Any, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Each label's held-out loss (n,): ``held_loss(prediction, y_held)`` per item, one learner
+    ``make()`` fitted per fold on the rest."""
+    losses = np.empty(len(y_n), dtype=np.float64)
     for held in folds:
         keep = np.ones(len(y_n), dtype=bool)
         keep[held] = False
         learner = make()
         learner.fit(X_n_f[keep], y_n[keep], seed=seed)
-        total += held_loss(learner.predict(X_n_f[held]), y_n[held])
-    return total / len(y_n)
+        losses[held] = held_loss(learner.predict(X_n_f[held]), y_n[held])
+    return losses
+
+
+def _nll_items(pred: Any, y: np.ndarray) -> np.ndarray:
+    p = pred.probs_n_C
+    return (-torch.log(p[torch.arange(len(y)), torch.as_tensor(y)].clamp_min(1e-12))).double().numpy()
+
+
+def _crps_items(pred: Any, y: np.ndarray) -> np.ndarray:
+    return pred.dist.crps(torch.as_tensor(y)).double().numpy()
 
 
 def cv_nll(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, folds: list[np.ndarray],
            seed: int) -> float:
     """Mean held-out negative log-likelihood of the learners ``make()`` builds, one per fold."""
-    def nll(pred: Any, y: np.ndarray) -> float:
-        p = pred.probs_n_C
-        return float(-torch.log(p[torch.arange(len(y)), torch.as_tensor(y)].clamp_min(1e-12)).sum())
-
-    return _cv_total(X_n_f, y_n, make, folds, seed, nll)
+    return float(_cv_losses(X_n_f, y_n, make, folds, seed, _nll_items).mean())
 
 
 def cv_crps(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, folds: list[np.ndarray],
@@ -289,24 +295,29 @@ def cv_crps(X_n_f: np.ndarray, y_n: np.ndarray, make: Callable[[], Scorer], *, f
     """Mean held-out CRPS of the regression learners ``make()`` builds, one per fold (the measure
     regression results are reported in; a heteroscedastic fit can buy held-out likelihood with a
     poor mean, which CRPS does not reward)."""
-    return _cv_total(X_n_f, y_n, make, folds, seed,
-                     lambda pred, y: float(pred.dist.crps(torch.as_tensor(y)).sum()))
+    return float(_cv_losses(X_n_f, y_n, make, folds, seed, _crps_items).mean())
 
 
 def choose_capacity(X_n_f: np.ndarray, y_n: np.ndarray, make_scorer: Callable[[Capacity], Scorer], *, seed: int,
                     candidates: tuple[Capacity, ...] = CANDIDATES, task: str = "classification",
-                    margin: float = 0.0) -> tuple[Capacity, dict[str, float]]:
+                    margin: float = 0.0, one_se: bool = False) -> tuple[Capacity, dict[str, float]]:
     """The candidate whose network (``make_scorer(candidate)``) has the lowest cross-validated NLL
     (regression: CRPS; ties: the first, the tamer or plainer), and every candidate's score.  With a
-    ``margin`` the first candidate is kept unless the best is lower than its score by that fraction.
-    Deterministic for a seed."""
+    ``margin`` the first candidate is kept unless the best is lower than its score by that fraction;
+    with ``one_se`` also unless the best is lower by more than one standard error of the paired
+    per-label differences (the one-standard-error rule of model selection: with few labels the
+    held-out scores of two models differ by noise as large as their gap).  Deterministic for a seed."""
     y = np.asarray(y_n)
     folds = cv_folds(y, CV_FOLDS, seed)
-    loss = cv_crps if task == "regression" else cv_nll
-    scores = {c.name: loss(X_n_f, y, lambda c=c: make_scorer(c), folds=folds, seed=seed) for c in candidates}
-    best = min(candidates, key=lambda c: scores[c.name])
-    first = candidates[0]
-    return (best if scores[best.name] < (1.0 - margin) * scores[first.name] else first), scores
+    items = _crps_items if task == "regression" else _nll_items
+    losses = {c.name: _cv_losses(X_n_f, y, lambda c=c: make_scorer(c), folds, seed, items) for c in candidates}
+    scores = {name: float(v.mean()) for name, v in losses.items()}
+    best, first = min(candidates, key=lambda c: scores[c.name]), candidates[0]
+    diff = losses[first.name] - losses[best.name]
+    gain = float(diff.mean())
+    se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else 0.0
+    switch = gain > margin * scores[first.name] and (not one_se or gain > se)
+    return (best if switch else first), scores
 
 
 def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: BackboneConfig,
@@ -331,8 +342,9 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
     else:
+        head = regression == "head"
         chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates, task=task,
-                                         margin=HEAD_MARGIN if regression == "head" else 0.0)
+                                         margin=HEAD_MARGIN if head else 0.0, one_se=head and HEAD_ONE_SE)
         n_chosen = len(y_n)
     measure = "crps" if task == "regression" else "nll"
     report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
