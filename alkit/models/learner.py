@@ -92,6 +92,11 @@ class RidgePredictive:
         self.model = BayesianRidge().fit(np.asarray(X_n_f, dtype=np.float64), np.asarray(y_n, dtype=np.float64))
         return {}
 
+    def mean(self, X_n_f: np.ndarray) -> torch.Tensor:
+        """The posterior mean alone (n,), float64: what the 'residual' mode adds, without the
+        per-item variance that ``distribution`` also computes."""
+        return torch.as_tensor(self.model.predict(np.asarray(X_n_f, dtype=np.float64)))
+
     def distribution(self, X_n_f: np.ndarray) -> GaussianPredictive:
         mean, std = self.model.predict(np.asarray(X_n_f, dtype=np.float64), return_std=True)
         return GaussianPredictive(torch.as_tensor(mean), torch.as_tensor(std) ** 2)
@@ -225,7 +230,7 @@ class MLPLearner:
                     folds = KFold(RESIDUAL_FOLDS, shuffle=True, random_state=seed)
                     fitted = cross_val_predict(BayesianRidge(), X64, y64, cv=folds)
                 else:
-                    fitted = self.ridge.model.predict(X64)
+                    fitted = self.ridge.mean(X64)
                 y = y.double() - torch.as_tensor(fitted)
             self.scaler = TargetScaler(y.float())
             y = self.scaler.forward(y.float())
@@ -268,12 +273,11 @@ class MLPLearner:
             return Prediction(zeros, entropy_n(probs), phi, probs_n_C=probs, extras={"logits_n_C": out})
         dist = GaussianPredictive(out[:, 0], out[:, 1].exp()).affine(self.scaler.shift, self.scaler.scale)
         if self.ridge is not None:
-            ridge = self.ridge.distribution(X_n_f)
-            ridge_mean_n = ridge.mean_n.to(dist.mean_n.dtype)
             if self.fitted_ridge_mode == "predictive":
-                dist = GaussianPredictive(ridge_mean_n, ridge.var_n.to(dist.var_n.dtype))
+                ridge = self.ridge.distribution(X_n_f)
+                dist = GaussianPredictive(ridge.mean_n.to(dist.mean_n.dtype), ridge.var_n.to(dist.var_n.dtype))
             else:
-                dist = GaussianPredictive(dist.mean_n + ridge_mean_n, dist.var_n)
+                dist = GaussianPredictive(dist.mean_n + self.ridge.mean(X_n_f).to(dist.mean_n.dtype), dist.var_n)
         return Prediction(zeros, dist.var_n, phi, mean_n=dist.mean_n, dist=dist)
 
     def posterior(self) -> GaussianLastLayer | None:
