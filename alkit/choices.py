@@ -9,7 +9,7 @@ ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
 SKIP_LABEL = "__skip__"  # the label text that means "skip this item"
 TASKS: tuple[str, ...] = ("classification", "regression")
 ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
-HEADS: tuple[str, ...] = ("gaussian", "quantile", "buckets")  # VBLL regression heads
+HEADS: tuple[str, ...] = ("gaussian", "hetero", "quantile", "buckets")  # VBLL regression heads
 COVARIANCES: tuple[str, ...] = ("dense", "diagonal", "shared")  # VBLL covariance
 INITIAL_SELECTORS: tuple[str, ...] = ("random", "coldstart")  # model-free first batch
 SCORERS: tuple[str, ...] = ("vbll", "laplace", "csd", "gradnorm", "ensemble", "mc-dropout", "sve", "none", "sklearn",

@@ -103,9 +103,15 @@ def label_probs(pred: Prediction) -> torch.Tensor | None:
 
 
 def observation_noise_n_K(probs_n_C: torch.Tensor | np.ndarray | None, posterior: GaussianLastLayer,
-                          n: int, n_outputs: int) -> torch.Tensor:
-    """r_k per item (n, K), float64: 1 / (p_k (1 - p_k)) from class probabilities, else the
-    posterior's noise variance (regression heads)."""
+                          n: int, n_outputs: int, noise_n: torch.Tensor | None = None) -> torch.Tensor:
+    """r_k per item (n, K), float64: 1 / (p_k (1 - p_k)) from class probabilities, else the item's
+    own noise variance where the head predicts one (``noise_n``, the Prediction's ``noise_var_n``:
+    the heteroscedastic head), else the posterior's noise variance (regression heads)."""
+    if probs_n_C is None and noise_n is not None:
+        noise = torch.as_tensor(noise_n, dtype=torch.float64).reshape(-1)
+        if noise.shape[0] != n or not bool((noise > 0).all()):
+            raise ValueError(f"noise_var_n must hold one positive variance per item ({n}), got shape {tuple(noise.shape)}")
+        return noise[:, None].expand(n, n_outputs).clone()
     if probs_n_C is not None:
         p = torch.as_tensor(probs_n_C, dtype=torch.float64)
         if p.shape != (n, n_outputs):
@@ -221,7 +227,8 @@ class EPIGTargets:
             sign, noise = decision_parts(probs)
             margin = decision_margin_n(pred, probs, sign)
         return cls(cov, cov.cross_G_d_m(phi), cov.variance_for(pred, phi),
-                   observation_noise_n_K(probs, posterior, phi.shape[0], K), None, sign, noise, margin, objective)
+                   observation_noise_n_K(probs, posterior, phi.shape[0], K, pred.extras.get("noise_var_n")),
+                   None, sign, noise, margin, objective)
 
 
 _NODES = 24

@@ -55,9 +55,11 @@ SCORERS: dict[str, ScorerInfo] = {
                        _mlp, True),
     "vbll": ScorerInfo(
         "vbll",
-        "VBLL last layer, posterior refitted in closed form (options: head=gaussian|quantile|buckets, regression "
+        "VBLL last layer, posterior refitted in closed form (options: head=gaussian|hetero|quantile|buckets, regression "
         "default gaussian, or where one target value holds >= 10 % of the labels buckets unless 3-fold cross-validated "
-        "CRPS puts gaussian >= 10 % lower (capacity=fixed: buckets there); linear_path=true puts "
+        "CRPS puts gaussian >= 10 % lower (capacity=fixed: buckets there); head=hetero: the Gaussian head with a noise "
+        "variance that depends on the input; noise_choice=true: gaussian or hetero by cross-validated CRPS from 40 "
+        "labels (off by default); linear_path=true puts "
         "the standardised inputs beside the features; "
         "capacity=prior|cv|fixed|auto: prior (default) chooses the weight prior on flat classification by 3-fold "
         "cross-validation when the labels double (raw features: 10 or 1, up to 300 labels; encoder embeddings: 300 or 30), cv depth "

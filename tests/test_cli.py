@@ -151,3 +151,24 @@ def test_init_hints_at_regression_for_a_count_read_as_classes(tmp_path: Path) ->
     out = alkit("init", str(tmp_path / "counts.csv"), "--id-col", "id", "--label-col", "y", "--hide-labels",
                 "--task", "regression", "-p", "b", cwd=tmp_path)
     assert "regression" in out.stdout and "hint:" not in out.stdout
+
+
+def test_run_with_the_heteroscedastic_head_and_the_noise_choice(tmp_path: Path) -> None:
+    """`--head hetero` and `-o noise_choice=true` reach the VBLL learner from the command line and
+    both runs finish with a CRPS; a head alkit does not have is refused by name."""
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 3))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] + np.where(X[:, 2] > 0.6, 1.0, 0.05) * rng.standard_normal(300)
+    rows = "\n".join(f"{i},{a:.5f},{b:.5f},{c:.5f},{v:.5f}" for i, ((a, b, c), v) in enumerate(zip(X, y)))
+    (tmp_path / "noisy.csv").write_text("id,a,b,c,y\n" + rows + "\n")
+    alkit("init", str(tmp_path / "noisy.csv"), "--id-col", "id", "--label-col", "y", "--hide-labels",
+          "--task", "regression", "--test-frac", "0.2", cwd=tmp_path)
+    for extra in (["--head", "hetero"], ["-o", "noise_choice=true"]):
+        alkit("run", "--strategy", "epistemic", "--budget", "50", "--batch-size", "10", "--max-epochs", "20",
+              "--name", extra[1].split("=")[0], *extra, cwd=tmp_path)
+    st = {r["name"]: r for r in json.loads(alkit("status", "--json", cwd=tmp_path).stdout)}
+    assert set(st) == {"hetero", "noise_choice"}, st
+    for r in st.values():
+        assert r["n_labeled"] == 50 and np.isfinite(r["metrics"]["crps"]), r
+    bad = alkit("run", "--strategy", "epistemic", "--budget", "50", "--head", "heteroskedastic", cwd=tmp_path, check=False)
+    assert bad.returncode != 0 and "heteroskedastic" in bad.stderr + bad.stdout

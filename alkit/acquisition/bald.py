@@ -64,5 +64,5 @@ class BALDAcquisition:
         K = n_outputs_of(post, probs)
         cov = OutputCovariance.of(post, K)
         phi = cov.features(pred.embedding_n_d)
-        noise = observation_noise_n_K(probs, post, phi.shape[0], K)
+        noise = observation_noise_n_K(probs, post, phi.shape[0], K, pred.extras.get("noise_var_n"))
         return Scores(gaussian_bald_n(cov.variance_for(pred, phi), noise), {"noise_n_K": noise})

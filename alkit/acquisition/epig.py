@@ -139,7 +139,7 @@ class EPIGAcquisition:
         K = n_outputs_of(ctx.posterior, probs)
         cov = targets.cov
         phi = cov.features(pred.embedding_n_d)
-        noise = observation_noise_n_K(probs, ctx.posterior, phi.shape[0], K)
+        noise = observation_noise_n_K(probs, ctx.posterior, phi.shape[0], K, pred.extras.get("noise_var_n"))
         var = cov.variance_for(pred, phi)
         if self.decision and targets.decision_sign_M_K is not None and pred.probs_n_C is not None:
             sign, dnoise = decision_parts(probs)

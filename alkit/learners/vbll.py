@@ -33,11 +33,11 @@ from alkit.distributions import GaussianPredictive
 from alkit.learners.cr_vbll import BucketHead
 from alkit.learners.qr_vbll import QuantileHead
 from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' public names)
-    ClassificationHead, ClassScore, Cov, GaussianHead, HeadKind, VariationalLinear, _safe_cholesky, class_scores,
+    ClassificationHead, ClassScore, Cov, GaussianHead, HeadKind, HeteroGaussianHead, VariationalLinear, _safe_cholesky, class_scores,
     laplace_bridge_mi, posterior_of,
 )
 from alkit.learners.csd import ridge_whitener
-from alkit.models.capacity import HEADS, Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
+from alkit.models.capacity import HEADS, NOISE_MIN_N, Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
 from alkit.models.learner import capacity_scorer
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
@@ -98,7 +98,8 @@ class VBLLLearner:
     even / odd; mean AUROC 0.868 against 0.750 for 'mi', whose Laplace bridge saturates on image
     features).  The acquisitions that read the class posterior (decision-flip, BALD, EPIG) are
     unchanged by it.
-    regression: 'buckets' (CR-VBLL), 'gaussian' (VBLL regression) or 'quantile' (QR-VBLL); unset,
+    regression: 'buckets' (CR-VBLL), 'gaussian' (VBLL regression), 'hetero' (VBLL regression with
+    input-dependent noise, HeteroGaussianHead) or 'quantile' (QR-VBLL); unset,
     the head follows the labelled targets at each fit (``regression_head_for``): Gaussian where no
     value holds a point mass; where one does (a zero-inflated spend or count) the bucket head,
     unless 3-fold cross-validated CRPS puts the Gaussian head at least 10 % lower (``capacity`` not
@@ -159,9 +160,14 @@ class VBLLLearner:
         input: InputSpec | None = None,
         linear_path: bool | None = None,
         capacity: Mode = "prior",
+        noise_choice: bool = False,
         **backbone_options: Any,
     ) -> None:
         """``backbone`` (or its fields as keywords: width, depth, feature_map, rff_dim) shapes the network.
+        ``noise_choice``: regression with the head unset, where no value holds a point mass, chooses
+        between the Gaussian head and its heteroscedastic form ('hetero') by 3-fold cross-validated
+        CRPS from 40 labels on (alkit/models/capacity.py NOISE_CANDIDATES; off by default: learner
+        rules 11-11c).
         ``linear_path``: the last layer also reads the standardised inputs (LinearPath; an option,
         off by default: see ``uses_linear_path``).  ``capacity``: 'prior' (default) chooses the weight
         prior per fit by cross-validation where depth and prior are unset (alkit/models/capacity.py:
@@ -176,8 +182,8 @@ class VBLLLearner:
             head = "gaussian" if task == "classification" else "buckets"
         if task == "classification" and head != "gaussian":
             raise ValueError("classification uses the Gaussian-logit head (head='gaussian')")
-        if head not in ("gaussian", "quantile", "buckets"):
-            raise ValueError(f"unknown head {head!r}; use gaussian, quantile or buckets")
+        if head not in ("gaussian", "hetero", "quantile", "buckets"):
+            raise ValueError(f"unknown head {head!r}; use gaussian, hetero, quantile or buckets")
         if cov is None:
             cov = default_cov(task, head)
         if cov not in ("dense", "diagonal", "shared"):
@@ -205,6 +211,7 @@ class VBLLLearner:
             raise ValueError(f"linear_path must be true or false, got {linear_path!r}")
         self.linear_path = linear_path
         self.capacity = checked_mode(capacity)
+        self.noise_choice = noise_choice
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
         self.backbone: ResidualMLP | ConvBackbone | LinearPath | None = None
         self.head: nn.Module | None = None
@@ -234,6 +241,8 @@ class VBLLLearner:
                                       bias=self.class_bias)
         if self.head_kind == "gaussian":
             return GaussianHead(d, 1, cov=cov, prior_var=prior_var, reg_weight=lam)
+        if self.head_kind == "hetero":
+            return HeteroGaussianHead(d, cov=cov, prior_var=prior_var, reg_weight=lam)
         if self.head_kind == "quantile":
             return QuantileHead(d, self.n_quantiles, cov=cov, prior_var=prior_var, reg_weight=lam, y_N=y_std_N)
         return BucketHead(
@@ -250,13 +259,15 @@ class VBLLLearner:
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         # regression, head unset: where the labels hold a point mass the bucket and Gaussian heads are
-        # cross-validated (learner rule 10); elsewhere the Gaussian head
+        # cross-validated (learner rule 10b); elsewhere the Gaussian head, or with noise_choice the
+        # Gaussian head with a constant or an input-dependent noise (learner rule 11c, an option)
         rule_head = regression_head_for(np.asarray(y_n)) if self.auto_head else None
-        head_choice = rule_head == "buckets"
+        noise = self.noise_choice and len(y_n) >= NOISE_MIN_N
+        choice = "" if rule_head is None else ("head" if rule_head == "buckets" else "noise" if noise else "")
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
-            make_scorer=self.head_scorer if head_choice else capacity_scorer(self.n_classes, self.input), seed=seed,
-            hint=self.capacity_hint, regression="head" if head_choice else "")
+            make_scorer=self.head_scorer if choice else capacity_scorer(self.n_classes, self.input), seed=seed,
+            hint=self.capacity_hint, regression=choice)
         torch.manual_seed(seed)
         X = to_tensor(X_n_f)
         N = X.shape[0]
@@ -360,18 +371,21 @@ class VBLLLearner:
                 extras["feature_var_n"] = self._feature_var(phi) if feature_var is None else feature_var
             epi = extras[{"mi": "mi_n", "logit_var": "logit_var_n", "feature_var": "feature_var_n"}[self.class_score]]
             return Prediction(epi, sc["entropy_map_n"], phi, probs_n_C=sc["probs_n_C"], extras=extras)
-        if self.head_kind == "gaussian":
+        if self.head_kind in ("gaussian", "hetero"):
             m, v = self.head(phi)
-            s2 = self.head.noise_var
-            dist = GaussianPredictive(m[:, 0], v[:, 0] + s2[0]).affine(self.shift, self.scale)
+            s2_n = self.head.noise_var_n(phi) if self.head_kind == "hetero" else self.head.noise_var[0].expand(len(m))
+            dist = GaussianPredictive(m[:, 0], v[:, 0] + s2_n).affine(self.shift, self.scale)
             epi = v[:, 0] * self.scale**2
-            return Prediction(
-                epi, (s2[0] * self.scale**2).expand_as(epi).clone(), phi, mean_n=dist.mean_n, dist=dist,
-                extras={"var_n_K": v * self.scale**2},
-            )
+            extras = {"var_n_K": v * self.scale**2}
+            if self.head_kind == "hetero":
+                extras["noise_var_n"] = s2_n * self.scale**2
+            return Prediction(epi, (s2_n * self.scale**2).clone(), phi, mean_n=dist.mean_n, dist=dist, extras=extras)
         return self.head.predict(phi, self.shift, self.scale, epistemic=self.cr_epistemic)
 
     def posterior(self) -> GaussianLastLayer | None:
+        """The last layer's Gaussian posterior; the 'hetero' head's noise_var_K is its noise scale
+        exp(b) (the noise at a^T phi = 0): BALD and EPIG read each item's own noise from the
+        Prediction's ``noise_var_n``."""
         if self.head is None:
             return None
         noise = self.head.noise_var.detach()
