@@ -19,6 +19,16 @@ for classes, random_state=0) by holdout_data.write.
   input space carries 41x the noise sd of the rest, aleatoric that a variance score must not chase
   and a single noise variance cannot describe.
 
+Added after the first sweep (same day):
+
+- ``s_zipf``: 12 classes with Zipf shares (32 % down to 2.8 %; make_classification weights), 3,000
+  items, 15 features: rare classes that random picks meet late.
+- ``s_xor``: two-dimensional XOR of the signs of x0 and x1 (4 quadrants, 2 classes) with 8 pure-noise
+  columns and 10 % label noise, 3,000 items: no linear structure at all.
+- ``s_bimodal``: regression whose target given the inputs is a two-component mixture
+  (y = f(x) +- 3 with probability 1/2 each, plus noise 0.3), 3,000 items, 5 features: a
+  predictive no single Gaussian describes.
+
     python benchmarks/stress_data.py
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_stress python benchmarks/protocol.py --data s_noise --strategies epistemic,margin,random:vbll --seeds 0-2
 """
@@ -74,6 +84,24 @@ def main() -> None:
     X = rng.random((3000, 6))
     y = np.sin(3 * X[:, 0]) + X[:, 1] + (0.05 + 2.0 * (X[:, 2] > 0.7)) * rng.standard_normal(len(X))
     write("s_hetero", frame(X), y, "regression")
+
+    shares = 1.0 / np.arange(1, 13)
+    X, y = make_classification(3000, 15, n_informative=10, n_classes=12, n_clusters_per_class=1,
+                               weights=list(shares / shares.sum()), random_state=17)
+    write("s_zipf", frame(X), y, "classification")
+
+    rng = np.random.default_rng(18)
+    X = rng.uniform(-1, 1, (3000, 10))
+    y = ((X[:, 0] > 0) ^ (X[:, 1] > 0)).astype(int)
+    flip = rng.random(len(y)) < 0.1
+    y[flip] = 1 - y[flip]
+    write("s_xor", frame(X), y, "classification")
+
+    rng = np.random.default_rng(19)
+    X = rng.random((3000, 5))
+    f = 4 * X[:, 0] + 2 * np.sin(6 * X[:, 1])
+    y = f + np.where(rng.random(len(X)) < 0.5, 3.0, -3.0) + 0.3 * rng.standard_normal(len(X))
+    write("s_bimodal", frame(X), y, "regression")
 
 
 if __name__ == "__main__":
