@@ -28,6 +28,9 @@ Added after the first sweep (same day):
 - ``s_bimodal``: regression whose target given the inputs is a two-component mixture
   (y = f(x) +- 3 with probability 1/2 each, plus noise 0.3), 3,000 items, 5 features: a
   predictive no single Gaussian describes.
+- ``s_bow``: bag-of-words text without an encoder: 3,000 documents of 10-40 words drawn from one of 6
+  topics (each a Dirichlet(0.5) distribution over a 1,500-word vocabulary, mixed 40 / 60 with a shared
+  background distribution), as TF-IDF columns (sklearn TfidfTransformer): wide, sparse, non-negative.
 
     python benchmarks/stress_data.py
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_stress python benchmarks/protocol.py --data s_noise --strategies epistemic,margin,random:vbll --seeds 0-2
@@ -102,6 +105,21 @@ def main() -> None:
     f = 4 * X[:, 0] + 2 * np.sin(6 * X[:, 1])
     y = f + np.where(rng.random(len(X)) < 0.5, 3.0, -3.0) + 0.3 * rng.standard_normal(len(X))
     write("s_bimodal", frame(X), y, "regression")
+
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    rng = np.random.default_rng(20)
+    V, T, n = 1500, 6, 3000
+    topics = rng.dirichlet(np.full(V, 0.5), T)
+    background = rng.dirichlet(np.ones(V))
+    y = rng.integers(0, T, n)
+    counts = np.zeros((n, V))
+    for i in range(n):
+        length = rng.integers(10, 41)
+        mix = 0.4 * topics[y[i]] + 0.6 * background
+        counts[i] = rng.multinomial(length, mix / mix.sum())
+    X = TfidfTransformer().fit_transform(counts).toarray()
+    write("s_bow", frame(X), y, "classification")
 
 
 if __name__ == "__main__":
