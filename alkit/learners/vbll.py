@@ -373,7 +373,7 @@ class VBLLLearner:
             return Prediction(epi, sc["entropy_map_n"], phi, probs_n_C=sc["probs_n_C"], extras=extras)
         if self.head_kind in ("gaussian", "hetero"):
             m, v = self.head(phi)
-            s2_n = self.head.noise_var_n(phi) if self.head_kind == "hetero" else self.head.noise_var[0].expand(len(m))
+            s2_n = self.head.noise_var_n(phi)
             dist = GaussianPredictive(m[:, 0], v[:, 0] + s2_n).affine(self.shift, self.scale)
             epi = v[:, 0] * self.scale**2
             extras = {"var_n_K": v * self.scale**2}

@@ -252,24 +252,40 @@ class GaussianHead(nn.Module):
         """(mean (n, K), epistemic variance (n, K))."""
         return self.layer.mean(phi_n_d), self.layer.variance(phi_n_d)
 
+    def log_noise(self, phi_n_d: torch.Tensor) -> torch.Tensor:
+        """log s^2, broadcastable to (n, K): one per output here (K,); per item in HeteroGaussianHead."""
+        return self.noise_logvar
+
+    def noise_var_n(self, phi_n_d: torch.Tensor) -> torch.Tensor:
+        """Each item's noise variance of the first output (n,)."""
+        return self.log_noise(phi_n_d).expand(phi_n_d.shape[0], -1)[:, 0].exp()
+
+    def relative_noise_N(self, phi_N_d: torch.Tensor) -> torch.Tensor:
+        """s^2(x_i) / exp(noise_logvar) per item (N, 1), float64, as the refit weighs the items: ones here."""
+        return phi_N_d.new_ones(phi_N_d.shape[0], 1, dtype=torch.float64)
+
+    def log_prior(self) -> torch.Tensor:
+        """Log prior of the noise parameters (Wishart-type on s^2)."""
+        return (self.nu * (-self.noise_logvar) - 0.5 * self.wishart_scale / self.noise_var).sum()
+
     def loss(self, phi_n_d: torch.Tensor, y_n_K: torch.Tensor) -> torch.Tensor:
         """-ELBO/N: E_q log N(y | w^T phi, s^2) = log N(y | mu^T phi, s^2) - v/(2 s^2), per output."""
         if y_n_K.dim() == 1:
             y_n_K = y_n_K[:, None]
         m, v = self(phi_n_d)
-        s2 = self.noise_var
-        ell = -0.5 * (math.log(2 * math.pi) + self.noise_logvar + ((y_n_K - m) ** 2 + v) / s2)
-        log_prior_noise = (self.nu * (-self.noise_logvar) - 0.5 * self.wishart_scale / s2).sum()
-        return -ell.sum(1).mean() - self.reg_weight * (log_prior_noise - self.layer.kl())
+        log_s2 = self.log_noise(phi_n_d)
+        ell = -0.5 * (math.log(2 * math.pi) + log_s2 + ((y_n_K - m) ** 2 + v) / log_s2.exp())
+        return -ell.sum(1).mean() - self.reg_weight * (self.log_prior() - self.layer.kl())
 
     @torch.no_grad()
     def refit(self, phi_N_d: torch.Tensor, y_N_K: torch.Tensor, *, refit_noise: bool = True, n_iter: int = 20) -> None:
-        """Exact ELBO optimum for fixed features: BLR posterior given the noise, then the
-        closed-form noise given q, alternated (coordinate ascent, each step exact).
+        """Exact ELBO optimum for fixed features (and, in HeteroGaussianHead, a fixed noise shape
+        r_i = ``relative_noise_N``): BLR posterior given the noise, then the closed-form noise given
+        q, alternated (coordinate ascent, each step exact).
 
         With reg weight lam the prior terms carry weight c = N lam against the summed data term, so
-        q is the BLR posterior with noise c sigma^2 (exact Bayes for lam = 1/N).  Noise optimum:
-        sigma_k^2 = (sum_i E_q r_ik^2 + c omega) / (N + 2 c nu).
+        q is the BLR posterior with item noise c sigma^2 r_i (exact Bayes for lam = 1/N).  Noise
+        optimum: sigma_k^2 = (sum_i E_q r_ik^2 / r_i + c omega) / (N + 2 c nu).
         """
         if y_N_K.dim() == 1:
             y_N_K = y_N_K[:, None]
@@ -279,22 +295,23 @@ class GaussianHead(nn.Module):
         s0 = self.layer.prior_var
         diagonal = self.layer.cov == "diagonal"
         s2 = self.noise_var.double()
+        rel_N_1 = self.relative_noise_N(phi)
+        y_off = y if self.layer.bias is None else y - self.layer.bias.double()
         for _ in range(n_iter if refit_noise else 1):
-            w = (1.0 / (c * s2)).expand(N, -1)
+            w = (1.0 / (c * s2)) / rel_N_1  # (N, K)
             if self.layer.cov == "shared":
                 if not torch.allclose(s2, s2[:1].expand_as(s2)):
                     raise ValueError("a shared covariance needs equal noise across outputs")
                 w = w[:, :1]
             full_prec = _precisions(phi, w, s0, False)
             Lp = _safe_cholesky(full_prec)
-            y_off = y if self.layer.bias is None else y - self.layer.bias.double()
-            rhs = (phi.T @ y_off / (c * s2)).T  # (K, d)
+            rhs = (phi.T @ (y_off / rel_N_1) / (c * s2)).T  # (K, d)
             # exact mean, also mean-field
             mean = torch.cholesky_solve(rhs.unsqueeze(-1), Lp.expand(rhs.shape[0], -1, -1)).squeeze(-1)
             factor = torch.diagonal(full_prec, dim1=-2, dim2=-1) if diagonal else Lp
             v = _variances(phi, factor, diagonal, self.layer.K)
             if refit_noise:
-                sq = ((y_off - phi @ mean.T) ** 2 + v).sum(0)
+                sq = (((y_off - phi @ mean.T) ** 2 + v) / rel_N_1).sum(0)
                 s2 = (sq + c * self.wishart_scale) / (N + 2 * c * self.nu)
                 if self.layer.cov == "shared":
                     s2 = s2.mean().expand_as(s2).clone()
@@ -321,54 +338,19 @@ class HeteroGaussianHead(GaussianHead):
         super().__init__(d, 1, cov=cov, prior_var=prior_var, reg_weight=reg_weight, **kwargs)
         self.noise_w = nn.Parameter(torch.zeros(d))
 
-    def log_noise_n(self, phi_n_d: torch.Tensor) -> torch.Tensor:
-        """log s^2(x) per item (n,)."""
+    def log_noise(self, phi_n_d: torch.Tensor) -> torch.Tensor:
+        """log s^2(x) = a^T phi + b per item (n, 1)."""
         lo, hi = self.LOG_NOISE_RANGE
-        return (phi_n_d @ self.noise_w.to(phi_n_d) + self.noise_logvar[0].to(phi_n_d)).clamp(lo, hi)
+        return (phi_n_d @ self.noise_w.to(phi_n_d) + self.noise_logvar[0].to(phi_n_d)).clamp(lo, hi)[:, None]
 
-    def noise_var_n(self, phi_n_d: torch.Tensor) -> torch.Tensor:
-        return self.log_noise_n(phi_n_d).exp()
-
-    def loss(self, phi_n_d: torch.Tensor, y_n_K: torch.Tensor) -> torch.Tensor:
-        """-ELBO/N with s^2(x): E_q log N(y | w^T phi, s^2(x)) = log N(y | mu^T phi, s^2(x)) - v/(2 s^2(x))."""
-        if y_n_K.dim() == 1:
-            y_n_K = y_n_K[:, None]
-        m, v = self(phi_n_d)
-        log_s2 = self.log_noise_n(phi_n_d)[:, None]
-        ell = -0.5 * (math.log(2 * math.pi) + log_s2 + ((y_n_K - m) ** 2 + v) * torch.exp(-log_s2))
-        log_prior_noise = (self.nu * (-self.noise_logvar) - 0.5 * self.wishart_scale / self.noise_var).sum()
-        log_prior_a = -0.5 * self.noise_w.square().sum() / self.layer.prior_var
-        return -ell.sum(1).mean() - self.reg_weight * (log_prior_noise + log_prior_a - self.layer.kl())
-
-    @torch.no_grad()
-    def refit(self, phi_N_d: torch.Tensor, y_N_K: torch.Tensor, *, refit_noise: bool = True, n_iter: int = 20) -> None:
-        """Exact ELBO optimum for fixed features and noise shape r(x) = exp(a^T phi): the weighted
-        BLR posterior (item weights 1 / (c s^2(x_i))) given b, then the closed-form b given q,
-        alternated; sigma^2 scale exp(b) = (sum_i E_q r_i^2 / r(x_i) + c omega) / (N + 2 c nu)."""
-        if y_N_K.dim() == 1:
-            y_N_K = y_N_K[:, None]
-        phi, y = phi_N_d.double(), y_N_K.double()
-        N, d = phi.shape
-        c = N * self.reg_weight
-        s0 = self.layer.prior_var
-        diagonal = self.layer.cov == "diagonal"
+    def relative_noise_N(self, phi_N_d: torch.Tensor) -> torch.Tensor:
+        """r(x) = exp(a^T phi) (N, 1), float64: the noise shape the refit holds fixed."""
         lo, hi = self.LOG_NOISE_RANGE
-        rel_N = (phi @ self.noise_w.double()).clamp(lo - 8.0, hi + 8.0).exp()  # r(x) = s^2(x) / exp(b)
-        beta = float(self.noise_var[0])
-        y_off = y if self.layer.bias is None else y - self.layer.bias.double()
-        for _ in range(n_iter if refit_noise else 1):
-            w_N_1 = (1.0 / (c * beta * rel_N))[:, None]
-            full_prec = _precisions(phi, w_N_1, s0, False)
-            Lp = _safe_cholesky(full_prec)
-            rhs = (phi.T @ (y_off * w_N_1)).T  # (1, d)
-            mean = torch.cholesky_solve(rhs.unsqueeze(-1), Lp).squeeze(-1)
-            factor = torch.diagonal(full_prec, dim1=-2, dim2=-1) if diagonal else Lp
-            v = _variances(phi, factor, diagonal, 1)
-            if refit_noise:
-                sq = (((y_off - phi @ mean.T) ** 2 + v)[:, 0] / rel_N).sum()
-                beta = float((sq + c * self.wishart_scale) / (N + 2 * c * self.nu))
-        self.layer.set_posterior(mean, _invert(factor, diagonal))
-        self.noise_logvar.fill_(math.log(beta))
+        return (phi_N_d.double() @ self.noise_w.double()).clamp(lo - 8.0, hi + 8.0).exp()[:, None]
+
+    def log_prior(self) -> torch.Tensor:
+        """GaussianHead's prior on the noise scale and N(0, s0 I) on the noise weights a."""
+        return super().log_prior() - 0.5 * self.noise_w.square().sum() / self.layer.prior_var
 
 
 # --------------------------------------------------------------------------- classification head

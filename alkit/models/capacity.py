@@ -355,10 +355,10 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     if reused is not None:
         chosen, n_chosen, scores = reused, hint.n_labels, {}
     else:
-        head = regression in ("head", "noise")
-        one_se = HEAD_ONE_SE if regression == "head" else NOISE_ONE_SE if regression == "noise" else False
+        margin, one_se = {"head": (HEAD_MARGIN, HEAD_ONE_SE), "noise": (HEAD_MARGIN, NOISE_ONE_SE)}.get(
+            regression, (0.0, False))
         chosen, scores = choose_capacity(X_n_f, y_n, make_scorer, seed=seed, candidates=candidates, task=task,
-                                         margin=HEAD_MARGIN if head else 0.0, one_se=one_se)
+                                         margin=margin, one_se=one_se)
         n_chosen = len(y_n)
     measure = "crps" if task == "regression" else "nll"
     report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
