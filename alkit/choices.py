@@ -16,4 +16,4 @@ SCORERS: tuple[str, ...] = ("vbll", "laplace", "csd", "gradnorm", "ensemble", "m
                             "bayesvlm")  # = alkit.registry.SCORERS
 ACQUISITIONS: tuple[str, ...] = ("epistemic", "bald", "epig", "epig-decision", "decision-flip", "decision-bald",
                                  "decision-risk", "margin", "entropy", "least-confident")  # = alkit.acquisition.ACQUISITIONS
-HIGHER_IS_BETTER = frozenset({"accuracy", "cv_accuracy"})  # every other metric alkit reports (nll, ece, mae, rmse, crps, ...) is lower-is-better
+HIGHER_IS_BETTER = frozenset({"accuracy", "balanced_accuracy", "macro_f1", "cv_accuracy"})  # every other metric alkit reports (nll, ece, mae, rmse, crps, ...) is lower-is-better

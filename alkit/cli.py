@@ -301,7 +301,7 @@ def status(
 @app.command()
 def plot(
     out: Path = typer.Option(Path("learning_curves.png"), "--out", "-o", help="Output file, .png or .svg."),
-    metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression)."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ece, rmse, mae, ...)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Learning curves of every run in the project: mean and band over seeds per strategy.
@@ -336,7 +336,7 @@ def bench(
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per fit (default 200, early stopping)."),
-    metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression)."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ...)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
     target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Where the tables go (default: <project>/bench)."),

@@ -37,7 +37,7 @@ def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
     assert [r["seed"] for r in st] == [0, 1]
     for r in st:
         assert r["strategy"] == "random" and r["scorer"] == "none" and r["cycles"] == 4 and r["n_labeled"] == 30
-        assert set(r["metrics"]) == {"accuracy", "nll", "ece"} and 0.0 <= r["metrics"]["accuracy"] <= 1.0
+        assert set(r["metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1", "nll", "ece"} and 0.0 <= r["metrics"]["accuracy"] <= 1.0
     human = alkit("status", cwd=tmp_path).stdout
     assert "random-b10-s0" in human and "accuracy" in human
     alkit("plot", "--out", "curves.png", cwd=tmp_path)

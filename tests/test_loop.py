@@ -40,7 +40,7 @@ def test_random_run_to_budget(digits_project: Path) -> None:
     assert [r.n_selected for r in res] == [10, 10, 10, 10, 0]
     assert [r.n_labeled for r in res] == [0, 10, 20, 30, 40]
     assert res[0].metrics == {}  # nothing to train on before the first batch
-    assert set(res[-1].metrics) == {"accuracy", "nll", "ece"}
+    assert set(res[-1].metrics) == {"accuracy", "balanced_accuracy", "macro_f1", "nll", "ece"}
     assert res[-1].metrics["accuracy"] > 0.5  # 40 digits labels beat chance (0.1) by far
     run = loop.store.runs()[0]
     _check_invariants(loop, run.id, 40)

@@ -55,10 +55,33 @@ def test_ece_small_for_calibrated_large_for_overconfident():
     assert M.nll(sharp, y) > M.nll(probs, y)
 
 
+def test_balanced_accuracy_and_macro_f1_hand_computed():
+    # predictions 0, 1, 2 against labels 0, 2, 2: class 0 recall 1, class 2 recall 1/2;
+    # F1 class 0 = 1, class 2 = 2 * 1 * 0.5 / 1.5 = 2/3; class 1 is not a label, so not averaged
+    assert M.balanced_accuracy(PROBS, Y) == pytest.approx(0.75)
+    assert M.macro_f1(PROBS, Y) == pytest.approx((1 + 2 / 3) / 2)
+
+
+def test_majority_predictor_on_an_imbalanced_split():
+    # 94 negatives, 6 positives, everything predicted negative: accuracy 0.94, balanced 0.5,
+    # macro F1 = (F1_neg + 0) / 2 with F1_neg = 2 * 0.94 / 1.94
+    y = np.array([0] * 94 + [1] * 6)
+    probs = np.tile([0.9, 0.1], (100, 1))
+    assert M.accuracy(probs, y) == pytest.approx(0.94)
+    assert M.balanced_accuracy(probs, y) == pytest.approx(0.5)
+    assert M.macro_f1(probs, y) == pytest.approx(0.94 / 1.94)
+    # finding the positives moves balanced accuracy, not (much) accuracy
+    found = probs.copy()
+    found[94:] = [0.2, 0.8]
+    found[:3] = [0.2, 0.8]
+    assert M.accuracy(found, y) == pytest.approx(0.97)
+    assert M.balanced_accuracy(found, y) == pytest.approx((91 / 94 + 1) / 2)
+
+
 def test_classification_metrics_dict():
     out = M.classification_metrics(PROBS, Y)
-    assert out == {"accuracy": M.accuracy(PROBS, Y), "nll": M.nll(PROBS, Y),
-                   "ece": M.ece(PROBS, Y)}
+    assert out == {"accuracy": M.accuracy(PROBS, Y), "balanced_accuracy": M.balanced_accuracy(PROBS, Y),
+                   "macro_f1": M.macro_f1(PROBS, Y), "nll": M.nll(PROBS, Y), "ece": M.ece(PROBS, Y)}
 
 
 def test_bad_shapes_raise():

@@ -115,7 +115,7 @@ def test_cli_init_and_run_on_postgres(tmp_path: Path, digits_csv: Path, pg_datab
     rows = json.loads(_alkit("run", "--strategy", "random", "--budget", "20", "--batch-size", "10",
                              "--max-epochs", "10", "--json", cwd=tmp_path).stdout)
     assert len(rows) == 1 and rows[0]["n_labeled"] == 20 and rows[0]["cycles"] == 3
-    assert set(rows[0]["metrics"]) == {"accuracy", "nll", "ece"}
+    assert set(rows[0]["metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1", "nll", "ece"}
     s = Store(url)
     assert s.counts()["pool:unlabeled"] > 0 and len(s.selected_keys(rows[0]["id"])) == 20
     s.dispose()

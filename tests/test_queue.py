@@ -474,7 +474,7 @@ def test_loop_queues_waits_and_continues_on_imported_labels(human: tuple[Project
 
     second = loop.run(req)
     assert [(r.cycle, r.n_labeled, r.n_selected) for r in second] == [(1, 9, 10)]
-    assert set(second[0].metrics) == {"accuracy", "nll", "ece"}
+    assert set(second[0].metrics) == {"accuracy", "balanced_accuracy", "macro_f1", "nll", "ece"}
     again = [q.item_id for q in queued_items(loop.store)]
     assert not set(again) & set(queued)
     pl.DataFrame({"id": again, "label": [truth[i] for i in again]}).write_csv(part)
@@ -519,7 +519,7 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     st = json.loads(invoke("status", "--json", "--project", proj).stdout)
     assert len(st) == 1 and st[0]["cycles"] == 2 and st[0]["status"] == "waiting"
     assert st[0]["metrics_n_labeled"] == 10  # the second cycle trained on the imported labels
-    assert set(st[0]["metrics"]) == {"accuracy", "nll", "ece"} and st[0]["metrics"]["accuracy"] > 0.1
+    assert set(st[0]["metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1", "nll", "ece"} and st[0]["metrics"]["accuracy"] > 0.1
     qs = json.loads(invoke("queue", "status", "--json", "--project", proj).stdout)
     assert (qs["queued"], qs["labeled"]) == (10, 10)
     assert qs["by_annotator"] == [{"annotator": "script", "labeled": 10, "skipped": 0}]
