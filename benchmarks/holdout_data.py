@@ -46,6 +46,18 @@ only to report the ``epistemic`` preset against margin, entropy and random):
 - ``x_attrition``: modeldata/attrition (IBM HR sample), 1,470 employees, left or stayed (16 % left), 30
   mixed columns (15 categorical, one-hot).
 
+Unseen tables (added 2026-12-04, after every default of the sessions before was fixed; a check of the
+``epistemic`` preset and the learners on data no session had used, reported only):
+
+- ``x_car``: Ecdat/Car, 4,654 stated car choices, which of 6 vehicles (choice5 32 % to choice2 6 %), 69 columns
+  (each alternative's type, fuel, price, range, ...; one-hot).
+- ``x_fishing``: Ecdat/Fishing, 1,182 anglers, which of 4 modes (charter, boat, pier, beach), 11 columns
+  (each mode's price and catch rate, income).
+- ``x_chem97``: mlmRev/Chem97, a seeded 8,000 of 31,022 A-level chemistry pupils, which of 6 scores (0-10),
+  from gender, age, the mean GCSE score and the GCSE count (school and pupil ids dropped).
+- ``x_caravan``: ISLR/Caravan (CoIL 2000), 5,822 customers, caravan insurance bought (6 %), 85 columns.
+- ``x_wages``: Ecdat/Wages, 4,165 person-years, y = log wage, regression, 11 columns.
+
 Encoder-embedding sets (added 2026-12-02 late, after the embedding capacity choice was fixed on the
 development sets tweets and fashion_emb_dev; `embedding` list column, as `alkit init --text-col` /
 `--image-col` would give):
@@ -59,6 +71,7 @@ development sets tweets and fashion_emb_dev; `embedding` list column, as `alkit 
     python benchmarks/holdout_data.py
     python benchmarks/holdout_data.py --embeddings    # x_titles, x_fashion_emb (encoders; minutes)
     python benchmarks/holdout_data.py --fresh         # x_yogurt, x_cracker, x_attrition only
+    python benchmarks/holdout_data.py --unseen        # x_car, x_fishing, x_chem97, x_caravan, x_wages only
     ALKIT_PROTOCOL_WORK=benchmarks/_work/protocol_holdout python benchmarks/protocol.py --data x_spam7 --strategies epistemic,margin,entropy,random:vbll --seeds 0-2
 """
 
@@ -128,6 +141,21 @@ def fresh_sets() -> None:
     write("x_attrition", at.drop(columns=["rownames", "Attrition"]), at["Attrition"].to_numpy(), "classification")
 
 
+def unseen_sets() -> None:
+    car = data("Ecdat", "Car")
+    write("x_car", car.drop(columns=["rownames", "choice"]), car["choice"].to_numpy(), "classification")
+    fi = data("Ecdat", "Fishing")
+    write("x_fishing", fi.drop(columns=["rownames", "mode"]), fi["mode"].to_numpy(), "classification")
+    ch = data("mlmRev", "Chem97")
+    ch, _ = train_test_split(ch, train_size=8000, random_state=0, stratify=ch["score"])
+    ch = ch.reset_index(drop=True)
+    write("x_chem97", ch[["gender", "age", "gcsescore", "gcsecnt"]], ch["score"].astype(int).to_numpy(), "classification")
+    cv = data("ISLR", "Caravan")
+    write("x_caravan", cv.drop(columns=["rownames", "Purchase"]), cv["Purchase"].to_numpy(), "classification")
+    wg = data("Ecdat", "Wages")
+    write("x_wages", wg.drop(columns=["rownames", "lwage"]), wg["lwage"].to_numpy().astype(float), "regression")
+
+
 def main() -> None:
     s = data("DAAG", "spam7")
     write("x_spam7", s.drop(columns=["rownames", "yesno"], errors="ignore"), s["yesno"].to_numpy(), "classification")
@@ -175,9 +203,10 @@ def main() -> None:
     cc = data("AER", "CreditCard")
     write("x_cards", cc.drop(columns=["rownames", "card"]), cc["card"].to_numpy(), "classification")
     fresh_sets()
+    unseen_sets()
 
 
 if __name__ == "__main__":
     import sys
 
-    {"--embeddings": embedding_sets, "--fresh": fresh_sets}.get(" ".join(sys.argv[1:]), main)()
+    {"--embeddings": embedding_sets, "--fresh": fresh_sets, "--unseen": unseen_sets}.get(" ".join(sys.argv[1:]), main)()

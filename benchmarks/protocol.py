@@ -36,6 +36,7 @@ import polars as pl
 import torch
 from threadpoolctl import threadpool_limits
 
+from alkit.choices import HIGHER_IS_BETTER
 from alkit.config import load_project
 from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
@@ -112,7 +113,7 @@ def curves(name: str) -> pl.DataFrame:
 
 def summarise(name: str, df: pl.DataFrame, budget: int, metric: str, at: list[int],
               target: float | None) -> pl.DataFrame:
-    higher = metric == "accuracy"
+    higher = metric in HIGHER_IS_BETTER
     proj = load_project(project_for(name))
     n_pool = int(sum(v for k, v in ActiveLoop(proj).store.counts().items() if k.startswith("pool:")))
     rows = []
@@ -160,7 +161,7 @@ def markdown(table: pl.DataFrame, metric: str, at: list[int], target: float | No
             *[f"{metric}@{a}" for a in at], "query s / 1k pool", "fit s / cycle", "seeds"]
     cols = [c for c in cols if c]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in table.sort("aulc", descending=metric == "accuracy").iter_rows(named=True):
+    for r in table.sort("aulc", descending=metric in HIGHER_IS_BETTER).iter_rows(named=True):
         cells = [r["strategy"]]
         if target is not None:
             v = r.get(f"labels_to_{target}")
@@ -177,7 +178,7 @@ def markdown(table: pl.DataFrame, metric: str, at: list[int], target: float | No
 def checkpoint_gaps(df: pl.DataFrame, metric: str, budget: int, baseline: str) -> pl.DataFrame:
     """Per strategy, its worst label count against the baseline: (mean - baseline mean) in
     baseline std units, signed so that negative is worse (the bar: never below -1)."""
-    sign = 1.0 if metric == "accuracy" else -1.0
+    sign = 1.0 if metric in HIGHER_IS_BETTER else -1.0
     agg = (df.filter(pl.col(metric).is_not_null() & (pl.col("n_labeled") >= 20) & (pl.col("n_labeled") <= budget))
            .group_by("entry", "n_labeled").agg(pl.col(metric).mean().alias("m"), pl.col(metric).std(ddof=0).alias("s")))
     base = agg.filter(pl.col("entry") == baseline).select("n_labeled", pl.col("m").alias("bm"), pl.col("s").alias("bs"))
@@ -197,7 +198,7 @@ def paired_aulc(df: pl.DataFrame, metric: str, budget: int, ref: str) -> list[st
             if len(n) >= 2 and n.max() == budget:
                 out[seed] = float(np.trapezoid(v, n) / (n[-1] - n[0]))
         return out
-    base, sign, lines = per_seed(ref), (1.0 if metric == "accuracy" else -1.0), []
+    base, sign, lines = per_seed(ref), (1.0 if metric in HIGHER_IS_BETTER else -1.0), []
     for entry in df["entry"].unique(maintain_order=True).to_list():
         if entry == ref:
             continue
@@ -218,6 +219,8 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=10,
                     help="labels per query (runs keep their names: give another batch size its own work folder)")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--metric", default=None,
+                    help="the cycles' metric to report (default accuracy, regression crps; e.g. balanced_accuracy)")
     ap.add_argument("--out", default=None, help="write the Markdown table here (and a .csv beside it)")
     ap.add_argument("--baseline", default="random:vbll", help="strategy for the per-checkpoint gap column")
     ap.add_argument("--paired", action="append", default=[],
@@ -234,7 +237,7 @@ def main() -> None:
         df = curves(a.data)
         df = df.filter(pl.col("entry").is_in(entries) & pl.col("seed").is_in(seeds))  # only what was asked for
         task = load_project(project_for(a.data)).config.task
-        metric = "accuracy" if task == "classification" else "crps"
+        metric = a.metric or ("accuracy" if task == "classification" else "crps")
         at = AT.get(a.data, [100, 200, budget])
         target = TARGET.get(a.data) if task == "classification" else None
         table = summarise(a.data, df, budget, metric, at, target)

