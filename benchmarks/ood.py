@@ -49,11 +49,13 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from alkit import metrics
+from alkit.acquisition.bald import bald_mc_n, gaussian_bald_n
 from alkit.distributions import entropy_n
 from alkit.learners.csd import ridge_variance
 from alkit.learners.vbll import class_scores
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.models.train import TrainConfig
+from alkit.posterior import MIN_FISHER
 from alkit.registry import make_learner
 from alkit.types import Prediction
 from bench_common import (  # benchmarks/bench_common.py
@@ -86,7 +88,9 @@ REPORT_ENTRIES = [
     Entry("vbll", {"vbll default (shared-precision feature variance)": "epistemic",
                    "vbll Laplace-bridge MI (the default before 2026-12-01)": "mi_n",
                    "vbll logit variance": "logit_var_n", "vbll probit-MI proxy": "mi_probit_n",
-                   "exact Bayesian linear regression on vbll's features (ref.)": "blr"}),
+                   "exact Bayesian linear regression on vbll's features (ref.)": "blr",
+                   "vbll BALD, closed form (the bald acquisition)": "bald_gauss",
+                   "vbll BALD, Monte Carlo (2,048 logit draws)": "bald_mc"}),
     Entry("laplace", {"laplace MI (default, 16 MC samples)": "epistemic"}),
     Entry("csd", {"csd (default, closed form)": "epistemic"}),
     Entry("csd", {"csd distilled (csd.solver=distilled)": "epistemic"}, {"csd.solver": "distilled"}),
@@ -199,6 +203,12 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
         return blr_variance(learner, X_tr, X).numpy()
     if kind == "blr_unit":
         return blr_variance(learner, X_tr, X, unit=True).numpy()
+    if kind in ("bald_gauss", "bald_mc"):  # the BALD acquisition's closed form and its Monte-Carlo reference
+        logits, var = pred.extras["logits_n_C"], pred.extras["logit_var_n_C"]
+        if kind == "bald_mc":
+            return bald_mc_n(logits, var, n_samples=2048).numpy()
+        p = torch.softmax(logits.double(), -1)
+        return gaussian_bald_n(var, 1.0 / (p * (1.0 - p)).clamp_min(MIN_FISHER)).numpy()
     if kind not in pred.extras and kind in ("mi_n", "mi_probit_n"):  # VBLL reports only the score it ranks by
         sc = class_scores(pred.extras["logits_n_C"], pred.extras["logit_var_n_C"], learner.head.noise_var)
         return sc[kind].numpy()
