@@ -109,6 +109,10 @@ def vbll_grid() -> list[Entry]:
             if (fmap, cov) != ("none", "dense"):
                 out.append(Entry("vbll", {f"vbll {fmap}/{cov} {k}": v for k, v in VBLL_SCORES.items()},
                                  {"feature_map": fmap, "cov": cov}))
+    # the bald acquisition's closed form with p(1 - p) floored at c: from BALD (c -> 0) to the logit variance
+    # (c = 1/4), a one-parameter bridge between decision disagreement and feature novelty (ood_vbll_bald.md)
+    out.append(Entry("vbll", {f"vbll BALD, p(1-p) floored at {c:g}": f"bald_floor_{c:g}"
+                              for c in (0.003, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2)}))
     out.append(Entry("laplace", {"laplace trace (epistemic=trace)": "epistemic"}, {"epistemic": "trace"}))
     for scorer, label in (("vbll", "vbll default score"), ("laplace", "laplace MI"), ("csd", "csd"),
                           ("gradnorm", "gradnorm")):  # no residual block on the image stem's features
@@ -203,6 +207,11 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
         return blr_variance(learner, X_tr, X).numpy()
     if kind == "blr_unit":
         return blr_variance(learner, X_tr, X, unit=True).numpy()
+    if kind.startswith("bald_floor_"):  # the closed form with p(1 - p) floored at c (development grid)
+        c = float(kind.rsplit("_", 1)[1])
+        logits, var = pred.extras["logits_n_C"], pred.extras["logit_var_n_C"]
+        p = torch.softmax(logits.double(), -1)
+        return gaussian_bald_n(var, 1.0 / (p * (1.0 - p)).clamp_min(c)).numpy()
     if kind in ("bald_gauss", "bald_mc"):  # the BALD acquisition's closed form and its Monte-Carlo reference
         logits, var = pred.extras["logits_n_C"], pred.extras["logit_var_n_C"]
         if kind == "bald_mc":
