@@ -24,14 +24,7 @@ if TYPE_CHECKING:
     from alkit.pools.store import Store
     from alkit.loop import ActiveLoop, RunRequest
 
-app = typer.Typer(
-    help="alkit: active learning with analytic, single-pass epistemic uncertainty.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode=None,  # plain click help: [text] and --flags shown as written, no <bool> placeholders
-)
+app = cli_common.typer_app("alkit: active learning with analytic, single-pass epistemic uncertainty.")
 
 
 def _store(url: str) -> Store:

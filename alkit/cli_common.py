@@ -20,6 +20,15 @@ from alkit.presets import PRESETS
 console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
+
+def typer_app(help: str) -> typer.Typer:
+    """A command group with alkit's settings: help on no arguments and on -h, no shell-completion
+    commands, no rich tracebacks (errors are one line, ``user_errors``), plain click help text
+    ([text] and --flags shown as written, no <bool> placeholders)."""
+    return typer.Typer(help=help, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                       context_settings={"help_option_names": ["-h", "--help"]}, rich_markup_mode=None)
+
+
 # every refusal alkit raises is one of these: InputError, LoopError, ConfigError, FeatureFileError,
 # QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
 USER_ERRORS = (ValueError, StoreError, FileNotFoundError, KeyError)

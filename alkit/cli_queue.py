@@ -12,19 +12,12 @@ import typer
 from rich import box
 from rich.table import Table
 
-from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, user_errors
+from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, typer_app, user_errors
 from alkit.config import load_project
 from alkit.choices import ON_CONFLICT, SKIP_LABEL
 from alkit.choices import QUEUE_FORMATS as FORMATS
 
-queue_app = typer.Typer(
-    help="Label with people: export the queued items, import their labels, see progress.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    rich_markup_mode=None,  # plain click help: [text] and --flags shown as written, no <bool> placeholders
-)
+queue_app = typer_app("Label with people: export the queued items, import their labels, see progress.")
 
 
 
