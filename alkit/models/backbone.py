@@ -243,11 +243,17 @@ class _ResidualBlock(nn.Module):
         return e_sq * h_sq / sigma**2 - 2 * s * cross / sigma + s**2 * uv_sq + bias_sq
 
 
+# ``depth`` of a network with no hidden layer: its features are the standardised inputs themselves, so
+# the head on them is a linear model of the inputs (logistic regression under a classification head)
+LINEAR_DEPTH = -1
+
+
 class ResidualMLP(nn.Module):
     """x (n, f) -> phi (n, out_dim).
 
     Inputs are standardised with statistics fixed at fit time (``set_input_stats``), projected to
-    ``width``, passed through ``depth`` spectral-normalised residual blocks, then through the
+    ``width``, passed through ``depth`` spectral-normalised residual blocks (``depth`` LINEAR_DEPTH: no
+    projection and no block, the features are the standardised inputs), then through the
     feature map: 'none' (identity), 'l2' (phi / ||phi|| * sqrt(width)), or 'rff'
     (sqrt(2/D) cos(Omega h + b), fixed random Omega ~ N(0, 1/ell^2), as in SNGP/DUE).
     """
@@ -271,14 +277,21 @@ class ResidualMLP(nn.Module):
         self.n_features = n_features
         self.register_buffer("x_mean", torch.zeros(n_features))
         self.register_buffer("x_std", torch.ones(n_features))
-        self.stem = nn.Linear(n_features, width)
+        if depth < LINEAR_DEPTH:
+            raise ValueError(f"depth must be >= {LINEAR_DEPTH} ({LINEAR_DEPTH}: a linear model on the inputs), got {depth}")
+        self.linear = depth == LINEAR_DEPTH
+        if self.linear and feature_map != "none":
+            raise ValueError(f"a linear backbone (depth {LINEAR_DEPTH}) takes feature_map 'none', got {feature_map!r}")
+        self.stem = nn.Identity() if self.linear else nn.Linear(n_features, width)
         self.blocks = nn.ModuleList(
-            _ResidualBlock(width, sn_coeff, spectral, dropout) for _ in range(depth)
+            _ResidualBlock(width, sn_coeff, spectral, dropout) for _ in range(max(depth, 0))
         )
         # a network without blocks drops out its features instead (MC dropout's place to drop in)
-        self.feature_dropout = nn.Dropout(dropout) if depth == 0 and dropout > 0 else nn.Identity()
+        self.feature_dropout = nn.Dropout(dropout) if depth <= 0 and dropout > 0 else nn.Identity()
         self.feature_map = feature_map
-        if feature_map == "rff":
+        if self.linear:
+            self.out_dim = n_features
+        elif feature_map == "rff":
             gen = torch.Generator().manual_seed(0x5EED)
             self.register_buffer("rff_W", torch.randn(width, rff_dim, generator=gen) / rff_lengthscale)
             self.register_buffer("rff_b", torch.rand(rff_dim, generator=gen) * 2 * math.pi)
@@ -306,7 +319,9 @@ class ResidualMLP(nn.Module):
         h = self.stem(z_n_f)
         for block in self.blocks:
             h = block(h)
-        if self.feature_map == "rff":
+        if self.linear:
+            phi = h
+        elif self.feature_map == "rff":
             phi = math.sqrt(2.0 / self.out_dim) * torch.cos(h @ self.rff_W + self.rff_b)
         elif self.feature_map == "l2":
             phi = h / h.norm(dim=1, keepdim=True).clamp_min(1e-12) * math.sqrt(self.out_dim)
