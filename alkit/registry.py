@@ -45,7 +45,7 @@ def _mlp(task: Task, n_classes: int | None, **options: Any) -> Learner:
 
 SCORERS: dict[str, ScorerInfo] = {
     "none": ScorerInfo("none", "plain MLP, no uncertainty (the random baseline's model; option "
-                       "capacity=fixed|cv|prior|auto: cv chooses depth and weight prior on flat classification by 3-fold "
+                       "capacity=fixed|cv|prior|auto|prior-linear: cv chooses depth and weight prior on flat classification by 3-fold "
                        "cross-validation when the labels double, prior (default) the weight prior alone (raw features: 10 or 1, "
                        "up to 300 labels; encoder embeddings: 300 or 30), auto cv on embeddings and fixed on raw features; "
                        "regression: cv and prior (default) choose between the shallow network and the same network fitted to a "
@@ -61,9 +61,10 @@ SCORERS: dict[str, ScorerInfo] = {
         "variance that depends on the input; noise_choice=true: gaussian or hetero by cross-validated CRPS from 40 "
         "labels (off by default); linear_path=true puts "
         "the standardised inputs beside the features; "
-        "capacity=prior|cv|fixed|auto: prior (default) chooses the weight prior on flat classification by 3-fold "
+        "capacity=prior|cv|fixed|auto|prior-linear: prior (default) chooses the weight prior on flat classification by 3-fold "
         "cross-validation when the labels double (raw features: 10 or 1, up to 300 labels; encoder embeddings: 300 or 30), cv depth "
-        "and prior, auto cv on embeddings and fixed on raw features; "
+        "and prior, auto cv on embeddings and fixed on raw features, prior-linear as prior with a third candidate, a "
+        "linear model on the inputs (learner rule 12); depth=-1 is that linear model outright; "
         "cov=shared|dense|diagonal; classification and bucket regression default shared, ~1.2-1.3x a forward at 10 "
         "classes, ~1.5-1.8x at 100, ~2x for the 20 regression buckets; cov=dense ~6-7x at 10 classes, ~50x at 100, "
         "~14x for the buckets; head=quantile ~11x, head=gaussian ~1.4x)",

@@ -118,10 +118,10 @@ def test_a_nonlinear_boundary_with_many_labels_gets_the_free_network_and_few_noi
     assert few == TAME
 
 
-def test_capacity_refuses_anything_but_fixed_cv_prior_or_auto() -> None:
-    with pytest.raises(ValueError, match="capacity must be fixed, cv, prior or auto"):
+def test_capacity_refuses_anything_but_fixed_cv_prior_auto_or_prior_linear() -> None:
+    with pytest.raises(ValueError, match="capacity must be fixed, cv, prior, auto or prior-linear"):
         MLPLearner("classification", 2, capacity="maybe")
-    with pytest.raises(ValueError, match="capacity must be fixed, cv, prior or auto"):
+    with pytest.raises(ValueError, match="capacity must be fixed, cv, prior, auto or prior-linear"):
         VBLLLearner("classification", 2, capacity="CV")
 
 
@@ -494,3 +494,42 @@ def test_the_one_standard_error_rule_keeps_the_first_candidate_until_the_gap_out
                                              one_se=one_se)
             assert chosen.name == expected, (n, one_se)
         assert scores["second"] < scores["first"] == pytest.approx(np.log(2))
+
+
+def test_a_linear_backbone_passes_the_standardised_inputs_on_and_trains_nothing() -> None:
+    from alkit.models.backbone import LINEAR_DEPTH, ResidualMLP
+
+    X = torch.as_tensor(np.random.default_rng(0).normal(3.0, 2.0, (40, 5)), dtype=torch.float32)
+    net = ResidualMLP(5, depth=LINEAR_DEPTH)
+    net.set_input_stats(X)
+    assert net.out_dim == 5 and not list(net.parameters())
+    torch.testing.assert_close(net(X), (X - X.mean(0)) / X.std(0))
+    with pytest.raises(ValueError, match="depth must be >= -1"):
+        ResidualMLP(5, depth=-2)
+    with pytest.raises(ValueError, match="feature_map 'none'"):
+        ResidualMLP(5, depth=LINEAR_DEPTH, feature_map="l2")
+
+
+def test_prior_linear_mode_adds_a_linear_model_to_the_choice_and_its_hint_carries_it() -> None:
+    from alkit.models.capacity import PRIOR_LINEAR, PRIOR_LINEAR_CANDIDATES
+
+    assert PRIOR_LINEAR_CANDIDATES == (*PRIOR_CANDIDATES, PRIOR_LINEAR) and PRIOR_LINEAR.depth == -1
+    X, y, spec = _cancer(20, seed=1)
+    assert candidates_for(spec, "prior-linear") == PRIOR_LINEAR_CANDIDATES
+    learner = VBLLLearner("classification", 2, input=spec, capacity="prior-linear")
+    report = learner.fit(X, y, seed=0)
+    scores = {c.name: report[f"cv_nll_{c.name}"] for c in PRIOR_LINEAR_CANDIDATES}
+    best = min(PRIOR_LINEAR_CANDIDATES, key=lambda c: scores[c.name])
+    assert (report["capacity_depth"], report["capacity_prior_l2"]) == (best.depth, best.prior_l2)
+    if best is PRIOR_LINEAR:  # the head sits on the inputs themselves
+        assert learner.backbone.out_dim == X.shape[1] and not list(learner.backbone.parameters())
+    hint = CapacityHint.from_report(report)
+    assert hint.reusable(30, PRIOR_LINEAR_CANDIDATES) == best
+    assert candidates_for(spec, "prior") == PRIOR_CANDIDATES  # the default mode is unchanged
+    # a linear VBLL and MLP can also be asked for outright, and they predict
+    for make in (lambda: VBLLLearner("classification", 2, input=spec, depth=-1),
+                 lambda: MLPLearner("classification", 2, input=spec, depth=-1)):
+        m = make()
+        m.fit(X, y, seed=0)
+        pred = m.predict(X[:7])
+        assert pred.probs_n_C.shape == (7, 2) and bool(torch.isfinite(pred.epistemic_n).all())

@@ -38,7 +38,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
 )
 from alkit.learners.csd import ridge_whitener
 from alkit.models.capacity import HEADS, NOISE_MIN_N, Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
-from alkit.models.learner import capacity_scorer
+from alkit.models.learner import capacity_scorer, linear_lr
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
 )
@@ -303,7 +303,7 @@ class VBLLLearner:
         module = nn.ModuleDict({"backbone": backbone, "head": head})
         report = train_module(
             module, loss_fn, Z, y, seed=seed,
-            config=train_config.for_input(self.input),
+            config=linear_lr(train_config, config.depth_for(self.input)).for_input(self.input),
             no_decay=lambda n: n.startswith("head."),
         )
         report.update(chosen)

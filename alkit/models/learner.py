@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from alkit.distributions import GaussianPredictive, entropy_n
-from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
+from alkit.models.backbone import LINEAR_DEPTH, BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
 from alkit.models.capacity import (REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, RIDGE_MODES, Capacity,
                                    CapacityHint, Mode, checked_mode, resolve_capacity)
 from alkit.models.train import TrainConfig, to_tensor, train_module
@@ -69,10 +69,26 @@ RESIDUAL_TARGETS = ("in-sample", "cross-fitted")
 RESIDUAL_FOLDS = 5  # out-of-fold ridge predictions for 'cross-fitted' residual targets
 
 
+# The full-batch learning rate of a linear model (depth LINEAR_DEPTH) where the config keeps the default:
+# a convex fit from a small initialisation, which at the networks' 3e-3 stays far from its optimum in 100
+# steps (learner rule 12: VBLL on the inputs 0.78 accuracy on 20-100 wine labels against logistic
+# regression's 0.94-0.96, and a choice that took it lost 0.034 on the development sets); at 0.1 it is
+# level with logistic regression (scikit-learn wine and breast cancer, 5 seeds; neither a development set).
+LINEAR_LR = 0.1
+
+
+def linear_lr(config: TrainConfig, depth: int) -> TrainConfig:
+    """``config`` with LINEAR_LR for a linear model whose full-batch rate is left at the default."""
+    if depth == LINEAR_DEPTH and config.full_batch_lr == TrainConfig.full_batch_lr:
+        return dataclasses.replace(config, full_batch_lr=LINEAR_LR)
+    return config
+
+
 def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, depth: int) -> TrainConfig:
     """``config`` with an unset weight prior resolved for the MLP: for regression
     REGRESSION_PRIOR_L2_SHALLOW on a network of ``depth`` 0 and REGRESSION_PRIOR_L2 with blocks,
-    else by input kind (TrainConfig.for_input)."""
+    else by input kind (TrainConfig.for_input); a linear model's rate as ``linear_lr``."""
+    config = linear_lr(config, depth)
     if config.prior_l2 is None and task == "regression":
         return dataclasses.replace(config, prior_l2=REGRESSION_PRIOR_L2_SHALLOW if depth == 0 else REGRESSION_PRIOR_L2)
     return config.for_input(input)
