@@ -145,6 +145,8 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
         (dict(strategy="topk", scorer="laplace", learner_options={"cov": "shared"}), "--cov applies to the vbll scorer"),
         (dict(strategy="epistemic", learner_options={"cov": "bogus"}), "invalid options for scorer 'vbll'.*cov"),
         (dict(learner_options={"nope": 1}), "invalid options for scorer 'none'"),
+        (dict(strategy="epistemic", learner_options={"depth": -2}), "invalid options for scorer 'vbll'.*depth must be >= -1"),
+        (dict(strategy="epistemic", learner_options={"depth": -1, "feature_map": "l2"}), "linear backbone.*feature_map"),
     ],
 )
 def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:

@@ -448,6 +448,13 @@ class BackboneConfig:
     dropout: float = 0.0
     module: str = ""  # a user's network, "package.module:function" or "file.py:function" (--backbone)
 
+    def __post_init__(self) -> None:
+        # checked where the options are read, before a run spends a label, not when the network is built
+        if self.depth is not None and self.depth < LINEAR_DEPTH:
+            raise ValueError(f"depth must be >= {LINEAR_DEPTH} ({LINEAR_DEPTH}: a linear model on the inputs), got {self.depth}")
+        if self.depth == LINEAR_DEPTH and self.feature_map != "none":
+            raise ValueError(f"a linear backbone (depth {LINEAR_DEPTH}) takes feature_map 'none', got {self.feature_map!r}")
+
     @classmethod
     def of(cls, config: "BackboneConfig | None" = None, **options: Any) -> "BackboneConfig":
         """``config`` (default: the defaults) with ``options`` (width=..., depth=...) replaced;
