@@ -147,6 +147,9 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
         (dict(learner_options={"nope": 1}), "invalid options for scorer 'none'"),
         (dict(strategy="epistemic", learner_options={"depth": -2}), "invalid options for scorer 'vbll'.*depth must be >= -1"),
         (dict(strategy="epistemic", learner_options={"depth": -1, "feature_map": "l2"}), "linear backbone.*feature_map"),
+        (dict(strategy="epistemic", learner_options={"width": 0}), "width must be at least 1, got 0"),
+        (dict(learner_options={"dropout": 1.5}), r"dropout must be in \[0, 1\), got 1.5"),
+        (dict(strategy="epistemic", learner_options={"dropout": -0.1}), r"dropout must be in \[0, 1\), got -0.1"),
     ],
 )
 def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:

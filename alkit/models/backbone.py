@@ -450,6 +450,11 @@ class BackboneConfig:
 
     def __post_init__(self) -> None:
         # checked where the options are read, before a run spends a label, not when the network is built
+        for name in ("width", "rff_dim"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.depth is not None and self.depth < LINEAR_DEPTH:
             raise ValueError(f"depth must be >= {LINEAR_DEPTH} ({LINEAR_DEPTH}: a linear model on the inputs), got {self.depth}")
         if self.depth == LINEAR_DEPTH and self.feature_map != "none":
