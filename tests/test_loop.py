@@ -150,6 +150,10 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
         (dict(strategy="epistemic", learner_options={"width": 0}), "width must be at least 1, got 0"),
         (dict(learner_options={"dropout": 1.5}), r"dropout must be in \[0, 1\), got 1.5"),
         (dict(strategy="epistemic", learner_options={"dropout": -0.1}), r"dropout must be in \[0, 1\), got -0.1"),
+        (dict(strategy="epistemic", learner_options={"prior_scale": 0.0}), "prior_scale must be positive, got 0.0"),
+        (dict(strategy="epistemic", learner_options={"kl_weight": -1.0}), "kl_weight must be >= 0, got -1.0"),
+        (dict(strategy="topk", scorer="laplace", learner_options={"prior_precision": -1.0}), "prior_precision must be positive"),
+        (dict(strategy="topk", scorer="gradnorm", learner_options={"layers": "nope"}), "layers must be 'last', 'all' or name prefixes"),
     ],
 )
 def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:

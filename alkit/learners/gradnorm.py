@@ -271,6 +271,10 @@ class GradNormLearner(PostHocLearner):
     def __init__(self, task: str, n_classes: int | None = None, *,
                  layers: str | Sequence[str] = "last", **mlp_options: object) -> None:
         super().__init__(task, n_classes, **mlp_options)
+        prefixes = [layers] if isinstance(layers, str) else list(layers)
+        if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
+            raise ValueError(f"layers must be 'last', 'all' or name prefixes of the (backbone, head) network, "
+                             f"'0' or '0.<name>' for the backbone and '1' for the head, got {layers!r}")
         self.layers = layers
 
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:

@@ -194,6 +194,11 @@ class VBLLLearner:
         self.train_cov: Cov = train_cov if refit else cov
         if posterior_temperature <= 0:
             raise ValueError(f"posterior_temperature must be positive, got {posterior_temperature}")
+        if prior_scale is not None and not prior_scale > 0:
+            raise ValueError(f"prior_scale must be positive, got {prior_scale}")
+        for name, value in (("kl_weight", kl_weight), ("reg_weight", reg_weight)):
+            if value is not None and not value >= 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
         self.class_bias, self.kl_weight, self.posterior_temperature = class_bias, kl_weight, posterior_temperature
         if backbone_options.get("feature_map") is None:
             backbone_options["feature_map"] = _default_feature_map()
