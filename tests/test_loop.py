@@ -154,6 +154,7 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
         (dict(strategy="epistemic", learner_options={"kl_weight": -1.0}), "kl_weight must be >= 0, got -1.0"),
         (dict(strategy="topk", scorer="laplace", learner_options={"prior_precision": -1.0}), "prior_precision must be positive"),
         (dict(strategy="topk", scorer="gradnorm", learner_options={"layers": "nope"}), "layers must be 'last', 'all' or name prefixes"),
+        (dict(strategy="topk", scorer="sve", learner_options={"depth": -1}), "SVE scales the singular values"),
     ],
 )
 def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:

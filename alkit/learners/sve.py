@@ -212,10 +212,14 @@ class SVELearner:
             raise ValueError(f"an ensemble needs M >= 2 members, got {M}")
         if sigma_init < 0:
             raise ValueError(f"sigma_init must be >= 0, got {sigma_init}")
+        config = BackboneConfig.of(backbone, **backbone_options)
+        if config.depth is not None and config.depth < 0:
+            raise ValueError(f"SVE scales the singular values of the network's hidden layers; depth {config.depth} "
+                             "(a linear model) has none")
         self.task = task
         self.M, self.sigma_init, self.forward_mode = M, sigma_init, forward_mode
         self.train_config = train or TrainConfig()
-        self.base = MLPLearner(task, n_classes, backbone=BackboneConfig.of(backbone, **backbone_options),
+        self.base = MLPLearner(task, n_classes, backbone=config,
                                train=pretrain or train, input=input, capacity="fixed", residual_choice=False)
         self.net: SVENetwork | None = None
 
