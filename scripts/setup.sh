@@ -24,4 +24,4 @@ fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,postgres,ray,text,image,data,vlm]"
+.venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,postgres,ray,text,image,data,vlm,bench]"
