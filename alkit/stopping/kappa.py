@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from alkit.stopping._common import Decision, History
 
@@ -28,6 +27,8 @@ class KappaRule:
             raise ValueError("--stop kappa: threshold must be in (0, 1] and k at least 1")
 
     def check(self, h: History) -> Decision:
+        from sklearn.metrics import cohen_kappa_score  # here, not at import: every `alkit run` imports this module
+
         preds = [s.get("stop_preds") for s in h.signals]
         kappas: list[float] = []
         for a, b in zip(preds[:-1], preds[1:]):
