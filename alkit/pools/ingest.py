@@ -223,6 +223,14 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
         names = [c for c in columns if c not in left_out]
         if not names:
             raise InputError("no feature columns: pass --features or --feature-col")
+        index = [c for c in names if c == "" or c.startswith("__index_level_")]
+        if index:  # a row index would be learned from as a feature
+            if index[0] == "":
+                raise InputError(f"column {columns.index('') + 1} of the header has no name (a pandas index written "
+                                 "by to_csv?) and would be a feature; write the file with index=False, name the "
+                                 "column and --exclude it, or list the features with --features")
+            raise InputError(f"column {index[0]!r} is a pandas index (written by to_parquet) and would be a feature; "
+                             f"write the file with index=False, --exclude {index[0]}, or list the features with --features")
     mostly_text = [c for c in names if _is_text(schema[c]) and
                    df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
     levels = {c: lv for c in mostly_text if (lv := _levels(df[c])) is not None}

@@ -42,6 +42,9 @@ class TableSource:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.is_csv = _suffix(path) == ".csv"
+        problem = _header_problem(path) if self.is_csv else None
+        if problem:
+            raise InputError(f"cannot read {path.name}: {problem}")
         try:
             self.lazy = (pl.scan_csv(path, infer_schema_length=10_000) if self.is_csv else pl.scan_parquet(path))
             self.schema = self.lazy.collect_schema()
@@ -81,6 +84,30 @@ class TableSource:
             return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         return InputError(f"cannot read {path.name}: {first}")
+
+
+def _header_problem(path: Path) -> str | None:
+    """What is wrong with a CSV's header line, or None: a column name given twice (polars would
+    rename the second 'a' to 'a_duplicated_0', and --features a could mean either), or one field
+    that holds semicolons or tabs (a file written with another separator: alkit reads commas)."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig", errors="replace") as f:
+            header = next(csv.reader(f), None)
+    except (OSError, csv.Error):
+        return None  # the reader reports it
+    if not header:
+        return None
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, start=1):
+        if name in seen and name != "":  # unnamed columns: ingest names the problem where it matters
+            return f"the header names column {name!r} twice (fields {seen[name]} and {i}); every column needs its own name"
+        seen.setdefault(name, i)
+    if len(header) == 1:
+        for sep, word in ((";", "semicolons"), ("\t", "tabs")):
+            if sep in header[0]:
+                return (f"the header is one field, {header[0]!r}, split by {word}: alkit reads comma-separated CSV; "
+                        "write the file with commas (or as Parquet)")
+    return None
 
 
 def _ragged_line(path: Path) -> str | None:

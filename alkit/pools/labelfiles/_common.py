@@ -96,6 +96,11 @@ def as_skip(v: Any, where: str, problems: list[str]) -> bool:
 
 
 def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
+    """The file's columns hold id and label (or skip), each of the columns alkit reads once: a
+    header with two label columns would have one of them read silently."""
+    twice = sorted({c for c in columns if columns.count(c) > 1 and c in ("id", "label", "skip", "annotator")})
+    if twice:
+        raise refuse(path, [f"{where}: column {', '.join(twice)} given twice; which one holds the answer is ambiguous"])
     if "id" not in columns or not ({"label", "skip"} & set(columns)):
         need = [c for c in ("id", "label") if c not in columns]
         raise refuse(path, [f"{where}: missing column {', '.join(need)}; found: {', '.join(columns) or '(none)'} "
