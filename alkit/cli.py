@@ -17,6 +17,7 @@ from rich.table import Table
 from alkit import cli_common
 from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
                               console, err, one_line, use_threads, user_errors)
+from alkit.cli_common import parse_counts
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
 from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
@@ -46,11 +47,11 @@ def _show_version(value: bool) -> None:
 def _global(
     version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                  help="Print alkit's version and exit."),
-    threads: int = typer.Option(1, "--threads", envvar="ALKIT_THREADS",
+    threads: int = typer.Option(1, "--threads", envvar="ALKIT_THREADS", min=1,
                                 help="torch CPU threads (1 is fastest for small networks on a busy machine)."),
 ) -> None:
     """alkit: active learning with analytic, single-pass epistemic uncertainty."""
-    cli_common.THREADS = max(1, threads)  # applied by the commands that compute (use_threads), not for --help
+    cli_common.THREADS = threads  # applied by the commands that compute (use_threads), not for --help
 
 
 @app.command()
@@ -348,7 +349,7 @@ def bench(
         res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
                         batch_size=batch_size, initial=initial,
                         train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
-                        at=[int(a) for a in _parse_csv(at)] if at else None, target=target, out_dir=out_dir,
+                        at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
                         console=console, command="alkit " + " ".join(sys.argv[1:]))
         png = res.summary_md.with_name("bench_curves.png")
         df = cycles_frame(_store(load_project(project).store_url))

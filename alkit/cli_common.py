@@ -93,6 +93,21 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(code=2) from None
 
 
+def parse_counts(value: str, option: str) -> list[int]:
+    """'50, 100' -> [50, 100] for an option of label counts; anything but whole numbers >= 1 is
+    refused naming the option and the value."""
+    counts = []
+    for item in parse_csv(value) or []:
+        try:
+            count = int(item)
+        except ValueError:
+            raise ValueError(f"{option}: {item!r} is not a label count; give whole numbers, e.g. {option} 50,100") from None
+        if count < 1:
+            raise ValueError(f"{option}: label counts must be at least 1, got {count}")
+        counts.append(count)
+    return counts
+
+
 def parse_csv(value: Optional[str]) -> Optional[list[str]]:
     """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused."""
     if value is None:

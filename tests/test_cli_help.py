@@ -45,7 +45,10 @@ def test_help_version_and_short_help() -> None:
 def test_usage_errors_are_one_line() -> None:
     for args, says in ((["run", "--cov", "full", "--budget", "3"], "'full' is not one of 'dense', 'diagonal', 'shared'"),
                        (["queue", "import", "x.csv", "--on-conflict", "merge"], "'merge' is not one of 'error', 'keep', 'replace'"),
-                       (["nosuch"], "No such command 'nosuch'")):
+                       (["nosuch"], "No such command 'nosuch'"),
+                       (["--threads", "0", "status"], "Invalid value for '--threads'"),
+                       (["bench", "--budget", "20", "--at", "50,abc"], "--at: 'abc' is not a label count"),
+                       (["bench", "--budget", "20", "--at", "0"], "--at: label counts must be at least 1, got 0")):
         proc = _run(*args)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
