@@ -138,7 +138,7 @@ def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col:
         raise ValueError("pass exactly one of --text-col or --image-col")
     if out.suffix.lower() not in (".parquet", ".pq"):
         raise ValueError(f"--out must be a .parquet file, got {out.name!r}")
-    df = read_table(Path(data))
+    df = read_table(Path(data), text_cols=[id_col] if id_col else [])
     col, kind = (text_col, "text") if text_col else (image_col, "image")
     if col not in df.columns:
         raise ValueError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")

@@ -281,6 +281,18 @@ def test_csv_header_problems_are_named(tmp_path: Path, text: str, says: str) -> 
     assert _listing(tmp_path / "p") == []
 
 
+def test_csv_ids_keep_their_text(tmp_path: Path) -> None:
+    """Ids are text: '0007' stays '0007' (read as a number it came back as '7', and the queue file
+    matched neither the user's data nor what the labelers were given)."""
+    ids = [f"{i:04d}" for i in range(60)]
+    digits_frame(60).with_columns(pl.Series("id", ids)).write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(**OPTS, hide_labels=True, progress=False))
+    store = Store(load_project(tmp_path / "p").store_url)
+    keys = [int(k) for k in store.pool_keys()] + [int(k) for k in store.test_set()[0]]
+    assert sorted(store.ids_for_keys(keys).values()) == ids
+    assert store.keys_for_ids(["0007"]) and not store.keys_for_ids(["7"])
+
+
 def test_a_pandas_index_is_no_feature_unless_chosen(tmp_path: Path) -> None:
     """pandas writes a non-range index as a column (Parquet '__index_level_0__', CSV an unnamed first
     column): refused by default, with the way out named; --exclude or --features get past it."""

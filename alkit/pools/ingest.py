@@ -571,7 +571,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
-    source = TableSource(data)
+    source = TableSource(data, text_cols=[opts.id_col])
     streamed = streamed_columns(source.schema, opts)
     keep = {opts.id_col, opts.label_col, opts.split_col}
     df = source.frame([c for c in source.columns if c not in streamed or c in keep])  # all but the feature matrix

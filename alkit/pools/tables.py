@@ -7,7 +7,7 @@ Its own module because both project creation (pools/ingest.py) and the embedding
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -17,9 +17,10 @@ class InputError(ValueError):
     """The input data cannot become a project; the message names the column/row at fault."""
 
 
-def read_table(path: Path) -> pl.DataFrame:
-    """The whole file as a frame (the embedding command and init's encoder path)."""
-    source = TableSource(path)
+def read_table(path: Path, text_cols: Sequence[str] = ()) -> pl.DataFrame:
+    """The whole file as a frame (the embedding command and init's encoder path); ``text_cols``
+    as in TableSource."""
+    source = TableSource(path, text_cols)
     return source.frame(source.columns)
 
 
@@ -39,14 +40,20 @@ class TableSource:
 
     BATCH_ROWS = 65_536
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, text_cols: Sequence[str] = ()) -> None:
+        """``text_cols``: CSV columns read as the text they hold, not as the numbers they may look
+        like (ids: '0057' stays '0057'; inferred as an integer it came back as '57', and neither the
+        queue file nor the user's own data would match it)."""
         self.path = path
         self.is_csv = _suffix(path) == ".csv"
-        problem = _header_problem(path) if self.is_csv else None
+        header = _csv_header(path) if self.is_csv else None
+        problem = _header_problem(header) if header else None
         if problem:
             raise InputError(f"cannot read {path.name}: {problem}")
+        as_text = {c: pl.Utf8 for c in text_cols if header and c in header}
         try:
-            self.lazy = (pl.scan_csv(path, infer_schema_length=10_000) if self.is_csv else pl.scan_parquet(path))
+            self.lazy = (pl.scan_csv(path, infer_schema_length=10_000, schema_overrides=as_text or None)
+                         if self.is_csv else pl.scan_parquet(path))
             self.schema = self.lazy.collect_schema()
         except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
             raise self._read_error(exc) from None
@@ -86,17 +93,20 @@ class TableSource:
         return InputError(f"cannot read {path.name}: {first}")
 
 
-def _header_problem(path: Path) -> str | None:
-    """What is wrong with a CSV's header line, or None: a column name given twice (polars would
-    rename the second 'a' to 'a_duplicated_0', and --features a could mean either), or one field
-    that holds semicolons or tabs (a file written with another separator: alkit reads commas)."""
+def _csv_header(path: Path) -> list[str] | None:
+    """A CSV's header fields (a byte-order mark dropped), or None where there is none to read
+    (the reader then reports the file)."""
     try:
         with path.open(newline="", encoding="utf-8-sig", errors="replace") as f:
-            header = next(csv.reader(f), None)
+            return next(csv.reader(f), None)
     except (OSError, csv.Error):
-        return None  # the reader reports it
-    if not header:
         return None
+
+
+def _header_problem(header: list[str]) -> str | None:
+    """What is wrong with a CSV's header, or None: a column name given twice (polars would rename
+    the second 'a' to 'a_duplicated_0', and --features a could mean either), or one field that
+    holds semicolons or tabs (a file written with another separator: alkit reads commas)."""
     seen: dict[str, int] = {}
     for i, name in enumerate(header, start=1):
         if name in seen and name != "":  # unnamed columns: ingest names the problem where it matters
