@@ -281,6 +281,19 @@ def test_csv_header_problems_are_named(tmp_path: Path, text: str, says: str) -> 
     assert _listing(tmp_path / "p") == []
 
 
+@pytest.mark.parametrize("cells", [["0,844", "-12,5", "3,0"] * 14, ["1,5", "2,0", "2,5"] * 14])
+def test_decimal_comma_numbers_are_named_not_taken_as_text(tmp_path: Path, cells: list[str]) -> None:
+    """A numeric column written with decimal commas arrives as text: named as such (with many values
+    it was called free text; with few it was one-hot encoded as categories), nothing written."""
+    frame = pl.DataFrame({"id": [f"i{k}" for k in range(42)], "a": cells, "b": [k / 7 for k in range(42)],
+                          "label": ["x", "y"] * 21})
+    frame.write_csv(tmp_path / "d.csv")
+    with pytest.raises(InputError, match=re.escape(f"feature column 'a' holds numbers written with a decimal comma "
+                                                   f"(e.g. {cells[0]!r}): alkit reads '.' as the decimal mark")):
+        init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(**OPTS, hide_labels=True, progress=False))
+    assert _listing(tmp_path / "p") == []
+
+
 def test_csv_ids_keep_their_text(tmp_path: Path) -> None:
     """Ids are text: '0007' stays '0007' (read as a number it came back as '7', and the queue file
     matched neither the user's data nor what the labelers were given)."""

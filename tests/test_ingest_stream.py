@@ -83,7 +83,7 @@ def _late_bad_csv(path: Path, n: int, bad_rows: list[int], cell: str, col: int =
     ("", "feature column 'px3' has missing values (ids: {ids})"),
     ("nan", "NaN or infinite feature values in px3 (ids: {ids})"),
     ("-inf", "NaN or infinite feature values in px3 (ids: {ids})"),
-    ("1e39", "feature values overflow float32"),
+    ("1e39", "feature values beyond float32's range (|x| > 3.4e+38) in px3 (ids: {ids}); rescale those columns"),
     ("1,2", "cannot read d.csv: line {line} has 9 fields, the header 8"),
 ])
 def test_bad_value_in_a_late_batch_is_refused_and_nothing_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

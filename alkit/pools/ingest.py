@@ -180,6 +180,16 @@ def _category(col: str) -> pl.Expr:
     return pl.col(col).cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
 
 
+def _decimal_comma(s: pl.Series) -> str | None:
+    """A cell of a text column whose cells are nearly all numbers with a decimal comma ('0,844',
+    '-12,5'), or None: the usual reason a numeric column arrives as text."""
+    text = s.drop_nulls().cast(pl.Utf8).str.strip_chars()
+    if text.is_empty():
+        return None
+    is_comma = text.str.contains(r"^[-+]?\d+,\d+$")
+    return text.filter(is_comma)[0] if is_comma.mean() >= 0.9 else None
+
+
 def _levels(s: pl.Series) -> list[str] | None:
     """The sorted levels of a mostly-text column (a missing cell is the level MISSING_LEVEL), or
     None when it has too many to be categorical."""
@@ -233,6 +243,12 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                              f"write the file with index=False, --exclude {index[0]}, or list the features with --features")
     mostly_text = [c for c in names if _is_text(schema[c]) and
                    df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
+    comma = {c: example for c in mostly_text if (example := _decimal_comma(df[c])) is not None}
+    if comma:
+        c, example = next(iter(comma.items()))
+        raise InputError(f"feature column {c!r} holds numbers written with a decimal comma (e.g. {example!r}): "
+                         f"alkit reads '.' as the decimal mark; write the file with '.' decimals"
+                         + ("" if opts.features else f", or leave the column out with --exclude {','.join(comma)}"))
     levels = {c: lv for c in mostly_text if (lv := _levels(df[c])) is not None}
     textual = [c for c in mostly_text if c not in levels]  # free text: no feature
     if textual and not opts.features:  # (listed by --features, the cell is named below)
@@ -281,6 +297,9 @@ def _vector_size(is_null: pl.Series, lengths: pl.Series, df: pl.DataFrame, opts:
     return int(lengths[0])
 
 
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # features are stored as float32
+
+
 class FeatureValues:
     """Feature blocks turned into float32 rows, the values checked on the way: missing cells,
     NaN/inf and float32 overflow are judged in float64, block by block, and ``check`` then
@@ -296,7 +315,8 @@ class FeatureValues:
         self.null_rows: dict[str, list[int]] = {}  # column -> its first rows (up to 5) with a missing value
         self.nonfinite_f = np.zeros(n_features, dtype=bool)
         self.nonfinite_rows: list[int] = []  # the first rows (up to 5) with a NaN or infinite value
-        self.max_abs = 0.0
+        self.over_f = np.zeros(n_features, dtype=bool)  # features with a value beyond float32's range
+        self.over_rows: list[int] = []  # the first rows (up to 5) with one
 
     def block(self, batch: pl.DataFrame) -> np.ndarray:
         """(b, f) float32 of one block of rows (columns named by ``names``, or the vector column)."""
@@ -317,7 +337,12 @@ class FeatureValues:
                 bad_b = np.flatnonzero(~finite_b_f.all(axis=1))[: 5 - len(self.nonfinite_rows)]
                 self.nonfinite_rows += (bad_b + self.n_rows).tolist()
         else:
-            self.max_abs = max(self.max_abs, float(np.abs(X_b_f).max(initial=0.0)))
+            over_b_f = np.abs(X_b_f) > FLOAT32_MAX
+            if over_b_f.any():
+                self.over_f |= over_b_f.any(axis=0)
+                if len(self.over_rows) < 5:
+                    bad_b = np.flatnonzero(over_b_f.any(axis=1))[: 5 - len(self.over_rows)]
+                    self.over_rows += (bad_b + self.n_rows).tolist()
         self.n_rows += batch.height
         with np.errstate(over="ignore"):  # an overflowing block is refused by ``check``
             return X_b_f.astype(np.float32)
@@ -335,12 +360,18 @@ class FeatureValues:
             if self.null_rows.get(c) and not self.vector_col:
                 raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])})")
         if self.nonfinite_rows:
-            cols = ([one_hot_names(self.names, self.levels)[j] for j in np.flatnonzero(self.nonfinite_f)]
-                    if not self.vector_col else self.names)
-            raise InputError(f"NaN or infinite feature values in {', '.join(cols)} "
+            raise InputError(f"NaN or infinite feature values in {', '.join(self._named(self.nonfinite_f))} "
                              f"(ids: {_ids_of(ids, self.nonfinite_rows)})")
-        if self.max_abs > float(np.finfo(np.float32).max):
-            raise InputError("feature values overflow float32")
+        if self.over_rows:
+            raise InputError(f"feature values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in "
+                             f"{', '.join(self._named(self.over_f))} (ids: {_ids_of(ids, self.over_rows)}); "
+                             "rescale those columns (e.g. take logs)")
+
+    def _named(self, features_f: np.ndarray) -> list[str]:
+        """The names of the flagged features (the vector column's own name for a vector column)."""
+        if self.vector_col:
+            return list(self.names)
+        return [one_hot_names(self.names, self.levels)[j] for j in np.flatnonzero(features_f)]
 
 
 def _ids_of(ids: pl.Series, rows: list[int]) -> str:
