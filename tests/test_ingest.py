@@ -294,6 +294,21 @@ def test_decimal_comma_numbers_are_named_not_taken_as_text(tmp_path: Path, cells
     assert _listing(tmp_path / "p") == []
 
 
+def test_a_date_column_is_named_with_its_type_and_the_way_out(tmp_path: Path) -> None:
+    """A Parquet date column among the default features: refused naming it, its type and --exclude,
+    which then gets past it."""
+    import datetime as dt
+
+    frame = digits_frame(40).select(["id", "px10", "px20", "label"]).with_columns(
+        pl.Series("when", [dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in range(40)]))
+    frame.write_parquet(tmp_path / "d.parquet")
+    opts = dict(**OPTS, hide_labels=True, progress=False)
+    with pytest.raises(InputError, match=re.escape("non-numeric feature columns: when (Date) (leave them out with "
+                                                   "--exclude when, choose numeric columns with --features")):
+        init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts))
+    assert init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts, exclude=["when"])).n_features == 2
+
+
 def test_csv_ids_keep_their_text(tmp_path: Path) -> None:
     """Ids are text: '0007' stays '0007' (read as a number it came back as '7', and the queue file
     matched neither the user's data nor what the labelers were given)."""

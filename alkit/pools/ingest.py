@@ -270,10 +270,10 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                 raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
                                  f"{text[i]!r}, {kind}")
     if non_numeric:
-        raise InputError(
-            f"non-numeric feature columns: {', '.join(non_numeric)} "
-            "(choose numeric columns with --features, or embed text/images with an encoder)"
-        )
+        kinds = ", ".join(f"{c} ({schema[c]})" for c in non_numeric)
+        out = "" if opts.features else f"leave them out with --exclude {','.join(non_numeric)}, "
+        raise InputError(f"non-numeric feature columns: {kinds} ({out}choose numeric columns with --features, "
+                         "or embed text/images with an encoder)")
     return names, levels
 
 
