@@ -23,13 +23,14 @@ queue_app = typer_app("Label with people: export the queued items, import their 
 
 @queue_app.command("export")
 def export_cmd(
-    fmt: QueueFormat = typer.Option("csv", "--format", "-f", help="The file format."),
+    fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file format (default: from --out's suffix, else csv)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: queue.<ext> in the project)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated payload columns to include (default: all)."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
     project: Path = ProjectOpt,
 ) -> None:
     """Write the queued items for labelers: id, payload, empty label/skip, score, rank, cycle and why."""
+    from alkit.pools.labelfiles import format_for_suffix
     from alkit.pools.queue import export_queue
 
     with user_errors():
@@ -44,7 +45,8 @@ def export_cmd(
         return
     todo = (f"import the tasks into Label Studio, label them, export its JSON and `alkit queue import FILE{where}`"
             if res.format == "label-studio" else
-            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path}{where}`")
+            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path}{where}"
+            + ("" if format_for_suffix(res.path) is not None else f" --format {res.format}") + "`")
     console.print(f"[green]exported[/] {res.n_items} queued items to {res.path} ({res.format}); {todo}",
                       highlight=False)
 

@@ -6,6 +6,7 @@ processes importing into one store at once; on SQLite and on PostgreSQL."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -152,6 +153,24 @@ def test_export_every_format_has_payload_score_and_why(human: tuple[Project, dic
         export_queue(project, include=["nope"])
     with pytest.raises(QueueError, match="unknown format"):
         export_queue(project, fmt="xlsx")
+
+
+def test_export_takes_its_format_from_the_file_name(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    """No --format: the --out suffix decides (a CSV written to q.parquet read back as a damaged Parquet
+    file); a suffix naming another format than --format, or none at all, is refused before writing."""
+    project, _ = human
+    ids = queue_batch(project, 3)
+    pq = export_queue(project, tmp_path / "q.parquet")
+    assert pq.format == "parquet" and pl.read_parquet(pq.path)["id"].to_list() == ids
+    assert export_queue(project, tmp_path / "q.json").format == "label-studio"
+    assert export_queue(project, tmp_path / "q.txt", "csv").format == "csv"  # an explicit format, any name
+    for out, fmt, says in ((tmp_path / "r.xlsx", None, "--out r.xlsx: unsupported file type '.xlsx'"),
+                           (tmp_path / "r.csv", "parquet", "--out r.csv names a csv file but --format is parquet")):
+        with pytest.raises(QueueError, match=re.escape(says)):
+            export_queue(project, out, fmt)
+        assert not out.exists()
+    with pytest.raises(QueueError, match="a folder, not a file"):
+        import_labels(project, tmp_path)
 
 
 # ---------------------------------------------------------------------------- import, every format

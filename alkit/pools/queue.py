@@ -177,7 +177,7 @@ def _finite(x: float) -> float | None:
 def export_queue(
     project: Project,
     out: str | Path | None = None,
-    fmt: str = "csv",
+    fmt: str | None = None,
     include: Sequence[str] | None = None,
     store: Store | None = None,
     escape_formulas: bool = True,
@@ -185,8 +185,9 @@ def export_queue(
     """Write every queued item for labelers: id, payload columns, an empty ``label`` (and
     ``skip``) to fill in, and why it was picked (score, rank, cycle, run, strategy, scorer,
     selector).  ``label-studio`` writes a JSON list of Label Studio tasks instead.  CSV text cells
-    that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw)."""
-    labelfiles.get_format(fmt)  # refuse an unknown format before reading anything
+    that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw).
+    ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format."""
+    fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
     store = store or Store(project.store_url)
     cols = _payload_columns(project, include)
     items = queued_items(store)

@@ -22,6 +22,32 @@ def get_format(name: str) -> ModuleType:
     return FORMATS[name]
 
 
+def format_for_suffix(path: Path) -> ModuleType | None:
+    """The format whose suffix ``path`` has (by its name alone), or None."""
+    return next((mod for mod in FORMATS.values() if path.suffix.lower() in mod.SUFFIXES), None)
+
+
+def export_format(path: Path | None, name: str | None = None) -> str:
+    """The format an export to ``path`` is written in: ``name`` if given, else the one its suffix
+    names, else csv (no path: the project's queue file).  A suffix that names another format than
+    ``name``, or no format when none is given, is refused: a CSV written to q.parquet reads back as
+    a damaged Parquet file."""
+    by_suffix = format_for_suffix(path) if path is not None else None
+    if name is not None:
+        get_format(name)
+        if by_suffix is not None and by_suffix.NAME != name:
+            raise QueueError(f"--out {path.name} names a {by_suffix.NAME} file but --format is {name}: "
+                             f"drop --format or give the file a {get_format(name).SUFFIXES[0]} name")
+        return name
+    if path is None:
+        return csv_file.NAME
+    if by_suffix is None:
+        known = ", ".join(s for m in FORMATS.values() for s in m.SUFFIXES)
+        raise QueueError(f"--out {path.name}: unsupported file type {path.suffix.lower() or '(none)'!r}; use {known} "
+                         f"or pass --format ({', '.join(FORMATS)})")
+    return by_suffix.NAME
+
+
 def format_of(path: Path, name: str | None = None) -> ModuleType:
     """The explicit format, else the one whose suffix the file has."""
     if name is not None:
@@ -29,9 +55,9 @@ def format_of(path: Path, name: str | None = None) -> ModuleType:
     suffix = path.suffix.lower()
     if suffix == ".csv" and _label_studio_csv(path):
         return label_studio
-    for mod in FORMATS.values():
-        if suffix in mod.SUFFIXES:
-            return mod
+    mod = format_for_suffix(path)
+    if mod is not None:
+        return mod
     known = ", ".join(s for m in FORMATS.values() for s in m.SUFFIXES)
     raise QueueError(f"{path}: unsupported file type {suffix!r}; use {known} or pass --format "
                      f"({', '.join(FORMATS)})")
@@ -53,7 +79,7 @@ def read(path: str | Path, problems: list[str], name: str | None = None, *, labe
     ``label_field`` / ``data_fields``: which Label Studio control holds the label (flat exports)."""
     path = Path(path)
     if not path.is_file():
-        raise QueueError(f"{path}: no such file")
+        raise QueueError(f"{path}: {'a folder, not a file' if path.is_dir() else 'no such file'}")
     mod = format_of(path, name)
     data = path.read_bytes() if getattr(mod, "READS_BYTES", True) else None
     if mod is label_studio:
