@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,6 +27,15 @@ def write_digits_csv(path: Path) -> Path:
     return path
 
 
+def _made_by_init(project: Path) -> list[Path]:
+    """What creating the demo project in ``project`` will add: the folder itself where it does not
+    exist, else the files the demo and init write into it (the store's SQLite side files included)."""
+    if not project.exists():
+        return [project]
+    names = ("digits.csv", CONFIG_NAME, "features.parquet", "payload.parquet", "alkit.db", "alkit.db-wal", "alkit.db-shm")
+    return [project / n for n in names if not (project / n).exists()]
+
+
 def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strategies: list[str],
              runner: Callable[..., Any] | None = None, console: Any = None) -> Path:
     """Create (or reuse) the demo project, run every strategy x seed, write the PNG."""
@@ -33,24 +43,37 @@ def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strateg
     from alkit.report import cycles_frame
 
     project = Path(project)
-    if not (project / CONFIG_NAME).exists():
+    if seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, got {seeds}")
+    usable = [s for s in strategies if get_preset(s).default_scorer in SCORERS]  # an unknown name is refused here
+    made = _made_by_init(project) if not (project / CONFIG_NAME).exists() else []
+    if made:
         project.mkdir(parents=True, exist_ok=True)
         data = write_digits_csv(project / "digits.csv")
         # the 64 columns are the pixels of 8 x 8 images: declared, so learners use the image backbone
         # (as `alkit init --image-shape 8,8`; benchmarks/results/protocol_digits8.md)
         init_project(data, project, InitOptions(id_col="id", label_col="label", task="classification",
                                                 test_frac=0.3, seed=0, hide_labels=True, image_shape=(8, 8)))
-    proj = load_project(project)
-    usable = [s for s in strategies if get_preset(s).default_scorer in SCORERS]
+    loop = ActiveLoop(load_project(project))
+    reqs = [RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer or None)
+            for entry in like_with_like(usable)  # random trains the strategies' model: curves differ by selection only
+            for strategy, _, scorer in [entry.partition(":")] for seed in range(seeds)]
+    try:
+        for req in reqs:  # every request checked before any runs: a bad --budget leaves nothing behind
+            loop.resolve(req)
+    except Exception:
+        loop.store.dispose()
+        for path in made:  # what this call created, and nothing else
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        raise
     skipped = sorted(set(strategies) - set(usable))
     if skipped and console is not None:
         console.print(f"[yellow]skipping[/] {', '.join(skipped)}: scorer not installed")
-    loop = ActiveLoop(proj)
-    for entry in like_with_like(usable):  # random trains the strategies' model: curves differ by selection only
-        strategy, _, scorer = entry.partition(":")
-        for seed in range(seeds):
-            req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer or None)
-            (runner or (lambda lp, rq: lp.run(rq)))(loop, req)
+    for req in reqs:
+        (runner or (lambda lp, rq: lp.run(rq)))(loop, req)
     png = project / "learning_curves.png"
     plot_learning_curves(cycles_frame(loop.store), "accuracy", png, title="digits: accuracy vs labels")
     return png
