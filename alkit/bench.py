@@ -30,7 +30,7 @@ from alkit.config import Project, load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import escape_formulas
 from alkit.plots import summary_table, to_markdown
-from alkit.choices import HIGHER_IS_BETTER
+from alkit.choices import HIGHER_IS_BETTER, METRICS
 from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
 from alkit.report import cycles_frame
@@ -135,6 +135,8 @@ def run_bench(
     if not seed_list or len(set(seed_list)) != len(seed_list):
         raise LoopError(f"seeds must be a positive count or distinct integers, got {seeds!r}")
     metric = metric or ("accuracy" if task == "classification" else "crps")
+    if metric not in METRICS[task]:  # before the runs, not after them
+        raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")
     higher = metric in HIGHER_IS_BETTER
 
     loop = ActiveLoop(proj)

@@ -58,7 +58,25 @@ def test_bench_rejects_bad_arguments_before_running(digits_project: Path) -> Non
         run_bench(digits_project, strategies=["random"], **{**ARGS, "budget": 10**6})
     with pytest.raises(LoopError, match="seeds"):
         run_bench(digits_project, strategies=["random"], **{**ARGS, "seeds": [1, 1]})
+    with pytest.raises(LoopError, match="unknown metric 'crps' for a classification project; metrics: accuracy, "):
+        run_bench(digits_project, strategies=["random"], **{**ARGS, "metric": "crps"})  # it failed after the runs
     assert ActiveLoop(load_project(digits_project)).store.runs() == []
+
+
+def test_the_metric_names_are_those_the_cycles_record() -> None:
+    """choices.METRICS (what bench and plot accept) against what the metric functions return."""
+    import numpy as np
+    import torch
+
+    from alkit.choices import METRICS
+    from alkit.distributions import GaussianPredictive
+    from alkit.metrics import classification_metrics, regression_metrics
+
+    probs = np.array([[0.7, 0.3], [0.2, 0.8], [0.6, 0.4]])
+    assert set(classification_metrics(probs, np.array([0, 1, 1]))) | {"cv_accuracy"} == set(METRICS["classification"])
+    dist = GaussianPredictive(torch.zeros(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64))
+    got = regression_metrics(dist, np.zeros(3), np.array([0.1, -0.2, 0.3]), edges=np.array([-1.0, 0.0, 1.0]))
+    assert set(got) | {"cv_crps"} == set(METRICS["regression"])
 
 
 def test_available_strategies_explains_what_is_left_out() -> None:
