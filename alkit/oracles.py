@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from alkit.config import Project
 from alkit.pools import queue
+from alkit.pools.labelfiles import format_for_suffix
 from alkit.pools.store import Store
 
 
@@ -100,7 +101,9 @@ class HumanOracle:
     def hand_off(self, n_selected: int, queue_file: str | None) -> Handoff | None:
         if not n_selected:
             return None
-        out = queue.export_queue(self.project, queue_file, store=self.store)
+        # the format its name gives, else CSV: the batch is already committed, so any name is written
+        named = queue_file is not None and format_for_suffix(Path(queue_file)) is not None
+        out = queue.export_queue(self.project, queue_file, None if named else "csv", store=self.store)
         return Handoff(n_selected, out.path)
 
 
