@@ -168,6 +168,11 @@ def test_split_col_refusals(tmp_path: Path) -> None:
     _bad(tmp_path, df, "split column 'nope' not found", split_col="nope")
     _bad(tmp_path, df, "drop --test-frac", split_col="split", test_frac=0.3)
     _bad(tmp_path, df, "drop --initial-labeled", split_col="split", initial_labeled=2, hide_labels=False)
+    # a negative count sliced the labelled rows from the end; with --hide-labels the option did nothing
+    _bad(tmp_path, df.drop("split"), "--initial-labeled must be >= 0, got -3", initial_labeled=-3, hide_labels=False)
+    _bad(tmp_path, df.drop("split"), "with --hide-labels every pool label is hidden .* drop --initial-labeled",
+         initial_labeled=5)
+    _bad(tmp_path, df.drop("split"), "--seed must be >= 0, got -1", seed=-1)  # numpy said 'expected non-negative integer'
     # without --hide-labels the labelled rows are the test split: --test-frac would be ignored
     _bad(tmp_path, df.drop("split"), "--test-frac .* needs --hide-labels", test_frac=0.3, hide_labels=False)
     _bad(tmp_path, df, "split column 'split' cannot also be a feature", split_col="split", features=["px1", "split"])

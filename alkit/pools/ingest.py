@@ -597,6 +597,14 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     if opts.test_frac is not None and not opts.hide_labels:
         raise InputError("--test-frac splits a test set off a fully labelled file and needs --hide-labels; without "
                          "it the labelled rows are the test split and the unlabelled rows the pool: drop --test-frac")
+    if opts.initial_labeled < 0:
+        raise InputError(f"--initial-labeled must be >= 0, got {opts.initial_labeled}")
+    if opts.initial_labeled and opts.hide_labels:
+        raise InputError("--initial-labeled hands labelled rows to the learner in a project labelled by people; with "
+                         "--hide-labels every pool label is hidden until a run picks it (runs start from --initial "
+                         "picks): drop --initial-labeled")
+    if opts.seed < 0:
+        raise InputError(f"--seed must be >= 0, got {opts.seed}")
     if opts.split_col and opts.initial_labeled:
         raise InputError("--split-col and --initial-labeled both choose the learner's first labels: drop "
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")
