@@ -143,7 +143,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if req.budget > n_pool:
         raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
     if initial > req.budget:
-        raise LoopError(f"--initial {initial} is larger than --budget {req.budget}")
+        raise LoopError(f"--initial {initial} is larger than --budget {req.budget}" if req.initial is not None else
+                        f"--batch-size {req.batch_size} is larger than --budget {req.budget} (the first batch is "
+                        "--batch-size items unless --initial sets it)")
     if req.stratify_by and req.stratify_by not in cfg.payload_cols:
         raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(cfg.payload_cols)}")
     initial_selector = req.initial_selector or preset.initial_selector

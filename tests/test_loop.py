@@ -136,6 +136,7 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
         (dict(strategy="nope"), "unknown strategy 'nope'; known strategies: random, epistemic"),
         (dict(scorer="nope"), "unknown scorer 'nope'"),
         (dict(initial=50), "initial 50 is larger than --budget 40"),
+        (dict(batch_size=50), r"--batch-size 50 is larger than --budget 40 \(the first batch is --batch-size items"),
         (dict(stratify_by="zz"), "stratify-by 'zz' is not a column"),
         (dict(train={"epochz": 3}), "unknown training options"),
         (dict(train={"max_epochs": -1}), "max_epochs must be at least 1, got -1"),
