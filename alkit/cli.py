@@ -78,7 +78,7 @@ def init(
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
     use_threads()
-    from alkit.pools.ingest import (InitOptions, count_like_labels, init_project, label_values, parse_image_shape,
+    from alkit.pools.ingest import (InitOptions, init_project, label_values, parse_image_shape, regression_hint,
                                     pixel_shape_hint)
 
     with user_errors():
@@ -110,9 +110,10 @@ def init(
         n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
         console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
                       + ", ".join(f"{c} ({k} value{'' if k == 1 else 's'})" for c, k in n_levels.items()))
-    if task is None and cfg.task == "classification" and count_like_labels(label_values(data, label_col)):
-        console.print(f"hint: the labels are {len(cfg.classes)} whole numbers with a skewed, count-like spread, "
-                      "taken as classes; if they are counts or amounts, init again with --task regression")
+    why = regression_hint(label_values(data, label_col)) if task is None and cfg.task == "classification" else None
+    if why:
+        console.print(f"hint: the labels are {len(cfg.classes)} whole numbers ({why}), taken as classes; if they "
+                      "are counts, amounts or measurements, init again with --task regression")
     shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
     if shape is not None:
         h, w = shape

@@ -437,3 +437,16 @@ def test_count_like_labels_flags_skewed_whole_numbers_not_balanced_class_codes()
     assert not count_like_labels([str(v) for v in range(5) for _ in range(400 // (v + 1) ** 2)])  # few values
     assert not count_like_labels([f"c{v}" for v in range(19) for _ in range(400 // (v + 1) ** 2)])
     assert not count_like_labels([str(v + 0.5) for v in range(19)])
+
+
+def test_regression_hint_for_whole_numbers_seen_once() -> None:
+    """Init's hint also names whole-number labels most of which occur once (a measurement such as a
+    disease-progression score read as 75 classes of 100 rows), and stays quiet for class codes."""
+    from alkit.pools.ingest import regression_hint
+
+    rng = np.random.default_rng(0)
+    assert regression_hint([str(v) for v in rng.choice(np.arange(25, 346), 100)]) == "most of them seen only once"
+    assert regression_hint([str(v) for v in np.minimum(rng.geometric(0.3, 400) - 1, 15)]) == "a skewed, count-like spread"
+    assert regression_hint([str(v) for v in range(10) for _ in range(5)]) is None  # balanced class codes
+    assert regression_hint([str(v) for v in range(12)]) is None  # few classes, one row each: too few to say
+    assert regression_hint([f"c{v}" for v in range(40)]) is None  # not numbers

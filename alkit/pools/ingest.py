@@ -97,6 +97,25 @@ def count_like_labels(labels: list[str], min_values: int = 10, skew: float = 5.0
     return len(counts) >= min_values and counts.max() >= skew * float(np.median(counts))
 
 
+def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
+    """Why whole-number class labels look like a regression target, or None: a skewed, count-like
+    spread (``count_like_labels``), or at least ``min_values`` distinct whole numbers most of which
+    occur once (a measurement such as a score or an amount: a class seen once cannot be learned).
+    For init's hint; the task stays as inferred unless ``--task`` says otherwise."""
+    if count_like_labels(labels):
+        return "a skewed, count-like spread"
+    try:
+        values = [float(v) for v in labels]
+    except ValueError:
+        return None
+    if not values or any(v != int(v) for v in values):
+        return None
+    _, counts = np.unique(values, return_counts=True)
+    if len(counts) >= min_values and float(np.median(counts)) < 2:
+        return "most of them seen only once"
+    return None
+
+
 def label_values(data: Path, label_col: str) -> list[str]:
     """The non-empty values of a data file's label column, as text."""
     col = TableSource(data).frame([pl.col(label_col).cast(pl.Utf8)])[label_col]
