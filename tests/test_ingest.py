@@ -173,6 +173,12 @@ def test_split_col_refusals(tmp_path: Path) -> None:
     _bad(tmp_path, df.drop("split"), "with --hide-labels every pool label is hidden .* drop --initial-labeled",
          initial_labeled=5)
     _bad(tmp_path, df.drop("split"), "--seed must be >= 0, got -1", seed=-1)  # numpy said 'expected non-negative integer'
+    # the label among the features (the oracle's answer learned from), the ids as labels, a feature twice
+    # (a polars DuplicateError traceback)
+    _bad(tmp_path, df.drop("split"), "label column 'label' cannot also be a feature column", features=["px1", "label"])
+    _bad(tmp_path, df.drop("split"), "--text-col 'label' is the label column", text_col="label")
+    _bad(tmp_path, df.drop("split"), "--id-col and --label-col are both 'id'", label_col="id")
+    _bad(tmp_path, df.drop("split"), "--features names px1 more than once", features=["px1", "px2", "px1"])
     # without --hide-labels the labelled rows are the test split: --test-frac would be ignored
     _bad(tmp_path, df.drop("split"), "--test-frac .* needs --hide-labels", test_frac=0.3, hide_labels=False)
     _bad(tmp_path, df, "split column 'split' cannot also be a feature", split_col="split", features=["px1", "split"])

@@ -244,6 +244,12 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
             raise InputError(f"feature columns not found: {', '.join(missing)}; columns: {', '.join(columns)}")
         if opts.split_col in names:
             raise InputError(f"split column {opts.split_col!r} cannot also be a feature column")
+        for col, what in ((opts.label_col, "label"), (opts.id_col, "id")):
+            if col in names:  # the label as a feature: every prediction would read its answer
+                raise InputError(f"{what} column {col!r} cannot also be a feature column: drop it from --features")
+        twice = sorted({c for c in names if names.count(c) > 1})
+        if twice:
+            raise InputError(f"--features names {', '.join(twice)} more than once")
     else:
         missing = [c for c in opts.exclude or [] if c not in columns]
         if missing:
@@ -616,6 +622,11 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     if opts.test_frac is not None and not opts.hide_labels:
         raise InputError("--test-frac splits a test set off a fully labelled file and needs --hide-labels; without "
                          "it the labelled rows are the test split and the unlabelled rows the pool: drop --test-frac")
+    if opts.id_col == opts.label_col:
+        raise InputError(f"--id-col and --label-col are both {opts.id_col!r}: the ids and the labels need columns of their own")
+    for option, col in (("--feature-col", opts.feature_col), ("--text-col", opts.text_col), ("--image-col", opts.image_col)):
+        if col is not None and col == opts.label_col:  # features made from the answer
+            raise InputError(f"{option} {col!r} is the label column; the features must come from another column")
     if opts.initial_labeled < 0:
         raise InputError(f"--initial-labeled must be >= 0, got {opts.initial_labeled}")
     if opts.initial_labeled and opts.hide_labels:
