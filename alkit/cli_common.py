@@ -31,7 +31,7 @@ def typer_app(help: str) -> typer.Typer:
 
 # every refusal alkit raises is one of these: InputError, LoopError, ConfigError, FeatureFileError,
 # QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
-USER_ERRORS = (ValueError, StoreError, FileNotFoundError, KeyError)
+USER_ERRORS = (ValueError, StoreError, OSError, KeyError)  # OSError: a path that is a file, unwritable, a full disk
 
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
 

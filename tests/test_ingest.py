@@ -320,6 +320,30 @@ def test_a_date_column_is_named_with_its_type_and_the_way_out(tmp_path: Path) ->
     assert init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts, exclude=["when"])).n_features == 2
 
 
+def test_a_project_path_through_a_file_is_one_line(tmp_path: Path) -> None:
+    """--project naming a file, or a folder under a file: one line, exit 2 (a FileExistsError /
+    NotADirectoryError traceback before); an OS error on the way (here: the queue export into a
+    folder under a file) is one line too."""
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+
+    frame = digits_frame(40)
+    frame.with_columns(pl.when(pl.arange(0, 40) < 20).then(pl.col("label")).otherwise(None).alias("label")).write_csv(
+        tmp_path / "d.csv")  # half unlabelled: a pool for people to label
+    (tmp_path / "afile").write_text("x\n")
+    for target, says in ((tmp_path / "afile", "afile is a file, not a folder"),
+                         (tmp_path / "afile" / "sub", "afile is a file, not a folder")):
+        res = CliRunner().invoke(app, ["init", str(tmp_path / "d.csv"), "--id-col", "id", "--label-col", "label",
+                                       "--hide-labels", "-p", str(target)])
+        assert res.exit_code == 2 and says in " ".join(res.output.split()), res.output
+    assert (tmp_path / "afile").read_text() == "x\n"
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(**OPTS, progress=False))
+    res = CliRunner().invoke(app, ["queue", "export", "--out", str(tmp_path / "afile" / "q.csv"), "-p", str(tmp_path / "p")])
+    assert res.exit_code == 2 and res.output.startswith("error:") and "afile" in res.output, res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
 def test_csv_ids_keep_their_text(tmp_path: Path) -> None:
     """Ids are text: '0007' stays '0007' (read as a number it came back as '7', and the queue file
     matched neither the user's data nor what the labelers were given)."""

@@ -610,6 +610,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     while they are checked; the other columns (ids, labels, split, payload) are read whole.
     """
     data, root = Path(data), Path(project_dir)
+    blocking = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise InputError(f"project folder {root}: {blocking} is a file, not a folder")
     if root.is_dir():
         remove_stale_inits(root)  # debris of a killed init goes first, whatever this one decides
     if (root / CONFIG_NAME).exists():
