@@ -81,20 +81,25 @@ def parse_image_shape(text: str) -> tuple[int, ...]:
 _PIXEL_NAME = re.compile(r"^(?:px|pix|pixel)_?(\d+)(?:_(\d+))?$", re.IGNORECASE)
 
 
+def _whole_number_counts(labels: list[str]) -> np.ndarray | None:
+    """How often each distinct value occurs, where every label is a whole number; else None."""
+    try:
+        values = [float(v) for v in labels]
+    except ValueError:
+        return None
+    if not values or any(v != int(v) for v in values):
+        return None
+    return np.unique(values, return_counts=True)[1]
+
+
 def count_like_labels(labels: list[str], min_values: int = 10, skew: float = 5.0) -> bool:
     """Whether class labels look like a count or an amount rather than class codes: at least
     ``min_values`` distinct whole numbers whose most frequent value is at least ``skew`` times as
     frequent as the median one (a zero-inflated or long-tailed count; class codes such as the
     digits' 0-9 are near balanced).  A regression target of whole numbers is read as classes unless
     ``--task`` says so, which this flags for a hint."""
-    try:
-        values = [float(v) for v in labels]
-    except ValueError:
-        return False
-    if not values or any(v != int(v) for v in values):
-        return False
-    _, counts = np.unique(values, return_counts=True)
-    return len(counts) >= min_values and counts.max() >= skew * float(np.median(counts))
+    counts = _whole_number_counts(labels)
+    return counts is not None and len(counts) >= min_values and counts.max() >= skew * float(np.median(counts))
 
 
 def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
@@ -104,14 +109,8 @@ def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
     For init's hint; the task stays as inferred unless ``--task`` says otherwise."""
     if count_like_labels(labels):
         return "a skewed, count-like spread"
-    try:
-        values = [float(v) for v in labels]
-    except ValueError:
-        return None
-    if not values or any(v != int(v) for v in values):
-        return None
-    _, counts = np.unique(values, return_counts=True)
-    if len(counts) >= min_values and float(np.median(counts)) < 2:
+    counts = _whole_number_counts(labels)
+    if counts is not None and len(counts) >= min_values and float(np.median(counts)) < 2:
         return "most of them seen only once"
     return None
 
