@@ -138,6 +138,8 @@ def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col:
         raise ValueError("pass exactly one of --text-col or --image-col")
     if out.suffix.lower() not in (".parquet", ".pq"):
         raise ValueError(f"--out must be a .parquet file, got {out.name!r}")
+    if not out.parent.is_dir():  # before the encoder runs, and without naming the temporary file it writes first
+        raise ValueError(f"--out {out}: the folder {out.parent} does not exist")
     df = read_table(Path(data), text_cols=[id_col] if id_col else [])
     col, kind = (text_col, "text") if text_col else (image_col, "image")
     if col not in df.columns:

@@ -72,6 +72,12 @@ def test_text_errors_name_the_row(tmp_path: Path) -> None:
     assert not (tmp_path / "p").exists()
     with pytest.raises(InputError, match="text column 'nope' not found"):
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="nope", progress=False))
+    from alkit.embed import embed_file
+
+    out = tmp_path / "nodir" / "x.parquet"  # refused before encoding, naming the folder (not its temporary file)
+    with pytest.raises(ValueError, match=r"--out .*x.parquet: the folder .*nodir does not exist"):
+        embed_file(path, out, text_col="text", id_col="id", progress=False)
+    assert not out.parent.exists()
 
 
 def test_images_init_and_errors(tmp_path: Path) -> None:
