@@ -402,7 +402,11 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
     with pytest.raises(QueueError) as exc:
         import_labels(project, bad)
     msg = str(exc.value)
-    assert f"line 3 (id {ids[1]}): regression label 'abc' is not a number" in msg
+    assert f"line 3 (id {ids[1]}): regression label 'abc' is not a number;" in msg + ";"  # no decimal-comma hint
+    comma = tmp_path / "comma.csv"
+    comma.write_text(f'id,label\n{ids[0]},"1,5"\n')
+    with pytest.raises(QueueError, match=re.escape("regression label '1,5' is not a number (a decimal comma? write 1.5)")):
+        import_labels(project, comma)
     assert f"line 4 (id {ids[2]}): regression label 'nan' is not a finite number" in msg
     assert f"line 5 (id {ids[3]}): regression label 'inf' is not a finite number" in msg
     assert ids[0] not in msg and snapshot(project) == before

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,7 +232,9 @@ def canonical_label(project: Project, raw: str) -> str:
     try:
         x = float(raw)
     except ValueError:
-        raise ValueError(f"regression label {raw!r} is not a number") from None
+        comma = re.fullmatch(r"\s*[-+]?\d+,\d+\s*", raw) is not None
+        raise ValueError(f"regression label {raw!r} is not a number"
+                         + (f" (a decimal comma? write {raw.strip().replace(',', '.')})" if comma else "")) from None
     if not math.isfinite(x):
         raise ValueError(f"regression label {raw!r} is not a finite number")
     return repr(x)
