@@ -19,7 +19,7 @@ ACQUISITIONS: tuple[str, ...] = ("epistemic", "bald", "epig", "epig-decision", "
 HIGHER_IS_BETTER = frozenset({"accuracy", "balanced_accuracy", "macro_f1", "cv_accuracy"})  # every other metric alkit reports (nll, ece, mae, rmse, crps, ...) is lower-is-better
 # The metrics a cycle can record, by task: alkit.metrics' classification_metrics / regression_metrics
 # (nll10, ece10 where the project has bucket edges) and the cross-validated curve of `--stop forecast`
-# without a test split (tests/test_cli_help.py checks the metric functions against these)
+# without a test split (tests/test_bench.py checks the metric functions against these)
 METRICS: dict[str, tuple[str, ...]] = {
     "classification": ("accuracy", "balanced_accuracy", "macro_f1", "nll", "ece", "cv_accuracy"),
     "regression": ("mae", "rmse", "nll", "crps", "nll10", "ece10", "cv_crps"),

@@ -27,15 +27,6 @@ def write_digits_csv(path: Path) -> Path:
     return path
 
 
-def _made_by_init(project: Path) -> list[Path]:
-    """What creating the demo project in ``project`` will add: the folder itself where it does not
-    exist, else the files the demo and init write into it (the store's SQLite side files included)."""
-    if not project.exists():
-        return [project]
-    names = ("digits.csv", CONFIG_NAME, "features.parquet", "payload.parquet", "alkit.db", "alkit.db-wal", "alkit.db-shm")
-    return [project / n for n in names if not (project / n).exists()]
-
-
 def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strategies: list[str],
              runner: Callable[..., Any] | None = None, console: Any = None) -> Path:
     """Create (or reuse) the demo project, run every strategy x seed, write the PNG."""
@@ -46,8 +37,9 @@ def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strateg
     if seeds < 1:
         raise ValueError(f"--seeds must be at least 1, got {seeds}")
     usable = [s for s in strategies if get_preset(s).default_scorer in SCORERS]  # an unknown name is refused here
-    made = _made_by_init(project) if not (project / CONFIG_NAME).exists() else []
-    if made:
+    creating = not (project / CONFIG_NAME).exists()
+    had = set(project.iterdir()) if project.is_dir() else None  # what is there already (None: no folder)
+    if creating:
         project.mkdir(parents=True, exist_ok=True)
         data = write_digits_csv(project / "digits.csv")
         # the 64 columns are the pixels of 8 x 8 images: declared, so learners use the image backbone
@@ -63,11 +55,12 @@ def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strateg
             loop.resolve(req)
     except Exception:
         loop.store.dispose()
-        for path in made:  # what this call created, and nothing else
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
+        if creating:  # remove what this call created, and nothing else
+            for path in [project] if had is None else set(project.iterdir()) - had:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
         raise
     skipped = sorted(set(strategies) - set(usable))
     if skipped and console is not None:

@@ -356,20 +356,19 @@ class FeatureValues:
             X_b_f = batch.select([e for c in self.names for e in self._columns(c)]).to_numpy()
         finite_b_f = np.isfinite(X_b_f)
         if not finite_b_f.all():
-            self.nonfinite_f |= ~finite_b_f.all(axis=0)
-            if len(self.nonfinite_rows) < 5:
-                bad_b = np.flatnonzero(~finite_b_f.all(axis=1))[: 5 - len(self.nonfinite_rows)]
-                self.nonfinite_rows += (bad_b + self.n_rows).tolist()
+            self._flag(~finite_b_f, self.nonfinite_f, self.nonfinite_rows)
         else:
             over_b_f = np.abs(X_b_f) > FLOAT32_MAX
             if over_b_f.any():
-                self.over_f |= over_b_f.any(axis=0)
-                if len(self.over_rows) < 5:
-                    bad_b = np.flatnonzero(over_b_f.any(axis=1))[: 5 - len(self.over_rows)]
-                    self.over_rows += (bad_b + self.n_rows).tolist()
+                self._flag(over_b_f, self.over_f, self.over_rows)
         self.n_rows += batch.height
         with np.errstate(over="ignore"):  # an overflowing block is refused by ``check``
             return X_b_f.astype(np.float32)
+
+    def _flag(self, bad_b_f: np.ndarray, features_f: np.ndarray, rows: list[int]) -> None:
+        """Mark (in place) the features with a bad cell in this block, and its rows while fewer than 5 are noted."""
+        features_f |= bad_b_f.any(axis=0)
+        rows += (np.flatnonzero(bad_b_f.any(axis=1))[: max(0, 5 - len(rows))] + self.n_rows).tolist()
 
     def _columns(self, c: str) -> list[pl.Expr]:
         """Column c as float64 features: itself, or one 0/1 indicator per level if categorical."""

@@ -42,10 +42,15 @@ def export_format(path: Path | None, name: str | None = None) -> str:
     if path is None:
         return csv_file.NAME
     if by_suffix is None:
-        known = ", ".join(s for m in FORMATS.values() for s in m.SUFFIXES)
-        raise QueueError(f"--out {path.name}: unsupported file type {path.suffix.lower() or '(none)'!r}; use {known} "
-                         f"or pass --format ({', '.join(FORMATS)})")
+        raise _unsupported(f"--out {path.name}", path)
     return by_suffix.NAME
+
+
+def _unsupported(where: str, path: Path) -> QueueError:
+    """The refusal of a file whose suffix names no format, listing the suffixes and formats."""
+    known = ", ".join(s for m in FORMATS.values() for s in m.SUFFIXES)
+    return QueueError(f"{where}: unsupported file type {path.suffix.lower() or '(none)'!r}; use {known} or pass "
+                      f"--format ({', '.join(FORMATS)})")
 
 
 def format_of(path: Path, name: str | None = None) -> ModuleType:
@@ -58,9 +63,7 @@ def format_of(path: Path, name: str | None = None) -> ModuleType:
     mod = format_for_suffix(path)
     if mod is not None:
         return mod
-    known = ", ".join(s for m in FORMATS.values() for s in m.SUFFIXES)
-    raise QueueError(f"{path}: unsupported file type {suffix!r}; use {known} or pass --format "
-                     f"({', '.join(FORMATS)})")
+    raise _unsupported(str(path), path)
 
 
 def _label_studio_csv(path: Path) -> bool:
