@@ -110,6 +110,14 @@ class Project:
     def store_url(self) -> str:
         return resolve_store_url(self.config.store, self.root)
 
+    def require(self, *paths: Path, why: str) -> None:
+        """Refuse, naming the file, where a file `alkit init` wrote is gone: checked before a command
+        changes anything, so a damaged project fails at once instead of after a batch is committed."""
+        for path in paths:
+            if not path.is_file():
+                raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: "
+                                  "re-create it with `alkit init`")
+
     def encode_label(self, value: str) -> float | int:
         """Stored label text -> what the learner trains on (class index or float)."""
         if self.config.task == "classification":

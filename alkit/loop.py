@@ -102,6 +102,7 @@ class ActiveLoop:
     def __init__(self, project: Project, store: Store | None = None, on_event: EventFn | None = None) -> None:
         self.project = project
         self.cfg = project.config
+        project.require(project.features_path, why="the pool's features, which every learner reads")
         self.store = store or Store(project.store_url)
         self.features = FeatureReader(project.features_path)
         self.on_event = on_event or (lambda kind, payload: None)

@@ -245,6 +245,25 @@ def test_explicit_format_beats_the_suffix(human: tuple[Project, dict[str, str]],
     assert {i: v[0] for i, v in shared_labels(project).items()} == {i: truth[i] for i in ids}
 
 
+@pytest.mark.parametrize("gone", ["payload.parquet", "features.parquet"])
+def test_a_missing_project_file_is_refused_before_a_batch_is_committed(tmp_path: Path, gone: str) -> None:
+    """A project folder that lost a file `alkit init` wrote: `alkit run` (human oracle) and `queue
+    export` refuse in one line naming the file, before anything is committed (it used to commit a
+    batch and then fail writing its queue file, leaving a run waiting on a queue nobody could export)."""
+    project, _ = _digits_human(tmp_path)
+    (project.root / gone).unlink()
+    before = snapshot(project)
+    r = invoke("run", "--strategy", "random", "--budget", "20", "-p", str(project.root))
+    assert r.exit_code == 2 and f"{project.root / gone} is missing" in r.text, r.text
+    assert "Traceback" not in r.text
+    assert snapshot(project) == before and not Store(project.store_url).runs()
+    if gone == "payload.parquet":
+        queue_batch(project, 3)
+        r = invoke("queue", "export", "-p", str(project.root), "--out", str(tmp_path / "q.csv"))
+        assert r.exit_code == 2 and f"{project.root / gone} is missing" in r.text, r.text
+        assert not (tmp_path / "q.csv").exists()
+
+
 # ---------------------------------------------------------------------------- partial, skip, status
 def test_partial_import_skip_and_status(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
     project, truth = human

@@ -189,6 +189,7 @@ def export_queue(
     that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw).
     ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format."""
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
+    project.require(project.payload_path, why="the queue file is written from it")
     store = store or Store(project.store_url)
     cols = _payload_columns(project, include)
     items = queued_items(store)
