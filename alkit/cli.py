@@ -74,6 +74,7 @@ def init(
     split_col: Optional[str] = typer.Option(None, "--split-col", help="Column marking each row test or pool (or train): the test split, instead of --test-frac."),
     image_shape: Optional[str] = typer.Option(None, "--image-shape", help="H,W or C,H,W: the features are the pixels of an image of that shape (row-major, channels first)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
+    impute: bool = typer.Option(False, "--impute", help="Fill missing numeric feature cells (empty, NA, NaN) with the column's median over the pool rows and add a 0/1 feature COL=missing (default: refuse them)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
@@ -88,7 +89,7 @@ def init(
                            exclude=_parse_csv(exclude),
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
-                           cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths,
+                           cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
                            image_shape=parse_image_shape(image_shape) if image_shape is not None else None)
         cfg = init_project(data, project, opts)
         external = store is not None and not store.startswith("sqlite")
@@ -110,6 +111,11 @@ def init(
         n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
         console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
                       + ", ".join(f"{c} ({k} value{'' if k == 1 else 's'})" for c, k in n_levels.items()))
+    if cfg.imputed:
+        console.print("imputed (missing cells set to the pool's median, each column followed by a 0/1 feature "
+                      f"COL=missing): {', '.join(cfg.imputed)}")
+    elif impute:
+        console.print("--impute: no feature column has a missing cell")
     why = regression_hint(label_values(data, label_col)) if task is None and cfg.task == "classification" else None
     if why:
         console.print(f"hint: the labels are {len(cfg.classes)} whole numbers ({why}), taken as classes; if they "

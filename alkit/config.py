@@ -24,7 +24,7 @@ _FIELD_TYPES = {"task": "str", "id_col": "str", "label_col": "str", "n_items": "
                 "store": "str", "classes": "list[str]", "feature_cols": "list[str]", "feature_col": "str",
                 "hide_labels": "bool", "test_frac": "float", "seed": "int", "source": "str",
                 "payload_cols": "list[str]", "encoder": "str", "split_col": "str", "image_shape": "list[int]",
-                "image_col": "str", "one_hot": "list[str]"}
+                "image_col": "str", "one_hot": "list[str]", "imputed": "list[str]"}
 _KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "float": "a number",
                "list[str]": "a list of strings", "list[int]": "a list of integers"}
 
@@ -63,6 +63,7 @@ class ProjectConfig:
     image_shape: list[int] = field(default_factory=list)  # [C, H, W] of pixel features (row-major), if any
     image_col: str = ""  # payload column of image paths (init --image-col; relative to source's folder), if any
     one_hot: list[str] = field(default_factory=list)  # categorical columns one-hot encoded into the features
+    imputed: list[str] = field(default_factory=list)  # columns whose missing cells got the pool's median (init --impute)
 
     def __post_init__(self) -> None:
         for name, kind in _FIELD_TYPES.items():  # alkit.toml is hand-editable: check every field's type

@@ -526,7 +526,7 @@ def check(path: Path, spec: Spec) -> dict[str, Any]:
     embedded = features == ["embedding"]
     opts = InitOptions(id_col="id", label_col="label", hide_labels=True,
                        **({"feature_col": "embedding"} if embedded else {"features": features}))
-    X, _, _ = extract_features(df, opts)  # what `alkit init` does: numeric, finite, fits float32
+    X, *_ = extract_features(df, opts)  # what `alkit init` does: numeric, finite, fits float32
     pool, test = df.filter(pl.col("split") == "pool"), df.filter(pl.col("split") == "test")
     entry: dict[str, Any] = {
         "role": spec.role, "task": spec.task, "file": path.name,

@@ -68,7 +68,8 @@ def test_text_errors_name_the_row(tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     pl.DataFrame({"id": ["a", "b", "c"], "text": ["fine", "   ", "ok"], "label": ["x", "y", "x"]}).write_csv(path)
     with pytest.raises(InputError, match=r"item 'b' \(row 2\): empty or blank text"):
-        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="text", progress=False))
+        init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="text", progress=False,
+                                                       hide_labels=True))
     assert not (tmp_path / "p").exists()
     with pytest.raises(InputError, match="text column 'nope' not found"):
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="nope", progress=False))
@@ -103,11 +104,13 @@ def test_images_init_and_errors(tmp_path: Path) -> None:
     pl.DataFrame(rows + [{"id": "bad", "path": "img/junk.png", "label": 0}]).write_csv(tmp_path / "b1.csv")
     with pytest.raises(InputError, match=r"item 'bad' \(row 5\).*not a readable image"):
         init_project(tmp_path / "b1.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
-                                                                      image_col="path", progress=False))
+                                                                      image_col="path", progress=False,
+                                                                      hide_labels=True))
     pl.DataFrame(rows + [{"id": "gone", "path": "img/missing.png", "label": 0}]).write_csv(tmp_path / "b2.csv")
     with pytest.raises(InputError, match=r"item 'gone' \(row 5\).*does not exist"):
         init_project(tmp_path / "b2.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
-                                                                      image_col="path", progress=False))
+                                                                      image_col="path", progress=False,
+                                                                      hide_labels=True))
     assert not (tmp_path / "q").exists()
 
 
@@ -136,5 +139,5 @@ def test_image_paths_outside_the_data_folder_are_refused_before_opening(tmp_path
     pl.DataFrame({"id": ["a", "b"], "path": ["../secret.png", "img/x.png"], "label": [0, 1]}).write_csv(data / "d.csv")
     with pytest.raises(InputError, match=r"item 'a' \(row 1\): path '../secret.png' is outside the data folder"):
         init_project(data / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", image_col="path",
-                                                                 progress=False))
+                                                                 progress=False, hide_labels=True))
     assert not (tmp_path / "p").exists()

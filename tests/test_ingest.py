@@ -417,7 +417,7 @@ def test_categorical_text_columns_are_one_hot_encoded(tmp_path: Path) -> None:
     want_colour = np.array([[(c or MISSING_LEVEL).strip() == v for v in levels] for c in colour], dtype=np.float32)
     assert np.array_equal(X[:, 2:6], want_colour) and X[:, 2:6].sum(1).tolist() == [1.0] * 60
     assert np.array_equal(X[:, 7], np.arange(60) % 2) and np.array_equal(X[:, :2], df.select(["px10", "px20"]).to_numpy())
-    X_mem, names, one_hot = extract_features(pl.read_csv(tmp_path / "d.csv"), InitOptions(**OPTS))
+    X_mem, names, one_hot, _ = extract_features(pl.read_csv(tmp_path / "d.csv"), InitOptions(**OPTS))
     assert np.array_equal(X_mem, X) and names == cfg.feature_cols and one_hot == cfg.one_hot
     listed = init_project(tmp_path / "d.csv", tmp_path / "f", InitOptions(**OPTS, hide_labels=True, features=["flag", "px10"]))
     assert listed.feature_cols == ["flag=no", "flag=yes", "px10"] and listed.one_hot == ["flag"]
@@ -480,3 +480,99 @@ def test_regression_hint_for_whole_numbers_seen_once() -> None:
     assert regression_hint([str(v) for v in range(10) for _ in range(5)]) is None  # balanced class codes
     assert regression_hint([str(v) for v in range(12)]) is None  # few classes, one row each: too few to say
     assert regression_hint([f"c{v}" for v in range(40)]) is None  # not numbers
+
+
+def _gappy_table(n: int = 120) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+    """Rows with a numeric column 'a' empty in some cells, a column 'b' whose missing cells read 'NA'
+    (text among numbers, as R writes them) and a complete column 'c'; the values are the row index,
+    so a median over the test rows as well as the pool would differ from the pool's own."""
+    rng = np.random.default_rng(3)
+    gap_a, gap_b = rng.random(n) < 0.2, rng.random(n) < 0.15
+    idx = np.arange(n, dtype=float)
+    df = pl.DataFrame({"id": [f"r{i:03d}" for i in range(n)],
+                       "a": [None if g else v for g, v in zip(gap_a, idx)],
+                       "b": ["NA" if g else f"{2 * v:.1f}" for g, v in zip(gap_b, idx)],
+                       "c": idx[::-1].copy(), "label": ["x" if i % 3 else "y" for i in range(n)]})
+    return df, gap_a, gap_b
+
+
+def test_impute_fills_the_pool_median_and_adds_an_indicator(tmp_path: Path) -> None:
+    """--impute: each numeric column with a missing cell (empty, or a token like 'NA' among numbers)
+    gets the median of its pool rows, the test rows' own values never counted, in the pool and the
+    test split alike, followed by a 0/1 feature COL=missing; complete columns are untouched."""
+    df, gap_a, gap_b = _gappy_table()
+    df.write_csv(tmp_path / "d.csv")
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "p",
+                       InitOptions(**OPTS, hide_labels=True, test_frac=0.3, impute=True, progress=False))
+    assert cfg.imputed == ["a", "b"]
+    assert cfg.feature_cols == ["a", "a=missing", "b", "b=missing", "c"] and cfg.n_features == 5
+    proj = load_project(tmp_path / "p")
+    X = FeatureReader(proj.features_path).take(np.arange(len(df)))
+    store = Store(proj.store_url)
+    pool = np.zeros(len(df), dtype=bool)
+    pool[store.pool_keys()] = True
+    assert 0 < pool.sum() < len(df)
+    idx = np.arange(len(df), dtype=float)
+    for j, gap, scale in ((0, gap_a, 1.0), (2, gap_b, 2.0)):
+        want = np.median(scale * idx[pool & ~gap])
+        assert want != np.median(scale * idx[~gap])  # the test rows would move it: the check can fail
+        assert np.array_equal(X[gap, j], np.full(gap.sum(), want, dtype=np.float32))
+        assert np.array_equal(X[~gap, j], (scale * idx[~gap]).astype(np.float32))
+        assert np.array_equal(X[:, j + 1], gap.astype(np.float32))
+    assert np.array_equal(X[:, 4], idx[::-1].astype(np.float32))
+
+
+def test_impute_refusals_and_the_hint_without_it(tmp_path: Path) -> None:
+    """Without --impute a missing cell is refused naming --impute; with it, a column with no value
+    in the pool, a word among the numbers, and an infinite value are still refused, by name."""
+    df, _, _ = _gappy_table(60)
+    _bad(tmp_path, df.drop("b"), "feature column 'a' has missing values .*--impute fills them.*--exclude a")
+    _bad(tmp_path, df.drop("a"), "feature column 'b' is not numeric: row .* holds 'NA', a missing value.*--impute")
+    df.with_columns(pl.lit(None, dtype=pl.Float64).alias("a")).write_parquet(tmp_path / "empty.parquet")
+    with pytest.raises(InputError, match="feature column 'a' has no value in the pool to impute from: "
+                                         "leave it out with --exclude a"):
+        init_project(tmp_path / "empty.parquet", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, impute=True))
+    assert not (tmp_path / "q").exists()
+    word = pl.when(pl.col("id") == "r005").then(pl.lit("abc")).otherwise(pl.col("b")).alias("b")
+    _bad(tmp_path, df.with_columns(word), "feature column 'b' is not numeric: row 6 .* holds 'abc', text", impute=True)
+    _bad(tmp_path, df.with_columns(pl.when(pl.col("id") == "r007").then(float("inf")).otherwise(pl.col("c")).alias("c")),
+         "NaN or infinite feature values in c", impute=True)
+
+
+def test_impute_treats_parquet_nan_as_missing_and_runs_end_to_end(tmp_path: Path) -> None:
+    """A Parquet float column with NaN and nulls is imputed like a CSV's empty cells; the CLI says
+    which columns it filled and a run trains on the result."""
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+
+    df, gap_a, _ = _gappy_table(150)
+    df = df.drop("b").with_columns(pl.when(pl.col("id") == "r001").then(float("nan")).otherwise(pl.col("c")).alias("c"))
+    df.write_parquet(tmp_path / "d.parquet")
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "d.parquet"), "--id-col", "id", "--label-col", "label",
+                                   "--hide-labels", "--impute", "-p", str(tmp_path / "p")])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "imputed (missing cells set to the pool's median, each column followed by a 0/1 feature COL=missing): a, c" in out
+    X = FeatureReader(load_project(tmp_path / "p").features_path).take(np.arange(150))
+    assert np.isfinite(X).all() and X[:, 1].sum() == gap_a.sum() and X[:, 3].tolist() == [float(i == 1) for i in range(150)]
+    res = CliRunner().invoke(app, ["run", "--strategy", "random", "--budget", "20", "-p", str(tmp_path / "p")])
+    assert res.exit_code == 0, res.output
+
+
+def test_ids_with_commas_are_quoted_in_messages(tmp_path: Path) -> None:
+    """Names used as ids ('Allen, Miss. Elisabeth') are quoted where a message lists them, so one id
+    does not read as two; plain ids stay bare."""
+    from alkit.pools.ingest import id_list
+
+    assert id_list(["a1", "b2"]) == "a1, b2"
+    assert id_list(["Allen, Miss", "b2"]) == "'Allen, Miss', 'b2'"
+    df = pl.DataFrame({"id": ["Allen, Miss", "Bo", "Cy, Mr", "Di"], "x": [1.0, None, None, 2.0], "label": ["a", "b", "a", "b"]})
+    _bad(tmp_path, df, re.escape("feature column 'x' has missing values (ids: 'Bo', 'Cy, Mr')"))
+
+
+def test_a_fully_labelled_file_without_hide_labels_points_to_it(tmp_path: Path) -> None:
+    """Every row labelled and no --hide-labels: every row is test, and the refusal says why and names
+    --hide-labels (it said only 'the pool is empty')."""
+    df = digits_frame(30)
+    _bad(tmp_path, df, "the pool is empty: every row has a label.*pass --hide-labels", hide_labels=False)

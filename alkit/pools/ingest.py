@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +60,7 @@ class InitOptions:
     split_col: str | None = None  # column of test/pool(/train) marks: a given test split instead of --test-frac
     image_shape: tuple[int, ...] | None = None  # (H, W) or (C, H, W): the features are pixels of that image
     exclude: list[str] | None = None  # columns that are no features (kept in the payload for exports)
+    impute: bool = False  # missing numeric cells: the pool's median plus a 0/1 feature COL=missing, instead of refused
     progress: bool = True
 
 
@@ -143,19 +144,32 @@ def pixel_shape_hint(feature_cols: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def id_list(ids: list[str]) -> str:
+    """Ids for a message, comma-separated; quoted when one holds a comma or outer spaces (a name
+    such as 'Smith, John' would otherwise read as two ids)."""
+    quote = any("," in i or i != i.strip() for i in ids)
+    return ", ".join(repr(i) if quote else i for i in ids)
+
+
 def _first_ids(df: pl.DataFrame, id_col: str, mask: pl.Series, n: int = 5) -> str:
-    ids = df.filter(mask)[id_col].head(n).cast(pl.Utf8).to_list()
-    return ", ".join(map(str, ids))
+    return id_list(df.filter(mask)[id_col].head(n).cast(pl.Utf8).to_list())
+
+
+def _encoder_column(df: pl.DataFrame, opts: InitOptions) -> tuple[str, str]:
+    """(column, 'text' | 'image') of --text-col / --image-col, refused when absent or not text."""
+    col, kind = (opts.text_col, "text") if opts.text_col else (opts.image_col, "image")
+    assert col is not None
+    if col not in df.columns:
+        raise InputError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")
+    if kind == "text" and df[col].dtype != pl.Utf8:
+        raise InputError(f"text column {col!r} holds {df[col].dtype}, not text")
+    return col, kind
 
 
 def _encoded_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path) -> tuple[np.ndarray, str]:
     from alkit.embed import CACHE_DIR_NAME, embed_values
 
-    col, kind = (opts.text_col, "text") if opts.text_col else (opts.image_col, "image")
-    if col not in df.columns:
-        raise InputError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")
-    if kind == "text" and df[col].dtype != pl.Utf8:
-        raise InputError(f"text column {col!r} holds {df[col].dtype}, not text")
+    col, kind = _encoder_column(df, opts)
     cache = opts.cache_dir or data_dir / CACHE_DIR_NAME
     try:
         X, _ = embed_values(df[col].to_list(), df[opts.id_col].cast(pl.Utf8).to_list(), kind,  # type: ignore[arg-type]
@@ -265,7 +279,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                                  "column and --exclude it, or list the features with --features")
             raise InputError(f"column {index[0]!r} is a pandas index (written by to_parquet) and would be a feature; "
                              f"write the file with index=False, --exclude {index[0]}, or list the features with --features")
-    mostly_text = [c for c in names if _is_text(schema[c]) and
+    # numbers whose missing cells are written as text ('NA', '?'): with --impute, numbers like any other
+    gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
+    mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
                    df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
     comma = {c: example for c in mostly_text if (example := _decimal_comma(df[c])) is not None}
     if comma:
@@ -280,17 +296,17 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
             f"non-numeric columns: {', '.join(textual)} (text with too many distinct values to one-hot encode: "
             f"over {MAX_LEVELS} or over half the rows); leave them out with --exclude {','.join(textual)}, "
             "embed one with --text-col COL, or list the features with --features")
-    non_numeric = [c for c in names if not _is_number(schema[c]) and c not in levels]
+    non_numeric = [c for c in names if not _is_number(schema[c]) and c not in levels and c not in gappy]
     for c in non_numeric:  # name the first cell that is not a number, and say what it is
         if schema[c] == pl.Utf8:
             text = df[c]
-            missing = text.is_null() | text.str.strip_chars().str.to_lowercase().is_in(list(_MISSING_TOKENS))
+            missing = _is_gap(text)
             bad = missing | text.cast(pl.Float64, strict=False).is_null()
             i = int(bad.arg_true()[0]) if bad.any() else None
             if i is not None:
                 rid = df[opts.id_col][i]
-                kind = ("a missing value; missing values are not allowed in features" if missing[i]
-                        else "text; features must be numbers")
+                kind = ("a missing value; missing values are not allowed in features (--impute fills them)"
+                        if missing[i] else "text; features must be numbers")
                 raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
                                  f"{text[i]!r}, {kind}")
     if non_numeric:
@@ -301,9 +317,53 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     return names, levels
 
 
-def one_hot_names(names: list[str], levels: dict[str, list[str]]) -> list[str]:
-    """The feature names after one-hot encoding: a categorical column c becomes c=level per level."""
-    return [n for c in names for n in ([f"{c}={lv}" for lv in levels[c]] if c in levels else [c])]
+def _is_gap(text: pl.Series) -> pl.Series:
+    """Cells of a text column that are missing: empty, or a token such as 'NA' (_MISSING_TOKENS)."""
+    return text.is_null() | text.str.strip_chars().str.to_lowercase().is_in(list(_MISSING_TOKENS))
+
+
+def _numbers_and_gaps(s: pl.Series) -> bool:
+    """A text column whose every cell is a number or missing, with some of each."""
+    text = s.cast(pl.Utf8)
+    gap = _is_gap(text)
+    number = text.str.strip_chars().cast(pl.Float64, strict=False).is_not_null()
+    return bool(gap.any()) and bool(number.any()) and bool((gap | number).all())
+
+
+def _number(c: str, is_text: bool) -> pl.Expr:
+    """Column c as float64 with every missing cell null (NaN too; text cells other than numbers are
+    null, which only columns ``_numbers_and_gaps`` accepted may hold)."""
+    col = pl.col(c).cast(pl.Utf8).str.strip_chars().cast(pl.Float64, strict=False) if is_text else pl.col(c).cast(pl.Float64)
+    return col.fill_nan(None)
+
+
+def pool_medians(read: Callable[[list[pl.Expr]], pl.DataFrame], schema: pl.Schema, names: list[str],
+                 levels: dict[str, list[str]], pool_n: np.ndarray) -> dict[str, float]:
+    """--impute: the median of the pool rows (``pool_n``, never the test split's) of every numeric
+    feature column with a missing cell.  ``read`` returns these expressions over every row."""
+    numeric = [c for c in names if c not in levels]
+    if not numeric:
+        return {}
+    counts = read([_number(c, _is_text(schema[c])).is_null().sum().alias(c) for c in numeric]).row(0)
+    gappy = [c for c, k in zip(numeric, counts) if k]
+    if not gappy:
+        return {}
+    values = read([_number(c, _is_text(schema[c])).alias(c) for c in gappy])
+    fill = {}
+    for c in gappy:
+        in_pool = values[c].filter(pl.Series(pool_n)).drop_nulls()
+        if in_pool.is_empty():
+            raise InputError(f"feature column {c!r} has no value in the pool to impute from: leave it out with --exclude {c}")
+        fill[c] = float(in_pool.median())
+    return fill
+
+
+def one_hot_names(names: list[str], levels: dict[str, list[str]], filled: Iterable[str] = ()) -> list[str]:
+    """The feature names after one-hot encoding: a categorical column c becomes c=level per level,
+    and an imputed column c is followed by its indicator c=missing."""
+    filled = set(filled)
+    return [n for c in names for n in ([f"{c}={lv}" for lv in levels[c]] if c in levels
+                                       else [c, f"{c}=missing"] if c in filled else [c])]
 
 
 def _check_exclude(opts: InitOptions) -> None:
@@ -331,10 +391,13 @@ class FeatureValues:
     with a non-finite one, the first ids of each), so streamed and whole-file reads say the same."""
 
     def __init__(self, names: list[str], vector_col: str | None, n_features: int,
-                 levels: dict[str, list[str]] | None = None) -> None:
+                 levels: dict[str, list[str]] | None = None, fill: dict[str, float] | None = None,
+                 text: Iterable[str] = ()) -> None:
         self.levels = levels or {}  # categorical column -> its levels, one indicator feature each
+        self.fill = fill or {}  # imputed column -> the value of its missing cells (and an indicator feature)
+        self.text = set(text)  # imputed columns written as text ('NA' among numbers)
         self.names, self.vector_col, self.n_features = names, vector_col, n_features
-        self.numeric = [c for c in names if c not in self.levels]
+        self.numeric = [c for c in names if c not in self.levels and c not in self.fill]
         self.n_rows = 0
         self.null_rows: dict[str, list[int]] = {}  # column -> its first rows (up to 5) with a missing value
         self.nonfinite_f = np.zeros(n_features, dtype=bool)
@@ -371,7 +434,11 @@ class FeatureValues:
         rows += (np.flatnonzero(bad_b_f.any(axis=1))[: max(0, 5 - len(rows))] + self.n_rows).tolist()
 
     def _columns(self, c: str) -> list[pl.Expr]:
-        """Column c as float64 features: itself, or one 0/1 indicator per level if categorical."""
+        """Column c as float64 features: itself, one 0/1 indicator per level if categorical, or
+        filled where missing and followed by the indicator of the missing cells if imputed."""
+        if c in self.fill:
+            value = _number(c, c in self.text)
+            return [value.fill_null(self.fill[c]), value.is_null().cast(pl.Float64).alias(f"{c}=missing")]
         if c not in self.levels:
             return [pl.col(c).cast(pl.Float64)]
         text = _category(c)
@@ -381,7 +448,9 @@ class FeatureValues:
         """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow."""
         for c in self.numeric:
             if self.null_rows.get(c) and not self.vector_col:
-                raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])})")
+                raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}); "
+                                 f"--impute fills them with the pool's median (and adds a feature {c}=missing), "
+                                 f"--exclude {c} leaves the column out")
         if self.nonfinite_rows:
             raise InputError(f"NaN or infinite feature values in {', '.join(self._named(self.nonfinite_f))} "
                              f"(ids: {_ids_of(ids, self.nonfinite_rows)})")
@@ -394,18 +463,24 @@ class FeatureValues:
         """The names of the flagged features (the vector column's own name for a vector column)."""
         if self.vector_col:
             return list(self.names)
-        return [one_hot_names(self.names, self.levels)[j] for j in np.flatnonzero(features_f)]
+        return [self.encoded[j] for j in np.flatnonzero(features_f)]
+
+    @property
+    def encoded(self) -> list[str]:
+        """The feature names, one per column of the blocks."""
+        return one_hot_names(self.names, self.levels, self.fill)
 
 
 def _ids_of(ids: pl.Series, rows: list[int]) -> str:
-    return ", ".join(map(str, ids.gather(rows).cast(pl.Utf8).to_list()))
+    return id_list(ids.gather(rows).cast(pl.Utf8).to_list())
 
 
-def extract_features(df: pl.DataFrame, opts: InitOptions,
-                     data_dir: Path = Path(".")) -> tuple[np.ndarray, list[str], list[str]]:
+def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path("."),
+                     pool_n: np.ndarray | None = None) -> tuple[np.ndarray, list[str], list[str], list[str]]:
     """The (n, f) float32 matrix of a frame in memory, checked for non-numeric and non-finite values
     (`alkit init` streams the same checks over the file instead: ``stream_features``), its feature
-    names and the categorical columns one-hot encoded into them.
+    names, the categorical columns one-hot encoded into them and the columns imputed (with
+    ``opts.impute``, from the rows ``pool_n`` marks; default every row).
 
     With --text-col/--image-col the encoder's vectors come first, then any --features columns.
     """
@@ -417,44 +492,58 @@ def extract_features(df: pl.DataFrame, opts: InitOptions,
             raise InputError("--feature-col cannot be combined with --text-col/--image-col")
         X_enc, col = _encoded_features(df, opts, data_dir)
         if not opts.features:
-            return X_enc, [], []
-        X_num, names, one_hot = extract_features(df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}))
-        return np.concatenate([X_enc, X_num], axis=1), names, one_hot
+            return X_enc, [], [], []
+        X_num, names, one_hot, imputed = extract_features(
+            df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}), pool_n=pool_n)
+        return np.concatenate([X_enc, X_num], axis=1), names, one_hot, imputed
     names, levels = feature_names(df, df.columns, df.schema, opts)
-    encoded = one_hot_names(names, levels)
-    n_features = len(encoded)
+    n_vector = None
     if opts.feature_col:
         s = df[opts.feature_col]
         lengths = s.list.len() if isinstance(s.dtype, pl.List) else pl.Series([s.dtype.size] * len(s))
-        n_features = _vector_size(s.is_null(), lengths, df, opts)
-    values = FeatureValues(names, opts.feature_col, n_features, levels)
+        n_vector = _vector_size(s.is_null(), lengths, df, opts)
+    values = _values(names, levels, df.schema, opts, lambda exprs: df.select(exprs),
+                     np.ones(df.height, dtype=bool) if pool_n is None else pool_n, n_vector)
     X = values.block(df)
     values.check(df[opts.id_col])
-    return X, encoded, list(levels)
+    return X, values.encoded, list(levels), list(values.fill)
 
 
-def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions,
-                    path: Path) -> tuple[list[str], int, list[str]]:
+def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, opts: InitOptions,
+            read: Callable[[list[pl.Expr]], pl.DataFrame], pool_n: np.ndarray,
+            n_vector: int | None) -> FeatureValues:
+    """The FeatureValues of these columns (``n_vector``: the length of --feature-col's vectors),
+    with --impute's fill values read from the pool rows."""
+    if opts.feature_col:
+        assert n_vector is not None
+        return FeatureValues(names, opts.feature_col, n_vector)
+    fill = pool_medians(read, schema, names, levels, pool_n) if opts.impute else {}
+    return FeatureValues(names, None, len(one_hot_names(names, levels, fill)), levels, fill,
+                         [c for c in fill if _is_text(schema[c])])
+
+
+def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, path: Path, pool_n: np.ndarray,
+                    columns: tuple[list[str], dict[str, list[str]]]) -> tuple[list[str], int, list[str], list[str]]:
     """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
-    (feature names, feature count, the categorical columns one-hot encoded into them).  ``df``
-    holds the file's other columns (ids, labels, text); the feature matrix is never whole in
-    memory, in float32 or float64."""
-    _check_exclude(opts)
-    names, levels = feature_names(df, source.columns, source.schema, opts)
-    encoded = one_hot_names(names, levels)
-    n_features = len(encoded)
+    (feature names, feature count, the categorical columns one-hot encoded into them, the columns
+    imputed from the rows ``pool_n`` marks).  ``columns``: ``feature_names``'s answer, checked
+    before the labels.  ``df`` holds the file's other columns (ids, labels, text); the feature
+    matrix is never whole in memory, in float32 or float64 (an imputed column's median reads that
+    one column whole)."""
+    names, levels = columns
+    n_vector = None
     if opts.feature_col:  # the vectors' lengths first (one small column), then their values
         col = pl.col(opts.feature_col)
         dtype = source.schema[opts.feature_col]
         lengths = col.list.len() if isinstance(dtype, pl.List) else pl.lit(dtype.size, dtype=pl.UInt32)
         shape = source.frame([col.is_null().alias("null"), lengths.alias("len")])
-        n_features = _vector_size(shape["null"], shape["len"], df, opts)
-    values = FeatureValues(names, opts.feature_col, n_features, levels)
-    with FeatureWriter(path, n_features) as writer:
+        n_vector = _vector_size(shape["null"], shape["len"], df, opts)
+    values = _values(names, levels, source.schema, opts, source.frame, pool_n, n_vector)
+    with FeatureWriter(path, values.n_features) as writer:
         for batch in source.batches(names):
             writer.write(values.block(batch))
     values.check(df[opts.id_col])
-    return encoded, n_features, list(levels)
+    return values.encoded, values.n_features, list(levels), list(values.fill)
 
 
 def _label_strings(s: pl.Series, task: str) -> pl.Series:
@@ -655,7 +744,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     ids_str = ids.cast(pl.Utf8)
     dup = ids_str.is_duplicated()
     if dup.any():
-        raise InputError(f"duplicate ids in {opts.id_col!r}: {', '.join(ids_str.filter(dup).unique().head(5).to_list())}")
+        raise InputError(f"duplicate ids in {opts.id_col!r}: {id_list(ids_str.filter(dup).unique(maintain_order=True).head(5).to_list())}")
 
     made_root = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
@@ -663,16 +752,27 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
     store, created, db_file, build_url = None, [], None, ""
     try:
-        if opts.text_col or opts.image_col:  # the encoders embed the column in memory
-            X, feature_names_, one_hot = extract_features(df, opts, data.resolve().parent)
+        encoded = bool(opts.text_col or opts.image_col)  # the encoders embed the column in memory
+        # the choice of columns is checked first, then the labels, then the values (while they are
+        # written or encoded: the slow part comes last)
+        if encoded:
+            _encoder_column(df, opts)
+        else:
+            _check_exclude(opts)
+            columns = feature_names(df, source.columns, source.schema, opts)
+        sp = _split(df, opts, test_frac, marked_test)
+        pool_n = sp.split_n == "pool"
+        if encoded:
+            X, feature_names_, one_hot, imputed = extract_features(df, opts, data.resolve().parent, pool_n)
             n_features = X.shape[1]
             write_features(tmp / FEATURES_NAME, X)
             del X
         else:
-            feature_names_, n_features, one_hot = stream_features(source, df, opts, tmp / FEATURES_NAME)
-        cfg, items, shared_labels = _plan(df, source.columns, ids_str, marked_test, feature_names_, n_features,
+            feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
+                                                                           pool_n, columns)
+        cfg, items, shared_labels = _plan(df, source.columns, ids_str, marked_test, sp, feature_names_, n_features,
                                           opts, test_frac, data)
-        cfg.one_hot = one_hot
+        cfg.one_hot, cfg.imputed = one_hot, imputed
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None and db_file.exists():
@@ -708,12 +808,21 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     return cfg
 
 
-def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test: np.ndarray | None,
-          feature_names_: list[str], n_features: int, opts: InitOptions, test_frac: float,
-          data: Path) -> tuple[ProjectConfig, Iterator[dict[str, Any]], list[dict[str, Any]]]:
-    """The label checks, the test split and the initial labels: the project's config, its items
-    table (a generator: a large pool is never a list of rows) and the labels given at init."""
-    image_shape = _image_shape(opts.image_shape, n_features) if opts.image_shape is not None else []
+@dataclass
+class Split:
+    """The labels as text (missing: null), the task and classes, and each row's split and whether
+    its label goes to the learner at init."""
+
+    task: str
+    labels: pl.Series
+    classes: list[str]
+    split_n: np.ndarray  # 'test' | 'pool'
+    shared_n: np.ndarray
+
+
+def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: np.ndarray | None) -> Split:
+    """The label checks, the test split and the initial labels (before the features: --impute's
+    medians come from the pool rows only)."""
     label_raw = _blank_labels_missing(df[opts.label_col])
     task = opts.task or _infer_task(label_raw, opts.max_classes)
     labels = _label_strings(label_raw, task)
@@ -754,8 +863,21 @@ def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test:
         shared[labeled_idx[: opts.initial_labeled]] = True
         split[labeled_idx[opts.initial_labeled :]] = "test"
     if not (split == "pool").any():
+        if not opts.hide_labels and marked_test is None and has_label.all():
+            raise InputError("the pool is empty: every row has a label, and labelled rows are the test split; to "
+                             "simulate labelling on a fully labelled file pass --hide-labels (a --test-frac share "
+                             "becomes the test split)")
         raise InputError("the pool is empty: every row went to the test split")
+    return Split(task, labels, classes, split, shared)
 
+
+def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test: np.ndarray | None, sp: Split,
+          feature_names_: list[str], n_features: int, opts: InitOptions, test_frac: float,
+          data: Path) -> tuple[ProjectConfig, Iterator[dict[str, Any]], list[dict[str, Any]]]:
+    """The project's config, its items table (a generator: a large pool is never a list of rows)
+    and the labels given at init."""
+    image_shape = _image_shape(opts.image_shape, n_features) if opts.image_shape is not None else []
+    task, labels, classes, split, shared = sp.task, sp.labels, sp.classes, sp.split_n, sp.shared_n
     shared_keys = np.flatnonzero(shared)
     shared_values = labels.gather(shared_keys).to_list()
     shared_labels = [{"item_key": int(k), "value": v, "source": "init", "run_id": None}
@@ -764,7 +886,7 @@ def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test:
     payload_cols = [c for c in columns if c != opts.label_col and c not in features_in_payload]
     store_token = opts.store or f"sqlite:///{DEFAULT_DB}"
     cfg = ProjectConfig(
-        task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=n, n_features=n_features,
+        task=task, id_col=opts.id_col, label_col=opts.label_col, n_items=df.height, n_features=n_features,
         store=without_password(store_token), classes=classes,
         feature_cols=feature_names_ if not opts.feature_col else [],
         feature_col=opts.feature_col or "", hide_labels=opts.hide_labels,
