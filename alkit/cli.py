@@ -57,7 +57,7 @@ def _global(
 @app.command()
 def init(
     data: Path = typer.Argument(..., metavar="DATA", help="CSV or Parquet file, one row per item."),
-    id_col: str = typer.Option(..., "--id-col", help="Column with a unique id per row."),
+    id_col: Optional[str] = typer.Option(None, "--id-col", help="Column with a unique id per row (default: none; the items are named by their row number, 1 for the first data row, in the store and in queue files: keep the file's row order)."),
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated feature columns (default: all other columns); categorical text columns (<= 50 values) are one-hot encoded."),
     feature_col: Optional[str] = typer.Option(None, "--feature-col", help="One list column holding the feature vector."),
@@ -85,7 +85,7 @@ def init(
     with user_errors():
         if features and feature_col:
             raise ValueError("pass either --features or --feature-col, not both")
-        opts = InitOptions(id_col=id_col, label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
+        opts = InitOptions(id_col=id_col or "", label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
                            exclude=_parse_csv(exclude),
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
@@ -107,6 +107,9 @@ def init(
         console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
                       "draw (give one with --test-frac, --split-col or labelled rows; `--stop forecast` "
                       "estimates a curve by cross-validation instead)")
+    if not id_col:
+        console.print(f"no --id-col: the items are named by their row number (1 = the first data row; column "
+                      f"'{cfg.id_col}' in the payload), and queue files use these numbers: keep the file's row order")
     if cfg.one_hot:
         n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
         console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from alkit.cli import app
 from alkit.config import Project, load_project
 from alkit.loop import ActiveLoop, RunRequest
-from alkit.pools.ingest import InitOptions, init_project
+from alkit.pools.ingest import InitOptions, InputError, init_project
 from alkit.pools.queue import (
     QueueError,
     export_queue,
@@ -665,3 +665,30 @@ def test_label_studio_flat_exports(human: tuple[Project, dict[str, str]], tmp_pa
     assert import_labels(project, amb, label_field="digit").unchanged == 6
     with pytest.raises(QueueError, match="--label-field 'nosuch' is not a field of the export"):
         import_labels(project, amb, label_field="nosuch")
+
+
+def test_a_file_without_ids_is_labelled_by_row_number(tmp_path: Path) -> None:
+    """No --id-col: the items are named by their row number (1 = the first data row), a payload
+    column 'row' keeps it, and the labelers' round trip (run, export, import, run) works with it;
+    a file that already has every candidate name is told to pass --id-col."""
+    df = digits_frame(160)
+    truth = {str(i + 1): str(y) for i, y in enumerate(df["label"])}
+    df = df.drop("id").with_columns(
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "noid.csv")
+    r = invoke("init", str(tmp_path / "noid.csv"), "--label-col", "label", "-p", str(tmp_path / "p"))
+    assert r.exit_code == 0 and "no --id-col: the items are named by their row number" in r.text, r.text
+    project = load_project(tmp_path / "p")
+    assert project.config.id_col == "row" and "row" in project.config.payload_cols
+    r = invoke("run", "--strategy", "random", "--budget", "10", "-p", str(project.root))
+    assert r.exit_code == 0, r.text
+    exported = pl.read_csv(export_queue(project).path, infer_schema=False)
+    ids = exported["id"].to_list()
+    assert len(ids) == 10 and all(N_TEST < int(i) <= 160 for i in ids) and "row" not in exported.columns
+    exported.with_columns(pl.Series("label", [truth[i] for i in ids])).write_csv(tmp_path / "done.csv")
+    assert import_labels(project, tmp_path / "done.csv").labeled == 10
+    assert {i: v[0] for i, v in shared_labels(project).items()} == {i: truth[i] for i in ids}
+    taken = df.with_columns(*(pl.lit(1).alias(c) for c in ("row", "row_number", "alkit_row")))
+    taken.write_csv(tmp_path / "taken.csv")
+    with pytest.raises(InputError, match="name the id column with --id-col"):
+        init_project(tmp_path / "taken.csv", tmp_path / "q", InitOptions(id_col="", label_col="label"))

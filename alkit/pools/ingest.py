@@ -13,7 +13,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ _MISSING_TOKENS = ('', 'nan', 'na', 'n/a', 'null', 'none', '?', '-')  # what a m
 
 @dataclass
 class InitOptions:
-    id_col: str
+    id_col: str  # "" (or None): no id column, the items are named by their row number (ROW_ID_NAMES)
     label_col: str
     features: list[str] | None = None
     feature_col: str | None = None
@@ -65,6 +65,7 @@ class InitOptions:
 
 
 DEFAULT_TEST_FRAC = 0.2
+ROW_ID_NAMES = ("row", "row_number", "alkit_row")  # the id column made without --id-col: the first free name
 SPLIT_VALUES = {"test": "test", "pool": "pool", "train": "pool"}  # split-column value -> split
 
 
@@ -712,7 +713,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     if opts.test_frac is not None and not opts.hide_labels:
         raise InputError("--test-frac splits a test set off a fully labelled file and needs --hide-labels; without "
                          "it the labelled rows are the test split and the unlabelled rows the pool: drop --test-frac")
-    if opts.id_col == opts.label_col:
+    if opts.id_col and opts.id_col == opts.label_col:
         raise InputError(f"--id-col and --label-col are both {opts.id_col!r}: the ids and the labels need columns of their own")
     for option, col in (("--feature-col", opts.feature_col), ("--text-col", opts.text_col), ("--image-col", opts.image_col)):
         if col is not None and col == opts.label_col:  # features made from the answer
@@ -730,13 +731,20 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
-    source = TableSource(data, text_cols=[opts.id_col])
+    source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [])
+    row_ids = not opts.id_col  # ids made from the row numbers, kept in the payload as a column of their own
+    if row_ids:
+        opts = replace(opts, id_col=next((c for c in ROW_ID_NAMES if c not in source.columns), ""))
+        if not opts.id_col:
+            raise InputError(f"the file has columns {', '.join(ROW_ID_NAMES)}: name the id column with --id-col")
     streamed = streamed_columns(source.schema, opts)
     keep = {opts.id_col, opts.label_col, opts.split_col}
     df = source.frame([c for c in source.columns if c not in streamed or c in keep])  # all but the feature matrix
     for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
-        if col not in source.columns:
+        if col not in source.columns and not (row_ids and what == "id"):
             raise InputError(f"{what} column {col!r} not found; columns: {', '.join(source.columns)}")
+    if row_ids:  # 1 for the first data row, as a spreadsheet shows the rows below the header
+        df = df.with_columns(pl.int_range(1, df.height + 1).cast(pl.Utf8).alias(opts.id_col))
     marked_test = _split_column(df, source.columns, opts) if opts.split_col else None
     ids = df[opts.id_col]
     if ids.null_count():
@@ -770,7 +778,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         else:
             feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
                                                                            pool_n, columns)
-        cfg, items, shared_labels = _plan(df, source.columns, ids_str, marked_test, sp, feature_names_, n_features,
+        cfg, items, shared_labels = _plan(df, [opts.id_col, *source.columns] if row_ids else source.columns, ids_str, marked_test, sp, feature_names_, n_features,
                                           opts, test_frac, data)
         cfg.one_hot, cfg.imputed = one_hot, imputed
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
