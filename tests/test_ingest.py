@@ -278,18 +278,44 @@ def test_ragged_csv_names_the_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text, says", [
     ("id,a,a,label\n1,0.1,0.2,x\n2,0.3,0.1,y\n", "the header names column 'a' twice (fields 2 and 3)"),
     ("id;a;b;label\n1;0.1;0.2;x\n2;0.3;0.1;y\n", "the header is one field, 'id;a;b;label', split by semicolons"),
-    ("id\ta\tlabel\n1\t0.1\tx\n2\t0.3\ty\n", "split by tabs: alkit reads comma-separated CSV"),
+    ("id\ta\tlabel\n1\t0.1\tx\n2\t0.3\ty\n", "split by tabs: alkit reads comma-separated CSV from .csv; write the "
+     "file with commas (or name it .tsv)"),
+    ("tsv:id,a,label\n1,0.1,x\n2,0.3,y\n", "split by commas: alkit reads tab-separated text from .tsv; write the "
+     "file with tabs (or name it .csv)"),
+    ("tsv:id\ta\ta\tlabel\n1\t0.1\t0.2\tx\n", "the header names column 'a' twice"),
     (",id,a,label\n0,p,0.1,x\n1,q,0.3,y\n2,r,0.2,x\n3,s,0.4,y\n",
      "column 1 of the header has no name (a pandas index written by to_csv?) and would be a feature"),
 ])
 def test_csv_header_problems_are_named(tmp_path: Path, text: str, says: str) -> None:
     """A column named twice (polars would rename one), a header in another separator, an unnamed
     column that would be a feature (pandas' index): one named refusal, nothing written."""
-    path = tmp_path / "d.csv"
-    path.write_text(text)
+    path = tmp_path / ("d.tsv" if text.startswith("tsv:") else "d.csv")
+    path.write_text(text.removeprefix("tsv:"))
     with pytest.raises(InputError, match=re.escape(says)):
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
     assert _listing(tmp_path / "p") == []
+
+
+def test_tsv_reads_like_csv(tmp_path: Path, digits_csv: Path) -> None:
+    """A tab-separated file (.tsv) gives the project its CSV twin gives: the same features, ids as
+    text, the same split; a ragged TSV line is named like a CSV's."""
+    df = pl.read_csv(digits_csv, infer_schema=False).with_columns(pl.format("0{}", pl.col("id")).alias("id"))
+    df.write_csv(tmp_path / "d.csv")
+    df.write_csv(tmp_path / "d.tsv", separator="\t")
+    roots = []
+    for name in ("d.csv", "d.tsv"):
+        roots.append(tmp_path / name.replace(".", "_"))
+        init_project(tmp_path / name, roots[-1], InitOptions(**OPTS, hide_labels=True, progress=False))
+    a, b = (load_project(r) for r in roots)
+    assert a.config.feature_cols == b.config.feature_cols
+    Xa, Xb = (FeatureReader(p.features_path).take(np.arange(400)) for p in (a, b))
+    assert np.array_equal(Xa, Xb)
+    ids = [Store(p.store_url).ids_for_keys(list(range(400))) for p in (a, b)]
+    assert ids[0] == ids[1] and ids[0][0].startswith("0")
+    assert Store(a.store_url).counts() == Store(b.store_url).counts()
+    (tmp_path / "r.tsv").write_text("id\ta\tlabel\n1\t0.1\tx\n2\t0.3\ty\textra\n")
+    with pytest.raises(InputError, match="r.tsv: line 3 has 4 fields, the header 3"):
+        init_project(tmp_path / "r.tsv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
 
 
 @pytest.mark.parametrize("cells", [["0,844", "-12,5", "3,0"] * 14, ["1,5", "2,0", "2,5"] * 14])

@@ -1,4 +1,4 @@
-"""Reading a user's data file (CSV or Parquet) into a frame, and the error for bad input data.
+"""Reading a user's data file (CSV, TSV or Parquet) into a frame, and the error for bad input data.
 
 Its own module because both project creation (pools/ingest.py) and the embedding command
 (embed.py, which ingest also uses to encode text or image columns) read the same files.
@@ -24,12 +24,17 @@ def read_table(path: Path, text_cols: Sequence[str] = ()) -> pl.DataFrame:
     return source.frame(source.columns)
 
 
+# a delimited text file's suffix -> its field separator
+SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+_SEPARATOR_WORDS = {",": "commas", ";": "semicolons", "\t": "tabs"}
+
+
 def _suffix(path: Path) -> str:
     if not path.exists():
         raise InputError(f"input file {path} does not exist")
     suffix = path.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv or .parquet")
+    if suffix not in (*SEPARATORS, ".parquet", ".pq"):
+        raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv, .tsv or .parquet")
     return suffix
 
 
@@ -45,15 +50,17 @@ class TableSource:
         like (ids: '0057' stays '0057'; inferred as an integer it came back as '57', and neither the
         queue file nor the user's own data would match it)."""
         self.path = path
-        self.is_csv = _suffix(path) == ".csv"
-        header = _csv_header(path) if self.is_csv else None
-        problem = _header_problem(header) if header else None
+        self.sep = SEPARATORS.get(_suffix(path))  # None: Parquet
+        self.is_csv = self.sep is not None
+        header = _csv_header(path, self.sep) if self.sep else None
+        problem = _header_problem(header, self.sep) if header and self.sep else None
         if problem:
             raise InputError(f"cannot read {path.name}: {problem}")
         as_text = {c: pl.Utf8 for c in text_cols if header and c in header}
         try:
-            self.lazy = (pl.scan_csv(path, infer_schema_length=10_000, schema_overrides=as_text or None)
-                         if self.is_csv else pl.scan_parquet(path))
+            self.lazy = (pl.scan_csv(path, separator=self.sep, infer_schema_length=10_000,
+                                     schema_overrides=as_text or None, quote_char='"')
+                         if self.sep else pl.scan_parquet(path))
             self.schema = self.lazy.collect_schema()
         except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
             raise self._read_error(exc) from None
@@ -86,45 +93,48 @@ class TableSource:
 
     def _read_error(self, exc: BaseException) -> InputError:
         path = self.path
-        where = _ragged_line(path) if self.is_csv else None
+        where = _ragged_line(path, self.sep) if self.sep else None
         if where:
             return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         return InputError(f"cannot read {path.name}: {first}")
 
 
-def _csv_header(path: Path) -> list[str] | None:
-    """A CSV's header fields (a byte-order mark dropped), or None where there is none to read
-    (the reader then reports the file)."""
+def _csv_header(path: Path, sep: str) -> list[str] | None:
+    """A delimited file's header fields (a byte-order mark dropped), or None where there is none
+    to read (the reader then reports the file)."""
     try:
         with path.open(newline="", encoding="utf-8-sig", errors="replace") as f:
-            return next(csv.reader(f), None)
+            return next(csv.reader(f, delimiter=sep), None)
     except (OSError, csv.Error):
         return None
 
 
-def _header_problem(header: list[str]) -> str | None:
-    """What is wrong with a CSV's header, or None: a column name given twice (polars would rename
-    the second 'a' to 'a_duplicated_0', and --features a could mean either), or one field that
-    holds semicolons or tabs (a file written with another separator: alkit reads commas)."""
+def _header_problem(header: list[str], sep: str) -> str | None:
+    """What is wrong with a delimited file's header, or None: a column name given twice (polars
+    would rename the second 'a' to 'a_duplicated_0', and --features a could mean either), or one
+    field that holds another separator (a file written with it: alkit reads commas from .csv,
+    tabs from .tsv)."""
     seen: dict[str, int] = {}
     for i, name in enumerate(header, start=1):
         if name in seen and name != "":  # unnamed columns: ingest names the problem where it matters
             return f"the header names column {name!r} twice (fields {seen[name]} and {i}); every column needs its own name"
         seen.setdefault(name, i)
     if len(header) == 1:
-        for sep, word in ((";", "semicolons"), ("\t", "tabs")):
-            if sep in header[0]:
-                return (f"the header is one field, {header[0]!r}, split by {word}: alkit reads comma-separated CSV; "
-                        "write the file with commas (or as Parquet)")
+        for other, word in _SEPARATOR_WORDS.items():
+            if other != sep and other in header[0]:
+                expected = "comma-separated CSV from .csv" if sep == "," else "tab-separated text from .tsv"
+                hint = " (or name it .tsv)" if other == "\t" else " (or name it .csv)" if other == "," else ""
+                return (f"the header is one field, {header[0]!r}, split by {word}: alkit reads {expected}; "
+                        f"write the file with {_SEPARATOR_WORDS[sep]}{hint} or as Parquet")
     return None
 
 
-def _ragged_line(path: Path) -> str | None:
-    """Where a CSV file first has a row with another number of fields than its header."""
+def _ragged_line(path: Path, sep: str) -> str | None:
+    """Where a delimited file first has a row with another number of fields than its header."""
     try:
         with path.open(newline="", encoding="utf-8", errors="replace") as f:
-            reader = csv.reader(f)
+            reader = csv.reader(f, delimiter=sep)
             header = next(reader, None)
             if header is None:
                 return None
