@@ -56,7 +56,7 @@ def _global(
 
 @app.command()
 def init(
-    data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv) or Parquet file, one row per item."),
+    data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv), JSON Lines (.jsonl) or Parquet file, one row per item."),
     id_col: Optional[str] = typer.Option(None, "--id-col", help="Column with a unique id per row (default: none; the items are named by their row number, 1 for the first data row, in the store and in queue files: keep the file's row order)."),
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated feature columns (default: all other columns); categorical text columns (<= 50 values) are one-hot encoded."),
@@ -166,7 +166,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
 
 @app.command()
 def embed(
-    data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv) or Parquet file with a text or image-path column."),
+    data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv), JSON Lines (.jsonl) or Parquet file with a text or image-path column."),
     out: Path = typer.Option(..., "--out", "-o", help="Parquet file to write: the input plus an 'embedding' list column."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed (MiniLM, 384-d)."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),

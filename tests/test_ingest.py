@@ -602,3 +602,33 @@ def test_a_fully_labelled_file_without_hide_labels_points_to_it(tmp_path: Path) 
     --hide-labels (it said only 'the pool is empty')."""
     df = digits_frame(30)
     _bad(tmp_path, df, "the pool is empty: every row has a label.*pass --hide-labels", hide_labels=False)
+
+
+def test_json_lines_read_like_csv(tmp_path: Path, digits_csv: Path) -> None:
+    """A JSON Lines file (.jsonl) gives the project its CSV twin gives (features, ids as the text
+    they are, split); a list per line is a --feature-col vector; a malformed line is named."""
+    df = pl.read_csv(digits_csv, infer_schema=False).with_columns(pl.format("0{}", pl.col("id")).alias("id"))
+    df.write_csv(tmp_path / "d.csv")
+    pl.read_csv(tmp_path / "d.csv", schema_overrides={"id": pl.Utf8}).write_ndjson(tmp_path / "d.jsonl")
+    roots = [tmp_path / "c", tmp_path / "j"]
+    for name, root in zip(("d.csv", "d.jsonl"), roots):
+        init_project(tmp_path / name, root, InitOptions(**OPTS, hide_labels=True, progress=False))
+    a, b = (load_project(r) for r in roots)
+    assert a.config.feature_cols == b.config.feature_cols
+    assert np.array_equal(*(FeatureReader(p.features_path).take(np.arange(400)) for p in (a, b)))
+    ids = [Store(p.store_url).ids_for_keys(list(range(400))) for p in (a, b)]
+    assert ids[0] == ids[1] and ids[0][0].startswith("0")
+    vec = pl.DataFrame({"id": ["a", "b", "c", "d"], "vec": [[1.0, 2.0], [0.5, 1.0], [2.0, 0.1], [1.5, 1.5]],
+                        "label": ["x", "y", "x", "y"]})
+    vec.write_ndjson(tmp_path / "v.jsonl")
+    cfg = init_project(tmp_path / "v.jsonl", tmp_path / "v", InitOptions(**OPTS, feature_col="vec", hide_labels=True,
+                                                                         test_frac=0.5, progress=False))
+    assert cfg.n_features == 2
+    X = FeatureReader(load_project(tmp_path / "v").features_path).take(np.arange(4))
+    assert np.array_equal(X, np.array(vec["vec"].to_list(), dtype=np.float32))
+    for text, says in (('{"id": "a", "x": 1.0, "label": "p"}\n{"id": "b", "x": 2.0\n', "line 2 is not valid JSON"),
+                       ('{"id": "a", "x": 1.0, "label": "p"}\n[1, 2]\n', "line 2 is a JSON list, not an object")):
+        (tmp_path / "bad.jsonl").write_text(text)
+        with pytest.raises(InputError, match=f"cannot read bad.jsonl: {says}"):
+            init_project(tmp_path / "bad.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+        assert not (tmp_path / "q").exists()

@@ -1,4 +1,4 @@
-"""`alkit init`: turn a CSV, TSV or Parquet file into a project, or refuse with a named problem.
+"""`alkit init`: turn a CSV, TSV, JSON Lines or Parquet file into a project, or refuse with a named problem.
 
 Everything is validated before anything is written; files are written under temporary names and
 moved into place only after the store is filled, and alkit.toml is written last, so a failed

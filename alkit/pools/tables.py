@@ -1,4 +1,4 @@
-"""Reading a user's data file (CSV, TSV or Parquet) into a frame, and the error for bad input data.
+"""Reading a user's data file (CSV, TSV, JSON Lines or Parquet) into a frame, and the error for bad input data.
 
 Its own module because both project creation (pools/ingest.py) and the embedding command
 (embed.py, which ingest also uses to encode text or image columns) read the same files.
@@ -7,6 +7,7 @@ Its own module because both project creation (pools/ingest.py) and the embedding
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -26,6 +27,7 @@ def read_table(path: Path, text_cols: Sequence[str] = ()) -> pl.DataFrame:
 
 # a delimited text file's suffix -> its field separator
 SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
+JSON_LINES = (".jsonl", ".ndjson")  # one JSON object per line
 _SEPARATOR_WORDS = {",": "commas", ";": "semicolons", "\t": "tabs"}
 
 
@@ -33,8 +35,8 @@ def _suffix(path: Path) -> str:
     if not path.exists():
         raise InputError(f"input file {path} does not exist")
     suffix = path.suffix.lower()
-    if suffix not in (*SEPARATORS, ".parquet", ".pq"):
-        raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv, .tsv or .parquet")
+    if suffix not in (*SEPARATORS, *JSON_LINES, ".parquet", ".pq"):
+        raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv, .tsv, .jsonl or .parquet")
     return suffix
 
 
@@ -50,7 +52,8 @@ class TableSource:
         like (ids: '0057' stays '0057'; inferred as an integer it came back as '57', and neither the
         queue file nor the user's own data would match it)."""
         self.path = path
-        self.sep = SEPARATORS.get(_suffix(path))  # None: Parquet
+        suffix = _suffix(path)
+        self.sep = SEPARATORS.get(suffix)  # None: Parquet or JSON Lines
         self.is_csv = self.sep is not None
         header = _csv_header(path, self.sep) if self.sep else None
         problem = _header_problem(header, self.sep) if header and self.sep else None
@@ -58,9 +61,16 @@ class TableSource:
             raise InputError(f"cannot read {path.name}: {problem}")
         as_text = {c: pl.Utf8 for c in text_cols if header and c in header}
         try:
-            self.lazy = (pl.scan_csv(path, separator=self.sep, infer_schema_length=10_000,
-                                     schema_overrides=as_text or None, quote_char='"')
-                         if self.sep else pl.scan_parquet(path))
+            if self.sep:
+                self.lazy = pl.scan_csv(path, separator=self.sep, infer_schema_length=10_000,
+                                        schema_overrides=as_text or None, quote_char='"')
+            elif suffix in JSON_LINES:  # ids keep their JSON type: a string id stays the text it is
+                lazy = pl.scan_ndjson(path, infer_schema_length=10_000)
+                names = lazy.collect_schema().names()
+                first = _first_json_keys(path)  # the inferred schema's order is not the file's
+                self.lazy = lazy.select([*(c for c in first if c in names), *(c for c in names if c not in first)])
+            else:
+                self.lazy = pl.scan_parquet(path)
             self.schema = self.lazy.collect_schema()
         except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
             raise self._read_error(exc) from None
@@ -93,9 +103,14 @@ class TableSource:
 
     def _read_error(self, exc: BaseException) -> InputError:
         path = self.path
-        where = _ragged_line(path, self.sep) if self.sep else None
-        if where:
-            return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
+        if self.sep:
+            where = _ragged_line(path, self.sep)
+            if where:
+                return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
+        elif path.suffix.lower() in JSON_LINES:
+            where = _bad_json_line(path)
+            if where:
+                return InputError(f"cannot read {path.name}: {where}")
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         return InputError(f"cannot read {path.name}: {first}")
 
@@ -127,6 +142,34 @@ def _header_problem(header: list[str], sep: str) -> str | None:
                 hint = " (or name it .tsv)" if other == "\t" else " (or name it .csv)" if other == "," else ""
                 return (f"the header is one field, {header[0]!r}, split by {word}: alkit reads {expected}; "
                         f"write the file with {_SEPARATOR_WORDS[sep]}{hint} or as Parquet")
+    return None
+
+
+def _first_json_keys(path: Path) -> list[str]:
+    """The keys of a JSON Lines file's first object, in the order the file writes them."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.strip():
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError:
+                    return []  # the reader names the line
+                return list(value) if isinstance(value, dict) else []
+    return []
+
+
+def _bad_json_line(path: Path) -> str | None:
+    """The first line of a JSON Lines file that is not one JSON object, and why."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line.rstrip())
+            except json.JSONDecodeError as exc:
+                return f"line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
+            if not isinstance(value, dict):
+                return f"line {number} is a JSON {type(value).__name__}, not an object of column values"
     return None
 
 
