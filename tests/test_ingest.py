@@ -561,8 +561,11 @@ def test_impute_refusals_and_the_hint_without_it(tmp_path: Path) -> None:
     assert not (tmp_path / "q").exists()
     word = pl.when(pl.col("id") == "r005").then(pl.lit("abc")).otherwise(pl.col("b")).alias("b")
     _bad(tmp_path, df.with_columns(word), "feature column 'b' is not numeric: row 6 .* holds 'abc', text", impute=True)
-    _bad(tmp_path, df.with_columns(pl.when(pl.col("id") == "r007").then(float("inf")).otherwise(pl.col("c")).alias("c")),
-         "NaN or infinite feature values in c", impute=True)
+    inf = df.with_columns(pl.when(pl.col("id") == "r007").then(float("inf")).otherwise(pl.col("c")).alias("c"))
+    _bad(tmp_path, inf, r"NaN or infinite feature values in c \(ids: r007\)$", impute=True)
+    _bad(tmp_path, inf.drop("a", "b"), r"NaN or infinite feature values in c \(ids: r007\)$")
+    nan = df.drop("a", "b").with_columns(pl.when(pl.col("id") == "r007").then(float("nan")).otherwise(pl.col("c")).alias("c"))
+    _bad(tmp_path, nan, r"NaN or infinite feature values in c \(ids: r007\); --impute fills NaN cells \(not inf\)")
 
 
 def test_impute_treats_parquet_nan_as_missing_and_runs_end_to_end(tmp_path: Path) -> None:

@@ -403,6 +403,7 @@ class FeatureValues:
         self.null_rows: dict[str, list[int]] = {}  # column -> its first rows (up to 5) with a missing value
         self.nonfinite_f = np.zeros(n_features, dtype=bool)
         self.nonfinite_rows: list[int] = []  # the first rows (up to 5) with a NaN or infinite value
+        self.nan_seen = False  # a NaN in a column --impute would fill (not a vector's)
         self.over_f = np.zeros(n_features, dtype=bool)  # features with a value beyond float32's range
         self.over_rows: list[int] = []  # the first rows (up to 5) with one
 
@@ -421,6 +422,7 @@ class FeatureValues:
         finite_b_f = np.isfinite(X_b_f)
         if not finite_b_f.all():
             self._flag(~finite_b_f, self.nonfinite_f, self.nonfinite_rows)
+            self.nan_seen |= not self.vector_col and bool(np.isnan(X_b_f).any())
         else:
             over_b_f = np.abs(X_b_f) > FLOAT32_MAX
             if over_b_f.any():
@@ -454,7 +456,8 @@ class FeatureValues:
                                  f"--exclude {c} leaves the column out")
         if self.nonfinite_rows:
             raise InputError(f"NaN or infinite feature values in {', '.join(self._named(self.nonfinite_f))} "
-                             f"(ids: {_ids_of(ids, self.nonfinite_rows)})")
+                             f"(ids: {_ids_of(ids, self.nonfinite_rows)})"
+                             + ("; --impute fills NaN cells (not inf) as missing" if self.nan_seen else ""))
         if self.over_rows:
             raise InputError(f"feature values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in "
                              f"{', '.join(self._named(self.over_f))} (ids: {_ids_of(ids, self.over_rows)}); "
