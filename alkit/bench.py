@@ -8,8 +8,9 @@ already complete at this budget are skipped, unfinished ones continue where they
 Outputs (``out_dir``, default ``<project>/bench``):
 - ``bench_summary.csv`` / ``bench_summary.md``: per strategy, over seeds (mean ± sample std):
   the metric at fixed label counts, the normalised area under the learning curve (AULC), the
-  labels needed to reach a target value, the scoring seconds per 1,000 scored items and the
-  selection seconds per run;
+  labels needed to reach a target value, the AULC against random picks' seed by seed and the
+  worst label count against them (in their std units), the scoring seconds per 1,000 scored
+  items and the selection seconds per run;
 - ``bench_cycles.csv``: every evaluated cycle of the bench's runs (the raw curves).
 """
 
@@ -29,7 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from alkit.config import Project, load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import escape_formulas
-from alkit.plots import summary_table, to_markdown
+from alkit.plots import random_curve, summary_table, to_markdown
 from alkit.choices import HIGHER_IS_BETTER, METRICS
 from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
@@ -202,7 +203,8 @@ def run_bench(
     at_list = list(at) if at is not None else _default_at(df, budget)
     if target is None:
         target = _default_target(df, metric, higher)
-    table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher)
+    reference = random_curve(df["strategy"].unique().to_list())
+    table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher, reference=reference)
     table = table.join(_timings(df), on="strategy", how="left")
 
     out = Path(out_dir) if out_dir is not None else proj.root / "bench"
@@ -223,8 +225,9 @@ def _default_target(df: pl.DataFrame, metric: str, higher: bool) -> float | None
     last = df.sort("n_labeled").group_by("strategy", "run").agg(pl.col(metric).last())
     finals = last.group_by("strategy").agg(pl.col(metric).mean())
     by_strategy = dict(zip(finals["strategy"].to_list(), finals[metric].to_list()))
-    if "random" in by_strategy:
-        return float(by_strategy["random"])
+    reference = random_curve(list(by_strategy))  # 'random-vbll' as like_with_like names it, or 'random'
+    if reference is not None and by_strategy[reference] is not None:
+        return float(by_strategy[reference])
     values = [v for v in by_strategy.values() if v is not None and np.isfinite(v)]
     if not values:
         return None
@@ -248,6 +251,14 @@ def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, tar
         "model-free batch. Values are mean ± sample std over seeds.",
         "",
     ]
+    reference = random_curve(table["strategy"].to_list())
+    if reference is not None and "aulc_vs_ref_mean" in table.columns:
+        lines += [f"Against random picks ({reference}, the reference): aulc vs ref = each seed's AULC minus "
+                  f"{reference}'s on the same seed (positive: better, also for a lower-is-better metric); "
+                  "better seeds = on how many seeds it was better; worst vs ref = the label count where its mean "
+                  f"is furthest below (or least above) {reference}'s, in {reference}'s standard deviations over "
+                  "seeds there (below -1: more than one standard deviation worse), at the label count in the "
+                  "next column.", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
     lines += [f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "", to_markdown(table)]

@@ -90,7 +90,8 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     shown = points if wide else points[-1:]
     extra = ["score_s_per_1k", "select_s_per_run"] if wide else []
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    t.add_column("strategy", overflow="fold", min_width=10)
+    names = [str(r) for r in table_df["strategy"].to_list()]
+    t.add_column("strategy", overflow="fold", min_width=min(16, max([10, *map(len, names)])))
     t.add_column("seeds", justify="right", no_wrap=True)
     direction = "↑" if metric in HIGHER_IS_BETTER else "↓"
     for p in shown:
@@ -98,6 +99,8 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     t.add_column(f"AULC {direction}", justify="right", no_wrap=True)
     if "labels_to_target_mean" in cols:
         t.add_column("labels to target", justify="right")
+    if "aulc_vs_ref_mean" in cols:
+        t.add_column("vs random", justify="right", no_wrap=True)
     for e in extra:
         t.add_column(e.replace("_", " "), justify="right", no_wrap=True)
     for row in table_df.iter_rows(named=True):
@@ -105,6 +108,9 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
         if "labels_to_target_mean" in cols:
             v = row["labels_to_target_mean"]
             cells.append("—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0f}")
+        if "aulc_vs_ref_mean" in cols:  # AULC minus random's, seed by seed, and on how many seeds better
+            d = row["aulc_vs_ref_mean"]
+            cells.append("—" if d is None else f"{d:+.3f} {row['better_seeds']}/{row['n_seeds']}")
         cells += [_pair(row, e) for e in extra]
         t.add_row(*cells)
     return t

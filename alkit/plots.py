@@ -59,6 +59,13 @@ def _baseline_key(strategy: str) -> str | None:
     return None
 
 
+def random_curve(strategies: Sequence[str]) -> str | None:
+    """The random-picks curve among these ('random', or 'random-vbll' when like_with_like named it
+    after its learner), preferring one with a learner; None without one."""
+    randoms = [s for s in strategies if _baseline_key(s) == "random"]
+    return next((s for s in randoms if s != "random"), randoms[0] if randoms else None)
+
+
 def is_baseline(strategy: str) -> bool:
     """True for the comparison baselines (the presets marked ``is_baseline``: random, margin,
     entropy, least-confident, ensemble, mc-dropout, sve, batchbald)."""
@@ -224,6 +231,7 @@ def summary_table(
     at: Sequence[int] = (),
     target: float | None = None,
     higher_is_better: bool = True,
+    reference: str | None = None,
 ) -> pl.DataFrame:
     """Label efficiency per strategy, statistics over seeds (each seed's own curve):
 
@@ -232,10 +240,17 @@ def summary_table(
       <= n (``value_at``), over the seeds that have one;
     - ``aulc_mean/_std``: normalised area under each seed's curve (``aulc``);
     - with ``target``: ``labels_to_target_mean/_std`` over the seeds that reached it and
-      ``n_reached`` (how many did).
+      ``n_reached`` (how many did);
+    - with ``reference`` (a strategy of ``df``, e.g. random picks, ``random_curve``), for every
+      strategy: ``aulc_vs_ref_mean/_std``, the AULC minus the reference's, seed by seed (positive
+      = better, also for a lower-is-better metric); ``better_seeds``, on how many shared seeds it
+      was better; ``worst_vs_ref``, the worst label count's mean difference in units of the
+      reference's std there (the issue's "never more than one std below random"), and
+      ``worst_vs_ref_at``, that label count.
     Stds are sample stds (ddof=1), null with fewer than two seeds.
     """
     curves = _seed_curves(df, metric)
+    ref = curves.get(reference) if reference is not None else None
     rows = []
     for strategy in _strategy_order(list(curves)):
         seeds = list(curves[strategy].values())
@@ -249,12 +264,37 @@ def summary_table(
             reached = [float(h) for h in hits if h is not None]
             row["labels_to_target_mean"], row["labels_to_target_std"] = _mean_std(reached)
             row["n_reached"] = len(reached)
+        if ref is not None:  # the reference's own row: empty cells
+            row.update(_against(curves[strategy], ref, 1.0 if higher_is_better else -1.0) if strategy != reference
+                       else dict.fromkeys(("aulc_vs_ref_mean", "aulc_vs_ref_std", "better_seeds", "worst_vs_ref",
+                                           "worst_vs_ref_at")))
         rows.append(row)
     schema: dict[str, pl.DataType] = {"strategy": pl.String(), "n_seeds": pl.Int64()}
     for k in rows[0]:
         if k not in schema:
-            schema[k] = pl.Int64() if k == "n_reached" else pl.Float64()
+            schema[k] = pl.Int64() if k in ("n_reached", "better_seeds", "worst_vs_ref_at") else pl.Float64()
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _against(curves: dict[object, tuple[np.ndarray, np.ndarray]], ref: dict[object, tuple[np.ndarray, np.ndarray]],
+             sign: float) -> dict[str, object]:
+    """A strategy's seed curves against the reference's (see summary_table): paired AULC
+    differences over the seeds both have, and the worst label count in the reference's std units."""
+    shared = [s for s in curves if s in ref]
+    diffs = [sign * (aulc(*curves[s]) - aulc(*ref[s])) for s in shared]
+    mean, std = _mean_std(diffs)
+    out: dict[str, object] = {"aulc_vs_ref_mean": mean, "aulc_vs_ref_std": std,
+                              "better_seeds": sum(d > 0 for d in diffs), "worst_vs_ref": None, "worst_vs_ref_at": None}
+    by_n: dict[int, tuple[list[float], list[float]]] = {}
+    for curve, side in ((curves, 0), (ref, 1)):
+        for ns, vs in curve.values():
+            for n, v in zip(ns.tolist(), vs.tolist()):
+                by_n.setdefault(int(n), ([], []))[side].append(v)
+    gaps = [(sign * (np.mean(a) - np.mean(b)) / np.std(b, ddof=1), n) for n, (a, b) in sorted(by_n.items())
+            if a and len(b) >= 2 and np.std(b, ddof=1) > 0]
+    if gaps:
+        out["worst_vs_ref"], out["worst_vs_ref_at"] = min(gaps)
+    return out
 
 
 def _decimals(x: float) -> int:

@@ -105,3 +105,24 @@ def test_bench_compares_like_with_like(digits_project: Path) -> None:
     assert like_with_like(["random", "coldstart"]) == ["random", "coldstart"]
     res = run_bench(digits_project, strategies=["random", "topk:gradnorm"], **{**ARGS, "seeds": 1})
     assert sorted(res.ran) == ["random-gradnorm-b10-s0", "topk-gradnorm-b10-s0"]
+
+
+def test_bench_compares_with_random_picks_of_the_same_learner(digits_project: Path) -> None:
+    """A bare `random` beside a VBLL strategy runs as random picks with VBLL ('random-vbll'): the
+    default target is that curve's mean final accuracy (it fell back to 95 % of the best before),
+    and every other strategy gets its AULC minus random's, seed by seed, and the seeds it won."""
+    from alkit.metrics import aulc
+
+    res = run_bench(digits_project, strategies=["margin", "random"], **{**ARGS, "budget": 30})
+    cycles = pl.read_csv(res.cycles_csv)
+    assert set(cycles["strategy"]) == {"margin", "random-vbll"}
+    finals = (cycles.filter(pl.col("strategy") == "random-vbll").sort("n_labeled").group_by("run")
+              .agg(pl.col("accuracy").last()))
+    assert res.target == pytest.approx(finals["accuracy"].mean())
+    per_seed = {(s, seed): aulc(g["n_labeled"].to_numpy(), g["accuracy"].to_numpy())
+                for (s, seed), g in cycles.sort("n_labeled").group_by("strategy", "seed")}
+    diffs = [per_seed[("margin", seed)] - per_seed[("random-vbll", seed)] for seed in (0, 1)]
+    row = res.table.row(by_predicate=pl.col("strategy") == "margin", named=True)
+    assert row["aulc_vs_ref_mean"] == pytest.approx(sum(diffs) / 2)
+    assert row["better_seeds"] == sum(d > 0 for d in diffs)
+    assert "aulc vs ref" in res.summary_md.read_text() and "Against random picks (random-vbll" in res.summary_md.read_text()

@@ -144,3 +144,34 @@ def test_to_markdown_formats_pairs():
     assert set(lines[1]) <= set("|-:") and lines[1].count("|") == 6
     assert lines[2] == "| vbll | 5 | 0.912 ± 0.004 | 1200 ± 150 | 5 |"
     assert lines[3] == "| random\\|x | 1 | 0.800 | — | 0 |"
+
+
+def test_summary_table_against_a_reference_by_hand():
+    """AULC minus the reference's seed by seed, the seeds better, and the worst label count in the
+    reference's std units, on curves small enough to compute by hand; a lower-is-better metric
+    flips every sign; the reference's own row is empty."""
+    R = {0: [0.5, 0.6, 0.7], 1: [0.5, 0.7, 0.8], 2: [0.5, 0.8, 0.9]}  # AULC 0.600, 0.675, 0.750
+    A = {0: [0.5, 0.7, 0.7], 1: [0.5, 0.6, 0.9], 2: [0.5, 0.6, 0.9]}  # AULC 0.650 each
+    rows = [dict(run_id=f"{name}{s}", strategy=name, seed=s, n_labeled=n, v=v)
+            for name, curves in (("a", A), ("random-vbll", R)) for s, vs in curves.items()
+            for n, v in zip((10, 20, 30), vs)]
+    df = pl.DataFrame(rows)
+    t = P.summary_table(df.rename({"v": "accuracy"}), "accuracy", reference="random-vbll")
+    a = t.row(by_predicate=pl.col("strategy") == "a", named=True)
+    assert a["aulc_vs_ref_mean"] == pytest.approx(-0.025) and a["aulc_vs_ref_std"] == pytest.approx(0.075)
+    assert a["better_seeds"] == 1
+    assert a["worst_vs_ref"] == pytest.approx(-2 / 3) and a["worst_vs_ref_at"] == 20  # n = 10: reference std 0, skipped
+    r = t.row(by_predicate=pl.col("strategy") == "random-vbll", named=True)
+    assert r["aulc_vs_ref_mean"] is None and r["worst_vs_ref"] is None
+    low = P.summary_table(df.rename({"v": "nll"}), "nll", higher_is_better=False, reference="random-vbll")
+    a = low.row(by_predicate=pl.col("strategy") == "a", named=True)
+    assert a["aulc_vs_ref_mean"] == pytest.approx(0.025) and a["better_seeds"] == 2
+    assert a["worst_vs_ref"] == pytest.approx(-1 / 3) and a["worst_vs_ref_at"] == 30
+    assert "aulc_vs_ref_mean" not in P.summary_table(df.rename({"v": "nll"}), "nll").columns
+
+
+def test_random_curve_prefers_the_learner_named_one():
+    assert P.random_curve(["epistemic", "random-vbll", "margin"]) == "random-vbll"
+    assert P.random_curve(["random", "random-vbll"]) == "random-vbll"
+    assert P.random_curve(["random", "epistemic"]) == "random"
+    assert P.random_curve(["epistemic", "randomized"]) is None
