@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from alkit.metrics import aulc
+
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "_work" / "small_tables"
 ALKIT = [sys.executable, "-m", "alkit.cli"]
@@ -63,58 +65,53 @@ def cli(*args: str) -> str:
     return proc.stdout
 
 
-def run_table(name: str, seeds: int) -> pl.DataFrame:
-    """Init and bench one table; its per-cycle rows."""
+def run_table(name: str, seeds: int, fresh: bool) -> pl.DataFrame:
+    """Init (unless the project exists and not ``fresh``) and bench one table (complete runs are
+    skipped, so a second call only rewrites the tables); its summary rows."""
     _, _, label, task, budget, _ = TABLES[name]
     project = WORK / name
-    shutil.rmtree(project, ignore_errors=True)
-    path = write_table(name)
-    out = cli("init", str(path), "--id-col", "rownames", "--label-col", label, "--hide-labels", "--impute",
-              "--task", task, "-p", str(project))
-    print(" ".join(out.split()), flush=True)
+    if fresh or not (project / "alkit.toml").exists():
+        shutil.rmtree(project, ignore_errors=True)
+        path = write_table(name)
+        out = cli("init", str(path), "--id-col", "rownames", "--label-col", label, "--hide-labels", "--impute",
+                  "--task", task, "-p", str(project))
+        print(" ".join(out.split()), flush=True)
     strategies = "epistemic,margin,random" if task == "classification" else "epistemic,random"
     cli("bench", "-p", str(project), "--budget", str(budget), "--strategies", strategies, "--seeds", str(seeds))
-    return pl.read_csv(project / "bench" / "bench_cycles.csv").with_columns(pl.lit(name).alias("table"))
+    return pl.read_csv(project / "bench" / "bench_summary.csv").with_columns(pl.lit(name).alias("table"))
 
 
-def summarise(cycles: pl.DataFrame) -> list[str]:
-    """Per table: AULC per strategy (mean ± std over seeds), epistemic minus margin and minus random
-    paired by seed, and epistemic's worst checkpoint against random in random's std units."""
-    lines = ["| table | task | pool | budget | metric | epistemic | margin | random | epistemic - random (paired) | "
-             "epistemic - margin (paired) | worst checkpoint vs random |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name in cycles["table"].unique(maintain_order=True).to_list():
-        sub = cycles.filter(pl.col("table") == name)
+def paired_vs_margin(name: str) -> str:
+    """epistemic's AULC minus margin's, seed by seed (alkit.metrics.aulc, bench's definition)."""
+    cycles = pl.read_csv(WORK / name / "bench" / "bench_cycles.csv").sort("n_labeled")
+    if "margin" not in cycles["strategy"].to_list():
+        return "–"
+    per = {(s, seed): aulc(g["n_labeled"].to_numpy(), g["accuracy"].to_numpy())
+           for (s, seed), g in cycles.group_by("strategy", "seed")}
+    d = np.array([per[("epistemic", seed)] - per[("margin", seed)] for seed in sorted({k[1] for k in per})])
+    return f"{d.mean():+.4f} ± {d.std(ddof=1) / np.sqrt(len(d)):.4f} (better on {int((d > 0).sum())} of {len(d)})"
+
+
+def summarise(summary: pl.DataFrame) -> list[str]:
+    """Per table, from `alkit bench`'s summary: AULC per strategy (mean ± std over seeds), epistemic
+    minus random (paired by seed, ± standard error), epistemic minus margin, and epistemic's worst
+    label count against random in random's std units."""
+    lines = ["| table | task | budget | metric | epistemic | margin | random | epistemic - random (paired) | "
+             "epistemic - margin (paired) | worst checkpoint vs random |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name in summary["table"].unique(maintain_order=True).to_list():
+        rows = {r["strategy"]: r for r in summary.filter(pl.col("table") == name).iter_rows(named=True)}
         task = TABLES[name][3]
-        metric, sign = ("accuracy", 1.0) if task == "classification" else ("crps", -1.0)
-        strategies = sub["strategy"].unique(maintain_order=True).to_list()
-        rnd = next(s for s in strategies if s.startswith("random"))
-        aulc = (sub.group_by(["strategy", "seed"]).agg(pl.col(metric).mean().alias("aulc")))
-
-        def per_seed(s: str) -> np.ndarray:
-            return aulc.filter(pl.col("strategy") == s).sort("seed")["aulc"].to_numpy()
+        rnd = next(s for s in rows if s.startswith("random"))
+        e = rows["epistemic"]
 
         def cell(s: str) -> str:
-            if s not in strategies:
-                return "–"
-            v = per_seed(s)
-            return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
+            return f"{rows[s]['aulc_mean']:.3f} ± {rows[s]['aulc_std']:.3f}" if s in rows else "–"
 
-        def paired(a: str, b: str) -> str:
-            if a not in strategies or b not in strategies:
-                return "–"
-            d = sign * (per_seed(a) - per_seed(b))
-            return f"{d.mean():+.4f} ± {d.std(ddof=1) / np.sqrt(len(d)):.4f} (better on {int((d > 0).sum())} of {len(d)})"
-
-        curve = sub.group_by(["strategy", "n_labeled"]).agg(pl.col(metric).mean().alias("m"), pl.col(metric).std().alias("s"))
-        e = curve.filter(pl.col("strategy") == "epistemic").sort("n_labeled")
-        r = curve.filter(pl.col("strategy") == rnd).sort("n_labeled")
-        joined = e.join(r, on="n_labeled", suffix="_r").filter(pl.col("s_r") > 0)
-        gap = (sign * (joined["m"] - joined["m_r"]) / joined["s_r"]).to_numpy()
-        worst = f"{gap.min():+.2f} at n = {joined['n_labeled'][int(gap.argmin())]}" if len(gap) else "–"
-        first = sub.filter(pl.col("cycle") == 1)
-        pool = int((first["n_scored"] + first["n_labeled"]).max())
-        lines.append(f"| {name} | {task} | {pool} | {TABLES[name][4]} | {metric} | {cell('epistemic')} | "
-                     f"{cell('margin')} | {cell(rnd)} | {paired('epistemic', rnd)} | {paired('epistemic', 'margin')} | {worst} |")
+        vs = (f"{e['aulc_vs_ref_mean']:+.4f} ± {e['aulc_vs_ref_std'] / np.sqrt(e['n_seeds']):.4f} "
+              f"(better on {e['better_seeds']} of {e['n_seeds']})")
+        worst = f"{e['worst_vs_ref']:+.2f} at n = {e['worst_vs_ref_at']}"
+        lines.append(f"| {name} | {task} | {TABLES[name][4]} | {'accuracy' if task == 'classification' else 'crps'} | "
+                     f"{cell('epistemic')} | {cell('margin')} | {cell(rnd)} | {vs} | {paired_vs_margin(name)} | {worst} |")
     return lines
 
 
@@ -123,17 +120,19 @@ def main() -> None:
     ap.add_argument("--tables", default=",".join(TABLES))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--fresh", action="store_true", help="init every table again (default: reuse its project and runs)")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
-    cycles = pl.concat([run_table(t, args.seeds) for t in args.tables.split(",")], how="diagonal_relaxed")
-    lines = summarise(cycles)
+    summary = pl.concat([run_table(t, args.seeds, args.fresh) for t in args.tables.split(",")], how="diagonal_relaxed")
+    lines = summarise(summary)
     print("\n".join(lines))
     if args.out:
         cmd = "python benchmarks/small_tables.py" + ("" if args.tables == ",".join(TABLES) else f" --tables {args.tables}")
         args.out.write_text(f"Command: `{cmd} --seeds {args.seeds} --out {args.out}`\n\n"
-                            "AULC = mean of the metric over each run's evaluated label counts (alkit bench's "
-                            "definition); pool = the pool's items (items scored in the first cycle plus its labels); crps lower is better (the "
-                            "paired differences are signed so that positive favours epistemic).\n\n"
+                            "AULC = the normalised area under each run's learning curve (alkit bench's "
+                            "definition, alkit.metrics.aulc); paired differences ± standard error over seeds, signed "
+                            "so that positive favours epistemic (crps: lower is better); the worst checkpoint is "
+                            "alkit bench's worst_vs_ref (random's std units).\n\n"
                             + "\n".join(lines) + "\n")
 
 
