@@ -635,3 +635,22 @@ def test_json_lines_read_like_csv(tmp_path: Path, digits_csv: Path) -> None:
         with pytest.raises(InputError, match=f"cannot read bad.jsonl: {says}"):
             init_project(tmp_path / "bad.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
         assert not (tmp_path / "q").exists()
+
+
+def test_init_progress_counts_every_row_and_is_inert_when_off() -> None:
+    """The long-init bars: every row passes through unchanged and is counted (25,001 rows: the
+    last partial 10,000 too); disabled, nothing is started."""
+    from alkit.pools.ingest import _InitProgress
+
+    rows = [{"key": k} for k in range(25_001)]
+    off = _InitProgress(False, len(rows))
+    assert list(off.counted("items", iter(rows))) == rows and off.progress is None
+    on = _InitProgress(True, len(rows))
+    try:
+        assert list(on.counted("items", iter(rows))) == rows
+        step = on.step("features")
+        step(20_000), step(5_001)
+        assert [t.completed for t in on.progress.tasks] == [25_001, 25_001]
+    finally:
+        on.close()
+    assert on.progress is None

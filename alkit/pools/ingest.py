@@ -527,13 +527,14 @@ def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, o
 
 
 def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, path: Path, pool_n: np.ndarray,
-                    columns: tuple[list[str], dict[str, list[str]]]) -> tuple[list[str], int, list[str], list[str]]:
+                    columns: tuple[list[str], dict[str, list[str]]],
+                    on_rows: Callable[[int], None] = lambda n: None) -> tuple[list[str], int, list[str], list[str]]:
     """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
     (feature names, feature count, the categorical columns one-hot encoded into them, the columns
     imputed from the rows ``pool_n`` marks).  ``columns``: ``feature_names``'s answer, checked
     before the labels.  ``df`` holds the file's other columns (ids, labels, text); the feature
     matrix is never whole in memory, in float32 or float64 (an imputed column's median reads that
-    one column whole)."""
+    one column whole).  ``on_rows(n)`` after each block of n rows is written (progress)."""
     names, levels = columns
     n_vector = None
     if opts.feature_col:  # the vectors' lengths first (one small column), then their values
@@ -546,6 +547,7 @@ def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, pa
     with FeatureWriter(path, values.n_features) as writer:
         for batch in source.batches(names):
             writer.write(values.block(batch))
+            on_rows(batch.height)
     values.check(df[opts.id_col])
     return values.encoded, values.n_features, list(levels), list(values.fill)
 
@@ -657,6 +659,45 @@ INIT_PREFIX = ".alkit-init-"  # temp folder of an init in progress: .alkit-init-
 _JOURNAL = "moved.txt"  # inside it: every file already moved into the project, one path per line
 
 
+PROGRESS_MIN_ROWS = 100_000  # files at least this long show init's progress (500,000 rows took ~8 s)
+
+
+class _InitProgress:
+    """A transient bar per phase of a long init (writing the features, then the store's items);
+    inert when disabled, so the calls cost nothing on small files and in tests."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.total, self.progress = total, None
+        if enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("init: {task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), transient=True)
+            self.progress.start()
+
+    def step(self, what: str) -> Callable[[int], None]:
+        """A callback advancing a new bar ``what`` by n rows."""
+        if self.progress is None:
+            return lambda n: None
+        task = self.progress.add_task(what, total=self.total)
+        return lambda n: self.progress.advance(task, n) if self.progress is not None else None
+
+    def counted(self, what: str, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """``rows``, advancing a new bar ``what`` every 10,000."""
+        advance = self.step(what)
+        k = 0
+        for k, row in enumerate(rows, start=1):
+            if k % 10_000 == 0:
+                advance(10_000)
+            yield row
+        advance(k % 10_000)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
 def _pid_of(folder: Path) -> int | None:
     head = folder.name[len(INIT_PREFIX):].split("-", 1)[0]
     return int(head) if head.isdigit() else None
@@ -762,6 +803,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     # everything is built in the temp folder (the features while they are checked), and moved in at the end
     tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
     store, created, db_file, build_url = None, [], None, ""
+    bar = _InitProgress(opts.progress and df.height >= PROGRESS_MIN_ROWS, df.height)
     try:
         encoded = bool(opts.text_col or opts.image_col)  # the encoders embed the column in memory
         # the choice of columns is checked first, then the labels, then the values (while they are
@@ -780,7 +822,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
             del X
         else:
             feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
-                                                                           pool_n, columns)
+                                                                           pool_n, columns, bar.step("features"))
         cfg, items, shared_labels = _plan(df, [opts.id_col, *source.columns] if row_ids else source.columns, ids_str, marked_test, sp, feature_names_, n_features,
                                           opts, test_frac, data)
         cfg.one_hot, cfg.imputed = one_hot, imputed
@@ -794,7 +836,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
             tmp / PAYLOAD_NAME)
         store = Store(build_url, create=True)
         created = store.created_tables
-        store.initialise(items, shared_labels)
+        store.initialise(bar.counted("items", items), shared_labels)
         store.dispose()
         store = None
         write_config(tmp, cfg)
@@ -814,6 +856,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
                 root.rmdir()  # a refused init leaves no empty project folder behind either
         raise
     finally:
+        bar.close()
         shutil.rmtree(tmp, ignore_errors=True)
     load_project(root)  # round-trip check of what was written
     return cfg

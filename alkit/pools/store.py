@@ -229,12 +229,15 @@ class Store:
             if s.scalar(select(func.count()).select_from(Item)):
                 raise StoreError("the store already holds items; refusing to initialise it twice")
             s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+            # Core inserts on the session's connection: the ORM's bulk path took twice as long
+            # (500,000 items on SQLite: 4.8-5.3 CPU-s against 2.5-2.8)
+            conn = s.connection()
             for chunk in _batched(items, 20_000):
                 _check_lengths(chunk, {"item_id": Item.item_id, "stratum": Item.stratum})
-                s.execute(insert(Item), chunk)
+                conn.execute(Item.__table__.insert(), chunk)
             for chunk in _batched(shared_labels, 20_000):
                 _check_lengths(chunk, {"annotator": Label.annotator})
-                s.execute(insert(Label), chunk)
+                conn.execute(Label.__table__.insert(), chunk)
 
     # ------------------------------------------------------------------ items
     def counts(self) -> dict[str, int]:
