@@ -559,6 +559,8 @@ def test_impute_refusals_and_the_hint_without_it(tmp_path: Path) -> None:
                                          "leave it out with --exclude a"):
         init_project(tmp_path / "empty.parquet", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, impute=True))
     assert not (tmp_path / "q").exists()
+    _bad(tmp_path, df, "--impute fills missing cells of numeric feature columns, and --feature-col vectors must be "
+         "complete: drop --impute", impute=True, feature_col="a")
     word = pl.when(pl.col("id") == "r005").then(pl.lit("abc")).otherwise(pl.col("b")).alias("b")
     _bad(tmp_path, df.with_columns(word), "feature column 'b' is not numeric: row 6 .* holds 'abc', text", impute=True)
     inf = df.with_columns(pl.when(pl.col("id") == "r007").then(float("inf")).otherwise(pl.col("c")).alias("c"))

@@ -773,6 +773,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     if opts.split_col and opts.initial_labeled:
         raise InputError("--split-col and --initial-labeled both choose the learner's first labels: drop "
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")
+    if opts.impute and (opts.feature_col or ((opts.text_col or opts.image_col) and not opts.features)):
+        raise InputError("--impute fills missing cells of numeric feature columns, and "
+                         + ("--feature-col vectors must be complete" if opts.feature_col else
+                            "--text-col/--image-col give none (add numeric ones with --features)") + ": drop --impute")
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
     source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [])
