@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -631,6 +632,11 @@ def test_json_lines_read_like_csv(tmp_path: Path, digits_csv: Path) -> None:
     assert cfg.n_features == 2
     X = FeatureReader(load_project(tmp_path / "v").features_path).take(np.arange(4))
     assert np.array_equal(X, np.array(vec["vec"].to_list(), dtype=np.float32))
+    late = [{"id": f"r{i}", "x": float(i % 7), "label": "ab"[i % 2]} for i in range(10_050)]
+    late[10_020]["extra"] = 1.5  # a key first seen past the 10,000 lines a schema is often inferred from
+    (tmp_path / "late.jsonl").write_text("".join(json.dumps(d) + "\n" for d in late))
+    with pytest.raises(InputError, match="feature column 'extra' has missing values"):
+        init_project(tmp_path / "late.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
     for text, says in (('{"id": "a", "x": 1.0, "label": "p"}\n{"id": "b", "x": 2.0\n', "line 2 is not valid JSON"),
                        ('{"id": "a", "x": 1.0, "label": "p"}\n[1, 2]\n', "line 2 is a JSON list, not an object")):
         (tmp_path / "bad.jsonl").write_text(text)

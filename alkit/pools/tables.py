@@ -65,7 +65,7 @@ class TableSource:
                 self.lazy = pl.scan_csv(path, separator=self.sep, infer_schema_length=10_000,
                                         schema_overrides=as_text or None, quote_char='"')
             elif suffix in JSON_LINES:  # ids keep their JSON type: a string id stays the text it is
-                lazy = pl.scan_ndjson(path, infer_schema_length=10_000)
+                lazy = pl.scan_ndjson(path, infer_schema_length=None)  # every line: a key first seen late is kept
                 names = lazy.collect_schema().names()
                 first = _first_json_keys(path)  # the inferred schema's order is not the file's
                 self.lazy = lazy.select([*(c for c in first if c in names), *(c for c in names if c not in first)])
