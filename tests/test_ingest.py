@@ -662,3 +662,17 @@ def test_init_progress_counts_every_row_and_is_inert_when_off() -> None:
     finally:
         on.close()
     assert on.progress is None
+
+
+def test_a_csv_column_whose_type_shows_late_is_read_by_every_row(tmp_path: Path) -> None:
+    """Whole numbers for 11,000 rows and then a '1.5' is a valid number column (types inferred
+    from the first 10,000 rows refused the file: "could not parse `1.5` as dtype `i64`"); a word
+    there is named with its row and id."""
+    lines = ["id,x,label"] + [f"r{i},{'1.5' if i == 11_000 else i % 7},{'ab'[i % 2]}" for i in range(11_050)]
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(**OPTS, hide_labels=True, progress=False))
+    X = FeatureReader(load_project(tmp_path / "p").features_path).take(np.array([10_999, 11_000]))
+    assert X[:, 0].tolist() == [10_999 % 7, 1.5]
+    (tmp_path / "w.csv").write_text("\n".join(lines).replace("r11000,1.5", "r11000,oops") + "\n")
+    with pytest.raises(InputError, match=re.escape("feature column 'x' is not numeric: row 11001 (id r11000) holds 'oops', text")):
+        init_project(tmp_path / "w.csv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
