@@ -676,3 +676,21 @@ def test_a_csv_column_whose_type_shows_late_is_read_by_every_row(tmp_path: Path)
     (tmp_path / "w.csv").write_text("\n".join(lines).replace("r11000,1.5", "r11000,oops") + "\n")
     with pytest.raises(InputError, match=re.escape("feature column 'x' is not numeric: row 11001 (id r11000) holds 'oops', text")):
         init_project(tmp_path / "w.csv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+
+
+@pytest.mark.parametrize("name", ["d.csv", "d.tsv", "d.jsonl"])
+def test_a_file_not_in_utf8_names_its_line(tmp_path: Path, name: str) -> None:
+    """A file saved as Latin-1 (a spreadsheet's default export on some systems): the first line
+    that is not UTF-8, the byte and the way out, instead of polars' 'invalid utf-8 sequence'."""
+    rows = [("a", "1", "cafe"), ("b", "2", "th\xe9"), ("c", "3", "cafe"), ("d", "4", "th\xe9")]
+    if name.endswith(".jsonl"):
+        text = "".join(f'{{"id": "{i}", "x": {x}, "label": "{y}"}}\n' for i, x, y in rows)
+    else:
+        sep = "," if name.endswith(".csv") else "\t"
+        text = "".join(sep.join(r) + "\n" for r in [("id", "x", "label"), *rows])
+    (tmp_path / name).write_bytes(text.encode("latin-1"))
+    line = 2 if name.endswith(".jsonl") else 3  # the first 'thé' (CSV and TSV: below their header)
+    with pytest.raises(InputError, match=rf"cannot read {name}: line {line} is not UTF-8 text \(byte 0xe9 .*"
+                                         "save the file as UTF-8"):
+        init_project(tmp_path / name, tmp_path / "p", InitOptions(**OPTS, hide_labels=True, progress=False))
+    assert _listing(tmp_path / "p") == []

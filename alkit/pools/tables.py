@@ -106,6 +106,11 @@ class TableSource:
 
     def _read_error(self, exc: BaseException) -> InputError:
         path = self.path
+        if "utf-8" in str(exc).lower() and path.suffix.lower() not in (".parquet", ".pq"):
+            where = _non_utf8_line(path)
+            if where:
+                return InputError(f"cannot read {path.name}: {where}; save the file as UTF-8 (e.g. from a "
+                                  "spreadsheet: CSV UTF-8)")
         if self.sep:
             where = _ragged_line(path, self.sep)
             if where:
@@ -145,6 +150,19 @@ def _header_problem(header: list[str], sep: str) -> str | None:
                 hint = " (or name it .tsv)" if other == "\t" else " (or name it .csv)" if other == "," else ""
                 return (f"the header is one field, {header[0]!r}, split by {word}: alkit reads {expected}; "
                         f"write the file with {_SEPARATOR_WORDS[sep]}{hint} or as Parquet")
+    return None
+
+
+def _non_utf8_line(path: Path) -> str | None:
+    """The first line of a text file that is not UTF-8, with the offending byte (a file saved as
+    Latin-1 or Windows-1252: 'café' as b'caf\\xe9')."""
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return (f"line {number} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}; "
+                        "Latin-1 or Windows-1252?)")
     return None
 
 
