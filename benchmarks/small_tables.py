@@ -122,6 +122,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--fresh", action="store_true", help="init every table again (default: reuse its project and runs)")
     args = ap.parse_args()
+    unknown = [t for t in args.tables.split(",") if t not in TABLES]
+    if unknown:
+        ap.error(f"unknown tables {', '.join(unknown)}; known: {', '.join(TABLES)}")
     WORK.mkdir(parents=True, exist_ok=True)
     summary = pl.concat([run_table(t, args.seeds, args.fresh) for t in args.tables.split(",")], how="diagonal_relaxed")
     lines = summarise(summary)
