@@ -79,9 +79,11 @@ def _late_bad_csv(path: Path, n: int, bad_rows: list[int], cell: str, col: int =
 
 
 @pytest.mark.parametrize("cell, says", [
-    ("abc", "cannot read d.csv: could not parse `abc` as dtype `f64` at column 'px3'"),
+    # types come from every row: a word or a 'nan' among whole numbers makes the column text, named at its row
+    ("abc", "feature column 'px3' is not numeric: row 10501 (id {first}) holds 'abc', text; features must be numbers"),
     ("", "feature column 'px3' has missing values (ids: {ids})"),
-    ("nan", "NaN or infinite feature values in px3 (ids: {ids})"),
+    ("nan", "feature column 'px3' is not numeric: row 10501 (id {first}) holds 'nan', a missing value; missing "
+            "values are not allowed in features (--impute fills them)"),
     ("-inf", "NaN or infinite feature values in px3 (ids: {ids})"),
     ("1e39", "feature values beyond float32's range (|x| > 3.4e+38) in px3 (ids: {ids}); rescale those columns"),
     ("1,2", "cannot read d.csv: line {line} has 9 fields, the header 8"),
@@ -95,7 +97,7 @@ def test_bad_value_in_a_late_batch_is_refused_and_nothing_written(tmp_path: Path
     root.mkdir()
     (root / "notes.txt").write_text("mine\n")
     before = folder_snapshot(root)
-    message = says.format(ids=", ".join(ids), line=bad_rows[0] + 2)
+    message = says.format(ids=", ".join(ids), first=ids[0], line=bad_rows[0] + 2)
     with pytest.raises(InputError) as info:
         init_project(tmp_path / "d.csv", root, InitOptions(id_col="id", label_col="label", hide_labels=True,
                                                            progress=False))
