@@ -25,7 +25,7 @@ queue_app = typer_app("Label with people: export the queued items, import their 
 def export_cmd(
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file format (default: from --out's suffix, else csv)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: queue.<ext> in the project)."),
-    include: Optional[str] = typer.Option(None, "--include", help="Comma-separated payload columns to include (default: all)."),
+    include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns (as in the data file; an imputed cell empty)."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
     project: Path = ProjectOpt,
 ) -> None:

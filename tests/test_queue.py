@@ -149,7 +149,7 @@ def test_export_every_format_has_payload_score_and_why(human: tuple[Project, dic
     assert tasks[1]["predictions"][0]["result"] == [] and "random" in tasks[1]["predictions"][0]["model_version"]
     assert tasks[1]["meta"]["rank"] == 1 and tasks[1]["meta"]["selector"] == "random"
 
-    with pytest.raises(QueueError, match="unknown payload columns nope; available: path, batch"):
+    with pytest.raises(QueueError, match="--include: unknown columns nope; payload columns: path, batch; feature columns: px0, px1, .* px19 \\.\\.\\."):
         export_queue(project, include=["nope"])
     with pytest.raises(QueueError, match="unknown format"):
         export_queue(project, fmt="xlsx")
@@ -692,3 +692,44 @@ def test_a_file_without_ids_is_labelled_by_row_number(tmp_path: Path) -> None:
     taken.write_csv(tmp_path / "taken.csv")
     with pytest.raises(InputError, match="name the id column with --id-col"):
         init_project(tmp_path / "taken.csv", tmp_path / "q", InitOptions(id_col="", label_col="label"))
+
+
+def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
+    """--include may name numeric feature columns (what a labeler of a table needs to see): written
+    as in the data file (0.9167 stays 0.9167 through float32), an imputed cell empty rather than the
+    median it got; one-hot indicators and unknown names are refused, naming what there is."""
+    rng = np.random.default_rng(0)
+    n = 80
+    age = [None if i % 9 == 0 else round(float(v), 4) for i, v in enumerate(rng.uniform(0.5, 80, n))]
+    age[31] = 0.9167  # a pool row among the queued ones
+    df = pl.DataFrame({"id": [f"p{i}" for i in range(n)], "age": age, "fare": rng.uniform(5, 100, n).round(2),
+                       "sex": ["f", "m"] * (n // 2), "note": [f"n{i}" for i in range(n)],
+                       "label": [("yes" if i % 2 else "no") if i < 30 else None for i in range(n)]})
+    df.write_csv(tmp_path / "t.csv")
+    init_project(tmp_path / "t.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", exclude=["note"],
+                                                                 impute=True, progress=False))
+    project = load_project(tmp_path / "p")
+    store = Store(project.store_url)
+    keys = store.pool_keys()[:8]
+    store.commit_cycle(
+        store.get_or_create_run(RunSpec("manual", "random", "none", 0, 100, 10, 10, {})).id, 0, queue_selected=True,
+        oracle_labels=[], selections=[{"item_key": int(k), "rank": i, "score": 0.5, "utility": 0.5, "selector": "random"}
+                                      for i, k in enumerate(keys)],
+        cycle_row={"n_labeled": 0, "n_selected": 8, "metrics": {}}, run_status="waiting")
+    assert 31 in keys.tolist()
+    res = export_queue(project, tmp_path / "q.csv", include=["note", "age", "fare"])
+    out = pl.read_csv(res.path, infer_schema=False)
+    assert out.columns[:4] == ["id", "note", "age", "fare"]
+    src = {r["id"]: r for r in df.iter_rows(named=True)}
+    for r in out.iter_rows(named=True):
+        want = src[r["id"]]
+        assert (r["age"] is None) == (want["age"] is None)
+        if want["age"] is not None:
+            assert r["age"] == repr(want["age"]), (r["age"], want["age"])
+        assert float(r["fare"]) == pytest.approx(want["fare"], rel=1e-6) and r["note"] == want["note"]
+    assert any(src[i]["age"] is None for i in out["id"])  # an imputed cell is among them
+    assert out.filter(pl.col("id") == "p31")["age"].to_list() == ["0.9167"]
+    for bad in ("sex=f", "age=missing", "nope"):
+        with pytest.raises(QueueError, match=f"--include: unknown columns {re.escape(bad)}; payload columns: sex, note; "
+                                             "feature columns: age, fare"):
+            export_queue(project, tmp_path / "x.csv", include=[bad])

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
@@ -150,25 +151,57 @@ def default_queue_path(project: Project, fmt: str = "csv", cycle: int | None = N
     return project.root / f"queue-c{cycle}{suffix}"
 
 
-def _payload_columns(project: Project, include: Sequence[str] | None) -> list[str]:
+def numeric_features(project: Project) -> list[str]:
+    """The project's feature columns that are columns of its data file, numbers as written (not a
+    one-hot indicator or an imputed column's COL=missing; none for a --feature-col vector)."""
+    cfg = project.config
+    derived = {f"{c}=missing" for c in cfg.imputed}
+    return [c for c in cfg.feature_cols if c not in derived and not any(c.startswith(f"{o}=") for o in cfg.one_hot)]
+
+
+def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(payload columns, numeric feature columns) to export: every payload column by default;
+    with ``include``, those named, which may also be feature columns (numbers the labelers see)."""
     available = [c for c in project.config.payload_cols if c != project.config.id_col]
+    features: list[str] = []
     if include is None:
         cols = available
     else:
-        cols = list(dict.fromkeys(include))
-        unknown = [c for c in cols if c not in available]
+        named = list(dict.fromkeys(include))
+        numeric = set(numeric_features(project))
+        unknown = [c for c in named if c not in available and c not in numeric]
         if unknown:
             raise QueueError(
-                f"--include: unknown payload columns {', '.join(unknown)}; "
-                f"available: {', '.join(available) or '(none)'}"
+                f"--include: unknown columns {', '.join(unknown)}; payload columns: {', '.join(available) or '(none)'}"
+                + (f"; feature columns: {', '.join(numeric_features(project)[:20])}"
+                   + (" ..." if len(numeric) > 20 else "") if numeric else "")
             )
-    clash = [c for c in cols if c in RESERVED]
+        cols = [c for c in named if c in available]
+        features = [c for c in named if c not in available]
+    clash = [c for c in [*cols, *features] if c in RESERVED]
     if clash:
         raise QueueError(
             f"payload columns {', '.join(clash)} clash with the queue's own columns "
             f"({', '.join(RESERVED)}); leave them out with --include"
         )
-    return cols
+    return cols, features
+
+
+def _feature_values(project: Project, keys: list[int], names: list[str]) -> dict[str, list[float | None]]:
+    """The named feature columns of these items as in the data file: an imputed cell empty, not
+    the median it was given."""
+    if not names or not keys:
+        return {c: [] for c in names}
+    from alkit.pools.features import FeatureReader
+
+    X = FeatureReader(project.features_path).take(np.asarray(keys, dtype=np.int64))
+    at = {c: j for j, c in enumerate(project.config.feature_cols)}
+    out = {}
+    for c in names:
+        gap = X[:, at[f"{c}=missing"]] == 1 if f"{c}=missing" in at else np.zeros(len(keys), dtype=bool)
+        # str of a float32 is its shortest round-trip text: 0.9167, not 0.9166999459266663
+        out[c] = [None if g else float(str(v)) for v, g in zip(X[:, at[c]], gap)]
+    return out
 
 
 def _finite(x: float) -> float | None:
@@ -187,30 +220,35 @@ def export_queue(
     ``skip``) to fill in, and why it was picked (score, rank, cycle, run, strategy, scorer,
     selector).  ``label-studio`` writes a JSON list of Label Studio tasks instead.  CSV text cells
     that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw).
-    ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format."""
+    ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format.
+    ``include``: the payload columns to write (default: all), which may also name numeric feature
+    columns (``numeric_features``), written after them."""
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
     project.require(project.payload_path, why="the queue file is written from it")
     store = store or Store(project.store_url)
-    cols = _payload_columns(project, include)
+    cols, feats = _payload_columns(project, include)
     items = queued_items(store)
     path = Path(out) if out is not None else default_queue_path(project, fmt, max((q.cycle for q in items), default=None))
     keys = [q.key for q in items]
     payload = (pl.scan_parquet(project.payload_path).select(["key", *cols])
                .filter(pl.col("key").is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
     by_key = {row["key"]: row for row in payload.to_dicts()}
+    values = _feature_values(project, keys, feats)
     records = []
-    for q in items:
+    for i, q in enumerate(items):
         p = by_key.get(q.key, {})
-        records.append({"id": q.item_id, **{c: p.get(c) for c in cols}, "label": None, "skip": None,
+        records.append({"id": q.item_id, **{c: p.get(c) for c in cols}, **{c: values[c][i] for c in feats},
+                        "label": None, "skip": None,
                         # a model-free pick (cold start, random) has no score: empty, not a low 0.0
                         "score": None if q.selector in INITIAL_SELECTORS and q.score == 0 else _finite(q.score),
                         "rank": q.rank, "cycle": q.cycle, "run": q.run,
                         "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
-    schema: dict[str, Any] = {"id": pl.Utf8, **{c: payload.schema[c] for c in cols}, "label": pl.Utf8,
+    schema: dict[str, Any] = {"id": pl.Utf8, **{c: payload.schema[c] for c in cols}, **dict.fromkeys(feats, pl.Float64),
+                              "label": pl.Utf8,
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
-    columns = labelfiles.get_format(fmt).write(path, records, frame, cols, escape_formulas=escape_formulas)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, [*cols, *feats], escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns)
 
 
