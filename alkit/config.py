@@ -20,6 +20,11 @@ class ConfigError(ValueError):
     """The project configuration is missing or invalid."""
 
 
+def missing_indicator(col: str) -> str:
+    """The name of the 0/1 feature marking an imputed column's missing cells (init --impute)."""
+    return f"{col}=missing"
+
+
 _FIELD_TYPES = {"task": "str", "id_col": "str", "label_col": "str", "n_items": "int", "n_features": "int",
                 "store": "str", "classes": "list[str]", "feature_cols": "list[str]", "feature_col": "str",
                 "hide_labels": "bool", "test_frac": "float", "seed": "int", "source": "str",
@@ -90,6 +95,14 @@ class ProjectConfig:
     @property
     def n_classes(self) -> int | None:
         return len(self.classes) if self.task == "classification" else None
+
+    def data_feature_cols(self) -> list[str]:
+        """The feature columns that are numeric columns of the data file, as written: not a
+        categorical column's one-hot indicators nor an imputed column's missing_indicator (none for
+        a --feature-col vector)."""
+        derived = {missing_indicator(c) for c in self.imputed}
+        return [c for c in self.feature_cols
+                if c not in derived and not any(c.startswith(f"{o}=") for o in self.one_hot)]
 
 
 @dataclass

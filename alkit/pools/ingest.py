@@ -26,6 +26,7 @@ from alkit.config import (
     FEATURES_NAME,
     PAYLOAD_NAME,
     ProjectConfig,
+    missing_indicator,
     load_project,
     resolve_store_url,
     without_password,
@@ -351,8 +352,9 @@ def pool_medians(read: Callable[[list[pl.Expr]], pl.DataFrame], schema: pl.Schem
         return {}
     values = read([_number(c, _is_text(schema[c])).alias(c) for c in gappy])
     fill = {}
+    in_pool_n = pl.Series(pool_n)
     for c in gappy:
-        in_pool = values[c].filter(pl.Series(pool_n)).drop_nulls()
+        in_pool = values[c].filter(in_pool_n).drop_nulls()
         if in_pool.is_empty():
             raise InputError(f"feature column {c!r} has no value in the pool to impute from: leave it out with --exclude {c}")
         fill[c] = float(in_pool.median())
@@ -364,7 +366,7 @@ def one_hot_names(names: list[str], levels: dict[str, list[str]], filled: Iterab
     and an imputed column c is followed by its indicator c=missing."""
     filled = set(filled)
     return [n for c in names for n in ([f"{c}={lv}" for lv in levels[c]] if c in levels
-                                       else [c, f"{c}=missing"] if c in filled else [c])]
+                                       else [c, missing_indicator(c)] if c in filled else [c])]
 
 
 def _check_exclude(opts: InitOptions) -> None:
@@ -441,7 +443,7 @@ class FeatureValues:
         filled where missing and followed by the indicator of the missing cells if imputed."""
         if c in self.fill:
             value = _number(c, c in self.text)
-            return [value.fill_null(self.fill[c]), value.is_null().cast(pl.Float64).alias(f"{c}=missing")]
+            return [value.fill_null(self.fill[c]), value.is_null().cast(pl.Float64).alias(missing_indicator(c))]
         if c not in self.levels:
             return [pl.col(c).cast(pl.Float64)]
         text = _category(c)
@@ -467,7 +469,8 @@ class FeatureValues:
         """The names of the flagged features (the vector column's own name for a vector column)."""
         if self.vector_col:
             return list(self.names)
-        return [self.encoded[j] for j in np.flatnonzero(features_f)]
+        encoded = self.encoded
+        return [encoded[j] for j in np.flatnonzero(features_f)]
 
     @property
     def encoded(self) -> list[str]:
@@ -497,8 +500,8 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
         X_enc, col = _encoded_features(df, opts, data_dir)
         if not opts.features:
             return X_enc, [], [], []
-        X_num, names, one_hot, imputed = extract_features(
-            df, InitOptions(**{**opts.__dict__, "text_col": None, "image_col": None}), pool_n=pool_n)
+        X_num, names, one_hot, imputed = extract_features(df, replace(opts, text_col=None, image_col=None),
+                                                          pool_n=pool_n)
         return np.concatenate([X_enc, X_num], axis=1), names, one_hot, imputed
     names, levels = feature_names(df, df.columns, df.schema, opts)
     n_vector = None
@@ -827,7 +830,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         else:
             feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
                                                                            pool_n, columns, bar.step("features"))
-        cfg, items, shared_labels = _plan(df, [opts.id_col, *source.columns] if row_ids else source.columns, ids_str, marked_test, sp, feature_names_, n_features,
+        columns_in_file = [opts.id_col, *source.columns] if row_ids else source.columns  # the made ids: a payload column
+        cfg, items, shared_labels = _plan(df, columns_in_file, ids_str, marked_test, sp, feature_names_, n_features,
                                           opts, test_frac, data)
         cfg.one_hot, cfg.imputed = one_hot, imputed
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)

@@ -28,7 +28,7 @@ import polars as pl
 from sqlalchemy import func, select
 
 from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
-from alkit.config import Project
+from alkit.config import Project, missing_indicator
 from alkit.pools import labelfiles
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
@@ -151,14 +151,6 @@ def default_queue_path(project: Project, fmt: str = "csv", cycle: int | None = N
     return project.root / f"queue-c{cycle}{suffix}"
 
 
-def numeric_features(project: Project) -> list[str]:
-    """The project's feature columns that are columns of its data file, numbers as written (not a
-    one-hot indicator or an imputed column's COL=missing; none for a --feature-col vector)."""
-    cfg = project.config
-    derived = {f"{c}=missing" for c in cfg.imputed}
-    return [c for c in cfg.feature_cols if c not in derived and not any(c.startswith(f"{o}=") for o in cfg.one_hot)]
-
-
 def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """(payload columns, numeric feature columns) to export: every payload column by default;
     with ``include``, those named, which may also be feature columns (numbers the labelers see)."""
@@ -168,20 +160,20 @@ def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[l
         cols = available
     else:
         named = list(dict.fromkeys(include))
-        numeric = set(numeric_features(project))
+        numeric = project.config.data_feature_cols()
         unknown = [c for c in named if c not in available and c not in numeric]
         if unknown:
             raise QueueError(
                 f"--include: unknown columns {', '.join(unknown)}; payload columns: {', '.join(available) or '(none)'}"
-                + (f"; feature columns: {', '.join(numeric_features(project)[:20])}"
-                   + (" ..." if len(numeric) > 20 else "") if numeric else "")
+                + (f"; feature columns: {', '.join(numeric[:20])}" + (" ..." if len(numeric) > 20 else "")
+                   if numeric else "")
             )
         cols = [c for c in named if c in available]
         features = [c for c in named if c not in available]
     clash = [c for c in [*cols, *features] if c in RESERVED]
     if clash:
         raise QueueError(
-            f"payload columns {', '.join(clash)} clash with the queue's own columns "
+            f"columns {', '.join(clash)} clash with the queue's own columns "
             f"({', '.join(RESERVED)}); leave them out with --include"
         )
     return cols, features
@@ -198,7 +190,8 @@ def _feature_values(project: Project, keys: list[int], names: list[str]) -> dict
     at = {c: j for j, c in enumerate(project.config.feature_cols)}
     out = {}
     for c in names:
-        gap = X[:, at[f"{c}=missing"]] == 1 if f"{c}=missing" in at else np.zeros(len(keys), dtype=bool)
+        flag = missing_indicator(c)
+        gap = X[:, at[flag]] == 1 if flag in at else np.zeros(len(keys), dtype=bool)
         # str of a float32 is its shortest round-trip text: 0.9167, not 0.9166999459266663
         out[c] = [None if g else float(str(v)) for v, g in zip(X[:, at[c]], gap)]
     return out
@@ -222,7 +215,7 @@ def export_queue(
     that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw).
     ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format.
     ``include``: the payload columns to write (default: all), which may also name numeric feature
-    columns (``numeric_features``), written after them."""
+    columns (``ProjectConfig.data_feature_cols``), written after them."""
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
     project.require(project.payload_path, why="the queue file is written from it")
     store = store or Store(project.store_url)
