@@ -31,7 +31,7 @@ Library use on any module whose last nn.Linear gives the logits::
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from typing import Literal, Sequence, get_args
 
 import numpy as np
 import torch
@@ -42,23 +42,50 @@ from alkit.learners.posthoc import PostHocLearner
 from alkit.types import Prediction
 
 Target = Literal["classification", "regression"]
+WeightCov = Literal["isotropic", "blr"]
 _CHUNK = 8192
 
 
+def feature_sq(h_n_d: torch.Tensor, *, bias: bool = True, root_d_d: torch.Tensor | None = None) -> torch.Tensor:
+    """a^T M a per item (n,) for the layer input a = [h, 1] (or h without a bias): M = I (the paper's
+    isotropic weight covariance: ||h||^2 + 1), or M = R R^T for a ``root_d_d`` R (``blr_root``)."""
+    if root_d_d is None:
+        return (h_n_d**2).sum(1) + (1.0 if bias else 0.0)
+    a = torch.cat([h_n_d, torch.ones(h_n_d.shape[0], 1, dtype=h_n_d.dtype)], 1) if bias else h_n_d
+    return (a @ root_d_d.to(a.dtype)).pow(2).sum(1)
+
+
+def blr_root(h_n_d: torch.Tensor, *, bias: bool = True, prior_precision: float = 1.0) -> torch.Tensor:
+    """R with R R^T = (A^T A + prior_precision I)^-1 for the layer inputs A = [h, 1] of the labelled
+    items, (d', d'): the covariance of each row of the last layer's weights under a Bayesian linear
+    regression on its inputs (unit noise), in place of the isotropic one.  Via the Cholesky factor
+    L of the precision, R = L^-T, in float64."""
+    a = h_n_d.double()
+    if bias:
+        a = torch.cat([a, torch.ones(a.shape[0], 1, dtype=a.dtype)], 1)
+    eye = torch.eye(a.shape[1], dtype=a.dtype)
+    L = torch.linalg.cholesky(a.T @ a + prior_precision * eye)
+    return torch.linalg.solve_triangular(L, eye, upper=False).T
+
+
 def last_layer_gradnorm_sq(
-    probs_n_C: torch.Tensor, h_n_d: torch.Tensor, cls_n: torch.Tensor | None = None, *, bias: bool = True
+    probs_n_C: torch.Tensor, h_n_d: torch.Tensor, cls_n: torch.Tensor | None = None, *, bias: bool = True,
+    root_d_d: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """||grad_{W,b} p_c||^2 per item (n,), c = argmax p unless ``cls_n`` is given."""
+    """||grad_{W,b} p_c||^2 per item (n,), c = argmax p unless ``cls_n`` is given; with ``root_d_d``
+    the squared norm in the metric R R^T of every weight row (g^T (I_C (x) R R^T) g)."""
     p = probs_n_C
     c = p.argmax(1) if cls_n is None else cls_n
     pc = p.gather(1, c[:, None]).squeeze(1)
     dz_sq = pc**2 * ((1 - pc) ** 2 + (p**2).sum(1) - pc**2)
-    return dz_sq * ((h_n_d**2).sum(1) + (1.0 if bias else 0.0))
+    return dz_sq * feature_sq(h_n_d, bias=bias, root_d_d=root_d_d)
 
 
-def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True) -> torch.Tensor:
-    """||grad_{w_mean, b_mean} mu||^2 = ||h||^2 + 1 for the mean output of a linear layer."""
-    return (h_n_d**2).sum(1) + (1.0 if bias else 0.0)
+def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
+                                      root_d_d: torch.Tensor | None = None) -> torch.Tensor:
+    """||grad_{w_mean, b_mean} mu||^2 = ||h||^2 + 1 for the mean output of a linear layer (with
+    ``root_d_d``: a^T R R^T a)."""
+    return feature_sq(h_n_d, bias=bias, root_d_d=root_d_d)
 
 
 def _select(model: nn.Module, layers: str | Sequence[str]) -> dict[str, torch.Tensor]:
@@ -216,6 +243,16 @@ class GradNormScorer:
     def __init__(self, model: nn.Module, layer: nn.Linear, *, task: Target = "classification",
                  layers: str | Sequence[str] = "last", mean_index: int = 0) -> None:
         self.model, self.layer, self.task, self.layers, self.mean_index = model, layer, task, layers, mean_index
+        self.root_d_d: torch.Tensor | None = None  # set by ``fit_weight_cov``; None: isotropic
+
+    @torch.no_grad()
+    def fit_weight_cov(self, X_train: torch.Tensor | np.ndarray, *, prior_precision: float = 1.0) -> None:
+        """Score the last layer's gradient in the metric of a Bayesian linear regression on the layer
+        inputs of the labelled items ``X_train`` (``blr_root``) instead of the isotropic one."""
+        if self.layers != "last":
+            raise ValueError("a Bayesian-linear-regression weight covariance is for the last layer only (layers='last')")
+        h, _ = layer_io(self.model, self.layer, X_train)
+        self.root_d_d = blr_root(h, bias=self.layer.bias is not None, prior_precision=prior_precision).float()
 
     @classmethod
     def from_model(cls, model: nn.Module, *, last_layer: str | nn.Module | None = None,
@@ -230,8 +267,8 @@ class GradNormScorer:
         if self.task == "classification":
             probs = out_n_C.softmax(-1)
             pc = probs.max(1).values
-            return last_layer_gradnorm_sq(probs, h_n_d, bias=bias), pc * (1 - pc)
-        return regression_last_layer_gradnorm_sq(h_n_d, bias=bias), torch.zeros(h_n_d.shape[0])
+            return last_layer_gradnorm_sq(probs, h_n_d, bias=bias, root_d_d=self.root_d_d), pc * (1 - pc)
+        return regression_last_layer_gradnorm_sq(h_n_d, bias=bias, root_d_d=self.root_d_d), torch.zeros(h_n_d.shape[0])
 
     def network_gradnorm_sq(self, X: torch.Tensor | np.ndarray) -> torch.Tensor:
         """The epistemic score of ``layers`` beyond the last layer, (n,): for 'all' one batched
@@ -266,11 +303,20 @@ class GradNormLearner(PostHocLearner):
 
     ``layers='last'`` uses the closed form on the head; 'all' the one-pass whole-network norm
     (``ghost_pass``, torch.func where it does not apply); name prefixes of the
-    ``nn.Sequential(backbone, head)`` wrapper ('0' = backbone, '1' = head) use torch.func."""
+    ``nn.Sequential(backbone, head)`` wrapper ('0' = backbone, '1' = head) use torch.func.
+    ``weight_cov='blr'`` (last layer only) measures the gradient in the covariance a Bayesian linear
+    regression on the labelled items' features gives each weight row (``blr_root``, prior precision 1)
+    instead of the paper's isotropic one."""
 
     def __init__(self, task: str, n_classes: int | None = None, *,
-                 layers: str | Sequence[str] = "last", **mlp_options: object) -> None:
+                 layers: str | Sequence[str] = "last", weight_cov: WeightCov = "isotropic",
+                 **mlp_options: object) -> None:
+        if weight_cov not in get_args(WeightCov):
+            raise ValueError(f"weight_cov must be {' or '.join(get_args(WeightCov))}, got {weight_cov!r}")
+        if weight_cov != "isotropic" and layers != "last":
+            raise ValueError(f"weight_cov={weight_cov} is for the last layer only: use layers=last")
         super().__init__(task, n_classes, **mlp_options)
+        self.weight_cov = weight_cov
         prefixes = [layers] if isinstance(layers, str) else list(layers)
         if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
             raise ValueError(f"layers must be 'last', 'all' or name prefixes of the (backbone, head) network, "
@@ -280,6 +326,8 @@ class GradNormLearner(PostHocLearner):
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         self.scorer = GradNormScorer.from_model(model, last_layer=self.base.head, task=self.task,  # type: ignore[arg-type]
                                                 layers=self.layers)
+        if self.weight_cov == "blr":
+            self.scorer.fit_weight_cov(self.base.inputs(X_n_f))
         return {}
 
     @torch.no_grad()
