@@ -94,7 +94,7 @@ REPORT_ENTRIES = [
     Entry("laplace", {"laplace MI (default, 16 MC samples)": "epistemic"}),
     Entry("csd", {"csd (default, closed form)": "epistemic"}),
     Entry("csd", {"csd distilled (csd.solver=distilled)": "epistemic"}, {"csd.solver": "distilled"}),
-    Entry("gradnorm", {"gradnorm (default, last layer)": "epistemic"}),
+    Entry("gradnorm", {"gradnorm (default, last layer, blr weight covariance)": "epistemic"}),
     Entry("ensemble", {"deep ensemble M=5 (BALD)": "epistemic"}),
     Entry("mc-dropout", {"mc-dropout T=20 (BALD)": "epistemic"}),
     Entry("sve", {"sve M=4 (BALD)": "epistemic"}, image_stem=False),
@@ -118,6 +118,8 @@ def vbll_grid() -> list[Entry]:
                           ("gradnorm", "gradnorm")):  # no residual block on the image stem's features
         out.append(Entry(scorer, {f"{label}, depth=0": "epistemic"}, {"depth": 0}))
     out.append(Entry("gradnorm", {"gradnorm, whole network (layers=all)": "epistemic"}, {"layers": "all"}))
+    # the paper's isotropic weight covariance (the default before OOD rule H took the blr one)
+    out.append(Entry("gradnorm", {"gradnorm, weight_cov=isotropic": "epistemic"}, {"weight_cov": "isotropic"}))
     for scorer, label in (("laplace", "laplace MI"), ("csd", "csd"), ("gradnorm", "gradnorm")):
         # the post-hoc scorers on a network with unit-norm features (OOD items' smaller feature norms
         # otherwise shrink their weight-space variance: uq-math.md §0)

@@ -87,8 +87,8 @@ def _auroc(neg: np.ndarray, pos: np.ndarray) -> float:
 
 
 def test_ood_digits_gradient_norm_alone():
-    """Trained on digits 0-4; the last-layer gradient norm separates 5-9 (measured 0.843 at this
-    budget and seed; 0.88-0.90 fully trained)."""
+    """Trained on digits 0-4; the last-layer gradient norm separates 5-9: the default (blr weight
+    covariance) measured 0.929 at this budget and seed, the isotropic form 0.843."""
     from sklearn.datasets import load_digits
 
     from alkit.models.train import TrainConfig
@@ -104,7 +104,7 @@ def test_ood_digits_gradient_norm_alone():
     p_in, p_out = learner.predict(Xi[n_tr:]), learner.predict(X[~ind])
     auc = _auroc(p_in.epistemic_n.numpy(), p_out.epistemic_n.numpy())
     print("gradnorm OOD AUROC", auc)
-    assert auc > 0.78, auc
+    assert auc > 0.88, auc
     assert learner.posterior() is None
 
 
@@ -213,3 +213,58 @@ def test_learner_whole_network_prediction_in_one_pass_equals_the_two_pass_one(ta
         torch.testing.assert_close(got.aleatoric_n, p * (1 - p))
     torch.testing.assert_close(got.embedding_n_d, base.embedding_n_d)
     torch.testing.assert_close(got.epistemic_n, ref, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("regression,bias", [(False, True), (True, True), (False, False)])
+def test_blr_weight_covariance_equals_the_delta_method_with_that_covariance(regression: bool, bias: bool):
+    """weight_cov='blr': g^T Cov g per item with Cov = I_C (x) (A^T A + I)^-1 on the head's inputs
+    A = [h, 1] (A = h without a bias) of the training items, against autograd gradients and an
+    explicit matrix inverse."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3, bias=bias)).double()
+    X_train, X = torch.randn(30, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64) * 3
+    head = model[2]
+    with torch.no_grad():
+        a_train = model[:2](X_train)
+    if bias:
+        a_train = torch.cat([a_train, torch.ones(30, 1, dtype=torch.float64)], 1)
+    cov = torch.linalg.inv(a_train.T @ a_train + torch.eye(a_train.shape[1], dtype=torch.float64))
+    ref = []
+    for i in range(X.shape[0]):
+        o = model(X[i : i + 1])[0]
+        target = o[0] if regression else o.softmax(-1).max()
+        grads = torch.autograd.grad(target, [head.weight, head.bias] if bias else [head.weight])
+        g_C_d = torch.cat([grads[0], grads[1][:, None]], 1) if bias else grads[0]  # a row per output
+        ref.append(torch.einsum("cd,de,ce->", g_C_d, cov, g_C_d))
+    gn = G.GradNormScorer.from_model(model, task="regression" if regression else "classification")
+    gn.fit_weight_cov(X_train)
+    epi, _ = gn.score(X)
+    torch.testing.assert_close(epi, torch.stack(ref).detach(), rtol=1e-6, atol=1e-12)  # the metric is kept in float32
+
+
+def test_blr_weight_covariance_through_the_learner_and_its_refusals():
+    """The option is declared for `alkit run -o weight_cov=blr`; the prediction is the network's own;
+    the score is below the isotropic one item by item (the posterior covariance (A^T A + I)^-1 lies
+    below the prior's I); a whole-network request and an unknown covariance are refused."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float32)
+    iso = G.GradNormLearner("classification", 10, weight_cov="isotropic")
+    blr = G.GradNormLearner("classification", 10)  # the classification default (OOD rule H)
+    assert blr.weight_cov == "blr" and G.GradNormLearner("regression").weight_cov == "isotropic"
+    assert G.GradNormLearner("classification", 10, layers="all").weight_cov == "isotropic"
+    iso.fit(X[:200], y[:200], seed=0)
+    blr.fit(X[:200], y[:200], seed=0)
+    p_iso, p_blr = iso.predict(X[200:]), blr.predict(X[200:])
+    torch.testing.assert_close(p_iso.probs_n_C, p_blr.probs_n_C)  # same network, same prediction
+    moved = p_iso.epistemic_n > 0  # a float32 softmax of 1.0 has no gradient under either covariance
+    assert moved.sum() > 1000 and torch.all(p_blr.epistemic_n[~moved] == 0)
+    assert torch.all(p_blr.epistemic_n[moved] > 0) and torch.all(p_blr.epistemic_n[moved] < p_iso.epistemic_n[moved])
+    with pytest.raises(ValueError, match="last layer only"):
+        G.GradNormLearner("classification", 10, weight_cov="blr", layers="all")
+    with pytest.raises(ValueError, match="weight_cov must be"):
+        G.GradNormLearner("classification", 10, weight_cov="fisher")
+    from alkit.scorer_options import declared
+
+    assert declared(G.GradNormLearner)["weight_cov"].choices == ("auto", "isotropic", "blr")

@@ -8,29 +8,41 @@ Last layer z = W h + b, p = softmax(z) has the closed form (O(C + d) per item, n
 
     ||grad_{W,b} p_c||^2 = p_c^2 [(1 - p_c)^2 + sum_{k != c} p_k^2] (||h||^2 + 1).
 
-The whole network (``layers='all'``) on alkit's own network: one batched forward and backward
+The classification default (``weight_cov='blr'``) keeps the delta method, not the isotropic covariance: each row
+of the last layer gets the covariance a Bayesian linear regression on the labelled items' layer
+inputs A = [h, 1] gives it (unit noise, unit prior precision), Cov[W] = I_C (x) (A^T A + I)^-1, so
+
+    score = p_c^2 [(1 - p_c)^2 + sum_{k != c} p_k^2] a^T (A^T A + I)^-1 a,      a = [h, 1],
+
+one (d x d) product per item and no Hessian.  Why: with Cov = I the score is a confidence-weighted
+feature norm, and a feature direction the labels never spanned counts no more than one they span
+densely.  Measured (OOD rule H, benchmarks/results/ood_gradnorm_blr.md, epistemic score alone, 3
+seeds): development splits +0.028 AUROC on average over the isotropic form (none below), report
+digits 0-4 vs 5-9 0.947 against 0.911, Fashion-MNIST 0-4 vs 5-9 0.860 against 0.823, far OOD 0.785
+against 0.740 (a 5-member ensemble: 0.919 / 0.904 / 0.844); 1.39x a plain forward on a 200,000-item
+pool against 1.28x.
+
+The whole network (``layers='all'``, isotropic) on alkit's own network: one batched forward and backward
 per chunk (``ghost_pass``: per linear layer ||e||^2 (||a||^2 + 1) from its input a and output
 gradient e, per residual block its ``param_grad_sq``), about 5x a forward on digits and 1.0-1.4x
 on image models, where a per-item backward cost 123x.  Any other set of layers, or a network
 this does not cover (a user's convolution), uses torch.func (vmap(grad(p_c)) over the items,
-``per_example_gradnorm_sq``).
-Measured (epistemic score alone, 3 seeds; benchmarks/results/ood_gradnorm_ghost.md): the whole
-network is ahead of the last layer on every development and report split (digits 0-4 vs 5-9
-0.925 against 0.911, Fashion-MNIST 0-4 vs 5-9 0.845 against 0.821), ahead of a 5-member
-ensemble on digits (0.919) and below it on Fashion-MNIST (0.903).  The default stays the last
-layer: the whole network missed the cost bar its rule set (at most 4x a forward on the digits
-development models; 5.7x).
+``per_example_gradnorm_sq``).  It missed its cost bar as a default (OOD rule G, 5.7x a forward on the
+digits development models; benchmarks/results/ood_gradnorm_ghost.md).
 Regression: the gradient of the predicted mean (output ``mean_index`` of the last layer), whose
-last-layer norm is ||h||^2 + 1; aleatoric is the model's predicted variance.
+last-layer norm is ||h||^2 + 1 (isotropic by default: the blr form is not measured there; with
+``-o weight_cov=blr`` a^T (A^T A + I)^-1 a); aleatoric is the model's predicted variance.
 
 Library use on any module whose last nn.Linear gives the logits::
 
     gn = GradNormScorer.from_model(model, last_layer="head")       # or layers="all"
+    gn.fit_weight_cov(X_train)                                      # optional: the 'blr' covariance
     epistemic_n, aleatoric_n = gn.score(X_pool)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
 import numpy as np
@@ -42,50 +54,68 @@ from alkit.learners.posthoc import PostHocLearner
 from alkit.types import Prediction
 
 Target = Literal["classification", "regression"]
-WeightCov = Literal["isotropic", "blr"]
+WeightCov = Literal["auto", "isotropic", "blr"]
 _CHUNK = 8192
 
 
-def feature_sq(h_n_d: torch.Tensor, *, bias: bool = True, root_d_d: torch.Tensor | None = None) -> torch.Tensor:
+@dataclass(frozen=True)
+class FeatureMetric:
+    """A metric M (d', d') on the last layer's inputs a = [h, 1], kept as the blocks a^T M a needs:
+    h^T M_hh h + 2 m_b.h + m_bb (float32, contiguous; no concatenated copy of h per item)."""
+
+    hh_d_d: torch.Tensor
+    b2_d: torch.Tensor  # 2 m_b (zeros without a bias)
+    bb: float
+
+    @classmethod
+    def of(cls, metric: torch.Tensor, *, bias: bool = True, dtype: torch.dtype = torch.float32) -> "FeatureMetric":
+        d = metric.shape[0] - (1 if bias else 0)
+        hh = metric[:d, :d].to(dtype).contiguous()
+        if not bias:
+            return cls(hh, torch.zeros(d, dtype=dtype), 0.0)
+        return cls(hh, (2 * metric[:d, d]).to(dtype).contiguous(), float(metric[d, d]))
+
+
+def feature_sq(h_n_d: torch.Tensor, *, bias: bool = True, metric: FeatureMetric | None = None) -> torch.Tensor:
     """a^T M a per item (n,) for the layer input a = [h, 1] (or h without a bias): M = I (the paper's
-    isotropic weight covariance: ||h||^2 + 1), or M = R R^T for a ``root_d_d`` R (``blr_root``)."""
-    if root_d_d is None:
+    isotropic weight covariance: ||h||^2 + 1), or a given ``metric`` (``blr_metric``), at one
+    (d x d) product per item."""
+    if metric is None:
         return (h_n_d**2).sum(1) + (1.0 if bias else 0.0)
-    a = torch.cat([h_n_d, torch.ones(h_n_d.shape[0], 1, dtype=h_n_d.dtype)], 1) if bias else h_n_d
-    return (a @ root_d_d.to(a.dtype)).pow(2).sum(1)
+    u = torch.addmm(metric.b2_d.to(h_n_d.dtype), h_n_d, metric.hh_d_d.to(h_n_d.dtype))
+    return torch.einsum("nd,nd->n", u, h_n_d) + metric.bb
 
 
-def blr_root(h_n_d: torch.Tensor, *, bias: bool = True, prior_precision: float = 1.0) -> torch.Tensor:
-    """R with R R^T = (A^T A + prior_precision I)^-1 for the layer inputs A = [h, 1] of the labelled
-    items, (d', d'): the covariance of each row of the last layer's weights under a Bayesian linear
-    regression on its inputs (unit noise), in place of the isotropic one.  Via the Cholesky factor
-    L of the precision, R = L^-T, in float64."""
+def blr_metric(h_n_d: torch.Tensor, *, bias: bool = True, prior_precision: float = 1.0) -> torch.Tensor:
+    """(A^T A + prior_precision I)^-1 for the layer inputs A = [h, 1] of the labelled items, (d', d'),
+    float64: the covariance of each row of the last layer's weights under a Bayesian linear
+    regression on its inputs (unit noise), in place of the isotropic one.  Its eigenvalues lie in
+    (0, 1 / prior_precision], so a^T M a needs no care in float32."""
     a = h_n_d.double()
     if bias:
         a = torch.cat([a, torch.ones(a.shape[0], 1, dtype=a.dtype)], 1)
-    eye = torch.eye(a.shape[1], dtype=a.dtype)
-    L = torch.linalg.cholesky(a.T @ a + prior_precision * eye)
-    return torch.linalg.solve_triangular(L, eye, upper=False).T
+    L = torch.linalg.cholesky(a.T @ a + prior_precision * torch.eye(a.shape[1], dtype=a.dtype))
+    return torch.cholesky_inverse(L)
 
 
 def last_layer_gradnorm_sq(
     probs_n_C: torch.Tensor, h_n_d: torch.Tensor, cls_n: torch.Tensor | None = None, *, bias: bool = True,
-    root_d_d: torch.Tensor | None = None,
+    metric: FeatureMetric | None = None,
 ) -> torch.Tensor:
-    """||grad_{W,b} p_c||^2 per item (n,), c = argmax p unless ``cls_n`` is given; with ``root_d_d``
-    the squared norm in the metric R R^T of every weight row (g^T (I_C (x) R R^T) g)."""
+    """||grad_{W,b} p_c||^2 per item (n,), c = argmax p unless ``cls_n`` is given; with a ``metric``
+    M the squared norm g^T (I_C (x) M) g (every weight row's covariance M)."""
     p = probs_n_C
     c = p.argmax(1) if cls_n is None else cls_n
     pc = p.gather(1, c[:, None]).squeeze(1)
     dz_sq = pc**2 * ((1 - pc) ** 2 + (p**2).sum(1) - pc**2)
-    return dz_sq * feature_sq(h_n_d, bias=bias, root_d_d=root_d_d)
+    return dz_sq * feature_sq(h_n_d, bias=bias, metric=metric)
 
 
 def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
-                                      root_d_d: torch.Tensor | None = None) -> torch.Tensor:
-    """||grad_{w_mean, b_mean} mu||^2 = ||h||^2 + 1 for the mean output of a linear layer (with
-    ``root_d_d``: a^T R R^T a)."""
-    return feature_sq(h_n_d, bias=bias, root_d_d=root_d_d)
+                                      metric: FeatureMetric | None = None) -> torch.Tensor:
+    """||grad_{w_mean, b_mean} mu||^2 = ||h||^2 + 1 for the mean output of a linear layer (with a
+    ``metric`` M: a^T M a)."""
+    return feature_sq(h_n_d, bias=bias, metric=metric)
 
 
 def _select(model: nn.Module, layers: str | Sequence[str]) -> dict[str, torch.Tensor]:
@@ -243,16 +273,17 @@ class GradNormScorer:
     def __init__(self, model: nn.Module, layer: nn.Linear, *, task: Target = "classification",
                  layers: str | Sequence[str] = "last", mean_index: int = 0) -> None:
         self.model, self.layer, self.task, self.layers, self.mean_index = model, layer, task, layers, mean_index
-        self.root_d_d: torch.Tensor | None = None  # set by ``fit_weight_cov``; None: isotropic
+        self.metric: FeatureMetric | None = None  # set by ``fit_weight_cov``; None: isotropic
 
     @torch.no_grad()
     def fit_weight_cov(self, X_train: torch.Tensor | np.ndarray, *, prior_precision: float = 1.0) -> None:
         """Score the last layer's gradient in the metric of a Bayesian linear regression on the layer
-        inputs of the labelled items ``X_train`` (``blr_root``) instead of the isotropic one."""
+        inputs of the labelled items ``X_train`` (``blr_metric``) instead of the isotropic one."""
         if self.layers != "last":
             raise ValueError("a Bayesian-linear-regression weight covariance is for the last layer only (layers='last')")
         h, _ = layer_io(self.model, self.layer, X_train)
-        self.root_d_d = blr_root(h, bias=self.layer.bias is not None, prior_precision=prior_precision).float()
+        bias = self.layer.bias is not None
+        self.metric = FeatureMetric.of(blr_metric(h, bias=bias, prior_precision=prior_precision), bias=bias)
 
     @classmethod
     def from_model(cls, model: nn.Module, *, last_layer: str | nn.Module | None = None,
@@ -267,8 +298,8 @@ class GradNormScorer:
         if self.task == "classification":
             probs = out_n_C.softmax(-1)
             pc = probs.max(1).values
-            return last_layer_gradnorm_sq(probs, h_n_d, bias=bias, root_d_d=self.root_d_d), pc * (1 - pc)
-        return regression_last_layer_gradnorm_sq(h_n_d, bias=bias, root_d_d=self.root_d_d), torch.zeros(h_n_d.shape[0])
+            return last_layer_gradnorm_sq(probs, h_n_d, bias=bias, metric=self.metric), pc * (1 - pc)
+        return regression_last_layer_gradnorm_sq(h_n_d, bias=bias, metric=self.metric), torch.zeros(h_n_d.shape[0])
 
     def network_gradnorm_sq(self, X: torch.Tensor | np.ndarray) -> torch.Tensor:
         """The epistemic score of ``layers`` beyond the last layer, (n,): for 'all' one batched
@@ -305,17 +336,20 @@ class GradNormLearner(PostHocLearner):
     (``ghost_pass``, torch.func where it does not apply); name prefixes of the
     ``nn.Sequential(backbone, head)`` wrapper ('0' = backbone, '1' = head) use torch.func.
     ``weight_cov='blr'`` (last layer only) measures the gradient in the covariance a Bayesian linear
-    regression on the labelled items' features gives each weight row (``blr_root``, prior precision 1)
-    instead of the paper's isotropic one."""
+    regression on the labelled items' features gives each weight row (``blr_metric``, prior precision
+    1); 'isotropic' is the paper's form; 'auto' (the default) is blr for classification on the last
+    layer, where OOD rule H measured it, and isotropic otherwise (regression, the whole network)."""
 
     def __init__(self, task: str, n_classes: int | None = None, *,
-                 layers: str | Sequence[str] = "last", weight_cov: WeightCov = "isotropic",
+                 layers: str | Sequence[str] = "last", weight_cov: WeightCov = "auto",
                  **mlp_options: object) -> None:
         if weight_cov not in get_args(WeightCov):
-            raise ValueError(f"weight_cov must be {' or '.join(get_args(WeightCov))}, got {weight_cov!r}")
-        if weight_cov != "isotropic" and layers != "last":
-            raise ValueError(f"weight_cov={weight_cov} is for the last layer only: use layers=last")
+            raise ValueError(f"weight_cov must be {', '.join(get_args(WeightCov))}, got {weight_cov!r}")
+        if weight_cov == "blr" and layers != "last":
+            raise ValueError("weight_cov=blr is for the last layer only: use layers=last")
         super().__init__(task, n_classes, **mlp_options)
+        if weight_cov == "auto":  # where OOD rule H measured it: classification on the last layer
+            weight_cov = "blr" if task == "classification" and layers == "last" else "isotropic"
         self.weight_cov = weight_cov
         prefixes = [layers] if isinstance(layers, str) else list(layers)
         if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
