@@ -87,9 +87,10 @@ SCORERS: dict[str, ScorerInfo] = {
     ),
     "gradnorm": ScorerInfo(
         "gradnorm",
-        "gradient norm of the predicted-class probability, closed form on the head, in the weight covariance a "
-        "Bayesian linear regression on the labelled features gives (weight_cov=auto|isotropic|blr: blr for "
-        "classification, ~1.4x a forward; isotropic, the paper's, ~1.3x; layers=last|all, all ~5x on digits)",
+        "expected gradient norm of the log-likelihood over the predicted labels, closed form on the head, in the "
+        "weight covariance a Bayesian linear regression on the labelled features gives (~1.4x a forward; "
+        "target=auto|predicted|expected, weight_cov=auto|isotropic|blr: predicted + isotropic is the paper's "
+        "gradient of p_argmax, ~1.3x; layers=last|all, all ~5x on digits)",
         _lazy("alkit.learners.gradnorm", "GradNormLearner"),
     ),
     "ensemble": ScorerInfo(

@@ -1,4 +1,4 @@
-"""Gradient-norm uncertainty (Grünefeld, Frellsen, Hardmeier, arXiv 2603.29466): nothing to fit.
+"""Gradient-norm uncertainty (Grünefeld, Frellsen, Hardmeier, arXiv 2603.29466): no Hessian, no retraining.
 
 Why: by the delta method Var_theta[p_c(x)] ~ g^T Cov[theta] g with g = grad_theta p_c(x, theta*);
 with an isotropic Cov the epistemic score is ||g||^2 (uq-math §7).  c is the predicted class, and
@@ -8,19 +8,22 @@ Last layer z = W h + b, p = softmax(z) has the closed form (O(C + d) per item, n
 
     ||grad_{W,b} p_c||^2 = p_c^2 [(1 - p_c)^2 + sum_{k != c} p_k^2] (||h||^2 + 1).
 
-The classification default (``weight_cov='blr'``) keeps the delta method, not the isotropic covariance: each row
-of the last layer gets the covariance a Bayesian linear regression on the labelled items' layer
-inputs A = [h, 1] gives it (unit noise, unit prior precision), Cov[W] = I_C (x) (A^T A + I)^-1, so
+The classification default changes two things and keeps the delta method.  (1) The covariance
+(``weight_cov='blr'``): each row of the last layer gets the covariance a Bayesian linear regression
+on the labelled items' layer inputs A = [h, 1] gives it (unit noise, unit prior precision),
+Cov[W] = I_C (x) (A^T A + I)^-1, in place of the isotropic one: with Cov = I the score is a
+confidence-weighted feature norm, and a feature direction the labels never spanned counts no more
+than one they span densely.  (2) The gradient (``target='expected'``): the expected squared gradient
+of log p_y over labels drawn from the prediction, E_{y~p} ||grad_W log p_y||^2, the trace of the
+item's Fisher information (Settles et al.'s expected gradient length), which reads every class
+where the gradient of p_argmax reads the top class's confidence alone:
 
-    score = p_c^2 [(1 - p_c)^2 + sum_{k != c} p_k^2] a^T (A^T A + I)^-1 a,      a = [h, 1],
+    score = (1 - ||p||^2) a^T (A^T A + I)^-1 a,      a = [h, 1],
 
-one (d x d) product per item and no Hessian.  Why: with Cov = I the score is a confidence-weighted
-feature norm, and a feature direction the labels never spanned counts no more than one they span
-densely.  Measured (OOD rule H, benchmarks/results/ood_gradnorm_blr.md, epistemic score alone, 3
-seeds): development splits +0.028 AUROC on average over the isotropic form (none below), report
-digits 0-4 vs 5-9 0.947 against 0.911, Fashion-MNIST 0-4 vs 5-9 0.860 against 0.823, far OOD 0.785
-against 0.740 (a 5-member ensemble: 0.919 / 0.904 / 0.844); 1.39x a plain forward on a 200,000-item
-pool against 1.28x.
+one (d x d) product per item and no Hessian.  Measured (OOD rules H and H2,
+benchmarks/results/ood_gradnorm_blr.md, epistemic score alone, 3 seeds): report digits 0-4 vs 5-9
+0.960, Fashion-MNIST 0-4 vs 5-9 0.892, far OOD 0.816 (the paper's form 0.911 / 0.823 / 0.740; a
+5-member ensemble 0.919 / 0.904 / 0.844); 1.39x a plain forward on a 200,000-item pool (1.28x).
 
 The whole network (``layers='all'``, isotropic) on alkit's own network: one batched forward and backward
 per chunk (``ghost_pass``: per linear layer ||e||^2 (||a||^2 + 1) from its input a and output
@@ -32,10 +35,11 @@ digits development models; benchmarks/results/ood_gradnorm_ghost.md).
 Regression: the gradient of the predicted mean (output ``mean_index`` of the last layer), whose
 last-layer norm is ||h||^2 + 1 (isotropic by default: the blr form is not measured there; with
 ``-o weight_cov=blr`` a^T (A^T A + I)^-1 a); aleatoric is the model's predicted variance.
+``-o weight_cov=isotropic -o target=predicted`` is the paper's score.
 
 Library use on any module whose last nn.Linear gives the logits::
 
-    gn = GradNormScorer.from_model(model, last_layer="head")       # or layers="all"
+    gn = GradNormScorer.from_model(model, last_layer="head", target="expected")  # or layers="all"
     gn.fit_weight_cov(X_train)                                      # optional: the 'blr' covariance
     epistemic_n, aleatoric_n = gn.score(X_pool)
 """
@@ -55,6 +59,7 @@ from alkit.types import Prediction
 
 Target = Literal["classification", "regression"]
 WeightCov = Literal["auto", "isotropic", "blr"]
+GradTarget = Literal["auto", "predicted", "expected"]
 _CHUNK = 8192
 
 
@@ -109,6 +114,14 @@ def last_layer_gradnorm_sq(
     pc = p.gather(1, c[:, None]).squeeze(1)
     dz_sq = pc**2 * ((1 - pc) ** 2 + (p**2).sum(1) - pc**2)
     return dz_sq * feature_sq(h_n_d, bias=bias, metric=metric)
+
+
+def expected_gradnorm_sq(probs_n_C: torch.Tensor, h_n_d: torch.Tensor, *, bias: bool = True,
+                         metric: FeatureMetric | None = None) -> torch.Tensor:
+    """E_{y ~ p} ||grad_{W,b} log p_y||^2 per item (n,): (1 - ||p||^2) (a^T M a), the trace of the
+    item's Fisher information in the metric M (I: isotropic), as the gradient of log p_y with respect
+    to the logits is e_y - p and E_y ||e_y - p||^2 = 1 - ||p||^2."""
+    return (1 - (probs_n_C**2).sum(1)) * feature_sq(h_n_d, bias=bias, metric=metric)
 
 
 def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
@@ -271,8 +284,9 @@ class GradNormScorer:
     per-example gradients of the chosen parameters (``layers='all'`` or name prefixes)."""
 
     def __init__(self, model: nn.Module, layer: nn.Linear, *, task: Target = "classification",
-                 layers: str | Sequence[str] = "last", mean_index: int = 0) -> None:
+                 layers: str | Sequence[str] = "last", mean_index: int = 0, target: GradTarget = "predicted") -> None:
         self.model, self.layer, self.task, self.layers, self.mean_index = model, layer, task, layers, mean_index
+        self.target = target  # classification: the gradient of p_argmax, or the expected one of log p_y
         self.metric: FeatureMetric | None = None  # set by ``fit_weight_cov``; None: isotropic
 
     @torch.no_grad()
@@ -288,9 +302,9 @@ class GradNormScorer:
     @classmethod
     def from_model(cls, model: nn.Module, *, last_layer: str | nn.Module | None = None,
                    task: Target = "classification", layers: str | Sequence[str] = "last",
-                   mean_index: int = 0) -> "GradNormScorer":
+                   mean_index: int = 0, target: GradTarget = "predicted") -> "GradNormScorer":
         _, layer = find_last_linear(model, last_layer)
-        return cls(model, layer, task=task, layers=layers, mean_index=mean_index)
+        return cls(model, layer, task=task, layers=layers, mean_index=mean_index, target=target)
 
     def score_outputs(self, h_n_d: torch.Tensor, out_n_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(epistemic, aleatoric) from the last layer's input and output (closed form only)."""
@@ -298,6 +312,8 @@ class GradNormScorer:
         if self.task == "classification":
             probs = out_n_C.softmax(-1)
             pc = probs.max(1).values
+            if self.target == "expected":
+                return expected_gradnorm_sq(probs, h_n_d, bias=bias, metric=self.metric), pc * (1 - pc)
             return last_layer_gradnorm_sq(probs, h_n_d, bias=bias, metric=self.metric), pc * (1 - pc)
         return regression_last_layer_gradnorm_sq(h_n_d, bias=bias, metric=self.metric), torch.zeros(h_n_d.shape[0])
 
@@ -338,19 +354,30 @@ class GradNormLearner(PostHocLearner):
     ``weight_cov='blr'`` (last layer only) measures the gradient in the covariance a Bayesian linear
     regression on the labelled items' features gives each weight row (``blr_metric``, prior precision
     1); 'isotropic' is the paper's form; 'auto' (the default) is blr for classification on the last
-    layer, where OOD rule H measured it, and isotropic otherwise (regression, the whole network)."""
+    layer, where OOD rule H measured it, and isotropic otherwise (regression, the whole network).
+    ``target='expected'`` (classification, last layer) scores the expected squared gradient of
+    log p_y over labels drawn from the prediction (``expected_gradnorm_sq``), 'predicted' the
+    gradient of p_argmax (the paper's); 'auto' (the default) is expected where OOD rule H2 measured
+    it (classification on the last layer) and predicted otherwise."""
 
     def __init__(self, task: str, n_classes: int | None = None, *,
                  layers: str | Sequence[str] = "last", weight_cov: WeightCov = "auto",
-                 **mlp_options: object) -> None:
+                 target: GradTarget = "auto", **mlp_options: object) -> None:
         if weight_cov not in get_args(WeightCov):
             raise ValueError(f"weight_cov must be {', '.join(get_args(WeightCov))}, got {weight_cov!r}")
         if weight_cov == "blr" and layers != "last":
             raise ValueError("weight_cov=blr is for the last layer only: use layers=last")
+        if target not in get_args(GradTarget):
+            raise ValueError(f"target must be {', '.join(get_args(GradTarget))}, got {target!r}")
+        if target == "expected" and (task != "classification" or layers != "last"):
+            raise ValueError("target=expected is for classification on the last layer (layers=last)")
         super().__init__(task, n_classes, **mlp_options)
-        if weight_cov == "auto":  # where OOD rule H measured it: classification on the last layer
-            weight_cov = "blr" if task == "classification" and layers == "last" else "isotropic"
-        self.weight_cov = weight_cov
+        measured = task == "classification" and layers == "last"  # where OOD rules H and H2 measured
+        if weight_cov == "auto":
+            weight_cov = "blr" if measured else "isotropic"
+        if target == "auto":
+            target = "expected" if measured else "predicted"
+        self.weight_cov, self.target = weight_cov, target
         prefixes = [layers] if isinstance(layers, str) else list(layers)
         if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
             raise ValueError(f"layers must be 'last', 'all' or name prefixes of the (backbone, head) network, "
@@ -359,7 +386,7 @@ class GradNormLearner(PostHocLearner):
 
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         self.scorer = GradNormScorer.from_model(model, last_layer=self.base.head, task=self.task,  # type: ignore[arg-type]
-                                                layers=self.layers)
+                                                layers=self.layers, target=self.target)
         if self.weight_cov == "blr":
             self.scorer.fit_weight_cov(self.base.inputs(X_n_f))
         return {}
