@@ -304,3 +304,20 @@ def test_expected_gradient_equals_the_label_weighted_autograd_norms(blr: bool):
         gn.fit_weight_cov(X_train)
     epi, _ = gn.score(X)
     torch.testing.assert_close(epi, torch.stack(ref).detach(), rtol=1e-6, atol=1e-12)
+
+
+def test_blr_weight_covariance_streams_the_labelled_set(monkeypatch: pytest.MonkeyPatch):
+    """The Gram matrix is summed chunk by chunk (bounded memory on a large labelled set): the metric
+    with 7-row chunks equals the one from a single chunk; an empty labelled set is refused."""
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3))
+    X_train = torch.randn(40, 4)
+    whole = G.GradNormScorer.from_model(model)
+    whole.fit_weight_cov(X_train)
+    monkeypatch.setattr(G, "_CHUNK", 7)
+    chunked = G.GradNormScorer.from_model(model)
+    chunked.fit_weight_cov(X_train)
+    torch.testing.assert_close(chunked.metric.hh_d_d, whole.metric.hh_d_d, rtol=1e-6, atol=1e-9)
+    torch.testing.assert_close(chunked.metric.b2_d, whole.metric.b2_d, rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="at least one labelled item"):
+        chunked.fit_weight_cov(X_train[:0])

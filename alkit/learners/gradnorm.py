@@ -91,16 +91,22 @@ def feature_sq(h_n_d: torch.Tensor, *, bias: bool = True, metric: FeatureMetric 
     return torch.einsum("nd,nd->n", u, h_n_d) + metric.bb
 
 
-def blr_metric(h_n_d: torch.Tensor, *, bias: bool = True, prior_precision: float = 1.0) -> torch.Tensor:
-    """(A^T A + prior_precision I)^-1 for the layer inputs A = [h, 1] of the labelled items, (d', d'),
-    float64: the covariance of each row of the last layer's weights under a Bayesian linear
-    regression on its inputs (unit noise), in place of the isotropic one.  Its eigenvalues lie in
-    (0, 1 / prior_precision], so a^T M a needs no care in float32."""
+def input_gram(h_n_d: torch.Tensor, *, bias: bool = True) -> torch.Tensor:
+    """A^T A for the layer inputs A = [h, 1] (h without a bias) of some items, (d', d'), float64:
+    summed over chunks, the labelled set's Gram matrix without holding all of its features."""
     a = h_n_d.double()
     if bias:
         a = torch.cat([a, torch.ones(a.shape[0], 1, dtype=a.dtype)], 1)
-    L = torch.linalg.cholesky(a.T @ a + prior_precision * torch.eye(a.shape[1], dtype=a.dtype))
-    return torch.cholesky_inverse(L)
+    return a.T @ a
+
+
+def blr_metric(gram_d_d: torch.Tensor, *, prior_precision: float = 1.0) -> torch.Tensor:
+    """(A^T A + prior_precision I)^-1 from the labelled items' ``input_gram``, (d', d'), float64: the
+    covariance of each row of the last layer's weights under a Bayesian linear regression on its
+    inputs (unit noise), in place of the isotropic one.  Its eigenvalues lie in
+    (0, 1 / prior_precision], so a^T M a needs no care in float32."""
+    eye = torch.eye(gram_d_d.shape[0], dtype=torch.float64)
+    return torch.cholesky_inverse(torch.linalg.cholesky(gram_d_d.double() + prior_precision * eye))
 
 
 def last_layer_gradnorm_sq(
@@ -295,9 +301,15 @@ class GradNormScorer:
         inputs of the labelled items ``X_train`` (``blr_metric``) instead of the isotropic one."""
         if self.layers != "last":
             raise ValueError("a Bayesian-linear-regression weight covariance is for the last layer only (layers='last')")
-        h, _ = layer_io(self.model, self.layer, X_train)
         bias = self.layer.bias is not None
-        self.metric = FeatureMetric.of(blr_metric(h, bias=bias, prior_precision=prior_precision), bias=bias)
+        gram = None
+        for lo in range(0, len(X_train), _CHUNK):  # the Gram matrix chunk by chunk: memory O(chunk d + d^2)
+            h, _ = layer_io(self.model, self.layer, X_train[lo : lo + _CHUNK])
+            part = input_gram(h, bias=bias)
+            gram = part if gram is None else gram + part
+        if gram is None:
+            raise ValueError("the weight covariance needs at least one labelled item")
+        self.metric = FeatureMetric.of(blr_metric(gram, prior_precision=prior_precision), bias=bias)
 
     @classmethod
     def from_model(cls, model: nn.Module, *, last_layer: str | nn.Module | None = None,
