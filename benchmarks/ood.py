@@ -122,6 +122,8 @@ def vbll_grid() -> list[Entry]:
     out.append(Entry("gradnorm", {"gradnorm, weight_cov=isotropic": "epistemic"}, {"weight_cov": "isotropic"}))
     # the expected gradient of log p_y over labels drawn from the prediction (OOD rule H2)
     out.append(Entry("gradnorm", {"gradnorm, target=expected": "epistemic"}, {"target": "expected"}))
+    # the expected gradient in an output-side covariance from the labelled items' Fisher (OOD rule H3)
+    out.append(Entry("gradnorm", {"gradnorm, output_cov=fisher": "epistemic"}, {"output_cov": "fisher"}))
     for scorer, label in (("laplace", "laplace MI"), ("csd", "csd"), ("gradnorm", "gradnorm")):
         # the post-hoc scorers on a network with unit-norm features (OOD items' smaller feature norms
         # otherwise shrink their weight-space variance: uq-math.md §0)

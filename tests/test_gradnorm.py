@@ -254,7 +254,7 @@ def test_blr_weight_covariance_through_the_learner_and_its_refusals():
     iso = G.GradNormLearner("classification", 10, weight_cov="isotropic", target="predicted")
     blr = G.GradNormLearner("classification", 10, target="predicted")  # OOD rule H's covariance
     default = G.GradNormLearner("classification", 10)
-    assert (default.weight_cov, default.target) == ("blr", "expected")  # OOD rules H and H2
+    assert (default.weight_cov, default.target, default.output_cov) == ("blr", "expected", "isotropic")  # rules H, H2, H3
     assert (G.GradNormLearner("regression").weight_cov, G.GradNormLearner("regression").target) == ("isotropic", "predicted")
     whole = G.GradNormLearner("classification", 10, layers="all")
     assert (whole.weight_cov, whole.target) == ("isotropic", "predicted")
@@ -321,3 +321,36 @@ def test_blr_weight_covariance_streams_the_labelled_set(monkeypatch: pytest.Monk
     torch.testing.assert_close(chunked.metric.b2_d, whole.metric.b2_d, rtol=1e-6, atol=1e-9)
     with pytest.raises(ValueError, match="at least one labelled item"):
         chunked.fit_weight_cov(X_train[:0])
+
+
+def test_output_fisher_covariance_equals_the_label_weighted_autograd_norms():
+    """output_cov='fisher': sum_y p_y g_y^T (S (x) M) g_y with g_y the (C, d') gradient of log p_y,
+    S = (G + 0.01 I)^-1 for the labelled items' mean output Fisher G and M the blr covariance, against
+    autograd and explicit inverses; the learner refuses the option where it has no meaning."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).double()
+    X_train, X = torch.randn(30, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64) * 2
+    head = model[2]
+    with torch.no_grad():
+        a_train = torch.cat([model[:2](X_train), torch.ones(30, 1, dtype=torch.float64)], 1)
+        p_train = model(X_train).softmax(-1)
+    M = torch.linalg.inv(a_train.T @ a_train + torch.eye(7, dtype=torch.float64))
+    fisher = torch.stack([torch.diag(q) - torch.outer(q, q) for q in p_train]).mean(0)
+    S = torch.linalg.inv(fisher + 0.01 * torch.eye(3, dtype=torch.float64))
+    ref = []
+    for i in range(X.shape[0]):
+        logp = model(X[i : i + 1])[0].log_softmax(-1)
+        total = torch.zeros((), dtype=torch.float64)
+        for y in range(3):
+            gW, gb = torch.autograd.grad(logp[y], [head.weight, head.bias], retain_graph=True)
+            g = torch.cat([gW, gb[:, None]], 1)
+            total = total + logp[y].exp().detach() * torch.einsum("cd,ck,de,ke->", g, S, M, g)
+        ref.append(total)
+    gn = G.GradNormScorer.from_model(model, target="expected")
+    gn.fit_weight_cov(X_train, outputs=True)
+    epi, _ = gn.score(X)
+    torch.testing.assert_close(epi, torch.stack(ref).detach(), rtol=1e-5, atol=1e-12)  # S kept in float32
+    for bad in ({"task": "regression"}, {"target": "predicted"}, {"layers": "all"}):
+        task = bad.pop("task", "classification")
+        with pytest.raises(ValueError, match="output_cov=fisher is for"):
+            G.GradNormLearner(task, 3 if task == "classification" else None, output_cov="fisher", **bad)

@@ -59,6 +59,8 @@ from alkit.types import Prediction
 
 Target = Literal["classification", "regression"]
 WeightCov = Literal["auto", "isotropic", "blr"]
+OutputCov = Literal["auto", "isotropic", "fisher"]
+FISHER_DAMPING = 0.01  # OOD rule H3's damping of the output Fisher (the best of 0.01 / 0.1 / 1 on development splits)
 GradTarget = Literal["auto", "predicted", "expected"]
 _CHUNK = 8192
 
@@ -123,11 +125,35 @@ def last_layer_gradnorm_sq(
 
 
 def expected_gradnorm_sq(probs_n_C: torch.Tensor, h_n_d: torch.Tensor, *, bias: bool = True,
-                         metric: FeatureMetric | None = None) -> torch.Tensor:
-    """E_{y ~ p} ||grad_{W,b} log p_y||^2 per item (n,): (1 - ||p||^2) (a^T M a), the trace of the
-    item's Fisher information in the metric M (I: isotropic), as the gradient of log p_y with respect
-    to the logits is e_y - p and E_y ||e_y - p||^2 = 1 - ||p||^2."""
-    return (1 - (probs_n_C**2).sum(1)) * feature_sq(h_n_d, bias=bias, metric=metric)
+                         metric: FeatureMetric | None = None, out_cov_C_C: torch.Tensor | None = None) -> torch.Tensor:
+    """E_{y ~ p} ||grad_{W,b} log p_y||^2 per item (n,) in the weight covariance S (x) M (S over the
+    logits, M over the layer inputs): tr(F S) (a^T M a) with F = diag(p) - p p^T, the item's Fisher
+    information about its logits (the gradient of log p_y with respect to the logits is e_y - p, and
+    E_y (e_y - p)(e_y - p)^T = F).  S = I (``out_cov_C_C`` None) gives 1 - ||p||^2; an ``out_cov_C_C``
+    S gives sum_c p_c S_cc - p^T S p."""
+    p = probs_n_C
+    if out_cov_C_C is None:
+        out = 1 - (p**2).sum(1)
+    else:
+        S = out_cov_C_C.to(p.dtype)
+        out = p @ S.diagonal().contiguous() - torch.einsum("nc,nc->n", p @ S, p)
+    return out * feature_sq(h_n_d, bias=bias, metric=metric)
+
+
+def output_fisher(probs_n_C: torch.Tensor) -> torch.Tensor:
+    """sum_i (diag(p_i) - p_i p_i^T) over some items, (C, C), float64: summed over chunks and divided by
+    their count, the labelled items' mean output Fisher (KFAC's output factor G)."""
+    p = probs_n_C.double()
+    return torch.diag(p.sum(0)) - p.T @ p
+
+
+def output_cov(fisher_sum_C_C: torch.Tensor, n: int, *, damping: float = 0.01) -> torch.Tensor:
+    """(G + damping I)^-1 for the mean output Fisher G = ``fisher_sum_C_C`` / n, (C, C), float64: a
+    covariance over the logits that is wide along the class contrasts the labelled items leave
+    unpinned (G is singular along the all-ones direction, which softmax ignores; the damping keeps
+    it finite)."""
+    G = fisher_sum_C_C.double() / max(n, 1)
+    return torch.linalg.inv(G + damping * torch.eye(G.shape[0], dtype=torch.float64))
 
 
 def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
@@ -294,22 +320,35 @@ class GradNormScorer:
         self.model, self.layer, self.task, self.layers, self.mean_index = model, layer, task, layers, mean_index
         self.target = target  # classification: the gradient of p_argmax, or the expected one of log p_y
         self.metric: FeatureMetric | None = None  # set by ``fit_weight_cov``; None: isotropic
+        self.out_cov: torch.Tensor | None = None  # (C, C) over the logits, set by ``fit_weight_cov``; None: I
 
     @torch.no_grad()
-    def fit_weight_cov(self, X_train: torch.Tensor | np.ndarray, *, prior_precision: float = 1.0) -> None:
-        """Score the last layer's gradient in the metric of a Bayesian linear regression on the layer
-        inputs of the labelled items ``X_train`` (``blr_metric``) instead of the isotropic one."""
+    def fit_weight_cov(self, X_train: torch.Tensor | np.ndarray, *, inputs: bool = True, outputs: bool = False,
+                       prior_precision: float = 1.0, damping: float = FISHER_DAMPING) -> None:
+        """Score the last layer's gradient in a weight covariance S (x) M fitted on the labelled items
+        ``X_train`` in one streamed pass: M = (A^T A + prior_precision I)^-1 over the layer inputs
+        (``inputs``: a Bayesian linear regression, ``blr_metric``; else I) and S = (G + damping I)^-1
+        over the logits (``outputs``: the mean output Fisher, ``output_cov``, for the expected
+        gradient; else I)."""
         if self.layers != "last":
-            raise ValueError("a Bayesian-linear-regression weight covariance is for the last layer only (layers='last')")
+            raise ValueError("a fitted weight covariance is for the last layer only (layers='last')")
+        if outputs and self.task != "classification":
+            raise ValueError("an output-side Fisher covariance is for classification")
         bias = self.layer.bias is not None
-        gram = None
-        for lo in range(0, len(X_train), _CHUNK):  # the Gram matrix chunk by chunk: memory O(chunk d + d^2)
-            h, _ = layer_io(self.model, self.layer, X_train[lo : lo + _CHUNK])
-            part = input_gram(h, bias=bias)
-            gram = part if gram is None else gram + part
-        if gram is None:
+        gram = fisher = None
+        n = 0
+        for lo in range(0, len(X_train), _CHUNK):  # chunk by chunk: memory O(chunk d + d^2)
+            h, z = layer_io(self.model, self.layer, X_train[lo : lo + _CHUNK])
+            n += len(h)
+            if inputs:
+                gram = input_gram(h, bias=bias) if gram is None else gram + input_gram(h, bias=bias)
+            if outputs:
+                part = output_fisher(z.softmax(-1))
+                fisher = part if fisher is None else fisher + part
+        if n == 0:
             raise ValueError("the weight covariance needs at least one labelled item")
-        self.metric = FeatureMetric.of(blr_metric(gram, prior_precision=prior_precision), bias=bias)
+        self.metric = FeatureMetric.of(blr_metric(gram, prior_precision=prior_precision), bias=bias) if inputs else None
+        self.out_cov = output_cov(fisher, n, damping=damping).float().contiguous() if outputs else None
 
     @classmethod
     def from_model(cls, model: nn.Module, *, last_layer: str | nn.Module | None = None,
@@ -325,7 +364,8 @@ class GradNormScorer:
             probs = out_n_C.softmax(-1)
             pc = probs.max(1).values
             if self.target == "expected":
-                return expected_gradnorm_sq(probs, h_n_d, bias=bias, metric=self.metric), pc * (1 - pc)
+                return expected_gradnorm_sq(probs, h_n_d, bias=bias, metric=self.metric,
+                                            out_cov_C_C=self.out_cov), pc * (1 - pc)
             return last_layer_gradnorm_sq(probs, h_n_d, bias=bias, metric=self.metric), pc * (1 - pc)
         return regression_last_layer_gradnorm_sq(h_n_d, bias=bias, metric=self.metric), torch.zeros(h_n_d.shape[0])
 
@@ -370,11 +410,14 @@ class GradNormLearner(PostHocLearner):
     ``target='expected'`` (classification, last layer) scores the expected squared gradient of
     log p_y over labels drawn from the prediction (``expected_gradnorm_sq``), 'predicted' the
     gradient of p_argmax (the paper's); 'auto' (the default) is expected where OOD rule H2 measured
-    it (classification on the last layer) and predicted otherwise."""
+    it (classification on the last layer) and predicted otherwise.  ``output_cov='fisher'`` (with the
+    expected gradient) also measures it over the logits in (G + 0.01 I)^-1, G the labelled items' mean
+    output Fisher (``output_cov``): +0.015 AUROC on the development splits and +0.024 far OOD, but its
+    cost bar went unmet in a noisy measurement (OOD rule H3), so 'auto' is 'isotropic'."""
 
     def __init__(self, task: str, n_classes: int | None = None, *,
                  layers: str | Sequence[str] = "last", weight_cov: WeightCov = "auto",
-                 target: GradTarget = "auto", **mlp_options: object) -> None:
+                 target: GradTarget = "auto", output_cov: OutputCov = "auto", **mlp_options: object) -> None:
         if weight_cov not in get_args(WeightCov):
             raise ValueError(f"weight_cov must be {', '.join(get_args(WeightCov))}, got {weight_cov!r}")
         if weight_cov == "blr" and layers != "last":
@@ -383,13 +426,19 @@ class GradNormLearner(PostHocLearner):
             raise ValueError(f"target must be {', '.join(get_args(GradTarget))}, got {target!r}")
         if target == "expected" and (task != "classification" or layers != "last"):
             raise ValueError("target=expected is for classification on the last layer (layers=last)")
+        if output_cov not in get_args(OutputCov):
+            raise ValueError(f"output_cov must be {', '.join(get_args(OutputCov))}, got {output_cov!r}")
+        if output_cov == "fisher" and (task != "classification" or layers != "last" or target == "predicted"):
+            raise ValueError("output_cov=fisher is for the expected gradient (target=expected) of a classifier's last layer")
         super().__init__(task, n_classes, **mlp_options)
         measured = task == "classification" and layers == "last"  # where OOD rules H and H2 measured
         if weight_cov == "auto":
             weight_cov = "blr" if measured else "isotropic"
         if target == "auto":
             target = "expected" if measured else "predicted"
-        self.weight_cov, self.target = weight_cov, target
+        if output_cov == "auto":
+            output_cov = "isotropic"
+        self.weight_cov, self.target, self.output_cov = weight_cov, target, output_cov
         prefixes = [layers] if isinstance(layers, str) else list(layers)
         if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
             raise ValueError(f"layers must be 'last', 'all' or name prefixes of the (backbone, head) network, "
@@ -399,8 +448,9 @@ class GradNormLearner(PostHocLearner):
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         self.scorer = GradNormScorer.from_model(model, last_layer=self.base.head, task=self.task,  # type: ignore[arg-type]
                                                 layers=self.layers, target=self.target)
-        if self.weight_cov == "blr":
-            self.scorer.fit_weight_cov(self.base.inputs(X_n_f))
+        if self.weight_cov == "blr" or self.output_cov == "fisher":
+            self.scorer.fit_weight_cov(self.base.inputs(X_n_f), inputs=self.weight_cov == "blr",
+                                       outputs=self.output_cov == "fisher")
         return {}
 
     @torch.no_grad()
