@@ -279,31 +279,44 @@ def test_blr_weight_covariance_through_the_learner_and_its_refusals():
     assert declared(G.GradNormLearner)["target"].choices == ("auto", "predicted", "expected")
 
 
+def _small_classifier(seed: int):
+    """A float64 3-class network, 30 training and 9 query inputs, and the training items' head inputs [h, 1]."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).double()
+    X_train, X = torch.randn(30, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64) * 2
+    with torch.no_grad():
+        a_train = torch.cat([model[:2](X_train), torch.ones(30, 1, dtype=torch.float64)], 1)
+    return model, X_train, X, a_train
+
+
+def _expected_reference(model: nn.Module, X: torch.Tensor, S_C_C: torch.Tensor, M_d_d: torch.Tensor) -> torch.Tensor:
+    """sum_y p_y vec(g_y)^T (S (x) M) vec(g_y) per item, g_y the (C, d') autograd gradient of log p_y
+    with respect to the head's weights and bias."""
+    head, ref = model[2], []
+    for i in range(X.shape[0]):
+        logp = model(X[i : i + 1])[0].log_softmax(-1)
+        total = torch.zeros((), dtype=torch.float64)
+        for y in range(logp.shape[0]):
+            gW, gb = torch.autograd.grad(logp[y], [head.weight, head.bias], retain_graph=True)
+            g = torch.cat([gW, gb[:, None]], 1)
+            total = total + logp[y].exp().detach() * torch.einsum("cd,ck,de,ke->", g, S_C_C, M_d_d, g)
+        ref.append(total)
+    return torch.stack(ref).detach()
+
+
 @pytest.mark.parametrize("blr", [False, True])
 def test_expected_gradient_equals_the_label_weighted_autograd_norms(blr: bool):
     """target='expected': sum_y p_y ||grad_{W,b} log p_y||^2_M per item, from autograd for every label
     y and weighted by the prediction, with M = I or the blr covariance."""
-    torch.manual_seed(4)
-    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).double()
-    X_train, X = torch.randn(30, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64) * 2
-    head = model[2]
-    with torch.no_grad():
-        a_train = torch.cat([model[:2](X_train), torch.ones(30, 1, dtype=torch.float64)], 1)
-    cov = torch.linalg.inv(a_train.T @ a_train + torch.eye(7, dtype=torch.float64)) if blr else torch.eye(7, dtype=torch.float64)
-    ref = []
-    for i in range(X.shape[0]):
-        logp = model(X[i : i + 1])[0].log_softmax(-1)
-        total = torch.zeros((), dtype=torch.float64)
-        for y in range(3):
-            gW, gb = torch.autograd.grad(logp[y], [head.weight, head.bias], retain_graph=True)
-            g = torch.cat([gW, gb[:, None]], 1)
-            total = total + logp[y].exp().detach() * torch.einsum("cd,de,ce->", g, cov, g)
-        ref.append(total)
+    model, X_train, X, a_train = _small_classifier(4)
+    eye = torch.eye(7, dtype=torch.float64)
+    cov = torch.linalg.inv(a_train.T @ a_train + eye) if blr else eye
     gn = G.GradNormScorer.from_model(model, target="expected")
     if blr:
         gn.fit_weight_cov(X_train)
     epi, _ = gn.score(X)
-    torch.testing.assert_close(epi, torch.stack(ref).detach(), rtol=1e-6, atol=1e-12)
+    torch.testing.assert_close(epi, _expected_reference(model, X, torch.eye(3, dtype=torch.float64), cov),
+                               rtol=1e-6, atol=1e-12)
 
 
 def test_blr_weight_covariance_streams_the_labelled_set(monkeypatch: pytest.MonkeyPatch):
@@ -327,29 +340,16 @@ def test_output_fisher_covariance_equals_the_label_weighted_autograd_norms():
     """output_cov='fisher': sum_y p_y g_y^T (S (x) M) g_y with g_y the (C, d') gradient of log p_y,
     S = (G + 0.01 I)^-1 for the labelled items' mean output Fisher G and M the blr covariance, against
     autograd and explicit inverses; the learner refuses the option where it has no meaning."""
-    torch.manual_seed(6)
-    model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 3)).double()
-    X_train, X = torch.randn(30, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64) * 2
-    head = model[2]
+    model, X_train, X, a_train = _small_classifier(6)
     with torch.no_grad():
-        a_train = torch.cat([model[:2](X_train), torch.ones(30, 1, dtype=torch.float64)], 1)
         p_train = model(X_train).softmax(-1)
     M = torch.linalg.inv(a_train.T @ a_train + torch.eye(7, dtype=torch.float64))
     fisher = torch.stack([torch.diag(q) - torch.outer(q, q) for q in p_train]).mean(0)
     S = torch.linalg.inv(fisher + 0.01 * torch.eye(3, dtype=torch.float64))
-    ref = []
-    for i in range(X.shape[0]):
-        logp = model(X[i : i + 1])[0].log_softmax(-1)
-        total = torch.zeros((), dtype=torch.float64)
-        for y in range(3):
-            gW, gb = torch.autograd.grad(logp[y], [head.weight, head.bias], retain_graph=True)
-            g = torch.cat([gW, gb[:, None]], 1)
-            total = total + logp[y].exp().detach() * torch.einsum("cd,ck,de,ke->", g, S, M, g)
-        ref.append(total)
     gn = G.GradNormScorer.from_model(model, target="expected")
     gn.fit_weight_cov(X_train, outputs=True)
     epi, _ = gn.score(X)
-    torch.testing.assert_close(epi, torch.stack(ref).detach(), rtol=1e-5, atol=1e-12)  # S kept in float32
+    torch.testing.assert_close(epi, _expected_reference(model, X, S, M), rtol=1e-5, atol=1e-12)  # S kept in float32
     for bad in ({"task": "regression"}, {"target": "predicted"}, {"layers": "all"}):
         task = bad.pop("task", "classification")
         with pytest.raises(ValueError, match="output_cov=fisher is for"):
