@@ -11,6 +11,8 @@ not timed.
 
     .venv/bin/python benchmarks/throughput.py                   # all scorers, writes the results
     .venv/bin/python benchmarks/throughput.py --scorer sve --json --n-pool 200000   # one, JSON
+    .venv/bin/python benchmarks/throughput.py --pair "gradnorm,gradnorm@output_cov=fisher" --n-pool 200000
+                                                 # two in one process, interleaved: B / A per chunk
 """
 
 from __future__ import annotations
@@ -124,6 +126,44 @@ def child(scorer: str, n_pool: int) -> dict[str, float]:
     }
 
 
+def pair(entries: list[str], n_pool: int, rounds: int = 3) -> dict[str, float]:
+    """Two scorers (and the plain forward) in this one process, timed on every chunk in turn,
+    REPEATS times per round and ``rounds`` passes over the pool with the order of the two reversed
+    every pass; the result is the median over chunks and passes of (B / A) per chunk and each one's
+    median ratio to the plain forward.  Why: separate subprocesses (``spawn``) differ in machine
+    load and memory layout by about +-0.15x on a shared 2-core machine, more than a cheap option
+    costs; timing both on the same chunks, interleaved, cancels what they share."""
+    torch.set_num_threads(THREADS)
+    plain = fitted("none")
+    learners = [fitted(e) for e in entries]
+
+    def timed(k: int, x: np.ndarray, x_t: torch.Tensor) -> float:
+        t = time.thread_time()
+        if k < 0:
+            with torch.no_grad():
+                plain.head(plain.backbone(x_t))
+        else:
+            learners[k].predict(x)
+        return time.thread_time() - t
+
+    ratio_ba, ratio_a, ratio_b = [], [], []
+    for r in range(rounds):
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        for x in chunks(n_pool):
+            x_t = torch.from_numpy(x)
+            got: dict[int, list[float]] = {-1: [], 0: [], 1: []}
+            for _ in range(REPEATS):
+                for k in (-1, *order):
+                    got[k].append(timed(k, x, x_t))
+            med = {k: float(np.median(v)) for k, v in got.items()}
+            ratio_ba.append(med[1] / med[0])
+            ratio_a.append(med[0] / med[-1])
+            ratio_b.append(med[1] / med[-1])
+    q = lambda v: [float(x) for x in np.quantile(v, [0.25, 0.5, 0.75])]  # noqa: E731
+    return {"b_over_a": q(ratio_ba), "a_over_plain": q(ratio_a), "b_over_plain": q(ratio_b),
+            "chunks": float(len(ratio_ba))}
+
+
 def spawn(scorer: str, n_pool: int) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--scorer", scorer, "--json", "--n-pool", str(n_pool), "--classes", str(N_CLASSES),
            "--task", TASK]
@@ -145,8 +185,20 @@ def main() -> None:
     ap.add_argument("--scorers", default="", help="comma list of scorers for the report, each NAME or "
                     "NAME@key=value;key=value (default: every registered one with its defaults)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput.md"))
+    ap.add_argument("--pair", default="", help="'A,B': two scorer entries timed in one process on the same chunks, "
+                    "interleaved (``pair``); prints B / A and each against the plain forward, as quartiles over chunks")
     args = ap.parse_args()
     N_CLASSES, TASK = args.classes, args.task
+    if args.pair:
+        entries = args.pair.split(",")
+        if len(entries) != 2:
+            ap.error("--pair takes two scorer entries, A,B")
+        res = pair(entries, args.n_pool)
+        print(json.dumps(res) if args.json else
+              f"B / A {res['b_over_a'][1]:.3f} (quartiles {res['b_over_a'][0]:.3f}-{res['b_over_a'][2]:.3f}); "
+              f"A / plain {res['a_over_plain'][1]:.2f}; B / plain {res['b_over_plain'][1]:.2f}; "
+              f"{res['chunks']:.0f} chunk timings (A = {entries[0]}, B = {entries[1]})")
+        return
     if args.scorer:
         res = child(args.scorer, args.n_pool)
         print(json.dumps(res) if args.json else res)
