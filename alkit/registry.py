@@ -88,9 +88,10 @@ SCORERS: dict[str, ScorerInfo] = {
     "gradnorm": ScorerInfo(
         "gradnorm",
         "expected gradient norm of the log-likelihood over the predicted labels, closed form on the head, in the "
-        "weight covariance a Bayesian linear regression on the labelled features gives (~1.4x a forward; "
+        "weight covariance a Bayesian linear regression on the labelled features gives (~1.4-1.5x a forward; "
         "target=auto|predicted|expected, weight_cov=auto|isotropic|blr: predicted + isotropic is the paper's "
-        "gradient of p_argmax, ~1.3x; layers=last|all, all ~5x on digits)",
+        "gradient of p_argmax, ~1.3x; output_cov=fisher adds the labelled items' output Fisher at no extra cost; "
+        "layers=last|all, all ~5x on digits)",
         _lazy("alkit.learners.gradnorm", "GradNormLearner"),
     ),
     "ensemble": ScorerInfo(
