@@ -147,7 +147,7 @@ def output_fisher(probs_n_C: torch.Tensor) -> torch.Tensor:
     return torch.diag(p.sum(0)) - p.T @ p
 
 
-def output_cov(fisher_sum_C_C: torch.Tensor, n: int, *, damping: float = 0.01) -> torch.Tensor:
+def output_cov(fisher_sum_C_C: torch.Tensor, n: int, *, damping: float = FISHER_DAMPING) -> torch.Tensor:
     """(G + damping I)^-1 for the mean output Fisher G = ``fisher_sum_C_C`` / n, (C, C), float64: a
     covariance over the logits that is wide along the class contrasts the labelled items leave
     unpinned (G is singular along the all-ones direction, which softmax ignores; the damping keeps
