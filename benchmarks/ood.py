@@ -94,7 +94,7 @@ REPORT_ENTRIES = [
     Entry("laplace", {"laplace MI (default, 16 MC samples)": "epistemic"}),
     Entry("csd", {"csd (default, closed form)": "epistemic"}),
     Entry("csd", {"csd distilled (csd.solver=distilled)": "epistemic"}, {"csd.solver": "distilled"}),
-    Entry("gradnorm", {"gradnorm (default, last layer, blr weight covariance)": "epistemic"}),
+    Entry("gradnorm", {"gradnorm (default: expected gradient, blr weight covariance)": "epistemic"}),
     Entry("ensemble", {"deep ensemble M=5 (BALD)": "epistemic"}),
     Entry("mc-dropout", {"mc-dropout T=20 (BALD)": "epistemic"}),
     Entry("sve", {"sve M=4 (BALD)": "epistemic"}, image_stem=False),
