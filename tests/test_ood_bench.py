@@ -64,3 +64,16 @@ def test_mnist_split_keeps_seen_and_held_out_digits_apart() -> None:
     X = mnist_images(300, seed=0)
     assert X.shape == (300, 784) and X.dtype == np.float32 and 200.0 < X.max() <= 255.0 and X.min() >= 0.0
     assert not np.array_equal(X, mnist_images(300, seed=1))
+
+
+def test_paired_throughput_times_both_scorers_on_every_chunk_in_both_orders() -> None:
+    """benchmarks/throughput.py --pair: one timing per chunk and pass (the order reversed each pass),
+    quartiles in order, and a scorer against itself near 1 (a loose bound: CPU timings are noisy)."""
+    import throughput  # benchmarks/throughput.py
+
+    res = throughput.pair(["none", "none"], 2000, rounds=2)
+    assert res["chunks"] == 2.0
+    for key in ("b_over_a", "a_over_plain", "b_over_plain"):
+        lo, mid, hi = res[key]
+        assert 0 < lo <= mid <= hi
+    assert 0.2 < res["b_over_a"][1] < 5.0
