@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from alkit.models.train import TrainConfig  # noqa: E402
 from alkit.registry import SCORERS, make_learner  # noqa: E402
-from bench_common import parse_options  # noqa: E402  (benchmarks/bench_common.py)
+from bench_common import cpu_medians, parse_options  # noqa: E402  (benchmarks/bench_common.py)
 
 DIM, CHUNK, N_CLASSES, N_LABELED, THREADS, REPEATS = 128, 50_000, 10, 500, 1, 5
 TASK = "classification"  # --task regression: standard-normal targets, each scorer's regression default
@@ -135,30 +135,19 @@ def pair(entries: list[str], n_pool: int, rounds: int = 3) -> dict[str, float]:
     costs; timing both on the same chunks, interleaved, cancels what they share."""
     torch.set_num_threads(THREADS)
     plain = fitted("none")
-    learners = [fitted(e) for e in entries]
-
-    def timed(k: int, x: np.ndarray, x_t: torch.Tensor) -> float:
-        t = time.thread_time()
-        if k < 0:
-            with torch.no_grad():
-                plain.head(plain.backbone(x_t))
-        else:
-            learners[k].predict(x)
-        return time.thread_time() - t
-
+    a, b = (fitted(e) for e in entries)
     ratio_ba, ratio_a, ratio_b = [], [], []
     for r in range(rounds):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
         for x in chunks(n_pool):
             x_t = torch.from_numpy(x)
-            got: dict[int, list[float]] = {-1: [], 0: [], 1: []}
-            for _ in range(REPEATS):
-                for k in (-1, *order):
-                    got[k].append(timed(k, x, x_t))
-            med = {k: float(np.median(v)) for k, v in got.items()}
-            ratio_ba.append(med[1] / med[0])
-            ratio_a.append(med[0] / med[-1])
-            ratio_b.append(med[1] / med[-1])
+            fns = {"plain": torch.no_grad()(lambda: plain.head(plain.backbone(x_t))),
+                   "a": lambda: a.predict(x), "b": lambda: b.predict(x)}
+            if r % 2:  # the order of the two reversed every pass (the plain forward first throughout)
+                fns = {k: fns[k] for k in ("plain", "b", "a")}
+            med = cpu_medians(fns, repeats=REPEATS)  # interleaved on this chunk, per-thread CPU
+            ratio_ba.append(med["b"] / med["a"])
+            ratio_a.append(med["a"] / med["plain"])
+            ratio_b.append(med["b"] / med["plain"])
     q = lambda v: [float(x) for x in np.quantile(v, [0.25, 0.5, 0.75])]  # noqa: E731
     return {"b_over_a": q(ratio_ba), "a_over_plain": q(ratio_a), "b_over_plain": q(ratio_b),
             "chunks": float(len(ratio_ba))}
