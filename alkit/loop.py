@@ -30,7 +30,7 @@ from alkit.models.capacity import CapacityHint, effective_mode
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
 from alkit.pools.features import FeatureReader
-from alkit.pools.store import RunSpec, Store
+from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stopping import Decision, History, first_fired
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
@@ -307,7 +307,8 @@ class ActiveLoop:
         metric = "accuracy" if self.cfg.task == "classification" else "crps"
         if not any(metric in c.metrics for c in rows) and metric not in current[1]:
             metric = f"cv_{metric}"  # no test split: the forecast follows the cross-validated estimate
-        points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in rows] + [current]
+        points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in curve_cycles(rows, current[0])]
+        points.append(current)
         return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric))
 
     def _capacity_hint(self, run_id: int) -> CapacityHint | None:

@@ -9,7 +9,7 @@ import polars as pl
 
 from alkit.choices import HIGHER_IS_BETTER
 from alkit.pools.leases import live_runs
-from alkit.pools.store import Store
+from alkit.pools.store import Store, curve_cycles
 
 
 def curve_label(run: Any) -> str:
@@ -80,17 +80,21 @@ def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:
 
     present = {k for c in rows for k in c.metrics}
     metric = next((m for m in ("accuracy", "crps", "cv_accuracy", "cv_crps") if m in present), "accuracy")
-    pts = [(c.n_labeled, c.metrics[metric]) for c in rows if metric in c.metrics]
+    pts = [(c.n_labeled, c.metrics[metric]) for c in curve_cycles(rows) if metric in c.metrics]
     fc = forecast_at([n for n, _ in pts], [v for _, v in pts], run.budget, metric in HIGHER_IS_BETTER)
     return None if fc is None else {"metric": metric, **fc}
 
 
 def cycles_frame(store: Store) -> pl.DataFrame:
-    """Every cycle with metrics: run_id, run, strategy (curve group), seed, n_labeled, cycle,
-    timings, and one float column per metric."""
+    """Every learning-curve point with metrics (``curve_cycles``: the last cycle of each label
+    count): run_id, run, strategy (curve group), seed, n_labeled, cycle, timings, and one float
+    column per metric."""
     runs = {r.id: r for r in store.runs()}
     signals = store.all_signals()
-    cycles = [c for c in store.cycles() if c.metrics]
+    by_run: dict[int, list[Any]] = {}
+    for c in store.cycles():
+        by_run.setdefault(c.run_id, []).append(c)
+    cycles = [c for rows in by_run.values() for c in curve_cycles(rows) if c.metrics]
     groups = curve_groups([runs[i] for i in dict.fromkeys(c.run_id for c in cycles)])
     rows = []
     for c in cycles:

@@ -166,6 +166,18 @@ def show_decision(decision: Any) -> str:
     return "skip" if decision is SKIP else repr(decision)
 
 
+def curve_cycles(rows: Sequence[CycleRow], next_n_labeled: int | None = None) -> list[CycleRow]:
+    """One run's cycles (in cycle order) as points of its learning curve: the last cycle of each
+    label count.  Two cycles fit on the same labels where a run is extended after its budget was
+    spent (the evaluation-only last cycle, then the first new cycle on the same labels) or where
+    every item of a batch was skipped; the later fit supersedes the earlier one.
+    ``next_n_labeled``: the label count of a cycle not yet committed, which supersedes the last
+    row too.  Label counts never decrease within a run (no label is lost)."""
+    rows = list(rows)
+    after = [r.n_labeled for r in rows[1:]] + [next_n_labeled]
+    return [r for r, n in zip(rows, after) if n != r.n_labeled]
+
+
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
