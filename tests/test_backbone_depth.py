@@ -71,7 +71,10 @@ def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> N
     """PatchConv.pool_for: 28 x 28 -> 4 (7 x 7 maps, as before), 8 x 8 -> 2 (4 x 4 maps, not 64
     unpooled positions), never more than the image; patch_for: 5 x 5 filters from 16 x 16 up, 3 x 3
     below.  An 8 x 8 image spec builds a conv stem of 2 x 9 filters (every component of a 3 x 3
-    patch) x 4 x 4 = 288 features that predicts; an explicit pool and patch override the rules."""
+    patch) x 4 x 4 = 288 features that predicts; an explicit pool and patch override the rules.
+    The stem's filters whiten the pool's mean-removed patches (orthogonal, unit variance along the
+    leading components) and its features equal a per-position loop: the standardised, zero-padded
+    patch against each filter, ReLU of both signs, then the average over pool x pool cells."""
     import numpy as np
     import torch
 
@@ -87,6 +90,29 @@ def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> N
         assert isinstance(net, ConvBackbone) and net.conv.out_dim == width == len(spec.conv_mean_f)
         assert len(net.blocks) == 0  # the stem's maps are learnt features: no residual block
         assert net(torch.as_tensor(X[:5])).shape == (5, net.out_dim)
+        conv = net.conv
+        W = conv.weight.double().numpy()  # (k, 1, p, p)
+        k, p, pool = W.shape[0], W.shape[-1], conv.pool
+        imgs = (X.astype(np.float64).reshape(-1, 8, 8) - float(conv.pixel_mean)) / float(conv.pixel_std)
+        # whitening: every p x p patch of the pool (300 images: all of them), its own mean removed
+        P = np.stack([imgs[:, i : i + p, j : j + p].reshape(len(imgs), -1)
+                      for i in range(9 - p) for j in range(9 - p)], 1).reshape(-1, p * p)
+        P = P - P.mean(1, keepdims=True)
+        Wf = W.reshape(k, -1)
+        white = Wf @ np.cov(P.T) @ Wf.T
+        np.testing.assert_allclose(white - np.diag(np.diag(white)), 0.0, atol=1e-4)  # decorrelated
+        assert np.all(np.diag(white) <= 1 + 1e-4) and np.all(np.diag(white)[: k // 2] > 0.9)  # unit variance
+        # the features of two images against the per-position loop
+        pad = np.pad(imgs[:2], ((0, 0), (p // 2, p // 2), (p // 2, p // 2)))
+        z = np.zeros((2, k, 8, 8))
+        for i in range(8):
+            for j in range(8):
+                z[:, :, i, j] = pad[:, i : i + p, j : j + p].reshape(2, -1) @ Wf.T
+        maps = np.concatenate([np.maximum(z, 0), np.maximum(-z, 0)], 1)
+        pooled = maps.reshape(2, 2 * k, 8 // pool, pool, 8 // pool, pool).mean((3, 5)).reshape(2, -1)
+        with torch.no_grad():
+            got = conv(torch.as_tensor(X[:2])).double().numpy()
+        np.testing.assert_allclose(got, pooled, rtol=1e-4, atol=1e-4 * np.abs(pooled).max())
 
 
 def test_mc_dropout_takes_the_plain_networks_depth_on_every_input() -> None:

@@ -526,10 +526,19 @@ def test_prior_linear_mode_adds_a_linear_model_to_the_choice_and_its_hint_carrie
     hint = CapacityHint.from_report(report)
     assert hint.reusable(30, PRIOR_LINEAR_CANDIDATES) == best
     assert candidates_for(spec, "prior") == PRIOR_CANDIDATES  # the default mode is unchanged
-    # a linear VBLL and MLP can also be asked for outright, and they predict
+    # a linear VBLL and MLP can also be asked for outright: the head sits on the inputs, and from these
+    # 20 labels they classify the rest of the data set well (measured 0.93-0.96 over label draws)
+    X_all, y_all = load_breast_cancer(return_X_y=True)
+    X_all = X_all.astype(np.float32)
+    rest = np.flatnonzero(~(X_all[:, None, :] == X[None]).all(-1).any(1))
+    assert len(rest) == len(X_all) - 20
     for make in (lambda: VBLLLearner("classification", 2, input=spec, depth=-1),
                  lambda: MLPLearner("classification", 2, input=spec, depth=-1)):
         m = make()
         m.fit(X, y, seed=0)
-        pred = m.predict(X[:7])
-        assert pred.probs_n_C.shape == (7, 2) and bool(torch.isfinite(pred.epistemic_n).all())
+        assert m.backbone.out_dim == X.shape[1] and not list(m.backbone.parameters())
+        pred = m.predict(X_all[rest])
+        assert pred.probs_n_C.shape == (len(rest), 2) and bool(torch.isfinite(pred.epistemic_n).all())
+        torch.testing.assert_close(pred.probs_n_C.sum(1), torch.ones(len(rest)), rtol=0, atol=1e-5)
+        acc = float((pred.probs_n_C.argmax(1).numpy() == y_all[rest]).mean())
+        assert acc > 0.85, (type(m).__name__, acc)

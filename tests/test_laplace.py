@@ -334,7 +334,9 @@ def test_sample_bald_matches_the_float64_log_softmax_route() -> None:
 
 def test_kfac_eig_map_is_zero_padded_to_the_gemm_width_and_changes_no_variance() -> None:
     """kfac_eig_map pads Q_A's columns and the weights' rows with zeros to a multiple of 16 (the
-    blocked GEMM kernel); the eigen-variances equal the unpadded (a^T Q_A)^2 / (g l + delta) in float64."""
+    blocked GEMM kernel); the eigen-variances are the logit variances in the G eigenbasis of the
+    damped KFAC posterior (G (x) A + delta I)^-1: a^T (g_c A + delta I)^-1 a for each eigenvalue g_c
+    of G, against an explicit matrix inverse in float64, with and without the bias row."""
     from alkit.models.layers import GEMM_COLUMNS
 
     g = torch.Generator().manual_seed(4)
@@ -345,9 +347,23 @@ def test_kfac_eig_map_is_zero_padded_to_the_gemm_width_and_changes_no_variance()
     b, R, V = L.kfac_eig_map(Q_A, eig_A, eig_G, delta, True, torch.float64)
     assert R.shape == (d, GEMM_COLUMNS) and b.shape == (GEMM_COLUMNS,) and V.shape == (GEMM_COLUMNS, C)
     assert not R[:, d + 1:].any() and not b[d + 1:].any() and not V[d + 1:].any()
+    A = (Q_A * eig_A) @ Q_A.T  # the input factor over [h, 1]
+
+    def explicit(a_n_p: torch.Tensor, A_p_p: torch.Tensor) -> torch.Tensor:
+        eye = torch.eye(A_p_p.shape[0], dtype=torch.float64)
+        return torch.stack([torch.einsum("np,pq,nq->n", a_n_p, torch.linalg.inv(g * A_p_p + delta * eye), a_n_p)
+                            for g in eig_G], 1)
+
     a = torch.cat([h, torch.ones(7, 1, dtype=torch.float64)], 1)
-    want = (a @ Q_A) ** 2 @ (1.0 / (torch.outer(eig_G, eig_A) + delta)).T
-    torch.testing.assert_close(L.kfac_logit_eigvar(h, Q_A, eig_A, eig_G, delta, True), want, rtol=1e-12, atol=0)
+    unpadded = (a @ Q_A) ** 2 @ (1.0 / (torch.outer(eig_G, eig_A) + delta)).T  # the padding changes no sum
+    torch.testing.assert_close(L.kfac_logit_eigvar(h, Q_A, eig_A, eig_G, delta, True), unpadded, rtol=1e-12, atol=0)
+    torch.testing.assert_close(L.kfac_logit_eigvar(h, Q_A, eig_A, eig_G, delta, True), explicit(a, A),
+                               rtol=1e-10, atol=1e-14)
+    # without a bias the factor is over h alone (its own eigenbasis)
+    Q_h = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))[0]
+    eig_h = torch.rand(d, generator=g, dtype=torch.float64) * 5
+    torch.testing.assert_close(L.kfac_logit_eigvar(h, Q_h, eig_h, eig_G, delta, False),
+                               explicit(h, (Q_h * eig_h) @ Q_h.T), rtol=1e-10, atol=1e-14)
 
 
 @pytest.mark.parametrize("likelihood", ["classification", "regression", "heteroscedastic"])

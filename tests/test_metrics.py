@@ -179,10 +179,21 @@ def test_regression_metrics_dict():
     out = M.regression_metrics(dist, m, y)
     assert set(out) == {"mae", "rmse", "nll", "crps"}
     assert out["mae"] == pytest.approx(1.25) and out["nll"] == pytest.approx(M.gaussian_nll(m, v, y))
+    assert out["rmse"] == pytest.approx(math.sqrt((0.5**2 + 2.0**2) / 2))
+    # the Gaussian CRPS in closed form (Gneiting & Raftery 2007), by hand: s [z (2 Phi(z) - 1) + 2 phi(z) - 1/sqrt(pi)]
+    from scipy.stats import norm
+
+    s, z = np.sqrt(v.numpy().astype(np.float64)), (y.numpy() - m.numpy()) / np.sqrt(v.numpy())
+    ref = np.mean(s * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / math.sqrt(math.pi)))
+    assert out["crps"] == pytest.approx(ref, rel=1e-5)
     edges = M.bucket_edges(np.linspace(-2, 2, 9))
     out = M.regression_metrics(dist, m, y, edges=edges)
     assert set(out) == {"mae", "rmse", "nll", "crps", "nll10", "ece10"}
     assert all(isinstance(x, float) for x in out.values())
+    # the bucket metrics are the seed protocol's, each under its own name
+    assert out["nll10"] == pytest.approx(M.bucket_nll(dist, y, edges), rel=1e-12)
+    assert out["ece10"] == pytest.approx(M.bucket_ece(dist, y, edges), rel=1e-12)
+    assert out["nll10"] != pytest.approx(out["ece10"])
 
 
 # ----------------------------------------------------------------- learning curves

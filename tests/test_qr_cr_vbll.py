@@ -128,8 +128,12 @@ def test_cr_bucket_edges_and_delta_method_variance() -> None:
     y = torch.tensor([0.0] * 50 + list(np.linspace(0.1, 5, 50)), dtype=torch.float64)
     e_q = make_edges(y, 10, "quantile")
     assert e_q[0] == 0 and e_q[-1] == 5 and torch.all(torch.diff(e_q) > 0) and len(e_q) < 11
+    # equal-frequency edges: the targets' quantiles at k / 10 (numpy's), the coinciding ones (the zeros) merged
+    q_ref = np.unique(np.r_[0.0, 5.0, np.quantile(y.numpy(), np.arange(1, 10) / 10)])
+    np.testing.assert_allclose(e_q.numpy(), q_ref, rtol=1e-12, atol=1e-12)
     e_u = make_edges(y, 10, "uniform")
     assert len(e_u) == 11
+    np.testing.assert_allclose(e_u.numpy(), np.arange(11) * 0.5, rtol=1e-12, atol=1e-12)  # equal widths over [0, 5]
     # the library's delta method against Monte Carlo of Var[softmax(z) . c], z ~ N(m, diag v)
     from alkit.learners.cr_vbll import delta_method_var
 

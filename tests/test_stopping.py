@@ -40,7 +40,13 @@ def test_kappa_fires_only_after_k_stable_pairs() -> None:
     almost = list(base)
     almost[:40] = [(v + 1) % 5 for v in almost[:40]]  # 10 % of the stop set changes class
     assert not rule.check(_history(noisy + [base, almost, base, almost])).fired
-    assert get_rule("kappa:threshold=0.8,k=1").check(_history([base, almost])).fired
+    d = get_rule("kappa:threshold=0.8,k=1").check(_history([base, almost]))
+    # Cohen's kappa by hand: (p_o - p_e) / (1 - p_e), p_e from the two models' class frequencies
+    a, b = np.asarray(base), np.asarray(almost)
+    p_o = float((a == b).mean())
+    p_e = sum(float((a == c).mean()) * float((b == c).mean()) for c in range(5))
+    assert p_o == pytest.approx(0.9)
+    assert d.fired and d.details["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e), rel=1e-12)
 
 
 def test_uncertainty_rules_follow_the_scores() -> None:

@@ -187,8 +187,11 @@ def test_kcenter_chunked_distances_equal_full() -> None:
     x, ref = rng.normal(size=(50, 5)), rng.normal(size=(9, 5))
     full = ((x[:, None, :] - ref[None]) ** 2).sum(-1).min(1)
     np.testing.assert_allclose(min_sq_dist_n(x, ref, cells=20), full, rtol=1e-9, atol=1e-12)
-    empty = KCenterStrategy().select(_pool(n=6), 3, SelectionContext(seed=0, labeled_embedding_n_d=np.zeros((0, 4))))
-    assert len(empty.keys) == 3
+    pool = _pool(n=6)
+    empty = KCenterStrategy().select(pool, 3, SelectionContext(seed=0, labeled_embedding_n_d=np.zeros((0, 4))))
+    picks, utils = _brute_kcenter(pool.embedding_n_d.astype(np.float64), None, 3)  # an empty labeled set is none
+    assert (empty.keys - 1000).tolist() == picks
+    np.testing.assert_allclose(empty.utilities, utils, rtol=1e-6)
 
 
 # ---------------------------------------------------------------- badge
