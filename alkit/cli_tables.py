@@ -81,6 +81,17 @@ def _pair(row: dict[str, Any], base: str) -> str:
     return number(mean) if std is None or (isinstance(std, float) and math.isnan(std)) else f"{number(mean)} ± {number(std)}"
 
 
+def _labels_to_target(row: dict) -> str:
+    """The mean labels to the target over the seeds that reached it, with how many did where some
+    did not ("20 (1/2)"): the mean of the seeds that reached it alone reads as all of them."""
+    v, reached, seeds = row["labels_to_target_mean"], row.get("n_reached"), row.get("n_seeds")
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if reached is not None and seeds is not None and int(reached) < int(seeds):
+        return f"{v:.0f} ({int(reached)}/{int(seeds)})"
+    return f"{v:.0f}"
+
+
 def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     """`alkit bench`'s summary.  Narrow: per strategy, the metric at the last label count, the
     area under the learning curve and the labels to reach the target; wide: every checkpoint and
@@ -106,8 +117,7 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     for row in table_df.iter_rows(named=True):
         cells = [str(row["strategy"]), str(row.get("n_seeds", ""))] + [_pair(row, p) for p in shown] + [_pair(row, "aulc")]
         if "labels_to_target_mean" in cols:
-            v = row["labels_to_target_mean"]
-            cells.append("—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.0f}")
+            cells.append(_labels_to_target(row))
         if "aulc_vs_ref_mean" in cols:  # AULC minus random's, seed by seed, and on how many seeds better
             d = row["aulc_vs_ref_mean"]
             cells.append("—" if d is None else f"{d:+.3f} {row['better_seeds']}/{row['n_seeds']}")
