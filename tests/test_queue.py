@@ -149,10 +149,12 @@ def test_export_every_format_has_payload_score_and_why(human: tuple[Project, dic
     assert tasks[1]["predictions"][0]["result"] == [] and "random" in tasks[1]["predictions"][0]["model_version"]
     assert tasks[1]["meta"]["rank"] == 1 and tasks[1]["meta"]["selector"] == "random"
 
+    written = (project.root / "queue.csv").read_bytes()
     with pytest.raises(QueueError, match="--include: unknown columns nope; payload columns: path, batch; feature columns: px0, px1, .* px19 \\.\\.\\."):
         export_queue(project, include=["nope"])
     with pytest.raises(QueueError, match="unknown format"):
         export_queue(project, fmt="xlsx")
+    assert (project.root / "queue.csv").read_bytes() == written  # a refused export leaves the last one as it was
 
 
 def test_export_takes_its_format_from_the_file_name(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
@@ -259,9 +261,11 @@ def test_a_missing_project_file_is_refused_before_a_batch_is_committed(tmp_path:
     assert snapshot(project) == before and not Store(project.store_url).runs()
     if gone == "payload.parquet":
         queue_batch(project, 3)
+        before = snapshot(project)
         r = invoke("queue", "export", "-p", str(project.root), "--out", str(tmp_path / "q.csv"))
         assert r.exit_code == 2 and f"{project.root / gone} is missing" in r.text, r.text
-        assert not (tmp_path / "q.csv").exists()
+        assert "Traceback" not in r.text and len(r.output.strip().splitlines()) == 1, r.output
+        assert not (tmp_path / "q.csv").exists() and snapshot(project) == before
 
 
 # ---------------------------------------------------------------------------- partial, skip, status
@@ -402,6 +406,7 @@ def test_every_bad_file_is_refused_naming_rows_and_changes_nothing(human: tuple[
         res = invoke("queue", "import", str(path), "--project", str(project.root))
         assert res.exit_code == 2, (case, res.text)
         assert must[0] in res.text and "Traceback" not in res.text, (case, res.text)
+        assert len(res.output.strip().splitlines()) == 1 and res.output.startswith("error:"), (case, res.output)
     assert snapshot(project) == before
 
 
@@ -630,6 +635,22 @@ def test_all_problems_of_a_file_come_in_one_round(human: tuple[Project, dict[str
     assert snapshot(project) == before
 
 
+def test_a_row_with_an_unknown_id_and_an_unknown_class_names_both(tmp_path: Path) -> None:
+    """'a file's problems come in one round' (Store.import_labels) also within one row: an unknown
+    id whose label is no class is named as both, not as the class now and the id after the fix."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    path = tmp_path / "both.csv"
+    path.write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\nnosuch-id,cat\n")
+    before = snapshot(project)
+    with pytest.raises(QueueError) as exc:
+        import_labels(project, path)
+    assert snapshot(project) == before
+    msg = str(exc.value)
+    assert "line 3 (id nosuch-id): unknown class 'cat'" in msg
+    assert "line 3 (id nosuch-id): unknown id" in msg, msg
+
+
 @pytest.mark.parametrize("shape", ["json-min", "json-min-multi", "csv"])
 def test_label_studio_flat_exports(human: tuple[Project, dict[str, str]], tmp_path: Path, shape: str) -> None:
     """Label Studio's JSON-MIN and CSV exports of the tasks alkit wrote, in the shapes Label Studio
@@ -660,11 +681,14 @@ def test_label_studio_flat_exports(human: tuple[Project, dict[str, str]], tmp_pa
     two = [{**r, "quality": "ok"} for r in records]
     amb = tmp_path / "two.json"
     amb.write_text(json.dumps(two))
+    before = snapshot(project)
     with pytest.raises(QueueError, match=r"several fields could be the label \(digit, quality\); name the labeling control with --label-field"):
         import_labels(project, amb)
+    assert snapshot(project) == before
     assert import_labels(project, amb, label_field="digit").unchanged == 6
     with pytest.raises(QueueError, match="--label-field 'nosuch' is not a field of the export"):
         import_labels(project, amb, label_field="nosuch")
+    assert snapshot(project) == before
 
 
 def test_a_file_without_ids_is_labelled_by_row_number(tmp_path: Path) -> None:
@@ -692,6 +716,7 @@ def test_a_file_without_ids_is_labelled_by_row_number(tmp_path: Path) -> None:
     taken.write_csv(tmp_path / "taken.csv")
     with pytest.raises(InputError, match="name the id column with --id-col"):
         init_project(tmp_path / "taken.csv", tmp_path / "q", InitOptions(id_col="", label_col="label"))
+    assert not (tmp_path / "q").exists()
 
 
 def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
@@ -733,3 +758,4 @@ def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
         with pytest.raises(QueueError, match=f"--include: unknown columns {re.escape(bad)}; payload columns: sex, note; "
                                              "feature columns: age, fare"):
             export_queue(project, tmp_path / "x.csv", include=[bad])
+        assert not (tmp_path / "x.csv").exists()

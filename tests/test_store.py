@@ -40,6 +40,27 @@ def test_not_an_alkit_store(store_url: str) -> None:
         Store(store_url)
 
 
+def test_a_foreign_sqlite_database_is_refused_unchanged(tmp_path: Path) -> None:
+    """A store URL naming someone else's SQLite database (an alkit.db replaced, a hand-edited
+    alkit.toml): refused, and the database is left byte for byte as it was, its journal mode too."""
+    import hashlib
+    import sqlite3
+
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE notes (x TEXT)")
+        db.execute("INSERT INTO notes VALUES ('mine')")
+    db.close()
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(StoreError, match="not an alkit store"):
+        Store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert db.execute("SELECT x FROM notes").fetchall() == [("mine",)]
+    db.close()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+
+
 def test_initialise_twice_refused(store_url: str) -> None:
     s = _store(store_url)
     with pytest.raises(StoreError, match="already holds items"):
@@ -54,6 +75,7 @@ def test_run_identity(store_url: str) -> None:
     assert a.id == b.id and len(s.runs()) == 1
     with pytest.raises(StoreError, match="seed"):
         s.get_or_create_run(RunSpec("r", "random", "none", 1, 6, 2, 2, {}))
+    assert [(r.id, r.seed, r.budget) for r in s.runs()] == [(a.id, 0, 6)]  # the refused spec changed nothing
     bigger = s.get_or_create_run(RunSpec("r", "random", "none", 0, 8, 2, 2, {}))
     assert bigger.budget == 8
 
@@ -81,6 +103,7 @@ def test_cycles_must_be_contiguous(store_url: str) -> None:
     run = s.get_or_create_run(SPEC)
     with pytest.raises(StoreError, match="out of order"):
         s.commit_cycle(run.id, 1, selections=[], oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": 0})
+    assert s.cycles(run.id) == [] and s.next_cycle(run.id) == 0  # nothing of the refused cycle was kept
 
 
 def test_latest_signal_is_the_newest_cycle_that_holds_the_key(store_url: str) -> None:

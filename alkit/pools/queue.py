@@ -281,9 +281,12 @@ def _float_or_none(s: str) -> float | None:
 
 
 
-def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[str, tuple[Any, Row]]:
-    """item id -> (canonical label or SKIP, first row saying so); pending rows dropped."""
+def _decisions(project: Project, rows: list[Row], problems: list[str],
+               refused: dict[str, str] | None = None) -> dict[str, tuple[Any, Row]]:
+    """item id -> (canonical label or SKIP, first row saying so); pending rows dropped; rows refused
+    for their label or skip go to ``refused`` (item id -> where), so the store still checks their ids."""
     out: dict[str, tuple[Any, Row]] = {}
+    refused = {} if refused is None else refused
     for r in rows:
         if not r.item_id:
             problems.append(f"{r.where}: missing id")
@@ -295,6 +298,7 @@ def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[s
             decision: Any = SKIP
         elif r.skip:
             problems.append(f"{r.name()}: both a label {r.label!r} and skip=true; keep one")
+            refused.setdefault(r.item_id, r.name())
             continue
         elif r.label is None:
             continue  # not labeled yet: the item stays queued
@@ -303,6 +307,7 @@ def _decisions(project: Project, rows: list[Row], problems: list[str]) -> dict[s
                 decision = canonical_label(project, r.label)
             except ValueError as exc:
                 problems.append(f"{r.name()}: {exc}")
+                refused.setdefault(r.item_id, r.name())
                 continue
         prev = out.get(r.item_id)
         if prev is None:
@@ -343,13 +348,15 @@ def import_labels(
                            data_fields=[*project.config.payload_cols, *WHY_COLS])
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
-    decisions = _decisions(project, rows, problems)
-    if problems and not decisions:
+    refused: dict[str, str] = {}
+    decisions = _decisions(project, rows, problems, refused)
+    if problems and not decisions and not refused:
         raise refuse(path, problems)
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
     try:  # the store checks the ids of every well-formed row even when the file is already refused
         counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
-                                            on_conflict=on_conflict, annotator=annotator, found=problems)
+                                            on_conflict=on_conflict, annotator=annotator, found=problems,
+                                            refused_rows=refused)
     except ImportRefused as exc:
         raise refuse(path, exc.problems) from None
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],

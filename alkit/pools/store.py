@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -185,6 +185,8 @@ class Store:
         if not create and db_file is not None and not db_file.exists():  # connecting would create an empty one
             raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
                              "(restore the file, or point alkit.toml's store at the right one)")
+        if not create and db_file is not None:
+            self._check_sqlite_file(db_file)  # before the engine's pragmas switch a foreign file to WAL
         self.engine = make_engine(url)
         self.created_tables: list[str] = []  # create=True: the tables this call made (a failed init drops them)
         if create:
@@ -212,6 +214,21 @@ class Store:
     def _safe_url(self) -> str:
         """The URL with any password masked, for messages."""
         return make_url(self.url).render_as_string(hide_password=True)
+
+    def _check_sqlite_file(self, db_file: Path) -> None:
+        """Refuse a SQLite file that is not an alkit store of this schema, reading it read-only:
+        the engine's connect pragmas (journal_mode=WAL) would otherwise rewrite someone else's
+        database before ``_check_schema`` refuses it."""
+        import sqlite3
+
+        try:
+            with closing(sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as db:
+                row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except sqlite3.Error as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}") from None
+        if row is None or str(row[0]) != str(SCHEMA_VERSION):
+            raise StoreError(f"{self._safe_url()} is not an alkit store of schema version {SCHEMA_VERSION}")
 
     def _check_schema(self) -> None:
         try:
@@ -482,7 +499,8 @@ class Store:
 
     # ------------------------------------------------------------------ people's labels
     def import_labels(self, decisions: dict[str, tuple[Any, str, str | None]], *, on_conflict: str = "error",
-                      annotator: str | None = None, found: Sequence[str] = ()) -> tuple[dict[str, int], int]:
+                      annotator: str | None = None, found: Sequence[str] = (),
+                      refused_rows: dict[str, str] | None = None) -> tuple[dict[str, int], int]:
         """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
         annotator)) in one transaction under the write lock, all or nothing.
 
@@ -490,16 +508,20 @@ class Store:
         a different one is a conflict, refused (``error``), ignored (``keep``) or overwritten
         (``replace``).  Any problem raises ImportRefused listing every one, nothing written;
         ``found`` are problems the caller already found in the file (bad labels), reported together
-        with the store's (unknown or not-queued ids) so a file's problems come in one round.
+        with the store's (unknown or not-queued ids) so a file's problems come in one round;
+        ``refused_rows`` (item id -> where) are rows the caller refused for their label, whose ids are
+        checked too, so a row with two problems names both.
         Returns the counts (labeled, skipped, replaced, unchanged, kept) and the items still queued.
         """
         counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
         with self.session() as s:
             write_lock(s)
-            ids = list(decisions)
+            refused_rows = {k: v for k, v in (refused_rows or {}).items() if k not in decisions}
+            ids = [*decisions, *refused_rows]
             items: dict[str, Item] = {}
             for chunk in _chunks(ids):
                 items.update({it.item_id: it for it in s.scalars(select(Item).where(Item.item_id.in_(chunk)))})
+            problems: list[str] = [f"{where}: unknown id" for k, where in refused_rows.items() if k not in items]
             keys = [it.key for it in items.values()]
             shared: dict[int, Label] = {}
             cycles: dict[int, int] = {}
@@ -513,7 +535,6 @@ class Store:
                 skip_keys.update(int(k[len("skip:"):]) for k in s.scalars(
                     select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
             conflicts: list[str] = []
-            problems: list[str] = []
             plan: list[tuple[str, Item, Any, str | None]] = []  # (action, item, decision, row annotator)
             for item_id, (decision, where, row_annotator) in decisions.items():
                 it = items.get(item_id)
