@@ -42,17 +42,30 @@ def test_every_acquisition_with_every_selector(digits_project: Path) -> None:
 
 
 def test_member_acquisitions_and_refusals(digits_project: Path) -> None:
+    from conftest import folder_snapshot
+
     for acquisition in ("bald", "epig"):
         code, out = _run(digits_project, "--strategy", "diverse", "--scorer", "ensemble", "--acquisition", acquisition)
         assert code == 0, out
+    store = Store(load_project(digits_project).store_url)
+    runs = store.runs()
+    assert sorted(r.config["acquisition"] for r in runs) == ["bald", "epig"]
+    assert all(r.scorer == "ensemble" and store.n_spent(r.id) == 20 for r in runs)
+    store.dispose()
+    before = folder_snapshot(digits_project)
     code, out = _run(digits_project, "--strategy", "topk", "--scorer", "none", "--acquisition", "epig")
-    assert code == 2 and "a Gaussian last-layer posterior (scorers vbll, laplace)" in " ".join(out.split())
-    code, out = _run(digits_project, "--strategy", "topk", "--acquisition", "bogus")
-    assert code == 2 and "'bogus' is not one of 'epistemic'" in out
-    code, out = _run(digits_project, "--strategy", "topk", "--initial-selector", "topk")
-    assert code == 2 and "'topk' is not one of 'random', 'coldstart'" in out
-    from alkit.config import load_project
+    lines = out.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: acquisition 'epig' needs"), out
+    assert "a Gaussian last-layer posterior (scorers vbll, laplace)" in lines[0], out
+    assert folder_snapshot(digits_project) == before
+    # usage errors (click's, in this in-process run; `alkit` itself makes them one line: test_cli_help)
+    for args, says in ((["--acquisition", "bogus"], "'bogus' is not one of 'epistemic'"),
+                       (["--initial-selector", "topk"], "'topk' is not one of 'random', 'coldstart'")):
+        code, out = _run(digits_project, "--strategy", "topk", *args)
+        assert code == 2 and says in out and "Traceback" not in out, out
+        assert folder_snapshot(digits_project) == before, args
     from alkit.loop import ActiveLoop, LoopError, RunRequest
 
     with pytest.raises(LoopError, match="needs a model"):  # the library refuses it too
         ActiveLoop(load_project(digits_project)).resolve(RunRequest(strategy="topk", budget=10, initial_selector="topk"))
+    assert folder_snapshot(digits_project) == before

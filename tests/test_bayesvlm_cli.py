@@ -207,8 +207,10 @@ def test_bayesvlm_refusals_are_one_line_and_change_nothing(vlm_home: Path, tmp_p
 
     digits_frame(60).write_csv(work / "d.csv")
     assert _invoke(work, "init", "d.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", project="q")[0] == 0
+    before_q = folder_snapshot(work / "q")
     code, out = _invoke(work, "run", "--budget", "20", "--model-dir", "models/clip", project="q")
-    assert code == 2 and "has no image column" in out
+    assert code == 2 and "has no image column" in out and out.strip().count("\n") == 0, out
+    assert folder_snapshot(work / "q") == before_q
 
 
 def test_missing_image_files_are_named_before_anything_is_written(vlm_home: Path, tmp_path: Path) -> None:

@@ -52,6 +52,9 @@ def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
 
 
 def test_bench_rejects_bad_arguments_before_running(digits_project: Path) -> None:
+    from conftest import folder_snapshot
+
+    before = folder_snapshot(digits_project)
     with pytest.raises(ValueError, match="unknown strategy"):
         run_bench(digits_project, strategies=["random", "nope"], **ARGS)
     with pytest.raises(LoopError, match="budget"):
@@ -61,6 +64,7 @@ def test_bench_rejects_bad_arguments_before_running(digits_project: Path) -> Non
     with pytest.raises(LoopError, match="unknown metric 'crps' for a classification project; metrics: accuracy, "):
         run_bench(digits_project, strategies=["random"], **{**ARGS, "metric": "crps"})  # it failed after the runs
     assert ActiveLoop(load_project(digits_project)).store.runs() == []
+    assert folder_snapshot(digits_project) == before  # no bench/ tables either
 
 
 def test_the_metric_names_are_those_the_cycles_record() -> None:
@@ -85,13 +89,17 @@ def test_available_strategies_explains_what_is_left_out() -> None:
 
 
 def test_bench_preset_with_another_scorer(digits_project: Path) -> None:
+    from conftest import folder_snapshot
+
     res = run_bench(digits_project, strategies=["random:gradnorm"], **{**ARGS, "seeds": 1})
     assert res.ran == ["random-gradnorm-b10-s0"]
     run = ActiveLoop(load_project(digits_project)).store.runs()[0]
     assert (run.strategy, run.scorer) == ("random", "gradnorm")
     assert res.table["strategy"].to_list() == ["random-gradnorm"]
+    before = folder_snapshot(digits_project)
     with pytest.raises(ValueError, match="unknown scorer 'nope'"):
         run_bench(digits_project, strategies=["epistemic:nope"], **ARGS)
+    assert folder_snapshot(digits_project) == before
 
 
 def test_bench_compares_like_with_like(digits_project: Path) -> None:

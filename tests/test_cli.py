@@ -12,6 +12,8 @@ from xml.etree import ElementTree
 import numpy as np
 import pytest
 
+from conftest import folder_snapshot
+
 ALKIT = [sys.executable, "-m", "alkit.cli"]
 
 
@@ -63,10 +65,12 @@ def test_bad_run_arguments(tmp_path: Path, digits_csv: Path, args: list[str], me
     from alkit.pools.ingest import InitOptions, init_project
 
     init_project(digits_csv, tmp_path, InitOptions(id_col="id", label_col="label", hide_labels=True))
+    before = folder_snapshot(tmp_path)
     proc = alkit(*args, cwd=tmp_path, check=False)
     assert proc.returncode == 2, proc.stderr
     assert message in " ".join(proc.stderr.split())
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert folder_snapshot(tmp_path) == before  # the store's rows and every file as they were
     status = json.loads(alkit("status", "--json", cwd=tmp_path).stdout)
     assert status == []
 
@@ -75,8 +79,11 @@ def test_bad_init_exits_nonzero_and_writes_nothing(tmp_path: Path, digits_csv: P
     proc = alkit("init", str(digits_csv), "--id-col", "nope", "--label-col", "label", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "id column 'nope' not found" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.csv"]
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     proc = alkit("run", "--budget", "5", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "no alkit project" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["digits.csv"]
 
 
 @pytest.mark.parametrize("url, message", [
@@ -112,10 +119,12 @@ def test_damaged_feature_file_is_refused_before_any_write(tmp_path: Path, digits
         path.write_bytes(bytes(data[: len(data) // 2]))
     else:
         pl.DataFrame({"a": [1, 2, 3]}).write_parquet(path)
+    before = folder_snapshot(tmp_path / "p")
     proc = alkit("run", "--strategy", "random", "--budget", "20", "-p", "p", cwd=tmp_path, check=False)
     assert proc.returncode == 2, proc.stderr
     assert "features.parquet is not a readable alkit feature file" in " ".join(proc.stderr.split())
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert folder_snapshot(tmp_path / "p") == before
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
         assert db.execute("select count(*) from runs").fetchone()[0] == 0
 
@@ -170,5 +179,9 @@ def test_run_with_the_heteroscedastic_head_and_the_noise_choice(tmp_path: Path) 
     assert set(st) == {"hetero", "noise_choice"}, st
     for r in st.values():
         assert r["n_labeled"] == 50 and np.isfinite(r["metrics"]["crps"]), r
+    before = folder_snapshot(tmp_path)
     bad = alkit("run", "--strategy", "epistemic", "--budget", "50", "--head", "heteroskedastic", cwd=tmp_path, check=False)
-    assert bad.returncode != 0 and "heteroskedastic" in bad.stderr + bad.stdout
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and len(lines) == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert "Invalid value for '--head': 'heteroskedastic' is not one of 'gaussian', 'hetero'" in lines[0], bad.stderr
+    assert folder_snapshot(tmp_path) == before

@@ -27,7 +27,10 @@ def test_building_the_app_imports_no_heavy_module() -> None:
 
 
 def test_help_version_and_short_help() -> None:
-    assert _run("--version").stdout.strip().startswith("alkit ")
+    import importlib.metadata
+
+    version = _run("--version")
+    assert version.returncode == 0 and version.stdout == f"alkit {importlib.metadata.version('alkit')}\n", version.stdout
     top = _run("-h")
     assert top.returncode == 0 and "Commands:" in top.stdout and "queue" in top.stdout
     init = _run("init", "-h").stdout

@@ -73,6 +73,7 @@ def test_text_errors_name_the_row(tmp_path: Path) -> None:
     assert not (tmp_path / "p").exists()
     with pytest.raises(InputError, match="text column 'nope' not found"):
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="nope", progress=False))
+    assert not (tmp_path / "p").exists()
     from alkit.embed import embed_file
 
     out = tmp_path / "nodir" / "x.parquet"  # refused before encoding, naming the folder (not its temporary file)

@@ -71,12 +71,13 @@ def test_encode_texts_semantics(text_ready: None) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad, row",
-    [(["fine", "  "], 1), (["", "fine"], 0), (["fine", "ok", 3], 2), (["fine", None], 1)],
+    "bad, row, says",
+    [(["fine", "  "], 1, "empty or blank text"), (["", "fine"], 0, "empty or blank text"),
+     (["fine", "ok", 3], 2, "expected a string, got int"), (["fine", None], 1, "expected a string, got NoneType")],
 )
-def test_encode_texts_rejects_bad_rows(bad: list, row: int) -> None:
+def test_encode_texts_rejects_bad_rows(bad: list, row: int, says: str) -> None:
     # validation runs before the model loads, so this needs no optional package
-    with pytest.raises(ValueError, match=f"row {row}"):
+    with pytest.raises(ValueError, match=f"^text row {row}: {says}$"):
         encoders.encode_texts(bad, batch_size=4, progress=False)
 
 

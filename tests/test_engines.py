@@ -115,9 +115,21 @@ def test_local_engine_matches_the_loop_arrays(pool: tuple) -> None:
         pred = learner.predict(X[:20])
     arrays = prediction_arrays(pred)
     assert set(arrays) == {"embedding_n_d", "probs_n_C"} and arrays["embedding_n_d"].shape[0] == 20
-    cands, n = local_topm(learner, path, _mask(len(X)), 100, 512)
-    assert n == int(_mask(len(X)).sum()) and len(cands) == 100
+    mask = _mask(len(X))
+    cands, n = local_topm(learner, path, mask, 100, 512)
+    assert n == int(mask.sum()) and len(cands) == 100
     assert np.all(np.diff(cands.scores_n) <= 0)
+    # against one prediction of every unmasked row: the 100 highest epistemic scores (ties by key),
+    # each with its own row's embedding and class probabilities
+    keys = np.flatnonzero(mask)
+    with torch.no_grad():
+        full = learner.predict(X[keys])
+    scores = full.epistemic_n.double().numpy()
+    order = np.lexsort((keys, -scores))[:100]
+    assert np.array_equal(cands.keys_n, keys[order])
+    np.testing.assert_allclose(cands.scores_n, scores[order], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(cands.embedding_n_d, full.embedding_n_d.numpy()[order], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cands.probs_n_C, full.probs_n_C.numpy()[order], rtol=1e-5, atol=1e-6)
 
 
 def test_ray_engine_equals_local(pool: tuple, ray_local: object) -> None:

@@ -58,16 +58,28 @@ def queued(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], d
     df = df.with_columns(pl.when(pl.int_range(pl.len()) < 30).then(pl.col("label")).otherwise(None).alias("label"))
     df.write_csv(tmp / "d.csv")
     init_project(tmp / "d.csv", tmp / "proj", InitOptions(id_col="id", label_col="label", features=PX, progress=False))
-    ids = queue_batch(load_project(tmp / "proj"), 20)
+    project = load_project(tmp / "proj")
+    # only queued items whose true label is a class of the project (the 30 labelled rows may lack a
+    # digit): a file of them is valid but for the one defect drawn, so the refusal must name that one
+    ids = [i for i in queue_batch(project, 20) if truth[i] in project.config.classes]
+    assert len({truth[i] for i in ids}) >= 2
     return tmp / "proj", ids, truth
 
 
 DEFECTS = ["unknown_id", "unknown_class", "no_id_column", "conflict_in_file", "truncated", "garbage"]
+IMPORT_SAYS = {  # defect -> what the one line must say (any of)
+    "unknown_id": ("unknown id", "missing id"),  # a blank id cell is missing
+    "unknown_class": ("unknown class",),
+    "no_id_column": ("missing column id", "missing key id", "no data.alkit_id"),
+    "conflict_in_file": ("conflicting labels in the file",),
+    "truncated": ("not valid UTF-8", "invalid JSON", "not a readable Parquet file"),
+    "garbage": ("",),  # random bytes: any named problem of the file
+}
 
 
 @st.composite
-def label_file(draw: st.DrawFn, ids: list[str], truth: dict[str, str]) -> tuple[str, bytes]:
-    """(suffix, bytes) of a label file in one of the four import formats, with one defect."""
+def label_file(draw: st.DrawFn, ids: list[str], truth: dict[str, str]) -> tuple[str, str, bytes]:
+    """(suffix, defect, bytes) of a label file in one of the four import formats, with one defect."""
     fmt = draw(st.sampled_from(["csv", "jsonl", "parquet", "json"]))
     defect = draw(st.sampled_from(DEFECTS))
     chosen = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=6, unique=True))
@@ -81,7 +93,7 @@ def label_file(draw: st.DrawFn, ids: list[str], truth: dict[str, str]) -> tuple[
     elif defect == "no_id_column":
         rows = [{k: v for k, v in r.items() if k != "id"} for r in rows]
     elif defect == "conflict_in_file":
-        other = str((int(rows[0]["label"]) + 1) % 10)
+        other = draw(st.sampled_from(sorted({truth[i] for i in ids} - {rows[0]["label"]})))  # another class
         rows.append({**rows[0], "label": other})
     data = _encode(fmt, rows)
     if defect == "truncated" and fmt in ("parquet", "json"):  # any strict prefix of these is broken
@@ -91,7 +103,7 @@ def label_file(draw: st.DrawFn, ids: list[str], truth: dict[str, str]) -> tuple[
         data = data[:at] + b"\xff\xfe" + data[at:]
     elif defect == "garbage":
         data = draw(st.binary(min_size=1, max_size=200))
-    return fmt, data
+    return fmt, defect, data
 
 
 def _encode(fmt: str, rows: list[dict]) -> bytes:
@@ -114,11 +126,13 @@ def _encode(fmt: str, rows: list[dict]) -> bytes:
 @given(data=st.data())
 def test_malformed_label_files_are_refused_and_change_nothing(queued, tmp_path: Path, data: st.DataObject) -> None:  # noqa: ANN001
     root, ids, truth = queued
-    fmt, content = data.draw(label_file(ids, truth))
+    fmt, defect, content = data.draw(label_file(ids, truth))
     path = tmp_path / f"labels.{fmt}"
     path.write_bytes(content)
     before = snapshot(root)
-    refused(["queue", "import", str(path), "-p", str(root)])
+    line = refused(["queue", "import", str(path), "-p", str(root)])
+    assert line.startswith(f"error: {path.name}: refused, nothing imported: "), line  # the file named
+    assert any(says in line for says in IMPORT_SAYS[defect]), (defect, line)  # and its problem
     assert snapshot(root) == before
     CASES["import"] += 1
 
@@ -127,10 +141,23 @@ def test_malformed_label_files_are_refused_and_change_nothing(queued, tmp_path: 
 
 INIT_DEFECTS = ["nan_feature", "text_feature", "duplicate_id", "missing_id", "no_label_column", "ragged_row",
                 "truncated", "garbage", "one_class"]
+_BOTH = lambda *says: {"csv": says, "parquet": says}  # noqa: E731
+INIT_SAYS = {  # defect -> format -> what the one line must say (any of)
+    "nan_feature": _BOTH("NaN or infinite feature values in px10"),
+    "text_feature": _BOTH("feature column 'px20' is not numeric"),
+    "duplicate_id": _BOTH("duplicate ids in 'id'"),
+    "missing_id": _BOTH("id column 'id' has 1 missing ids"),
+    "no_label_column": _BOTH("label column 'label' not found"),
+    "ragged_row": {"csv": ("fields, the header 5",), "parquet": ("feature column 'px10' has missing or ragged vectors",)},
+    "one_class": _BOTH("needs at least 2 classes in 'label'"),
+    # a CSV cut inside its header is a header without rows; otherwise the cut's bad bytes are named
+    "truncated": {"csv": ("is not UTF-8 text", "has no rows", "empty CSV"), "parquet": ("cannot read data.parquet",)},
+    "garbage": _BOTH(""),  # random bytes: any named problem of the file
+}
 
 
 @st.composite
-def data_file(draw: st.DrawFn) -> tuple[str, bytes]:
+def data_file(draw: st.DrawFn) -> tuple[str, str, bytes]:
     fmt = draw(st.sampled_from(["csv", "parquet"]))
     defect = draw(st.sampled_from(INIT_DEFECTS))
     n = draw(st.integers(8, 30))
@@ -168,7 +195,7 @@ def data_file(draw: st.DrawFn) -> tuple[str, bytes]:
         data = data[: draw(st.integers(0, max(0, len(data) // 2)))] + b"\xff\xfe"
     elif defect == "garbage":
         data = draw(st.binary(min_size=0, max_size=300))
-    return fmt, data
+    return fmt, defect, data
 
 
 def _uneven_list_parquet(n: int, k: int) -> bytes:
@@ -181,15 +208,16 @@ def _uneven_list_parquet(n: int, k: int) -> bytes:
 @FUZZ
 @given(case=data_file())
 def test_malformed_data_files_are_refused_by_init_and_write_nothing(tmp_path_factory: pytest.TempPathFactory,
-                                                                    case: tuple[str, bytes]) -> None:
-    fmt, content = case
+                                                                    case: tuple[str, str, bytes]) -> None:
+    fmt, defect, content = case
     tmp = tmp_path_factory.mktemp("fuzz_init")
     path = tmp / f"data.{fmt}"
     path.write_bytes(content)
     args = ["init", str(path), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", str(tmp / "proj")]
     if content and b"px10" in content and fmt == "parquet" and b"px20" not in content:
         args += ["--feature-col", "px10"]
-    refused(args)
+    line = refused(args)
+    assert any(says in line for says in INIT_SAYS[defect][fmt]), (defect, fmt, line)
     assert not (tmp / "proj").exists() or list((tmp / "proj").iterdir()) == []
     assert sorted(p.name for p in tmp.iterdir()) in (["data." + fmt], ["data." + fmt, "proj"])
     CASES["init"] += 1

@@ -260,6 +260,8 @@ def test_text_columns_are_named_and_exclude_leaves_them_out(tmp_path: Path, digi
     assert "--text-col" in err and not (tmp_path / "p").exists()
     bad = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--exclude", "nosuch", "-p", "p", cwd=tmp_path)
     assert bad.returncode == 2 and "--exclude: columns not found: nosuch" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert not (tmp_path / "p").exists()
     ok = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "--exclude", "note,source",
                "-p", "p", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr

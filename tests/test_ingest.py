@@ -15,7 +15,7 @@ from alkit.pools.features import FeatureReader
 from alkit.pools.ingest import InitOptions, InputError, init_project
 from alkit.pools.store import Store
 
-from conftest import digits_frame
+from conftest import digits_frame, folder_snapshot
 
 OPTS = dict(id_col="id", label_col="label")
 
@@ -97,15 +97,16 @@ def test_bad_inputs(tmp_path: Path) -> None:
     _bad(tmp_path, df, r"test-frac must be in \[0, 1\)", test_frac=1.5)
     with pytest.raises(InputError, match="does not exist"):
         init_project(tmp_path / "missing.csv", tmp_path / "q", InitOptions(**OPTS))
+    assert not (tmp_path / "q").exists()
 
 
 def test_existing_project_refused(tmp_path: Path, digits_csv: Path) -> None:
     root = tmp_path / "p"
     init_project(digits_csv, root, InitOptions(**OPTS, hide_labels=True))
-    before = (root / "alkit.db").stat().st_size
+    before = folder_snapshot(root)
     with pytest.raises(InputError, match="already holds a project"):
         init_project(digits_csv, root, InitOptions(**OPTS, hide_labels=True))
-    assert (root / "alkit.db").stat().st_size == before
+    assert folder_snapshot(root) == before  # every file, and the store's rows, as they were
 
 
 def _split_frame(n: int = 120) -> tuple[pl.DataFrame, list[str]]:
@@ -270,10 +271,12 @@ def test_ragged_csv_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="d.csv: line 4 has 4 fields, the header 3") as info:
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
     assert "truncate_ragged_lines" not in str(info.value)
+    assert _listing(tmp_path / "p") == []
     path.write_text('id,px0,px1,label\na,1,2,x\nb,"1,2,y\nc,3,4,x,extra\n')  # an unclosed quote on line 3
     with pytest.raises(InputError, match="row starting on line 3 has 2 fields, the header 4: a quote opened there "
                                          "is not closed before line 4"):
         init_project(path, tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+    assert _listing(tmp_path / "q") == []
 
 
 @pytest.mark.parametrize("text, says", [
@@ -317,6 +320,7 @@ def test_tsv_reads_like_csv(tmp_path: Path, digits_csv: Path) -> None:
     (tmp_path / "r.tsv").write_text("id\ta\tlabel\n1\t0.1\tx\n2\t0.3\ty\textra\n")
     with pytest.raises(InputError, match="r.tsv: line 3 has 4 fields, the header 3"):
         init_project(tmp_path / "r.tsv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+    assert _listing(tmp_path / "q") == []
 
 
 @pytest.mark.parametrize("cells", [["0,844", "-12,5", "3,0"] * 14, ["1,5", "2,0", "2,5"] * 14])
@@ -344,6 +348,7 @@ def test_a_date_column_is_named_with_its_type_and_the_way_out(tmp_path: Path) ->
     with pytest.raises(InputError, match=re.escape("non-numeric feature columns: when (Date) (leave them out with "
                                                    "--exclude when, choose numeric columns with --features")):
         init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts))
+    assert _listing(tmp_path / "p") == []
     assert init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts, exclude=["when"])).n_features == 2
 
 
@@ -364,11 +369,14 @@ def test_a_project_path_through_a_file_is_one_line(tmp_path: Path) -> None:
         res = CliRunner().invoke(app, ["init", str(tmp_path / "d.csv"), "--id-col", "id", "--label-col", "label",
                                        "--hide-labels", "-p", str(target)])
         assert res.exit_code == 2 and says in " ".join(res.output.split()), res.output
+        assert res.output.startswith("error:") and "Traceback" not in res.output, res.output
     assert (tmp_path / "afile").read_text() == "x\n"
     init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(**OPTS, progress=False))
+    before = folder_snapshot(tmp_path / "p")
     res = CliRunner().invoke(app, ["queue", "export", "--out", str(tmp_path / "afile" / "q.csv"), "-p", str(tmp_path / "p")])
     assert res.exit_code == 2 and res.output.startswith("error:") and "afile" in res.output, res.output
-    assert len(res.output.strip().splitlines()) == 1
+    assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
+    assert folder_snapshot(tmp_path / "p") == before and (tmp_path / "afile").read_text() == "x\n"
 
 
 def test_csv_ids_keep_their_text(tmp_path: Path) -> None:
@@ -394,6 +402,7 @@ def test_a_pandas_index_is_no_feature_unless_chosen(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=re.escape("column '__index_level_0__' is a pandas index (written by "
                                                    "to_parquet) and would be a feature")):
         init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts))
+    assert _listing(tmp_path / "p") == []
     cfg = init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(**opts, exclude=["__index_level_0__"]))
     assert cfg.feature_cols == ["a"]
     frame.to_csv(tmp_path / "d.csv")  # the unnamed index column first
@@ -637,6 +646,7 @@ def test_json_lines_read_like_csv(tmp_path: Path, digits_csv: Path) -> None:
     (tmp_path / "late.jsonl").write_text("".join(json.dumps(d) + "\n" for d in late))
     with pytest.raises(InputError, match="feature column 'extra' has missing values"):
         init_project(tmp_path / "late.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+    assert _listing(tmp_path / "q") == []
     for text, says in (('{"id": "a", "x": 1.0, "label": "p"}\n{"id": "b", "x": 2.0\n', "line 2 is not valid JSON"),
                        ('{"id": "a", "x": 1.0, "label": "p"}\n[1, 2]\n', "line 2 is a JSON list, not an object")):
         (tmp_path / "bad.jsonl").write_text(text)
@@ -676,6 +686,7 @@ def test_a_csv_column_whose_type_shows_late_is_read_by_every_row(tmp_path: Path)
     (tmp_path / "w.csv").write_text("\n".join(lines).replace("r11000,1.5", "r11000,oops") + "\n")
     with pytest.raises(InputError, match=re.escape("feature column 'x' is not numeric: row 11001 (id r11000) holds 'oops', text")):
         init_project(tmp_path / "w.csv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+    assert _listing(tmp_path / "q") == []
 
 
 @pytest.mark.parametrize("name", ["d.csv", "d.tsv", "d.jsonl"])

@@ -105,9 +105,13 @@ def test_a_budget_below_the_labels_spent_is_refused_and_changes_nothing(digits_p
 
     loop = ActiveLoop(load_project(digits_project))
     loop.run(_req(budget=20))
+    from conftest import folder_snapshot
+
+    before = folder_snapshot(digits_project)
     with pytest.raises(StoreError, match="already spent 20 labels.*pass at least 20"):
         loop.run(_req(budget=10))
     assert [(r.budget, r.status) for r in loop.store.runs()] == [(20, "complete")]
+    assert folder_snapshot(digits_project) == before
     loop.run(_req(budget=30))  # a larger one still extends it
     assert [(r.budget, r.status) for r in loop.store.runs()] == [(30, "complete")]
 
@@ -159,10 +163,14 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
     ],
 )
 def test_refused_requests_change_nothing(digits_project: Path, kw: dict, match: str) -> None:
+    from conftest import folder_snapshot
+
     loop = ActiveLoop(load_project(digits_project))
+    before = folder_snapshot(digits_project)
     with pytest.raises((LoopError, ValueError), match=match):
         loop.run(_req(**kw))
     assert loop.store.runs() == [] and loop.store.cycles() == []
+    assert folder_snapshot(digits_project) == before  # no row of any table, no file
 
 
 def test_regression_run_logs_regression_metrics(tmp_path: Path) -> None:

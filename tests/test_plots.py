@@ -92,7 +92,8 @@ def test_plot_writes_svg_with_one_line_per_strategy_and_styled_baselines(tmp_pat
 def test_plot_rejects_other_extensions(tmp_path):
     df, _ = _frame()
     with pytest.raises(ValueError, match=r"\.png.*\.svg"):
-        P.plot_learning_curves(df, "accuracy", tmp_path / "curve.pdf")
+        P.plot_learning_curves(df, "accuracy", tmp_path / "sub" / "curve.pdf")
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written, its folder too
 
 
 def test_is_baseline():

@@ -69,9 +69,14 @@ def _refused_then_recorded(tmp_path: Path, digits_csv: Path, bad: list[str], mes
     runs: (its recorded config, the `alkit strategies --scorer` listing of its scorer)."""
     import sqlite3
 
+    from conftest import folder_snapshot
+
     alkit = _cli_project(tmp_path, digits_csv)
+    before = folder_snapshot(tmp_path / "p")
     refused = alkit("run", *bad, "--budget", "20")
     assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert folder_snapshot(tmp_path / "p") == before
     assert "Traceback" not in refused.stderr and json.loads(alkit("status", "--json").stdout) == []
     done = alkit("run", *ok, "--budget", "20", "--json")
     assert done.returncode == 0, done.stderr

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import project_cli
+from conftest import folder_snapshot, project_cli
 import torch
 from sklearn.datasets import load_diabetes, load_digits
 
@@ -85,13 +85,20 @@ def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
         assert out.returncode == 0, out.stderr
         row = json.loads(out.stdout)[0]
         assert row["scorer"] == "sklearn" and row["n_labeled"] == 40 and row["metrics"]["accuracy"] > 0.5
-    refused = alkit("run", "--strategy", "epistemic", "--acquisition", "decision-flip", "--learner", "mymodels:logreg",
-                    "--budget", "40")
-    assert refused.returncode == 2 and "needs a Gaussian last-layer posterior" in refused.stderr
+    def refused(*args: str, says: str) -> None:
+        """A clean refusal: exit 2, one line naming the problem, the project as it was."""
+        before = folder_snapshot(models / "p")
+        res = alkit("run", *args)
+        lines = res.stderr.strip().splitlines()
+        assert res.returncode == 2 and len(lines) == 1 and says in lines[0], res.stderr
+        assert "Traceback" not in res.stderr and folder_snapshot(models / "p") == before
+
+    refused("--strategy", "epistemic", "--acquisition", "decision-flip", "--learner", "mymodels:logreg", "--budget", "40",
+            says="needs a Gaussian last-layer posterior")
     # the preset's own decision-flip needs a posterior: it ranks by the bootstrap members' disagreement, and says so
     preset = alkit("run", "--learner", "mymodels:logreg", "--budget", "30", "--json")
     assert preset.returncode == 0 and "uses the scorer's own epistemic score" in preset.stderr, preset.stderr
-    missing = alkit("run", "--strategy", "margin", "--learner", "mymodels:nosuch", "--budget", "40")
-    assert missing.returncode == 2 and "mymodels has no function 'nosuch'" in missing.stderr
-    both = alkit("run", "--strategy", "margin", "--learner", "mymodels:logreg", "--scorer", "vbll", "--budget", "40")
-    assert both.returncode == 2 and "drop --scorer vbll" in both.stderr
+    refused("--strategy", "margin", "--learner", "mymodels:nosuch", "--budget", "40",
+            says="mymodels has no function 'nosuch'")
+    refused("--strategy", "margin", "--learner", "mymodels:logreg", "--scorer", "vbll", "--budget", "40",
+            says="drop --scorer vbll")

@@ -63,7 +63,7 @@ def test_topm_rejects_nan_and_inconsistent_chunks() -> None:
         acc.push(np.arange(3, 6), np.zeros(3))
     with pytest.raises(ValueError, match="rows"):
         acc.push(np.arange(3), np.zeros(3), embedding_n_d=np.zeros((2, 2)))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="m must be at least 1, got 0"):
         TopM(0)
     assert len(TopM(4).result()) == 0
 

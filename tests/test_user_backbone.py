@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
+from conftest import folder_snapshot
+
 NETS = '''
 import torch
 from torch import nn
@@ -98,13 +100,17 @@ def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path
     ok = _alkit("run", "--strategy", "topk", "--backbone", "mynets:tiny_cnn", "--budget", "20", "--max-epochs", "5",
                 "-p", "img", cwd=nets)
     assert ok.returncode == 0, ok.stderr
+    before = folder_snapshot(nets / "img")
     for ref, says in (("mynets:nosuch", "mynets has no function 'nosuch'"),
                       ("nomodule:f", "cannot be imported: ModuleNotFoundError"),
                       ("justaname", "write it as module:function")):
         bad = _alkit("run", "--backbone", ref, "--budget", "20", "-p", "img", cwd=nets)
         assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "img") == before, bad.stderr
     moved = nets / "elsewhere"
     moved.mkdir()
     gone = _alkit("run", "--strategy", "topk", "--backbone", "mynets:tiny_cnn", "--budget", "30", "-p",
                   str(nets / "img"), cwd=moved)  # resumed where the module cannot be found
-    assert gone.returncode == 2 and "cannot be imported" in gone.stderr
+    assert gone.returncode == 2 and "--backbone 'mynets:tiny_cnn' cannot be imported" in gone.stderr, gone.stderr
+    assert "Traceback" not in gone.stderr and len(gone.stderr.strip().splitlines()) == 1, gone.stderr
+    assert folder_snapshot(nets / "img") == before  # the run's budget stays 20, nothing selected
