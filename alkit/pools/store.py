@@ -521,6 +521,14 @@ class Store:
             items: dict[str, Item] = {}
             for chunk in _chunks(ids):
                 items.update({it.item_id: it for it in s.scalars(select(Item).where(Item.item_id.in_(chunk)))})
+            # no exact match: the same id up to spaces around it (a person's edit, or an id init kept
+            # with its spaces), where that names exactly one item
+            trimmed = {k: k.strip() for k in ids if k not in items}
+            for chunk in _chunks(list(set(trimmed.values()))):
+                by_trim: dict[str, list[Item]] = {}
+                for it in s.scalars(select(Item).where(func.trim(Item.item_id).in_(chunk))):
+                    by_trim.setdefault(it.item_id.strip(), []).append(it)
+                items.update({k: by_trim[t][0] for k, t in trimmed.items() if len(by_trim.get(t, ())) == 1})
             problems: list[str] = [f"{where}: unknown id" for k, where in refused_rows.items() if k not in items]
             keys = [it.key for it in items.values()]
             shared: dict[int, Label] = {}
@@ -536,11 +544,16 @@ class Store:
                     select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
             conflicts: list[str] = []
             plan: list[tuple[str, Item, Any, str | None]] = []  # (action, item, decision, row annotator)
+            seen: dict[int, str] = {}  # item key -> where: two spellings of one id (a trimmed match)
             for item_id, (decision, where, row_annotator) in decisions.items():
                 it = items.get(item_id)
                 if it is None:
                     problems.append(f"{where}: unknown id")
                     continue
+                if it.key in seen:
+                    problems.append(f"{where}: the same item as {seen[it.key]} (ids differ only in spaces)")
+                    continue
+                seen[it.key] = where
                 if it.split != "pool":
                     problems.append(f"{where}: the item is in the {it.split} split, not the pool")
                     continue

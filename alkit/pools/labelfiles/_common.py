@@ -81,6 +81,16 @@ def as_text(v: Any) -> str | None:
     return s or None
 
 
+def as_id(v: Any) -> str | None:
+    """A cell as an item id: exactly as written (an id may begin or end with a space: `alkit init`
+    keeps ids as the data file has them, and the store matches a trimmed id where no exact one
+    exists); an empty or blank cell is None."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    s = v if isinstance(v, str) else as_text(v)
+    return s if s and s.strip() else None
+
+
 def as_skip(v: Any, where: str, problems: list[str]) -> bool:
     if v is None or isinstance(v, bool):
         return bool(v)
@@ -110,7 +120,7 @@ def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> 
 def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[Row]:
     rows = []
     for where, rec in records:
-        item_id = as_text(rec.get("id"))
+        item_id = as_id(rec.get("id"))
         if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
             item_id = str(int(float(item_id)))
         rows.append(Row(where, item_id, as_text(rec.get("label")), as_skip(rec.get("skip"), where, problems),

@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import WHY_COLS, Row, as_text, atomic_write, decode, records_to_rows, refuse
+from alkit.pools.labelfiles._common import WHY_COLS, Row, as_id, as_text, atomic_write, decode, records_to_rows, refuse
 
 NAME = "label-studio"
 SUFFIXES = (".json",)
@@ -118,7 +118,7 @@ def _flat_rows(path: Path, records: list[tuple[str, dict[str, Any]]], problems: 
         raise refuse(path, [str(exc)]) from None
     rows = []
     for where, rec in records:
-        item_id = as_text(rec.get(ID_KEY))
+        item_id = as_id(rec.get(ID_KEY))
         if item_id is None:
             problems.append(f"{where}: no {ID_KEY} (export tasks that alkit wrote)")
             continue
@@ -163,7 +163,7 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
         if not isinstance(data_, dict) or not ({ID_KEY, "id"} & set(data_)):
             problems.append(f"{where}: no data.{ID_KEY} (export the tasks alkit wrote, which carry the item id)")
             continue
-        item_id = as_text(data_.get(ID_KEY, data_.get("id")))
+        item_id = as_id(data_.get(ID_KEY, data_.get("id")))
         anns = task.get("annotations") or []
         if not isinstance(anns, list):
             problems.append(f"{where} (id {item_id}): annotations is not a list")

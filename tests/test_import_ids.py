@@ -1,0 +1,78 @@
+"""Item ids in label files: matched exactly as `alkit init` kept them (spaces included), a trimmed
+id where no exact one exists, and two spellings of one item refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from alkit.config import load_project
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.pools.queue import QueueError, export_queue, import_labels
+from alkit.pools.store import Store
+
+from conftest import digits_frame
+from test_queue import PX, queue_batch, snapshot
+
+
+def _project_with_spaced_ids(tmp_path: Path) -> tuple[object, dict[str, str]]:
+    df = digits_frame(160)
+    ids = [f" d{i} " if i % 2 else f"d{i}" for i in range(len(df))]  # every other id padded with spaces
+    truth = {i: str(y) for i, y in zip(ids, df["label"])}
+    df = df.with_columns(pl.Series("id", ids),
+                         pl.when(pl.int_range(pl.len()) < 60).then(pl.col("label")).otherwise(None).alias("label"))
+    src = tmp_path / "spaced.csv"
+    df.write_csv(src)
+    init_project(src, tmp_path / "proj", InitOptions(id_col="id", label_col="label", features=PX))
+    return load_project(tmp_path / "proj"), truth
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "label-studio"])
+def test_alkits_own_export_round_trips_ids_with_spaces(tmp_path: Path, fmt: str) -> None:
+    project, truth = _project_with_spaced_ids(tmp_path)
+    ids = queue_batch(project, 6)
+    assert any(i != i.strip() for i in ids)  # the batch holds padded ids
+    exported = export_queue(project, tmp_path / f"q.{'json' if fmt == 'label-studio' else fmt}", fmt).path
+    if fmt == "csv":
+        df = pl.read_csv(exported, infer_schema_length=0)
+        df.with_columns(pl.col("id").replace_strict(truth, default=None).alias("label")).write_csv(tmp_path / "in.csv")
+        path = tmp_path / "in.csv"
+    elif fmt == "jsonl":
+        df = pl.read_ndjson(exported).with_columns(pl.col("id").cast(pl.Utf8))
+        df.with_columns(pl.col("id").replace_strict(truth, default=None).alias("label")).write_ndjson(tmp_path / "in.jsonl")
+        path = tmp_path / "in.jsonl"
+    else:
+        import json
+
+        tasks = json.loads(exported.read_text())
+        for t in tasks:
+            t["annotations"] = [{"result": [{"type": "choices", "from_name": "label", "to_name": "x",
+                                             "value": {"choices": [truth[t["data"]["alkit_id"]]]}}]}]
+        path = tmp_path / "in.json"
+        path.write_text(json.dumps(tasks))
+    res = import_labels(project, path)
+    assert res.labeled == 6
+    stored = dict(zip(*Store(project.store_url).labeled_set(None)))
+    got = Store(project.store_url).ids_for_keys(list(stored))
+    assert {got[k]: v for k, v in stored.items()} == {i: truth[i] for i in ids}
+
+
+def test_a_trimmed_id_matches_and_two_spellings_of_one_item_are_refused(tmp_path: Path) -> None:
+    project, truth = _project_with_spaced_ids(tmp_path)
+    ids = queue_batch(project, 4)
+    padded = next(i for i in ids if i != i.strip())
+    plain = next(i for i in ids if i == i.strip())
+    before = snapshot(project)
+    both = tmp_path / "both.csv"
+    both.write_text(f"id,label\n{padded},{truth[padded]}\n{padded.strip()},{truth[padded]}\n")
+    with pytest.raises(QueueError, match=r"line 3 \(id d\d+\): the same item as line 2"):
+        import_labels(project, both)
+    assert snapshot(project) == before
+    typed = tmp_path / "typed.csv"  # a person typed the ids without the spaces, or added some
+    typed.write_text(f"id,label\n{padded.strip()},{truth[padded]}\n {plain},{truth[plain]}\n")
+    assert import_labels(project, typed).labeled == 2
+    with pytest.raises(QueueError, match="unknown id"):
+        (tmp_path / "bad.csv").write_text("id,label\nd999,1\n")
+        import_labels(project, tmp_path / "bad.csv")
