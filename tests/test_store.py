@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +80,24 @@ def test_run_identity(store_url: str) -> None:
     assert [(r.id, r.seed, r.budget) for r in s.runs()] == [(a.id, 0, 6)]  # the refused spec changed nothing
     bigger = s.get_or_create_run(RunSpec("r", "random", "none", 0, 8, 2, 2, {}))
     assert bigger.budget == 8
+
+
+def test_a_continued_run_keeps_its_method(store_url: str) -> None:
+    """A run continued under its name with another acquisition, learner or training option is
+    refused (it used to switch method mid-run while its record kept the old options); where it runs
+    (engine) may change, and a run recorded before an option existed is not refused over it."""
+    s = _store(store_url)
+    opts = {"acquisition": "decision-flip", "learner": {"width": 32}, "train": {}, "engine": "local"}
+    run = s.get_or_create_run(RunSpec("m", "epistemic", "vbll", 0, 6, 2, 2, opts))
+    for key, value, shown in (("acquisition", "margin", "acquisition='decision-flip', not 'margin'"),
+                              ("learner", {"width": 16}, "learner={width=32}, not {width=16}"),
+                              ("train", {"prior_l2": 3.0}, "train={} (defaults), not {prior_l2=3.0}")):
+        with pytest.raises(StoreError, match=re.escape(shown)):
+            s.get_or_create_run(RunSpec("m", "epistemic", "vbll", 0, 8, 2, 2, {**opts, key: value}))
+    assert [(r.budget, r.config) for r in s.runs()] == [(6, opts)]  # refused: nothing changed
+    assert s.get_or_create_run(RunSpec("m", "epistemic", "vbll", 0, 8, 2, 2, {**opts, "engine": "ray"})).id == run.id
+    legacy = s.get_or_create_run(RunSpec("old", "random", "none", 0, 6, 2, 2, {}))  # no options recorded
+    assert s.get_or_create_run(RunSpec("old", "random", "none", 0, 6, 2, 2, opts)).id == legacy.id
 
 
 def test_cycle_commit_is_atomic(store_url: str) -> None:

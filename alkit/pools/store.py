@@ -178,6 +178,25 @@ def curve_cycles(rows: Sequence[CycleRow], next_n_labeled: int | None = None) ->
     return [r for r, n in zip(rows, after) if n != r.n_labeled]
 
 
+# The run options that define its method (the acquisition, the learner's and the training loop's
+# options, the candidates, strata and the first batch's selector): a run continued under its name
+# with other values would change method mid-run while its record kept the old ones.  Where it runs
+# (engine, ray_address) and its stopping rules may change.
+METHOD_OPTIONS = ("acquisition", "learner", "train", "candidates", "stratify_by", "initial_selector")
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as the store's JSON column reads it back (tuples as lists), for comparison."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _show_option(value: Any) -> str:
+    """An option value as a refusal names it: a dict of options as k=v pairs."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={v!r}" for k, v in sorted(value.items())) + "}" if value else "{} (defaults)"
+    return repr(value)
+
+
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
@@ -346,6 +365,13 @@ class Store:
                     raise StoreError(
                         f"run {spec.name!r} exists with {k}={getattr(run, k)!r}, not {v!r}; "
                         "use another --name or the original arguments"
+                    )
+            stored = run.config or {}
+            for k in METHOD_OPTIONS:  # how items are scored and picked: a continued run keeps its method
+                if k in stored and k in spec.options and _as_json(spec.options[k]) != _as_json(stored[k]):
+                    raise StoreError(
+                        f"run {spec.name!r} exists with {k}={_show_option(stored[k])}, not "
+                        f"{_show_option(spec.options[k])}; use another --name or the original arguments"
                     )
             if spec.budget != run.budget:
                 spent = int(s.scalar(select(func.count()).select_from(SelectionRow)
