@@ -27,6 +27,7 @@ class ScorerInfo:
     provides: frozenset[str] = frozenset()  # 'posterior' (Gaussian last layer) and/or 'members' (ensembles)
     zero_shot: bool = False  # predicts before any label (the loop uses the model from the first cycle)
     class_names: bool = False  # the learner is given the project's class names (class_names=...)
+    epistemic: bool = True  # its Predictions carry an epistemic score (not the plain MLP's: all zeros)
 
 
 def _lazy(module: str, cls: str) -> LearnerFactory:
@@ -52,7 +53,7 @@ SCORERS: dict[str, ScorerInfo] = {
                        "Bayesian ridge's residual by cross-validated CRPS, ridge=residual|predictive with capacity=fixed forces a "
                        "ridge mode (predictive: the ridge's own prediction, the network on its residual for the embedding); "
                        "residual_targets=cross-fitted (default, the ridge's out-of-fold residuals) or in-sample)",
-                       _mlp, True),
+                       _mlp, True, epistemic=False),
     "vbll": ScorerInfo(
         "vbll",
         "VBLL last layer, posterior refitted in closed form (options: head=gaussian|hetero|quantile|buckets, regression "
@@ -145,7 +146,8 @@ def check_acquisition(acquisition: str, scorer: str, task: Task) -> None:
     from alkit.acquisition import ACQUISITIONS
 
     needs = ACQUISITIONS[acquisition].needs
-    have = set(get_scorer(scorer).provides) | {"epistemic_n"}
+    info = get_scorer(scorer)
+    have = set(info.provides) | ({"epistemic_n"} if info.epistemic else set())
     if task == "classification":
         have.add("probs")
     else:
@@ -153,6 +155,10 @@ def check_acquisition(acquisition: str, scorer: str, task: Task) -> None:
     for need in needs:
         options = {alt.strip() for alt in need.split("|")}
         if not options & have:
+            if options == {"epistemic_n"}:
+                raise ValueError(f"scorer {scorer!r} has no epistemic score for the {acquisition} acquisition (every "
+                                 "score would be 0 and the batch the pool's first items): use another --scorer, or "
+                                 "--acquisition margin, entropy or least-confident")
             what = {"probs": "class probabilities (a classification project)",
                     "posterior": "a Gaussian last-layer posterior (scorers vbll, laplace)",
                     "members": "ensemble members (scorers ensemble, mc-dropout, sve)"}

@@ -90,12 +90,12 @@ def test_runs_of_one_strategy_and_seed_at_two_batch_sizes_are_two_curves(digits_
 
     loop = ActiveLoop(load_project(digits_project))
     for req in (_req(budget=20, seed=0), _req(budget=20, seed=1), _req(budget=20, seed=0, batch_size=5),
-                _req(budget=20, seed=0, strategy="topk", scorer="none")):
+                _req(budget=20, seed=0, strategy="kcenter", scorer="none")):
         loop.run(req)
     df = cycles_frame(loop.store)
     curves = dict(df.select("run", "strategy").unique().iter_rows())
     assert curves == {"random-b10-s0": "random b10", "random-b10-s1": "random b10",
-                      "random-b5-s0": "random b5", "topk-b10-s0": "topk"}
+                      "random-b5-s0": "random b5", "kcenter-b10-s0": "kcenter"}
     stats = curve_stats(df, "accuracy")
     assert stats["random b10"].n_seeds == 2 and stats["random b5"].n_seeds == 1
 
@@ -232,3 +232,18 @@ def test_chunked_cached_evaluation_equals_one_prediction(tmp_path: Path, monkeyp
         assert got[k] == pytest.approx(want[k], rel=1e-5, abs=1e-6), k
     frame = cycles_frame(loop.store)
     assert (frame["eval_s"] > 0).all()
+
+
+@pytest.mark.parametrize("strategy", ["topk", "bald", "epistemic", "power", "diverse"])
+def test_the_plain_mlp_cannot_rank_by_an_epistemic_score(digits_project: Path, strategy: str) -> None:
+    """Scorer none (the plain MLP) has no epistemic score: every score was 0 and top-k took the pool's
+    first items.  A strategy that ranks by one is refused by name before anything is written; k-center,
+    BADGE and margin, which need no such score, run."""
+    from alkit.pools.store import Store
+
+    loop = ActiveLoop(load_project(digits_project))
+    with pytest.raises(LoopError, match="scorer 'none' has no epistemic score"):
+        loop.run(_req(strategy=strategy, scorer="none", budget=20))
+    assert Store(load_project(digits_project).store_url).runs() == []
+    for ok in ("kcenter", "badge", "margin"):
+        assert loop.run(_req(strategy=ok, scorer="none", budget=10))[-1].n_labeled == 10
