@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 import types
 import typing
 from dataclasses import dataclass
@@ -46,9 +47,12 @@ class Option:
                 raise ValueError(f"option {self.name}={text!r}: must be true or false")
             return text.lower() in ("true", "1", "yes")
         try:
-            return self.kind(text)
+            value = self.kind(text)
         except ValueError:
             raise ValueError(f"option {self.name}={text!r}: must be {'an integer' if self.kind is int else 'a number'}") from None
+        if self.kind is float and not math.isfinite(value):  # nan / inf: no option of alkit's means them
+            raise ValueError(f"option {self.name}={text!r}: must be a finite number")
+        return value
 
 
 def _simple(hint: Any) -> tuple[type, tuple[str, ...] | None, bool] | None:

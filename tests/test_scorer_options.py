@@ -97,6 +97,28 @@ def test_cli_opt_is_recorded_with_the_run(tmp_path: Path, digits_csv: Path) -> N
     assert "epistemic" in listing and "trace|mi" in listing and "prior_precision" in listing
 
 
+@pytest.mark.parametrize("pair", ["prior_scale=inf", "prior_scale=nan", "train.lr=nan", "train.prior_l2=inf",
+                                  "train.full_batch_lr=-inf"])
+def test_non_finite_numbers_are_refused_before_a_run(pair: str) -> None:
+    """nan / inf passed the type check and failed mid-run (a traceback at the first fit, a run left
+    half done): refused when parsed, naming the option."""
+    from alkit.scorer_options import parse_with_training
+
+    with pytest.raises(ValueError, match=f"option {pair.split('=')[0]}=.*must be a finite number"):
+        parse_with_training(learner_class("vbll"), "vbll", [pair])
+
+
+def test_training_config_refuses_values_that_would_fail_a_fit() -> None:
+    from alkit.models.train import TrainConfig
+
+    for kwargs, says in (({"lr": float("nan")}, "lr must be a finite number"),
+                         ({"prior_l2": float("inf")}, "prior_l2 must be a finite number"),
+                         ({"adam_eps": 0.0}, "adam_eps > 0"), ({"grad_clip": -1.0}, "grad_clip must be positive")):
+        with pytest.raises(ValueError, match=says):
+            TrainConfig(**kwargs)
+    assert TrainConfig(grad_clip=None, prior_l2=0.0).prior_l2 == 0.0  # unset clipping and a flat prior stay allowed
+
+
 def test_training_options_are_split_off_typed_and_refused_by_name() -> None:
     from alkit.scorer_options import parse_with_training, training
 

@@ -104,8 +104,17 @@ class TrainConfig:
         return dataclasses.replace(self, prior_l2=PRIOR_L2["embedding" if embedding else "raw"])
 
     def __post_init__(self) -> None:
+        for name in ("lr", "full_batch_lr", "weight_decay", "adam_eps", "prior_l2", "grad_clip", "full_batch_clip"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(float(value)):  # nan or inf: a fit that fails mid-run
+                raise ValueError(f"{name} must be a finite number, got {value}")
         if self.prior_l2 is not None and not self.prior_l2 >= 0:
             raise ValueError(f"prior_l2 must be >= 0, got {self.prior_l2}")
+        if self.weight_decay < 0 or self.adam_eps <= 0:
+            raise ValueError(f"weight_decay must be >= 0 and adam_eps > 0, got {self.weight_decay} and {self.adam_eps}")
+        for name in ("grad_clip", "full_batch_clip"):
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive (or unset), got {getattr(self, name)}")
         for name in ("max_epochs", "batch_size", "steps", "min_steps"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
