@@ -287,6 +287,24 @@ def test_coldstart_metadata_strata_follow_allocation() -> None:
     assert set(strata[sel.keys[:4]].tolist()) == {1, 3, 7, 9}  # round-robin prefix spans strata
 
 
+def test_coldstart_with_more_strata_than_picks_draws_which_strata() -> None:
+    """A --stratify-by column with one value per row: every remainder ties, and lower index took the
+    batch, so the first rows (in sorted value order) were picked cycle after cycle.  The strata that
+    get a pick are now a seeded draw: every item about equally often over seeds, not the first ten."""
+    n, b = 200, 10
+    cands = Candidates(keys_n=np.arange(n), strata_n=np.array([f"t{i:03d}" for i in range(n)]))
+    counts = np.zeros(n)
+    for seed in range(200):
+        sel = ColdStartStrategy().select(cands, b, SelectionContext(seed=seed))
+        assert len(set(sel.keys.tolist())) == b
+        counts[sel.keys] += 1
+    assert counts[:b].sum() < 3 * b * 200 * b / n  # the first ten rows: about their share, not every pick
+    assert (counts > 0).mean() > 0.95  # nearly every row drawn at least once in 200 seeds (expected 10 each)
+    # deterministic per seed
+    a = ColdStartStrategy().select(cands, b, SelectionContext(seed=5)).keys
+    assert a.tolist() == ColdStartStrategy().select(cands, b, SelectionContext(seed=5)).keys.tolist()
+
+
 def test_coldstart_kmeans_covers_every_blob() -> None:
     rng = np.random.default_rng(0)
     centres = np.eye(6) * 10

@@ -21,10 +21,15 @@ _PCA_DIM = 50
 _N_INIT = 3
 
 
-def allocate(stratum_sizes: np.ndarray, batch_size: int) -> np.ndarray:
+def allocate(stratum_sizes: np.ndarray, batch_size: int, rng: np.random.Generator | None = None) -> np.ndarray:
     """Picks per stratum: n_h = floor(b N_h / N), remainder to the largest fractional parts
-    (ties: larger stratum, then lower index), then at least one per non-empty stratum when
-    b >= the number of non-empty strata.  b is capped at N; n_h never exceeds N_h.
+    (ties: larger stratum, then lower index, or a random order drawn from ``rng``), then at least
+    one per non-empty stratum when b >= the number of non-empty strata.  b is capped at N; n_h
+    never exceeds N_h.
+
+    Why random ties in a run: with more strata than the batch (a --stratify-by column of many
+    values) every remainder ties, and the lower index (the first values in sorted order) took the
+    whole batch, cycle after cycle: on a column with one value per row, the pool's first rows.
     """
     sizes_h = np.asarray(stratum_sizes, dtype=np.int64)
     if sizes_h.ndim != 1 or (sizes_h < 0).any():
@@ -40,7 +45,8 @@ def allocate(stratum_sizes: np.ndarray, batch_size: int) -> np.ndarray:
     alloc_h, rem_h = np.divmod(b * sizes_h, N)
     left = b - int(alloc_h.sum())
     if left > 0:
-        rank = np.lexsort((np.arange(sizes_h.shape[0]), -sizes_h, -rem_h))
+        order_h = np.arange(sizes_h.shape[0]) if rng is None else rng.permutation(sizes_h.shape[0])
+        rank = np.lexsort((order_h, -sizes_h, -rem_h))
         alloc_h[rank[:left]] += 1
     nonempty = sizes_h > 0
     if b >= int(nonempty.sum()):
@@ -100,7 +106,8 @@ class ColdStartStrategy:
         codes_h, strata_n = np.unique(strata_n, return_inverse=True)
         strata_n = strata_n.reshape(-1)
         sizes_h = np.bincount(strata_n, minlength=codes_h.shape[0])
-        alloc_h = allocate(sizes_h, b)
+        # more strata than picks: which strata get one is a draw (index order would take the first values)
+        alloc_h = allocate(sizes_h, b, rng if sizes_h.shape[0] > b else None)
         per_stratum: list[np.ndarray] = []
         for h in range(codes_h.shape[0]):
             members = np.flatnonzero(strata_n == h)
