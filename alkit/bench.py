@@ -129,7 +129,7 @@ def run_bench(
     proj = project if isinstance(project, Project) else load_project(project)
     task = proj.config.task
     usable, unavailable = available_strategies(task)
-    names = like_with_like(list(strategies) if strategies is not None else usable)
+    names = like_with_like(list(dict.fromkeys(strategies)) if strategies is not None else usable)
     if not names:
         raise LoopError("no strategy to bench")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
@@ -179,7 +179,10 @@ def run_bench(
         loop.on_event = on_event
         for req, run_name in plan:
             prev = existing.get(run_name)
-            if prev is not None and prev.status == "complete" and prev.budget == budget:
+            # done for this bench: complete at this budget, or already past it (a longer run is read
+            # up to the budget; continuing it with a smaller one would be refused)
+            if prev is not None and ((prev.status == "complete" and prev.budget == budget)
+                                     or loop.store.n_spent(prev.id) >= budget):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
                 continue

@@ -134,3 +134,17 @@ def test_bench_compares_with_random_picks_of_the_same_learner(digits_project: Pa
     assert row["aulc_vs_ref_mean"] == pytest.approx(sum(diffs) / 2)
     assert row["better_seeds"] == sum(d > 0 for d in diffs)
     assert "aulc vs ref" in res.summary_md.read_text() and "Against random picks (random-vbll" in res.summary_md.read_text()
+
+
+def test_a_smaller_budget_reads_longer_runs_and_a_repeated_strategy_runs_once(digits_project: Path) -> None:
+    """A bench at a smaller budget than runs already spent used to fail each of them ('would be below
+    that') with exit 1 and rewrite the tables; the longer runs are read up to the budget instead."""
+    first = run_bench(digits_project, strategies=["random"], **{**ARGS, "budget": 30, "seeds": 1})
+    assert first.ran == ["random-b10-s0"] and not first.failed
+    again = run_bench(digits_project, strategies=["random", "random"], **{**ARGS, "budget": 20, "seeds": 1})
+    assert again.ran == [] and again.skipped == ["random-b10-s0"] and not again.failed
+    table = pl.read_csv(again.summary_csv)
+    assert table["strategy"].to_list() == ["random"] and "accuracy@20_mean" in table.columns
+    assert "accuracy@30_mean" not in table.columns  # read up to the budget
+    cycles = pl.read_csv(again.cycles_csv)
+    assert cycles["n_labeled"].max() == 20
