@@ -705,3 +705,14 @@ def test_a_file_not_in_utf8_names_its_line(tmp_path: Path, name: str) -> None:
                                          "save the file as UTF-8"):
         init_project(tmp_path / name, tmp_path / "p", InitOptions(**OPTS, hide_labels=True, progress=False))
     assert _listing(tmp_path / "p") == []
+
+
+@pytest.mark.parametrize("id_col", [None, "a"])
+def test_a_misspelled_label_column_of_an_all_numeric_file_is_named(tmp_path: Path, id_col: str | None) -> None:
+    """Without --id-col, on a file of numbers only, nothing was read but the (absent) label column and
+    init said the file had no rows."""
+    src = tmp_path / "numbers.csv"
+    src.write_text("a,b,label\n1,2,0\n3,4,1\n5,6,0\n")
+    with pytest.raises(InputError, match=r"^label column 'foo' not found; columns: a, b, label$"):
+        init_project(src, tmp_path / "p", InitOptions(id_col=id_col, label_col="foo"))
+    assert not (tmp_path / "p").exists()

@@ -790,10 +790,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
             raise InputError(f"the file has columns {', '.join(ROW_ID_NAMES)}: name the id column with --id-col")
     streamed = streamed_columns(source.schema, opts)
     keep = {opts.id_col, opts.label_col, opts.split_col}
-    df = source.frame([c for c in source.columns if c not in streamed or c in keep])  # all but the feature matrix
-    for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
-        if col not in source.columns and not (row_ids and what == "id"):
+    for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):  # before reading: an all-numeric file
+        if col not in source.columns and not (row_ids and what == "id"):  # read no column and said "no rows"
             raise InputError(f"{what} column {col!r} not found; columns: {', '.join(source.columns)}")
+    df = source.frame([c for c in source.columns if c not in streamed or c in keep])  # all but the feature matrix
     if row_ids:  # 1 for the first data row, as a spreadsheet shows the rows below the header
         df = df.with_columns(pl.int_range(1, df.height + 1).cast(pl.Utf8).alias(opts.id_col))
     marked_test = _split_column(df, source.columns, opts) if opts.split_col else None
