@@ -1,7 +1,10 @@
-"""A run extended after its budget was spent: one learning-curve point per label count.
+"""A run extended after its budget was spent: it continues as if given the larger budget at the start,
+and learning curves hold one point per label count.
 
-The evaluation-only last cycle (n_selected 0) and the first cycle of the extension are two fits on
-the same labels; `alkit bench` and `alkit plot` refused such a project ("logs n_labeled twice")."""
+Before, the evaluation-only last cycle and the extension's first cycle were two fits on the same
+labels: `alkit bench` and `alkit plot` refused the project ("logs n_labeled twice"), and every later
+pick differed from a run given the larger budget from the start.  ``curve_cycles`` still keeps the
+last fit of each label count where two remain (a batch whose items were all skipped)."""
 
 from __future__ import annotations
 
@@ -35,25 +38,49 @@ def test_curve_cycles_keeps_the_last_fit_of_each_label_count() -> None:
     assert curve_cycles([]) == []
 
 
-def test_extended_run_has_one_point_per_label_count_in_plots_and_bench(digits_project: Path) -> None:
+def test_an_extended_run_equals_a_run_given_the_larger_budget_from_the_start(digits_project: Path) -> None:
+    """A larger --budget on a complete run drops its evaluation-only last cycle and continues from that
+    cycle number: the same fits, seeds and picks as one run to the larger budget (appending a cycle
+    refitted the same labels under another seed and shifted every later pick), one point per label
+    count in the curves, and bench reads it like any run."""
+    loop = ActiveLoop(load_project(digits_project))
+    req = dict(strategy="epistemic", batch_size=10, seed=0, train=TINY_TRAIN)
+    loop.run(RunRequest(budget=20, name="extended", **req))
+    assert [c.n_selected for c in loop.store.cycles(1)] == [10, 10, 0]
+    loop.run(RunRequest(budget=30, name="extended", **req))  # a larger budget continues the completed run
+    loop.run(RunRequest(budget=30, name="direct", **req))
+    ext, direct = (loop.store.runs()[i].id for i in (0, 1))
+    rows = {r: [(c.cycle, c.n_labeled, c.n_selected, c.metrics) for c in loop.store.cycles(r)] for r in (ext, direct)}
+    assert rows[ext] == rows[direct]
+    assert [(n, k) for _, n, k, _ in rows[ext]] == [(0, 10), (10, 10), (20, 10), (30, 0)]
+    picks = {r: [(c, k) for c, k in zip(*_selections(loop, r))] for r in (ext, direct)}
+    assert picks[ext] == picks[direct] and len(picks[ext]) == 30
+
+    df = cycles_frame(loop.store)
+    assert df.filter(pl.col("run") == "extended")["n_labeled"].to_list() == [10, 20, 30]
+    assert curve_stats(df, "accuracy")["extended"].n_seeds == 1
+    assert run_summaries(loop.store)[0]["cycles"] == 4
+
+
+def _selections(loop: ActiveLoop, run_id: int) -> tuple[list[int], list[int]]:
+    from sqlalchemy import select
+
+    from alkit.pools.schema import SelectionRow
+
+    with loop.store.session() as s:
+        rows = s.execute(select(SelectionRow.cycle, SelectionRow.item_key).where(SelectionRow.run_id == run_id)
+                         .order_by(SelectionRow.cycle, SelectionRow.rank)).all()
+    return [int(c) for c, _ in rows], [int(k) for _, k in rows]
+
+
+def test_bench_reads_an_extended_run(digits_project: Path) -> None:
     loop = ActiveLoop(load_project(digits_project))
     req = dict(strategy="random", batch_size=10, seed=0, train=TINY_TRAIN)
     loop.run(RunRequest(budget=20, **req))
-    loop.run(RunRequest(budget=30, **req))  # a larger budget continues the completed run
-    run_id = loop.store.runs()[0].id
-    stored = loop.store.cycles(run_id)
-    assert [(c.n_labeled, c.n_selected) for c in stored] == [(0, 10), (10, 10), (20, 0), (20, 10), (30, 0)]
-
-    df = cycles_frame(loop.store)
-    assert df["n_labeled"].to_list() == [10, 20, 30]
-    at20 = df.filter(pl.col("n_labeled") == 20)
-    assert at20["cycle"].to_list() == [3]  # the extension's fit supersedes the evaluation-only cycle
-    assert at20["accuracy"].to_list() == [stored[3].metrics["accuracy"]]
-    assert curve_stats(df, "accuracy")["random"].n_seeds == 1  # `alkit plot` used to raise here
-    assert run_summaries(loop.store)[0]["cycles"] == 5  # the summary still counts every stored cycle
-
+    loop.run(RunRequest(budget=30, **req))
+    stored = loop.store.cycles(loop.store.runs()[0].id)
     res = run_bench(digits_project, strategies=["random"], budget=30, batch_size=10, seeds=1, train=TINY_TRAIN,
                     progress=False)
     assert not res.failed and res.skipped == ["random-b10-s0"]  # complete: reused, not rerun
     table = pl.read_csv(res.summary_csv)
-    assert table["accuracy@20_mean"].to_list() == [stored[3].metrics["accuracy"]]
+    assert table["accuracy@20_mean"].to_list() == [next(c.metrics["accuracy"] for c in stored if c.n_labeled == 20)]

@@ -446,6 +446,27 @@ class Store:
                 q = q.where(CycleRow.run_id == run_id)
             return list(s.scalars(q))
 
+    def reopen_last_evaluation(self, run_id: int) -> bool:
+        """Drop a run's last cycle where it only evaluated (no item selected: the cycle that found the
+        budget spent), with its signals, in one transaction; True if one was dropped.
+
+        Why: a larger --budget continues the run from that cycle number, so the continued run fits,
+        seeds and picks exactly as a run given the larger budget from the start (appending a cycle
+        refitted the same labels under the next cycle's seed and shifted every later seed).  The
+        dropped row holds no selection and no label: the refit at the same labels replaces it."""
+        with self.session() as s:
+            write_lock(s)
+            last = s.scalar(select(CycleRow).where(CycleRow.run_id == run_id).order_by(CycleRow.cycle.desc()).limit(1))
+            if last is None or last.n_selected != 0 or last.cycle == 0:
+                return False
+            picked = s.scalar(select(func.count()).select_from(SelectionRow)
+                              .where(SelectionRow.run_id == run_id, SelectionRow.cycle == last.cycle))
+            if picked:
+                return False
+            s.execute(delete(CycleSignals).where(CycleSignals.run_id == run_id, CycleSignals.cycle == last.cycle))
+            s.execute(delete(CycleRow).where(CycleRow.run_id == run_id, CycleRow.cycle == last.cycle))
+            return True
+
     def next_cycle(self, run_id: int) -> int:
         with self.session() as s:
             last = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run_id))
