@@ -76,3 +76,26 @@ def test_a_trimmed_id_matches_and_two_spellings_of_one_item_are_refused(tmp_path
     with pytest.raises(QueueError, match="unknown id"):
         (tmp_path / "bad.csv").write_text("id,label\nd999,1\n")
         import_labels(project, tmp_path / "bad.csv")
+
+
+def test_a_label_in_decomposed_unicode_is_the_class_it_spells(tmp_path: Path) -> None:
+    """'Château' typed on macOS arrives decomposed (a + combining circumflex): it printed exactly as the
+    class in the refusal ("unknown class 'Château' (classes: Château, ...)")."""
+    import unicodedata
+
+    df = digits_frame(160)
+    names = {0: "Château Margaux", 1: "Côte-Rôtie"}
+    df = df.with_columns(pl.col("label").map_elements(lambda v: names.get(int(v) % 2), return_dtype=pl.Utf8),
+                         pl.col("id").cast(pl.Utf8))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 60).then(pl.col("label")).otherwise(None).alias("label"))
+    src = tmp_path / "wine_names.csv"
+    df.write_csv(src)
+    init_project(src, tmp_path / "proj", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "proj")
+    ids = queue_batch(project, 2)
+    decomposed = unicodedata.normalize("NFD", "Château Margaux")
+    assert decomposed != "Château Margaux"
+    path = tmp_path / "nfd.csv"
+    path.write_text(f"id,label\n{ids[0]},{decomposed}\n{ids[1]},Côte-Rôtie\n", encoding="utf-8")
+    assert import_labels(project, path).labeled == 2
+    assert sorted(Store(project.store_url).labeled_set(None)[1]) == ["Château Margaux", "Côte-Rôtie"]

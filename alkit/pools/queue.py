@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,6 +258,9 @@ def canonical_label(project: Project, raw: str) -> str:
             match = [c for c in cfg.classes if _float_or_none(c) == x]
         except ValueError:
             match = []
+        if not match:  # the same text in another Unicode form (decomposed accents, as macOS types them)
+            nfc = unicodedata.normalize("NFC", raw)
+            match = [c for c in cfg.classes if unicodedata.normalize("NFC", c) == nfc]
         if match:
             return match[0]
         shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
