@@ -305,7 +305,7 @@ def status(
 @app.command()
 def plot(
     out: Path = typer.Option(Path("learning_curves.png"), "--out", "-o", help="Output file, .png or .svg."),
-    metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ece, rmse, mae, ...)."),
+    metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression, or their cross-validated cv_ form on a project without a test split; also balanced_accuracy, macro_f1, nll, ece, rmse, mae, ...)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Learning curves of every run in the project: mean and band over seeds per strategy.
@@ -319,7 +319,9 @@ def plot(
         proj = load_project(project)
         store = _store(proj.store_url)
         df = cycles_frame(store)
-        metric = metric or ("accuracy" if proj.config.task == "classification" else "crps")
+        default = "accuracy" if proj.config.task == "classification" else "crps"
+        if metric is None:  # without a test split, the --stop forecast runs log the cross-validated one
+            metric = default if default in df.columns or f"cv_{default}" not in df.columns else f"cv_{default}"
         if df.height == 0:
             if store.cycles() and len(store.test_set()[0]) == 0:
                 raise ValueError("the project has no test split, so its runs record no metric to plot; "

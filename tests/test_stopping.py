@@ -124,6 +124,14 @@ def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_pat
     assert "cv_accuracy" in res[-1].stopped["why"]
     cv = [r.metrics["cv_accuracy"] for r in res if r.metrics]
     assert len(cv) >= 4 and all(0.0 <= v <= 1.0 for v in cv) and cv[-1] > cv[0]
+    # `alkit plot` draws that curve by default (it asked for a metric the runs do not log)
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+
+    out = CliRunner().invoke(app, ["plot", "-p", str(tmp_path / "none"), "--out", str(tmp_path / "cv.png")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "cv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the estimate against the held-out accuracy of the same learner recipe on a test split
     init_project(digits_csv, tmp_path / "test", InitOptions(**opts, test_frac=0.25, progress=False))
     held = ActiveLoop(load_project(tmp_path / "test"))
