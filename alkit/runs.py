@@ -136,6 +136,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.candidates is not None and req.candidates < 1:
         raise LoopError(f"--candidates must be at least 1, got {req.candidates}")
+    if req.candidates is not None and req.candidates < req.batch_size:  # it was raised to the batch silently
+        raise LoopError(f"--candidates {req.candidates} is below --batch-size {req.batch_size}: a batch is picked "
+                        "from at least as many candidates")
     initial = req.batch_size if req.initial is None else req.initial
     if initial < 0:
         raise LoopError(f"--initial must be >= 0, got {initial}")
