@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,7 +179,9 @@ def plot_learning_curves(
     stats = curve_stats(df, metric, band=band)
 
     many = len(stats) > 5  # a long legend goes beside the axes, not over the curves
-    fig = Figure(figsize=(9.0 if many else 6.4, 4.2))
+    columns = 1 if len(stats) <= 18 else 2  # and in two columns, on a taller figure, past what one holds
+    rows = -(-len(stats) // columns)
+    fig = Figure(figsize=((9.0 if columns == 1 else 12.0) if many else 6.4, max(4.2, 0.21 * rows + 0.8)))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     n_analytic = 0
@@ -202,12 +205,14 @@ def plot_learning_curves(
         line.set_gid(_svg_id("curve", strategy))
     band_text = "mean ± 1 std over seeds" if band == "std" else "mean, band = min–max over seeds"
     where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if many else {}
-    ax.legend(title=band_text, fontsize="small", title_fontsize="small", frameon=False, **where)
+    ax.legend(title=band_text, fontsize="small", title_fontsize="small", frameon=False, ncols=columns, **where)
     ax.set_xlabel("labeled items")
     ax.set_ylabel(f"{metric} ({'higher' if metric in HIGHER_IS_BETTER else 'lower'} is better)")
     ax.set_title(title if title is not None else f"{metric} vs. labeled items")
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
+    with warnings.catch_warnings():  # a wide legend beside the axes: tight_layout says so, the layout holds
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
+        fig.tight_layout()
 
     path.parent.mkdir(parents=True, exist_ok=True)
     metadata = {"Date": None} if ext == ".svg" else None

@@ -176,3 +176,27 @@ def test_random_curve_prefers_the_learner_named_one():
     assert P.random_curve(["random", "random-vbll"]) == "random-vbll"
     assert P.random_curve(["random", "epistemic"]) == "random"
     assert P.random_curve(["epistemic", "randomized"]) is None
+
+
+def test_a_legend_of_many_curves_fits_without_a_warning(tmp_path) -> None:  # noqa: ANN001
+    """~40 curves: the legend outgrew the figure (entries cut off) and tight_layout warned on every
+    plot; the figure now grows with the legend (two columns past 18 entries)."""
+    import struct
+    import warnings
+
+    import polars as pl
+
+    from alkit.plots import plot_learning_curves
+
+    rows = [{"run_id": i, "run": f"s{i}", "strategy": f"strategy-{i:02d}", "seed": 0, "n_labeled": n,
+             "accuracy": 0.5 + 0.01 * i + 0.001 * n} for i in range(40) for n in (10, 20, 30)]
+    sizes = {}
+    for k in (3, 40):
+        df = pl.DataFrame([r for r in rows if r["run_id"] < k])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # any warning fails the test
+            path = plot_learning_curves(df, "accuracy", tmp_path / f"c{k}.png")
+        head = path.read_bytes()[:24]
+        assert head[:8] == b"\x89PNG\r\n\x1a\n"
+        sizes[k] = struct.unpack(">II", head[16:24])  # width, height in pixels
+    assert sizes[40][1] > sizes[3][1] and sizes[40][0] > sizes[3][0]
