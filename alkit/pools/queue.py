@@ -266,6 +266,8 @@ def canonical_label(project: Project, raw: str) -> str:
         shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
         raise ValueError(f"unknown class {raw!r} (classes: {shown})")
     try:
+        if "_" in raw:  # Python reads 1_000 as 1000; a data file, and a person, would not mean that
+            raise ValueError(raw)
         x = float(raw)
     except ValueError:
         comma = re.fullmatch(r"\s*[-+]?\d+,\d+\s*", raw) is not None
