@@ -716,3 +716,18 @@ def test_a_misspelled_label_column_of_an_all_numeric_file_is_named(tmp_path: Pat
     with pytest.raises(InputError, match=r"^label column 'foo' not found; columns: a, b, label$"):
         init_project(src, tmp_path / "p", InitOptions(id_col=id_col, label_col="foo"))
     assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("impute", [False, True])
+def test_a_column_with_no_value_in_any_row_is_refused(tmp_path: Path, impute: bool) -> None:
+    """An empty column arrives as text with no value: it became one constant one-hot feature
+    'COL=(missing)' (and --impute said no column had a missing cell)."""
+    src = tmp_path / "empty_col.csv"
+    rows = "".join(f"r{i},{i % 3},{i * 0.5},\n" for i in range(12))
+    src.write_text("id,label,x,empty\n" + rows)
+    with pytest.raises(InputError, match=r"^feature column 'empty' has no value in any row: leave it out with "
+                                         r"--exclude empty$"):
+        init_project(src, tmp_path / "p", InitOptions(id_col="id", label_col="label", impute=impute, hide_labels=True))
+    assert not (tmp_path / "p").exists()
+    init_project(src, tmp_path / "p", InitOptions(id_col="id", label_col="label", exclude=["empty"], hide_labels=True))
+    assert load_project(tmp_path / "p").config.n_features == 1

@@ -281,6 +281,10 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                                  "column and --exclude it, or list the features with --features")
             raise InputError(f"column {index[0]!r} is a pandas index (written by to_parquet) and would be a feature; "
                              f"write the file with index=False, --exclude {index[0]}, or list the features with --features")
+    empty = [c for c in names if _is_text(schema[c]) and df[c].cast(pl.Utf8).str.strip_chars().fill_null("").eq("").all()]
+    if empty:  # read as text with no value: it became one constant one-hot feature, '(missing)'
+        raise InputError(f"feature column {empty[0]!r} has no value in any row"
+                         + ("" if opts.features else f": leave it out with --exclude {','.join(empty)}"))
     # numbers whose missing cells are written as text ('NA', '?'): with --impute, numbers like any other
     gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
     mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
@@ -790,10 +794,15 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
             raise InputError(f"the file has columns {', '.join(ROW_ID_NAMES)}: name the id column with --id-col")
     streamed = streamed_columns(source.schema, opts)
     keep = {opts.id_col, opts.label_col, opts.split_col}
-    for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):  # before reading: an all-numeric file
-        if col not in source.columns and not (row_ids and what == "id"):  # read no column and said "no rows"
+    read = [c for c in source.columns if c not in streamed or c in keep]  # all but the feature matrix
+    # a file that cannot be read says so first; with nothing to read (an all-numeric file whose label
+    # column is misspelled), reading said "no rows" where the column is the problem
+    df = source.frame(read) if read else None
+    for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
+        if col not in source.columns and not (row_ids and what == "id"):
             raise InputError(f"{what} column {col!r} not found; columns: {', '.join(source.columns)}")
-    df = source.frame([c for c in source.columns if c not in streamed or c in keep])  # all but the feature matrix
+    if df is None:  # not reached: with the label column present there is something to read
+        df = source.frame(read)
     if row_ids:  # 1 for the first data row, as a spreadsheet shows the rows below the header
         df = df.with_columns(pl.int_range(1, df.height + 1).cast(pl.Utf8).alias(opts.id_col))
     marked_test = _split_column(df, source.columns, opts) if opts.split_col else None
