@@ -54,6 +54,10 @@ def _global(
     cli_common.THREADS = threads  # applied by the commands that compute (use_threads), not for --help
 
 
+
+# column names that usually hold a row id (R's rownames, pandas' "Unnamed: 0", ...): a hint when one is a feature
+ID_LIKE_COLUMNS = ("id", "rownames", "row_id", "rowid", "index", "unnamed: 0", "key", "uid", "item_id")
+
 @app.command()
 def init(
     data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv), JSON Lines (.jsonl) or Parquet file, one row per item."),
@@ -110,6 +114,10 @@ def init(
     if not id_col:
         console.print(f"no --id-col: the items are named by their row number (1 = the first data row; column "
                       f"'{cfg.id_col}' in the payload), and queue files use these numbers: keep the file's row order")
+        id_like = [c for c in cfg.feature_cols if c.lower() in ID_LIKE_COLUMNS]
+        if id_like:  # a row id learned from as a feature: on a file sorted by class, it gives the answer away
+            console.print(f"hint: column {id_like[0]!r} looks like a row id and is a feature; if it is one, init again "
+                          f"with --id-col {id_like[0]} (or --exclude {id_like[0]})")
     if cfg.one_hot:
         n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
         console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
