@@ -140,8 +140,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"--candidates {req.candidates} is below --batch-size {req.batch_size}: a batch is picked "
                         "from at least as many candidates")
     initial = req.batch_size if req.initial is None else req.initial
-    if initial < 0:
-        raise LoopError(f"--initial must be >= 0, got {initial}")
+    if initial < 1:  # 0 was taken as --batch-size: a first batch is always picked
+        raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
+                        f"got {initial}")
     n_pool = n_pool_for(run_name(req, scorer))
     if req.budget > n_pool:
         raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")

@@ -148,6 +148,8 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
         (dict(candidates=-5), "--candidates must be at least 1, got -5"),
         (dict(candidates=0), "--candidates must be at least 1, got 0"),
         (dict(candidates=5), "--candidates 5 is below --batch-size 10"),
+        (dict(initial=0), "--initial must be at least 1"),
+        (dict(initial=-3), "--initial must be at least 1"),
         (dict(strategy="topk", scorer="laplace", learner_options={"cov": "shared"}), "--cov applies to the vbll scorer"),
         (dict(strategy="epistemic", learner_options={"cov": "bogus"}), "invalid options for scorer 'vbll'.*cov"),
         (dict(learner_options={"nope": 1}), "invalid options for scorer 'none'"),
