@@ -641,7 +641,7 @@ def test_all_problems_of_a_file_come_in_one_round(human: tuple[Project, dict[str
 
 def test_a_row_with_an_unknown_id_and_an_unknown_class_names_both(tmp_path: Path) -> None:
     """'a file's problems come in one round' (Store.import_labels) also within one row: an unknown
-    id whose label is no class is named as both, not as the class now and the id after the fix."""
+    id whose label is no class is named as both, not the class on this import and the id on the next."""
     project, truth = _digits_human(tmp_path)
     ids = queue_batch(project, 3)
     path = tmp_path / "both.csv"
