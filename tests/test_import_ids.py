@@ -99,3 +99,18 @@ def test_a_label_in_decomposed_unicode_is_the_class_it_spells(tmp_path: Path) ->
     path.write_text(f"id,label\n{ids[0]},{decomposed}\n{ids[1]},Côte-Rôtie\n", encoding="utf-8")
     assert import_labels(project, path).labeled == 2
     assert sorted(Store(project.store_url).labeled_set(None)[1]) == ["Château Margaux", "Côte-Rôtie"]
+
+
+def test_tab_separated_queue_files_round_trip(tmp_path: Path) -> None:
+    """`alkit init` reads .tsv; queue export and import now do too (tab-separated, by the suffix)."""
+    project, truth = _project_with_spaced_ids(tmp_path)
+    ids = queue_batch(project, 4)
+    out = export_queue(project, tmp_path / "q.tsv").path
+    header = out.read_text().splitlines()[0]
+    assert header.split("\t")[:2] == ["id", "label"] and "," not in header
+    df = pl.read_csv(out, separator="\t", infer_schema_length=0)
+    df.with_columns(pl.col("id").replace_strict(truth, default=None).alias("label")).write_csv(
+        tmp_path / "in.tsv", separator="\t")
+    assert import_labels(project, tmp_path / "in.tsv").labeled == 4
+    assert sorted(Store(project.store_url).ids_for_keys(list(
+        dict(zip(*Store(project.store_url).labeled_set(None))))).values()) == sorted(ids)

@@ -1,4 +1,4 @@
-"""CSV queue files: one row per item, a header with id and label (skip, annotator optional);
+"""CSV (and tab-separated .tsv / .tab) queue files: one row per item, a header with id and label (skip, annotator optional);
 nested payload cells are written as JSON text.  Text cells that a spreadsheet would run as a
 formula (starting with =, +, -, @, tab or CR) are written with a leading ' unless the caller
 turns it off for machine consumers; reading strips that quote again, so a round trip is lossless."""
@@ -16,7 +16,11 @@ from alkit.pools.labelfiles._common import Row, atomic_write, check_columns, dec
 from alkit.pools.labelfiles._common import escape_formulas as escape_text
 
 NAME = "csv"
-SUFFIXES = (".csv",)
+SUFFIXES = (".csv", ".tsv", ".tab")  # tab-separated for .tsv / .tab, as `alkit init` reads them
+
+
+def _separator(path: Path) -> str:
+    return "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
 
 
 def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
@@ -27,13 +31,13 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
                                for c in nested)
     if escape_formulas:
         frame = escape_text(frame)
-    atomic_write(path, lambda p: frame.write_csv(p))
+    atomic_write(path, lambda p: frame.write_csv(p, separator=_separator(path)))
     return list(frame.columns)
 
 
 def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
     text = decode(path, data)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True, delimiter=_separator(path))
     try:
         header = next(reader, None)
         if header is None:
