@@ -758,6 +758,8 @@ def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
         assert float(r["fare"]) == pytest.approx(want["fare"], rel=1e-6) and r["note"] == want["note"]
     assert any(src[i]["age"] is None for i in out["id"])  # an imputed cell is among them
     assert out.filter(pl.col("id") == "p31")["age"].to_list() == ["0.9167"]
+    again = pl.read_csv(export_queue(project, tmp_path / "q2.csv", include=["id", "note"]).path, infer_schema=False)
+    assert again.columns[:2] == ["id", "note"] and again.columns.count("id") == 1  # naming the id is no error
     for bad in ("sex=f", "age=missing", "nope"):
         with pytest.raises(QueueError, match=f"--include: unknown columns {re.escape(bad)}; payload columns: sex, note; "
                                              "feature columns: age, fare"):

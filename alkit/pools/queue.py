@@ -160,7 +160,8 @@ def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[l
     if include is None:
         cols = available
     else:
-        named = list(dict.fromkeys(include))
+        # the id column (by its name or as "id") is always written first: naming it is not an error
+        named = [c for c in dict.fromkeys(include) if c not in (project.config.id_col, "id")]
         numeric = project.config.data_feature_cols()
         unknown = [c for c in named if c not in available and c not in numeric]
         if unknown:
