@@ -64,7 +64,9 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) ->
     for m in shown:
         t.add_column(arrow(m), justify="right", no_wrap=True)
     for r in rows:
-        labels = f"{r['n_labeled']}/{r['budget']}"
+        labels = f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}"
+        if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):  # people's labels for other runs' picks, shared
+            labels += f" (learns from {r['n_labeled']})"
         values = [number(r["metrics"][m]) if m in r["metrics"] else "" for m in shown]
         if wide:
             t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]), labels,

@@ -60,6 +60,7 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             "status": "interrupted" if run.status == "running" and run.name not in live else run.status,
             "cycles": len(rows),
             "n_labeled": len(store.labeled_set(run.id)[0]),
+            "n_spent": store.n_spent(run.id),  # of its budget: the items it selected
             "metrics_n_labeled": latest.n_labeled if latest else None,
             "metrics": dict(latest.metrics) if latest else {},
             "fit_s": sum(c.fit_s for c in rows),

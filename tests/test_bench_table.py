@@ -25,3 +25,20 @@ def test_labels_to_target_names_the_seeds_that_reached_it() -> None:
     assert "20 (1/2)" in rows["epistemic"]  # one seed of two reached it: not a plain "20"
     assert "55" in rows["random"] and "(2/2)" not in rows["random"]  # every seed reached it
     assert "—" in rows["margin"]  # none did
+
+
+def test_status_labels_are_the_runs_spend_and_name_shared_labels() -> None:
+    """`alkit status` showed a human-labelled run's shared labels over its own budget (57/40): the
+    cell is now the items the run selected over its budget, with the labels it learns from where
+    people's labels for other runs' picks add to them."""
+    from alkit.cli_tables import summary_table
+
+    def row(name: str, n_labeled: int, n_spent: int) -> dict:
+        return {"id": 1, "name": name, "strategy": "random", "scorer": "none", "seed": 0, "cycles": 3,
+                "n_labeled": n_labeled, "n_spent": n_spent, "budget": 40, "status": "complete", "metrics": {}}
+
+    out = io.StringIO()
+    Console(file=out, width=200).print(summary_table([row("shared", 57, 40), row("own", 30, 30)], "runs"))
+    lines = {ln.split()[0]: ln for ln in out.getvalue().splitlines() if ln.strip().startswith(("shared", "own"))}
+    assert "40/40 (learns from 57)" in lines["shared"] and "57/40" not in lines["shared"]
+    assert "30/40" in lines["own"] and "learns from" not in lines["own"]
