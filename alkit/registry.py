@@ -141,13 +141,15 @@ def get_scorer(name: str) -> ScorerInfo:
     return SCORERS[name]
 
 
-def check_acquisition(acquisition: str, scorer: str, task: Task) -> None:
-    """Refuse, by name, an acquisition the scorer's Predictions cannot feed (before a run starts)."""
+def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_score: bool = True) -> None:
+    """Refuse, by name, an acquisition the scorer's Predictions cannot feed (before a run starts).
+    ``ranks_by_score`` False (a selector that never reads the scores: k-center, BADGE on classes):
+    a scorer without an epistemic score may feed the score-based acquisitions, whose zeros go unread."""
     from alkit.acquisition import ACQUISITIONS
 
     needs = ACQUISITIONS[acquisition].needs
     info = get_scorer(scorer)
-    have = set(info.provides) | ({"epistemic_n"} if info.epistemic else set())
+    have = set(info.provides) | ({"epistemic_n"} if info.epistemic or not ranks_by_score else set())
     if task == "classification":
         have.add("probs")
     else:

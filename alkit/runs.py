@@ -164,21 +164,20 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
     selector = preset.selector_for(cfg.task, req.batch_size)
     # k-center reads only embeddings, BADGE (classification) embeddings and probabilities: no score
-    score_free = selector == "kcenter" or (selector == "badge" and cfg.task == "classification")
+    ranks = not (selector == "kcenter" or (selector == "badge" and cfg.task == "classification"))
     if preset.selector != "random":
         try:
-            check_acquisition(acquisition, scorer, cfg.task)
+            check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks)
         except ValueError as exc:
-            if req.acquisition and not score_free:
+            if req.acquisition:
                 raise LoopError(str(exc)) from None
-            if not score_free:
-                notes.append(f"strategy {req.strategy!r} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
-                             f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
-                acquisition = "epistemic"
-                try:
-                    check_acquisition(acquisition, scorer, cfg.task)
-                except ValueError as exc2:
-                    raise LoopError(f"strategy {req.strategy!r} ranks by a score; {exc2}") from None
+            notes.append(f"strategy {req.strategy!r} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
+                         f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
+            acquisition = "epistemic"
+            try:
+                check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks)
+            except ValueError as exc2:
+                raise LoopError(f"strategy {req.strategy!r} ranks by a score; {exc2}") from None
     info = get_scorer(scorer)
     for option in sorted(set(req.learner_options) & set(_OWNED)):
         owner, what = _OWNED[option]

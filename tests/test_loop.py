@@ -250,3 +250,8 @@ def test_the_plain_mlp_cannot_rank_by_an_epistemic_score(digits_project: Path, s
     assert Store(load_project(digits_project).store_url).runs() == []
     for ok in ("kcenter", "badge", "margin"):
         assert loop.run(_req(strategy=ok, scorer="none", budget=10))[-1].n_labeled == 10
+    # a selector that reads no score still refuses, up front, an acquisition the scorer cannot feed at all
+    n_runs = len(Store(load_project(digits_project).store_url).runs())
+    with pytest.raises(LoopError, match="acquisition 'bald' needs"):
+        loop.run(_req(strategy="kcenter", scorer="none", acquisition="bald", budget=10, seed=5))
+    assert len(Store(load_project(digits_project).store_url).runs()) == n_runs
