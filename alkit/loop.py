@@ -167,10 +167,10 @@ class ActiveLoop:
                    f"{stopped.get('why')}; a larger --budget continues it")
             self.on_event("stopped", {"run": run.name, **stopped, "message": msg})
             return []
-        if self.store.n_spent(run.id) < spec.budget and "stopped" not in run.config:
+        spent = self.store.n_spent(run.id)
+        if spent < spec.budget and "stopped" not in run.config:
             self.store.reopen_last_evaluation(run.id)  # an extended budget continues as if given at the start
-        self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget,
-                                    "spent": self.store.n_spent(run.id)})
+        self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget, "spent": spent})
         results: list[CycleResult] = []
         while req.max_cycles is None or len(results) < req.max_cycles:
             cycle = self.store.next_cycle(run.id)

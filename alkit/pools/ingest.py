@@ -796,13 +796,11 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     keep = {opts.id_col, opts.label_col, opts.split_col}
     read = [c for c in source.columns if c not in streamed or c in keep]  # all but the feature matrix
     # a file that cannot be read says so first; with nothing to read (an all-numeric file whose label
-    # column is misspelled), reading said "no rows" where the column is the problem
-    df = source.frame(read) if read else None
+    # column is misspelled: the label column is always read), reading said "no rows"
+    df = source.frame(read) if read else pl.DataFrame()
     for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
         if col not in source.columns and not (row_ids and what == "id"):
             raise InputError(f"{what} column {col!r} not found; columns: {', '.join(source.columns)}")
-    if df is None:  # not reached: with the label column present there is something to read
-        df = source.frame(read)
     if row_ids:  # 1 for the first data row, as a spreadsheet shows the rows below the header
         df = df.with_columns(pl.int_range(1, df.height + 1).cast(pl.Utf8).alias(opts.id_col))
     marked_test = _split_column(df, source.columns, opts) if opts.split_col else None

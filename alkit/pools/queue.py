@@ -289,11 +289,10 @@ def _float_or_none(s: str) -> float | None:
 
 
 def _decisions(project: Project, rows: list[Row], problems: list[str],
-               refused: dict[str, str] | None = None) -> dict[str, tuple[Any, Row]]:
+               refused: dict[str, str]) -> dict[str, tuple[Any, Row]]:
     """item id -> (canonical label or SKIP, first row saying so); pending rows dropped; rows refused
     for their label or skip go to ``refused`` (item id -> where), so the store still checks their ids."""
     out: dict[str, tuple[Any, Row]] = {}
-    refused = {} if refused is None else refused
     for r in rows:
         if not r.item_id:
             problems.append(f"{r.where}: missing id")

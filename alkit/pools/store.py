@@ -205,7 +205,7 @@ class Store:
             raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
                              "(restore the file, or point alkit.toml's store at the right one)")
         if not create and db_file is not None:
-            self._check_sqlite_file(db_file)  # before the engine's pragmas switch a foreign file to WAL
+            self._check_schema(db_file)  # before the engine's pragmas switch a foreign file to WAL
         self.engine = make_engine(url)
         self.created_tables: list[str] = []  # create=True: the tables this call made (a failed init drops them)
         if create:
@@ -218,8 +218,8 @@ class Store:
                 reason = str(exc.orig or exc).strip().splitlines()[0]
                 raise StoreError(f"cannot create the store at {self._safe_url()}: {reason}") from exc
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-        if not create:
-            self._check_schema()
+        if not create and db_file is None:
+            self._check_schema(None)
 
     @staticmethod
     def drop_created(url: str, tables: list[str]) -> None:
@@ -234,29 +234,25 @@ class Store:
         """The URL with any password masked, for messages."""
         return make_url(self.url).render_as_string(hide_password=True)
 
-    def _check_sqlite_file(self, db_file: Path) -> None:
-        """Refuse a SQLite file that is not an alkit store of this schema, reading it read-only:
-        the engine's connect pragmas (journal_mode=WAL) would otherwise rewrite someone else's
-        database before ``_check_schema`` refuses it."""
-        import sqlite3
-
+    def _check_schema(self, db_file: Path | None) -> None:
+        """Refuse a store that is not an alkit store of this schema.  A SQLite file is read read-only
+        and before the engine exists: the engine's connect pragmas (journal_mode=WAL) would rewrite
+        someone else's database before it was refused."""
         try:
-            with closing(sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as db:
-                row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        except sqlite3.Error as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}") from None
-        if row is None or str(row[0]) != str(SCHEMA_VERSION):
-            raise StoreError(f"{self._safe_url()} is not an alkit store of schema version {SCHEMA_VERSION}")
+            if db_file is not None:
+                import sqlite3
 
-    def _check_schema(self) -> None:
-        try:
-            with self.session() as s:
-                v = s.get(Meta, "schema_version")
+                with closing(sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as db:
+                    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = None if row is None else row[0]
+            else:
+                with self.session() as s:
+                    meta = s.get(Meta, "schema_version")
+                version = None if meta is None else meta.value
         except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
-            reason = str(exc).splitlines()[0]
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}") from exc
-        if v is None or int(v.value) != SCHEMA_VERSION:
+        if version is None or str(version) != str(SCHEMA_VERSION):
             raise StoreError(f"{self._safe_url()} is not an alkit store of schema version {SCHEMA_VERSION}")
 
     @contextmanager
