@@ -179,10 +179,11 @@ def run_bench(
         loop.on_event = on_event
         for req, run_name in plan:
             prev = existing.get(run_name)
-            # done for this bench: complete at this budget, or already past it (a longer run is read
-            # up to the budget; continuing it with a smaller one would be refused)
+            # done for this bench: complete at this budget, or a longer run already past it (read up
+            # to the budget; continuing it with a smaller one would lower its budget).  A run of this
+            # budget that spent it but is not complete was killed before its last evaluation: resume it.
             if prev is not None and ((prev.status == "complete" and prev.budget == budget)
-                                     or loop.store.n_spent(prev.id) >= budget):
+                                     or (prev.budget > budget and loop.store.n_spent(prev.id) >= budget)):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
                 continue

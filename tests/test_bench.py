@@ -148,3 +148,21 @@ def test_a_smaller_budget_reads_longer_runs_and_a_repeated_strategy_runs_once(di
     assert "accuracy@30_mean" not in table.columns  # read up to the budget
     cycles = pl.read_csv(again.cycles_csv)
     assert cycles["n_labeled"].max() == 20
+
+
+def test_a_run_killed_after_spending_its_budget_is_finished_not_skipped(digits_project: Path) -> None:
+    """A bench killed between a run's last pick and its last evaluation left it 'running' with its
+    budget spent; the next bench skipped it as done, so it never got its final fit or 'complete'."""
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=0, train=TINY_TRAIN,
+                        name="random-b10-s0", max_cycles=2))
+    run = next(r for r in loop.store.runs() if r.name == "random-b10-s0")
+    assert loop.store.n_spent(run.id) == 20 and run.status == "running"
+    assert max(c.n_labeled for c in loop.store.cycles(run.id)) == 10  # the fit on 20 labels is missing
+    res = run_bench(digits_project, strategies=["random"], **{**ARGS, "seeds": 1})
+    assert res.ran == ["random-b10-s0"] and not res.failed
+    run = next(r for r in loop.store.runs() if r.name == "random-b10-s0")
+    cycles = loop.store.cycles(run.id)
+    assert run.status == "complete" and loop.store.n_spent(run.id) == 20
+    assert cycles[-1].n_labeled == 20 and cycles[-1].n_selected == 0
+    assert [c.cycle for c in cycles] == list(range(len(cycles)))
