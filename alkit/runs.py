@@ -163,8 +163,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if acquisition not in ACQUISITIONS:
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
     selector = preset.selector_for(cfg.task, req.batch_size)
-    # k-center reads only embeddings, BADGE (classification) embeddings and probabilities: no score
-    ranks = not (selector == "kcenter" or (selector == "badge" and cfg.task == "classification"))
+    # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
+    # strata: no score
+    ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and cfg.task == "classification"))
     if preset.selector != "random":
         try:
             check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks)

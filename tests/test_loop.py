@@ -255,3 +255,24 @@ def test_the_plain_mlp_cannot_rank_by_an_epistemic_score(digits_project: Path, s
     with pytest.raises(LoopError, match="acquisition 'bald' needs"):
         loop.run(_req(strategy="kcenter", scorer="none", acquisition="bald", budget=10, seed=5))
     assert len(Store(load_project(digits_project).store_url).runs()) == n_runs
+
+
+def test_every_strategy_bench_would_run_is_accepted_with_its_own_defaults(tmp_path: Path, digits_project: Path) -> None:
+    """`alkit bench` without --strategies runs every available preset with its defaults; the
+    coldstart preset (scorer none) was refused as 'ranking by a score', so a bare bench ran nothing."""
+    import polars as pl
+
+    from alkit.bench import available_strategies
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    pl.DataFrame({"id": np.arange(200), **{f"f{j}": X[:, j] for j in range(3)}, "y": X[:, 0] + rng.normal(size=200)}
+                 ).write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "reg", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    for project in (digits_project, tmp_path / "reg"):
+        loop = ActiveLoop(load_project(project))
+        names, _ = available_strategies(loop.cfg.task)
+        assert "coldstart" in names and "epistemic" in names
+        for name in names:
+            loop.resolve(_req(strategy=name, budget=30))  # raises LoopError if refused
+    assert loop.run(_req(strategy="coldstart", budget=20))[-1].n_labeled == 20
