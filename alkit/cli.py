@@ -60,7 +60,7 @@ ID_LIKE_COLUMNS = ("id", "rownames", "row_id", "rowid", "index", "unnamed: 0", "
 
 @app.command()
 def init(
-    data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv), JSON Lines (.jsonl) or Parquet file, one row per item."),
+    data: Path = typer.Argument(..., metavar="DATA", help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file, one row per item."),
     id_col: Optional[str] = typer.Option(None, "--id-col", help="Column with a unique id per row (default: none; the items are named by their row number, 1 for the first data row, in the store and in queue files: keep the file's row order)."),
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated feature columns (default: all other columns); categorical text columns (<= 50 values) are one-hot encoded."),
@@ -174,7 +174,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
 
 @app.command()
 def embed(
-    data: Path = typer.Argument(..., metavar="DATA", help="CSV, TSV (.tsv), JSON Lines (.jsonl) or Parquet file with a text or image-path column."),
+    data: Path = typer.Argument(..., metavar="DATA", help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file with a text or image-path column."),
     out: Path = typer.Option(..., "--out", "-o", help="Parquet file to write: the input plus an 'embedding' list column."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed (MiniLM, 384-d)."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),
@@ -206,12 +206,12 @@ def run(
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
     model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
     class_prompts: Optional[str] = typer.Option(None, "--class-prompts", help="Scorer bayesvlm: the prompt template, {} = the class name (default \"a photo of a {}\")."),
-    head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian; hetero: Gaussian with input-dependent noise; QR-VBLL quantiles; CR-VBLL buckets); unset: buckets when one target value holds >= 10 % of the labels, else Gaussian."),
+    head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian; hetero: Gaussian with input-dependent noise; QR-VBLL quantiles; CR-VBLL buckets); unset: where one target value holds >= 10 % of the labels, buckets unless cross-validated CRPS puts the Gaussian head >= 10 % lower; else Gaussian."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: shared (the classification and bucket-regression default: one dense S for every class or bucket, ~1.3x a forward pass at 10 classes), dense (one per output, the Gaussian and quantile heads' default; ~7x a forward at 10 classes, 14x for 20 buckets) or diagonal."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),
-    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per cycle (default 200, early stopping)."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on minibatch epochs per fit, read from 1,000 labels on (default 200); below that a fit is a fixed number of full-batch steps (-o train.steps=N, default 100)."),
     engine: Engine = typer.Option("local", "--engine", help="Where pool scoring runs: local (this process) or ray (map/reduce over Parquet row groups; same picks)."),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: cluster address (e.g. auto, ray://host:10001); default starts Ray locally."),
     acquisition: Optional[Acquisition] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them)."),
@@ -349,7 +349,7 @@ def bench(
     seeds: int = typer.Option(3, "--seeds", help="Seeds per strategy (0..N-1)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),
-    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on training epochs per fit (default 200, early stopping)."),
+    max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on minibatch epochs per fit, read from 1,000 labels on (default 200); below that a fit is a fixed number of full-batch steps."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ...)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
     target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),

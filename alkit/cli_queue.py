@@ -24,7 +24,7 @@ queue_app = typer_app("Label with people: export the queued items, import their 
 @queue_app.command("export")
 def export_cmd(
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file format (default: from --out's suffix, else csv)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default: queue.<ext> in the project)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default, in the project: queue.csv for CSV; another format queue-c<cycle>.<ext>, after the newest cycle it holds)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns (as in the data file; an imputed cell empty)."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
     project: Path = ProjectOpt,

@@ -90,7 +90,11 @@ def declared(learner_cls: type) -> dict[str, Option]:
     hints = typing.get_type_hints(init)
     out: dict[str, Option] = {}
     takes_backbone = False
+    forwarded = getattr(learner_cls, "forwards_options_to", None)  # **kwargs handed to a wrapped learner
     for p in inspect.signature(init).parameters.values():
+        if p.kind is p.VAR_KEYWORD and forwarded is not None:
+            out.update({k: v for k, v in declared(forwarded()).items() if k not in out})
+            continue
         if p.kind is p.VAR_KEYWORD or p.name == "backbone":
             takes_backbone = True
             continue

@@ -207,6 +207,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    import sys
+    import argparse
 
-    {"--embeddings": embedding_sets, "--fresh": fresh_sets, "--unseen": unseen_sets}.get(" ".join(sys.argv[1:]), main)()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--embeddings", action="store_true", help="only the encoder-embedding sets")
+    which.add_argument("--fresh", action="store_true", help="only the fresh hold-out tables")
+    which.add_argument("--unseen", action="store_true", help="only the unseen tables")
+    args = parser.parse_args()  # --help or an unknown flag writes nothing
+    (embedding_sets if args.embeddings else fresh_sets if args.fresh else unseen_sets if args.unseen else main)()

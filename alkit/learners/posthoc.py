@@ -19,6 +19,14 @@ from alkit.types import GaussianLastLayer, Prediction
 class PostHocLearner(DelegatedCapacity):
     """MLPLearner + an uncertainty model fitted after training (subclasses: ``fit_scorer``, ``rescore``)."""
 
+    @staticmethod
+    def forwards_options_to() -> type:
+        """The class the ``**mlp_options`` go to, whose options `--opt` also offers (capacity, ridge,
+        head_prior, the backbone's fields): they shape the network these scores are fitted on."""
+        from alkit.models.learner import MLPLearner
+
+        return MLPLearner
+
     def __init__(self, task: str, n_classes: int | None = None, **mlp_options: Any) -> None:
         from alkit.models.learner import MLPLearner
 
