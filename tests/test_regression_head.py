@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import torch
 from conftest import DiabetesSplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -187,3 +188,39 @@ def test_head_is_cross_validated_where_the_point_mass_rule_fires() -> None:
     noisy = VBLLLearner("regression")
     noisy.fit(Xn[:100], yn[:100], seed=0)
     assert noisy.head_kind == "buckets"
+
+
+def test_a_zero_inflated_target_whose_labels_are_all_zero_still_fits(tmp_path) -> None:
+    """On a zero-inflated count (AER Affairs: 75 % zeros) a first batch, or a cross-validation fold
+    of the head choice, held only zeros; the bucket head refused ('all training targets are equal'),
+    and the run could never fit.  The bucket head now spans the value itself; every run completes."""
+    import polars as pl
+
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+    from conftest import FAST_TRAIN
+
+    X = np.random.default_rng(0).normal(size=(12, 4)).astype(np.float32)
+    learner = VBLLLearner("regression", head="buckets")
+    learner.fit(X, np.zeros(12), seed=0)
+    pred = learner.predict(X)
+    assert np.allclose(pred.mean_n.numpy(), 0.0, atol=0.1)
+    assert np.isfinite(pred.dist.crps(torch.zeros(12)).numpy()).all()
+
+    rng = np.random.default_rng(1)
+    n = 300
+    Z = rng.normal(size=(n, 3))
+    y = np.where(rng.random(n) < 0.05, np.round(np.exp(Z[:, 0] + 1.5)), 0.0)  # 5 % non-zero counts
+    pl.DataFrame({"id": np.arange(n), **{f"f{j}": Z[:, j] for j in range(3)}, "y": y}).write_csv(tmp_path / "z.csv")
+    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", hide_labels=True,
+                                                                 task="regression"))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    all_zero_first = 0
+    for seed in range(3):
+        res = loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=seed, train=FAST_TRAIN))
+        assert res[-1].n_labeled == 30 and np.isfinite(res[-1].metrics["crps"])
+        run = next(r for r in loop.store.runs() if r.seed == seed)
+        first = loop.store.selected_keys(run.id)[:10]
+        all_zero_first += bool((y[first] == 0).all())
+    assert all_zero_first >= 1  # the case that used to fail was exercised

@@ -26,11 +26,16 @@ from alkit.types import Prediction
 
 
 def make_edges(y_N: torch.Tensor, n_buckets: int, scheme: Literal["uniform", "quantile"] = "uniform") -> torch.Tensor:
-    """Bucket edges t_0 < ... < t_K over [min y, max y], float64 (K+1,)."""
+    """Bucket edges t_0 < ... < t_K over [min y, max y], float64 (K+1,).
+
+    Targets that are all equal (a zero-inflated target's first labels, or a cross-validation fold of
+    them) give [y - w, y + w], w = max(|y|, 1) / 2: the labels say nothing of the scale, and refusing
+    left such a run unable to fit until a label of another value came."""
     y = y_N.double()
     lo, hi = float(y.min()), float(y.max())
     if not hi > lo:
-        raise ValueError("all training targets are equal; buckets are undefined")
+        w = 0.5 * max(abs(lo), 1.0)
+        lo, hi = lo - w, hi + w
     if scheme == "uniform":
         return torch.linspace(lo, hi, n_buckets + 1, dtype=torch.float64)
     if scheme == "quantile":
