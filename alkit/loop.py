@@ -104,7 +104,7 @@ class ActiveLoop:
         self.cfg = project.config
         project.require(project.features_path, why="the pool's features, which every learner reads")
         self.store = store or Store(project.store_url)
-        self.features = FeatureReader(project.features_path)
+        self.features = FeatureReader(project.features_path, n_items=self.cfg.n_items, n_features=self.cfg.n_features)
         self.on_event = on_event or (lambda kind, payload: None)
         self.oracle: Oracle = oracle_for(project, self.store)
         self._input: InputSpec | None = None
@@ -140,7 +140,7 @@ class ActiveLoop:
         features, encoded on first use), else the project's; the pool statistics follow."""
         path = plan.features(self.project, progress) if plan.features is not None else self.project.features_path
         if Path(path) != Path(self.features.path):
-            self.features = FeatureReader(Path(path))
+            self.features = FeatureReader(Path(path), n_items=self.cfg.n_items)
             self._input, self._stop_sets, self._test = None, {}, None
 
     def _check_labels(self) -> None:

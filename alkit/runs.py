@@ -163,6 +163,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if acquisition not in ACQUISITIONS:
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
     selector = preset.selector_for(cfg.task, req.batch_size)
+    if selector == "batchbald" and cfg.task == "regression":  # found only after the first batch was spent
+        raise LoopError(f"strategy {req.strategy!r} selects by BatchBALD, which needs class probabilities: "
+                        "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
     # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
     # strata: no score
     ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and cfg.task == "classification"))

@@ -306,3 +306,28 @@ def test_a_killed_process_not_yet_reaped_holds_no_lease() -> None:
     finally:
         child.wait()
     assert not pid_alive(child.pid) and pid_alive(os.getpid())
+
+
+def test_a_features_file_of_another_shape_is_refused(project: Path) -> None:
+    """A features.parquet replaced by one of another width ran on as if it were the project's (fits on
+    5 of 64 columns, 'complete'); one with fewer rows failed with an IndexError traceback.  Both are
+    refused in one line, before anything is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    assert alkit(*RUN, "-p", str(project), cwd=project.parent).returncode == 0
+    table = pq.read_table(project / "features.parquet")
+    original = project / "features.orig"
+    original.write_bytes((project / "features.parquet").read_bytes())
+    x = table.column("x").combine_chunks()
+    narrow = pa.FixedSizeListArray.from_arrays(pa.compute.list_flatten(x).to_numpy().reshape(len(x), -1)[:, :5].ravel(), 5)
+    longer = [a if a != "30" else "40" for a in RUN]
+    for bad in (pa.table({"key": table.column("key"), "x": narrow}), table.slice(0, 100)):
+        pq.write_table(bad, project / "features.parquet")
+        before = snapshot(project)
+        proc = alkit(*longer, "-p", str(project), cwd=project.parent)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "is not this project's file" in proc.stderr
+        assert snapshot(project) == before
+    (project / "features.parquet").write_bytes(original.read_bytes())
+    assert alkit(*longer, "-p", str(project), cwd=project.parent).returncode == 0

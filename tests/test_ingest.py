@@ -227,6 +227,12 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     df = digits_frame(30)
     _bad(tmp_path, df, r"--image-shape 28,28 holds 784 values but the data has 64 features", image_shape=(28, 28))
     _bad(tmp_path, df, r"--image-shape must be H,W or C,H,W", image_shape=(64,))
+    # accepted before, then every run failed in the stem's patch extraction (a torch traceback)
+    _bad(tmp_path, df, r"--image-shape 2,32: an image side below 3 pixels", image_shape=(2, 32))
+    _bad(tmp_path, df, r"--image-shape 4,16,1: an image side below 3", image_shape=(4, 16, 1))
+    # a bad --store was found only by the round trip after the project was written: exit 2, project left behind
+    _bad(tmp_path, df, r"--store is empty", store="")
+    _bad(tmp_path, df, r"--store 'notaurl' is not a store URL", store="notaurl")
     _bad(tmp_path, df, r"--image-shape describes pixel features.*--text-col", image_shape=(8, 8), text_col="id")
     from alkit.pools.ingest import parse_image_shape
 

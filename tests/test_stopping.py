@@ -74,9 +74,17 @@ def test_forecast_fires_when_the_curve_flattens() -> None:
 def test_rule_specs_are_checked() -> None:
     for spec, says in (("nosuch", "unknown stopping rule 'nosuch'"), ("kappa:k", "key=value"),
                        ("kappa:k=two", "'two' is not a number"), ("kappa:level=3", "unknown parameter 'level'"),
-                       ("kappa:threshold=2", "threshold must be in")):
+                       ("kappa:threshold=2", "threshold must be in"),
+                       # these ran and failed mid-run (k=2.5: a float slice) or never meant anything (nan, inf)
+                       ("kappa:k=2.5", "k=2.5 must be a whole number"), ("forecast:min_points=4.5", "whole number"),
+                       ("max-uncertainty:threshold=nan", "not a finite number"),
+                       ("overall-uncertainty:threshold=inf", "not a finite number"), ("forecast:gain=nan", "finite"),
+                       ("kappa:threshold=0.5,threshold=0.9", "threshold is given twice")):
         with pytest.raises(ValueError, match=says):
             get_rule(spec)
+    rule = get_rule("kappa:k=2.0")  # a whole number written as a float is that number
+    assert rule.k == 2 and isinstance(rule.k, int)
+    assert get_rule("forecast:gain=0.01,k=2.0,min_points=5.0").min_points == 5
     assert first_fired([get_rule("max-uncertainty"), get_rule("overall-uncertainty")],
                        _history(scores=[(0.5, 0.001)])).rule == "overall-uncertainty"
 

@@ -115,9 +115,12 @@ def iter_masked_batches(
 
 
 class FeatureReader:
-    """Chunked access to a features.parquet file."""
+    """Chunked access to a features.parquet file.  ``n_items`` / ``n_features``: what the project
+    recorded; a file of another shape (replaced by another project's, or cut) is refused here,
+    before a run fits on the wrong columns or reads keys past the end."""
 
-    def __init__(self, path: Path, chunk_rows: int = 16_384) -> None:
+    def __init__(self, path: Path, chunk_rows: int = 16_384, *, n_items: int | None = None,
+                 n_features: int | None = None) -> None:
         self.path = Path(path)
         try:
             self.file = open_features(self.path)
@@ -130,6 +133,11 @@ class FeatureReader:
             raise
         except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged file
             raise _unreadable(self.path, exc) from None
+        if (n_items is not None and self.n_items != n_items) or (n_features is not None and self.n_features != n_features):
+            want = f"{n_items if n_items is not None else self.n_items} items x {n_features if n_features is not None else self.n_features} features"
+            raise FeatureFileError(f"{self.path.name} holds {self.n_items} items x {self.n_features} features, but "
+                                   f"alkit.toml records {want}: it is not this project's file; restore it or "
+                                   "re-create the project with `alkit init`")
         self.chunk_rows = chunk_rows
 
     def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:

@@ -659,7 +659,14 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
     size = int(np.prod(dims))
     if size != n_features:
         raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
+    if min(dims[1:]) < MIN_IMAGE_SIDE:  # every run failed in the image stem's patch extraction
+        raise InputError(f"--image-shape {','.join(map(str, shape))}: an image side below {MIN_IMAGE_SIDE} pixels is too "
+                         f"small for the image stem's {MIN_IMAGE_SIDE} x {MIN_IMAGE_SIDE} filters; leave --image-shape out "
+                         "to treat the columns as flat features")
     return dims
+
+
+MIN_IMAGE_SIDE = 3  # the stem's smallest filters (alkit/models/backbone.py PatchConv.patch_for)
 
 
 INIT_PREFIX = ".alkit-init-"  # temp folder of an init in progress: .alkit-init-<pid>-<random>
@@ -764,6 +771,16 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
     if opts.test_frac is not None and not opts.hide_labels:
         raise InputError("--test-frac splits a test set off a fully labelled file and needs --hide-labels; without "
                          "it the labelled rows are the test split and the unlabelled rows the pool: drop --test-frac")
+    if opts.store is not None:  # checked before any work: a bad URL was found only by the final round trip
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        if not opts.store.strip():
+            raise InputError("--store is empty: pass a store URL (e.g. sqlite:///alkit.db, postgresql://host/db) or leave it out")
+        try:
+            make_url(opts.store)
+        except ArgumentError:
+            raise InputError(f"--store {opts.store!r} is not a store URL (e.g. sqlite:///alkit.db, postgresql://host/db)") from None
     if opts.id_col and opts.id_col == opts.label_col:
         raise InputError(f"--id-col and --label-col are both {opts.id_col!r}: the ids and the labels need columns of their own")
     for option, col in (("--feature-col", opts.feature_col), ("--text-col", opts.text_col), ("--image-col", opts.image_col)):

@@ -188,7 +188,8 @@ def _feature_values(project: Project, keys: list[int], names: list[str]) -> dict
         return {c: [] for c in names}
     from alkit.pools.features import FeatureReader
 
-    X = FeatureReader(project.features_path).take(np.asarray(keys, dtype=np.int64))
+    X = FeatureReader(project.features_path, n_items=project.config.n_items,
+                      n_features=project.config.n_features).take(np.asarray(keys, dtype=np.int64))
     at = {c: j for j, c in enumerate(project.config.feature_cols)}
     out = {}
     for c in names:

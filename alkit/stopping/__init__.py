@@ -32,8 +32,7 @@ def get_rule(spec: str) -> object:
     name, params = parse_rule(spec)
     if name not in RULES:
         raise ValueError(f"unknown stopping rule {name!r}; rules: {', '.join(RULES)}")
-    check_params(name, params, RULES[name])
-    return RULES[name](**params)
+    return RULES[name](**check_params(name, params, RULES[name]))
 
 
 def first_fired(rules: list[object], history: History) -> Decision | None:

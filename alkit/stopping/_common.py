@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,12 +59,25 @@ def parse_rule(spec: str) -> tuple[str, dict[str, float | int]]:
             number = float(value)
         except ValueError:
             raise ValueError(f"--stop {spec!r}: {key.strip()}={value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise ValueError(f"--stop {spec!r}: {key.strip()}={value.strip()} is not a finite number")
+        if key.strip() in params:
+            raise ValueError(f"--stop {spec!r}: {key.strip()} is given twice")
         params[key.strip()] = int(number) if number.is_integer() and "." not in value else number
     return name.strip(), params
 
 
-def check_params(rule: str, given: dict[str, Any], cls: type) -> None:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(given) - known)
+def check_params(rule: str, given: dict[str, Any], cls: type) -> dict[str, Any]:
+    """``given`` typed by the rule's fields: a whole-number field takes 3 or 3.0, never 2.5 (a count
+    of cycles or points; a float there failed mid-run, after labels were spent)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(given) - set(fields))
     if unknown:
-        raise ValueError(f"--stop {rule}: unknown parameter {unknown[0]!r}; parameters: {', '.join(sorted(known))}")
+        raise ValueError(f"--stop {rule}: unknown parameter {unknown[0]!r}; parameters: {', '.join(sorted(fields))}")
+    out = dict(given)
+    for key, value in given.items():
+        if fields[key].type in (int, "int"):
+            if float(value) != int(value):
+                raise ValueError(f"--stop {rule}: {key}={value} must be a whole number")
+            out[key] = int(value)
+    return out
