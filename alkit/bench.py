@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from alkit.config import Project, load_project
+from alkit.errors import StoreError
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import escape_formulas
 from alkit.plots import random_curve, summary_table, to_markdown
@@ -193,7 +194,8 @@ def run_bench(
             except LoopError:
                 raise
             except Exception as exc:  # one broken strategy must not cost the other runs
-                failed[run_name] = f"{type(exc).__name__}: {exc}"
+                # a refusal (a busy run, bad data) reads as its message; anything else names its type
+                failed[run_name] = str(exc) if isinstance(exc, (ValueError, StoreError)) else f"{type(exc).__name__}: {exc}"
                 if console is not None:
                     console.print(f"[red]failed[/] {run_name}: {failed[run_name]}")
         bar.remove_task(current)  # the per-run bar is done; the total stays

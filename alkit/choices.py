@@ -24,3 +24,7 @@ METRICS: dict[str, tuple[str, ...]] = {
     "classification": ("accuracy", "balanced_accuracy", "macro_f1", "nll", "ece", "cv_accuracy"),
     "regression": ("mae", "rmse", "nll", "crps", "nll10", "ece10", "cv_crps"),
 }
+
+# Seeds of runs and splits: 0 .. 2^31 - 1, the range of the store's seed column on every backend
+# (PostgreSQL's INTEGER is 32-bit; a larger --seed failed with an overflow traceback)
+SEED_MAX = 2**31 - 1

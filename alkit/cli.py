@@ -20,6 +20,7 @@ from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSele
 from alkit.cli_common import parse_counts
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
+from alkit.choices import SEED_MAX
 from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
 if TYPE_CHECKING:
     from alkit.pools.store import Store
@@ -68,7 +69,7 @@ def init(
     exclude: Optional[str] = typer.Option(None, "--exclude", help="Comma-separated columns that are no features (notes, titles, ...; they stay in exports)."),
     task: Optional[Task] = typer.Option(None, "--task", help="The task (default: inferred from the labels)."),
     test_frac: Optional[float] = typer.Option(None, "--test-frac", help="With --hide-labels: fraction of rows held out as the test split (default 0.2; stratified by class for classification)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the test split."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Seed of the test split."),
     store: Optional[str] = typer.Option(None, "--store", help="SQLAlchemy URL of the store (default: sqlite file alkit.db in the project)."),
     hide_labels: bool = typer.Option(False, "--hide-labels", help="Keep pool labels from the learner; the simulated oracle reveals them when items are selected (benchmarks)."),
     initial_labeled: int = typer.Option(0, "--initial-labeled", help="Without --hide-labels: labeled rows given to the learner up front instead of the test split."),
@@ -197,7 +198,7 @@ def run(
     strategy: Strategy = typer.Option("epistemic", "--strategy", "-s", help="Strategy preset; `alkit strategies` lists them."),
     budget: int = typer.Option(..., "--budget", "-b", help="Total labels the run may spend (the initial batch included)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Items selected per cycle."),
-    seed: int = typer.Option(0, "--seed", help="Run seed (model init, data order, sampling)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed (model init, data order, sampling)."),
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
     opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64; training settings as -o train.FIELD=VALUE, e.g. -o train.prior_l2=30 -o train.steps=200); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),

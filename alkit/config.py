@@ -142,6 +142,11 @@ class Project:
         return float(value)
 
 
+# The largest regression label alkit takes: learners and metrics run in 32-bit floats, where a
+# target of 1e20 already gave an infinite CRPS and 1e39 (beyond float32) a failed fit; up to 1e18 the
+# fits and metrics stayed finite (a 1e15 outlier among values near 20), so 1e15 leaves a margin.
+REGRESSION_LABEL_MAX = 1e15
+
 STORE_URL_ENV = "ALKIT_STORE_URL"  # the store URL with its password, kept out of alkit.toml
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from alkit.acquisition import ACQUISITIONS, get_acquisition
+from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
 from alkit.models.backbone import InputSpec
@@ -132,6 +133,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     get_scorer(scorer)
     if req.batch_size < 1:
         raise LoopError(f"--batch-size must be at least 1, got {req.batch_size}")
+    if not 0 <= req.seed <= SEED_MAX:
+        raise LoopError(f"--seed must be in 0..{SEED_MAX}, got {req.seed}")
     if req.budget < 1:
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.candidates is not None and req.candidates < 1:

@@ -3,11 +3,13 @@ whose labels alkit.toml does not know, a deleted database, secrets, an init kill
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -331,3 +333,51 @@ def test_a_features_file_of_another_shape_is_refused(project: Path) -> None:
         assert snapshot(project) == before
     (project / "features.parquet").write_bytes(original.read_bytes())
     assert alkit(*longer, "-p", str(project), cwd=project.parent).returncode == 0
+
+
+def _freeze(paths: list[Path]) -> Callable[[], None]:
+    """Make ``paths`` read-only for this process (chmod; as root, whom modes do not stop, chattr +i);
+    returns the undo.  Skips the test where neither takes effect (e.g. a filesystem without chattr)."""
+    import shutil
+    import stat
+
+    modes = {p: p.stat().st_mode for p in paths}
+    for p in paths:
+        p.chmod(stat.S_IMODE(modes[p]) & ~0o222)
+    used_chattr = False
+    if any(os.access(p, os.W_OK) for p in paths):
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True).returncode:
+            for p in paths:
+                p.chmod(modes[p])
+            pytest.skip("cannot make a path read-only for this user here")
+        used_chattr = True
+
+    def undo() -> None:
+        if used_chattr:
+            subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+        for p in paths:
+            p.chmod(modes[p])
+
+    return undo
+
+
+def test_a_read_only_store_is_read_and_refuses_writes_in_one_line(project: Path) -> None:
+    """A read-only alkit.db made `run` fail with a SQLAlchemy traceback, and a read-only project folder
+    blocked even `status` (SQLite's WAL files cannot be created beside the store).  Reading commands now
+    work on both; writing ones are refused in one line."""
+    assert alkit(*RUN, "-p", str(project), cwd=project.parent).returncode == 0
+    shown = json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)
+    for frozen in ([project / "alkit.db"], [project, *project.iterdir()]):
+        undo = _freeze(frozen)
+        try:
+            before = snapshot(project)
+            status = alkit("status", "--json", "-p", str(project), cwd=project.parent)
+            assert status.returncode == 0 and json.loads(status.stdout) == shown, status.stderr
+            assert alkit("queue", "status", "-p", str(project), cwd=project.parent).returncode == 0
+            longer = [a if a != "30" else "40" for a in RUN]
+            proc = alkit(*longer, "-p", str(project), cwd=project.parent)
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+            assert len(proc.stderr.strip().splitlines()) == 1 and "is read-only" in proc.stderr
+            assert snapshot(project) == before
+        finally:
+            undo()

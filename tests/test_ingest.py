@@ -94,6 +94,8 @@ def test_bad_inputs(tmp_path: Path) -> None:
          "needs a label for every row")
     _bad(tmp_path, df.with_columns(pl.lit(1).alias("label")), "at least 2 classes")
     _bad(tmp_path, df.with_columns(pl.lit("x").alias("label")), "regression labels must be numbers", task="regression")
+    _bad(tmp_path, df.with_columns((pl.col("px3").cast(pl.Float64) * 1e38).alias("label")),  # a fit failed on 1e39
+         r"label column 'label' holds values beyond ±1e\+15", task="regression")
     _bad(tmp_path, df, r"test-frac must be in \[0, 1\)", test_frac=1.5)
     with pytest.raises(InputError, match="does not exist"):
         init_project(tmp_path / "missing.csv", tmp_path / "q", InitOptions(**OPTS))
@@ -174,7 +176,8 @@ def test_split_col_refusals(tmp_path: Path) -> None:
     _bad(tmp_path, df.drop("split"), "--initial-labeled must be >= 0, got -3", initial_labeled=-3, hide_labels=False)
     _bad(tmp_path, df.drop("split"), "with --hide-labels every pool label is hidden .* drop --initial-labeled",
          initial_labeled=5)
-    _bad(tmp_path, df.drop("split"), "--seed must be >= 0, got -1", seed=-1)  # numpy said 'expected non-negative integer'
+    _bad(tmp_path, df.drop("split"), r"--seed must be in 0\.\.2147483647, got -1", seed=-1)  # numpy said 'expected non-negative integer'
+    _bad(tmp_path, df.drop("split"), r"--seed must be in 0\.\.2147483647, got 2147483648", seed=2**31)
     # the label among the features (the oracle's answer learned from), the ids as labels, a feature twice
     # (a polars DuplicateError traceback)
     _bad(tmp_path, df.drop("split"), "label column 'label' cannot also be a feature column", features=["px1", "label"])

@@ -281,3 +281,15 @@ def test_every_strategy_bench_would_run_is_accepted_with_its_own_defaults(tmp_pa
                 loop.run(_req(strategy="batchbald", budget=20))
             assert loop.store.runs() == []
     assert loop.run(_req(strategy="coldstart", budget=20))[-1].n_labeled == 20
+
+
+def test_a_seed_outside_the_stores_integer_range_is_refused_before_anything_is_written(digits_project: Path) -> None:
+    """--seed 99999999999999999999 failed with an OverflowError traceback, and -1 was taken (init refused it)."""
+    from alkit.pools.store import Store
+
+    loop = ActiveLoop(load_project(digits_project))
+    for seed in (-1, 2**31, 10**20):
+        with pytest.raises(LoopError, match=r"--seed must be in 0\.\.2147483647"):
+            loop.run(_req(budget=20, seed=seed))
+    assert Store(load_project(digits_project).store_url).runs() == []
+    assert loop.run(_req(budget=10, seed=2**31 - 1))[-1].n_labeled == 10

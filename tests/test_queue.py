@@ -435,6 +435,10 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
     underscore.write_text(f"id,label\n{ids[0]},1_000\n")
     with pytest.raises(QueueError, match=re.escape("regression label '1_000' is not a number")):
         import_labels(project, underscore)
+    huge = tmp_path / "huge.csv"  # imported, then every fit failed (1e39 overflows float32; 1e30: nan metrics)
+    huge.write_text(f"id,label\n{ids[0]},1e39\n{ids[1]},-2e15\n")
+    with pytest.raises(QueueError, match=re.escape("regression label '1e39' is beyond ±1e+15")):
+        import_labels(project, huge)
     assert f"line 4 (id {ids[2]}): regression label 'nan' is not a finite number" in msg
     assert f"line 5 (id {ids[3]}): regression label 'inf' is not a finite number" in msg
     assert ids[0] not in msg and snapshot(project) == before

@@ -20,11 +20,13 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from alkit.choices import SEED_MAX
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
     FEATURES_NAME,
     PAYLOAD_NAME,
+    REGRESSION_LABEL_MAX,
     ProjectConfig,
     missing_indicator,
     load_project,
@@ -569,6 +571,9 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
         f = s.cast(pl.Float64)
         if (~f.is_finite() & f.is_not_null()).any():
             raise InputError(f"label column {s.name!r} has NaN or infinite values")
+        if (f.abs() > REGRESSION_LABEL_MAX).any():
+            raise InputError(f"label column {s.name!r} holds values beyond ±{REGRESSION_LABEL_MAX:.0e} (largest "
+                             f"{f.abs().max():.3g}), which alkit's 32-bit fits cannot take: rescale the target")
         return f.map_elements(repr, return_dtype=pl.Utf8)
     if s.dtype.is_float():
         f = s.drop_nulls()
@@ -792,8 +797,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         raise InputError("--initial-labeled hands labelled rows to the learner in a project labelled by people; with "
                          "--hide-labels every pool label is hidden until a run picks it (runs start from --initial "
                          "picks): drop --initial-labeled")
-    if opts.seed < 0:
-        raise InputError(f"--seed must be >= 0, got {opts.seed}")
+    if not 0 <= opts.seed <= SEED_MAX:
+        raise InputError(f"--seed must be in 0..{SEED_MAX}, got {opts.seed}")
     if opts.split_col and opts.initial_labeled:
         raise InputError("--split-col and --initial-labeled both choose the learner's first labels: drop "
                          "--initial-labeled (without --hide-labels, labeled rows marked pool go to the learner)")

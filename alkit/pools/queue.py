@@ -29,7 +29,7 @@ import polars as pl
 from sqlalchemy import func, select
 
 from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
-from alkit.config import Project, missing_indicator
+from alkit.config import REGRESSION_LABEL_MAX, Project, missing_indicator
 from alkit.pools import labelfiles
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
@@ -277,6 +277,9 @@ def canonical_label(project: Project, raw: str) -> str:
                          + (f" (a decimal comma? write {raw.strip().replace(',', '.')})" if comma else "")) from None
     if not math.isfinite(x):
         raise ValueError(f"regression label {raw!r} is not a finite number")
+    if abs(x) > REGRESSION_LABEL_MAX:
+        raise ValueError(f"regression label {raw!r} is beyond ±{REGRESSION_LABEL_MAX:.0e}, which alkit's 32-bit fits "
+                         "cannot take: rescale the target (e.g. in thousands) for the whole project")
     return repr(x)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -74,6 +75,13 @@ def _pg_json_dumps(value: Any) -> str:
 
 def _pg_json_loads(text_: str | Any) -> Any:
     return _decode_nonfinite(json.loads(text_) if isinstance(text_, (str, bytes)) else text_)
+
+
+def _read_only_engine(uri: str) -> Engine:
+    """An engine over a SQLite URI opened read-only (``_read_only_uri``), without the WAL pragmas."""
+    import sqlite3
+
+    return create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False))
 
 
 def make_engine(url: str) -> Engine:
@@ -197,6 +205,21 @@ def _show_option(value: Any) -> str:
     return repr(value)
 
 
+def _read_only_uri(db_file: Path) -> str | None:
+    """The SQLite URI to read a store whose file or folder is read-only, or None where it is writable.
+
+    Why: SQLite in WAL mode creates alkit.db-wal / -shm beside the file, so a project on a read-only
+    share could not even show `alkit status`.  ``immutable=1`` reads the file alone, which is exact
+    only when no write-ahead log holds pages the file lacks: with a non-empty -wal it stays refused."""
+    if os.access(db_file, os.W_OK) and os.access(db_file.parent, os.W_OK):
+        return None
+    wal = db_file.with_name(db_file.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(f"the store {db_file} is read-only (the file or its folder) and its write-ahead log "
+                         f"{wal.name} holds changes not yet in it: open it once where it is writable")
+    return f"{db_file.resolve().as_uri()}?mode=ro&immutable=1"
+
+
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
@@ -204,9 +227,10 @@ class Store:
         if not create and db_file is not None and not db_file.exists():  # connecting would create an empty one
             raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
                              "(restore the file, or point alkit.toml's store at the right one)")
+        self.read_only = _read_only_uri(db_file) if not create and db_file is not None else None
         if not create and db_file is not None:
             self._check_schema(db_file)  # before the engine's pragmas switch a foreign file to WAL
-        self.engine = make_engine(url)
+        self.engine = make_engine(url) if self.read_only is None else _read_only_engine(self.read_only)
         self.created_tables: list[str] = []  # create=True: the tables this call made (a failed init drops them)
         if create:
             try:
@@ -242,7 +266,8 @@ class Store:
             if db_file is not None:
                 import sqlite3
 
-                with closing(sqlite3.connect(f"{db_file.resolve().as_uri()}?mode=ro", uri=True, timeout=60)) as db:
+                uri = self.read_only or f"{db_file.resolve().as_uri()}?mode=ro"
+                with closing(sqlite3.connect(uri, uri=True, timeout=60)) as db:
                     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                 version = None if row is None else row[0]
             else:
@@ -258,8 +283,15 @@ class Store:
     @contextmanager
     def session(self) -> Iterator[Session]:
         """One transaction: committed on success, rolled back on any exception."""
-        with self._sessions() as s, s.begin():
-            yield s
+        try:
+            with self._sessions() as s, s.begin():
+                yield s
+        except OperationalError as exc:
+            if self.read_only is None or "readonly" not in str(exc).replace("read-only", "readonly"):
+                raise
+            raise StoreError(f"the store {_sqlite_file(self.url)} is read-only (the file or its folder): this command "
+                             "writes to it; make both writable (SQLite keeps its -wal and -shm files beside the store)"
+                             ) from None
 
     def dispose(self) -> None:
         self.engine.dispose()
