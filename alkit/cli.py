@@ -108,6 +108,9 @@ def init(
     console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
                   f"{cfg.n_features} features, {pool} pool items, {test} test items"
                   + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
+    if pool and not counts.get("pool:unlabeled", 0):  # a run then fails: 'larger than the unlabeled pool (0 items)'
+        console.print("note: every pool item already has a label, so there is nothing left to select; to simulate "
+                      "labelling the pool from those labels, init again with --hide-labels")
     if test == 0:
         console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
                       "draw (give one with --test-frac, --split-col or labelled rows; `--stop forecast` "
@@ -313,7 +316,7 @@ def status(
 
 @app.command()
 def plot(
-    out: Path = typer.Option(Path("learning_curves.png"), "--out", "-o", help="Output file, .png or .svg."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file, .png or .svg (default: learning_curves.png in the project, beside bench/ and the queue files)."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression, or their cross-validated cv_ form on a project without a test split; also balanced_accuracy, macro_f1, nll, ece, rmse, mae, ...)."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -339,7 +342,7 @@ def plot(
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
         if metric not in df.columns:
             raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'eval_s', 'score_s', 'select_s', 'n_scored'))}")
-        path = plot_learning_curves(df, metric, out, title=f"{proj.root.name}: {metric}")
+        path = plot_learning_curves(df, metric, out or proj.root / "learning_curves.png", title=f"{proj.root.name}: {metric}")
     console.print(f"[green]wrote[/] {path}")
 
 

@@ -137,6 +137,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"--seed must be in 0..{SEED_MAX}, got {req.seed}")
     if req.budget < 1:
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
+    if req.name is not None and not req.name.strip():  # a blank name was a blank row in status and plot legends
+        raise LoopError("--name is blank: give the run a name, or leave --name out for one made from the arguments")
+    if req.acquisition and preset.selector in ("random", "coldstart"):  # it was taken, named, and ignored
+        raise LoopError(f"strategy {req.strategy!r} picks without a score: --acquisition {req.acquisition} would have "
+                        "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
     if req.candidates is not None and req.candidates < 1:
         raise LoopError(f"--candidates must be at least 1, got {req.candidates}")
     if req.candidates is not None and req.candidates < req.batch_size:  # it was raised to the batch silently
@@ -148,7 +153,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
                         f"got {initial}")
     n_pool = n_pool_for(run_name(req, scorer))
     if req.budget > n_pool:
-        raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)")
+        raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)"
+                        + ("; every pool item already has a label (`alkit init --hide-labels` simulates labelling them)"
+                           if n_pool == 0 else ""))
     if initial > req.budget:
         raise LoopError(f"--initial {initial} is larger than --budget {req.budget}" if req.initial is not None else
                         f"--batch-size {req.batch_size} is larger than --budget {req.budget} (the first batch is "

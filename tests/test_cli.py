@@ -46,6 +46,10 @@ def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     alkit("plot", "--out", "curves.svg", cwd=tmp_path)
     ElementTree.parse(tmp_path / "curves.svg")
+    elsewhere = tmp_path / "elsewhere"  # the default goes into the project, as bench/ and queue files do, not the cwd
+    elsewhere.mkdir()
+    alkit("plot", "-p", str(tmp_path), cwd=elsewhere)
+    assert (tmp_path / "learning_curves.png").exists() and not any(elsewhere.iterdir())
     listing = alkit("strategies", cwd=tmp_path).stdout
     for name in ("random", "epistemic", "topk", "diverse", "kcenter", "badge", "coldstart"):
         assert name in listing

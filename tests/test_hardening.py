@@ -381,3 +381,13 @@ def test_a_read_only_store_is_read_and_refuses_writes_in_one_line(project: Path)
             assert snapshot(project) == before
         finally:
             undo()
+
+
+def test_a_refused_run_leaves_no_sqlite_side_files(project: Path) -> None:
+    """A run refused after the store was opened (``--budget 0``, an unknown option value) left alkit.db-wal
+    and -shm beside the store: the folder was not as the refusal found it (folder_snapshot skips them)."""
+    listing = sorted(p.name for p in project.iterdir())
+    for bad in (["--budget", "0"], ["--budget", "20", "-o", "width=-5"], ["--budget", "20", "--batch-size", "0"]):
+        proc = alkit("run", *bad, "-p", str(project), cwd=project.parent)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert sorted(p.name for p in project.iterdir()) == listing

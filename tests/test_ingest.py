@@ -260,6 +260,11 @@ def test_cli_split_col_and_image_shape(tmp_path: Path) -> None:
     assert out.exit_code == 0, out.output
     assert f"{want.count('test')} test items" in out.output
     assert load_project(tmp_path / "p").config.image_shape == [1, 8, 8]
+    assert "every pool item already has a label" not in " ".join(out.output.split())
+    # without --hide-labels a fully labelled file leaves nothing to select: init says so (runs then failed,
+    # 'larger than the unlabeled pool (0 items)', with no hint why)
+    labelled = run("--split-col", "split", "--project", str(tmp_path / "all"))
+    assert labelled.exit_code == 0 and "every pool item already has a label" in " ".join(labelled.output.split())
 
 
 @pytest.mark.parametrize("cell, says", [("nan", "holds 'nan', a missing value; missing values are not allowed"),
@@ -525,6 +530,11 @@ def test_regression_hint_for_whole_numbers_seen_once() -> None:
     assert regression_hint([str(v) for v in range(10) for _ in range(5)]) is None  # balanced class codes
     assert regression_hint([str(v) for v in range(12)]) is None  # few classes, one row each: too few to say
     assert regression_hint([f"c{v}" for v in range(40)]) is None  # not numbers
+    # AER Affairs' count (0, 1, 2, 3, 7, 12; 75 % zeros) was read as 6 classes without a hint
+    affairs = ["0"] * 451 + ["1"] * 34 + ["2"] * 17 + ["3"] * 19 + ["7"] * 42 + ["12"] * 38
+    assert regression_hint(affairs) == "a skewed spread with gaps, from 0 to 12"
+    assert regression_hint(["1"] * 400 + ["2"] * 50 + ["3"] * 30 + ["4"] * 20 + ["5"] * 10) is None  # skewed codes 1..5
+    assert regression_hint(["0"] * 300 + ["10"] * 40 + ["20"] * 30) is None  # three values: too few to say
 
 
 def _gappy_table(n: int = 120) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:

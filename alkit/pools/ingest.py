@@ -117,6 +117,10 @@ def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
     counts = _whole_number_counts(labels)
     if counts is not None and len(counts) >= min_values and float(np.median(counts)) < 2:
         return "most of them seen only once"
+    if counts is not None and len(counts) >= 4 and counts.max() >= 5.0 * float(np.median(counts)):
+        values = np.unique([float(v) for v in labels])
+        if values[-1] - values[0] + 1 >= 2 * len(values):  # class codes run 0..K-1 or 1..K; a binned count skips
+            return f"a skewed spread with gaps, from {values[0]:g} to {values[-1]:g}"
     return None
 
 

@@ -6,9 +6,11 @@ code change.  The store never holds features: those live in Parquet (alkit/pools
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
+import weakref
 from collections.abc import Iterable, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -82,6 +84,18 @@ def _read_only_engine(uri: str) -> Engine:
     import sqlite3
 
     return create_engine("sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, timeout=60, check_same_thread=False))
+
+
+_OPEN_ENGINES: "weakref.WeakSet[Engine]" = weakref.WeakSet()
+
+
+@atexit.register
+def _dispose_open_engines() -> None:
+    """Close every store connection at exit.  Why: SQLite removes its -wal and -shm files when the last
+    connection closes; a command refused after opening the store (``run --budget 0``) left them
+    beside alkit.db, so a refusal did not leave the project folder as it found it."""
+    for engine in list(_OPEN_ENGINES):
+        engine.dispose()
 
 
 def make_engine(url: str) -> Engine:
@@ -231,6 +245,12 @@ class Store:
         if not create and db_file is not None:
             self._check_schema(db_file)  # before the engine's pragmas switch a foreign file to WAL
         self.engine = make_engine(url) if self.read_only is None else _read_only_engine(self.read_only)
+        _OPEN_ENGINES.add(self.engine)
+        if db_file is not None and self.read_only is None and not create:
+            # the read-only schema check may leave -wal/-shm behind (a read-only connection cannot remove
+            # them); one pooled writer connection, closed at exit, is the last to close and removes them
+            with self.engine.connect():
+                pass
         self.created_tables: list[str] = []  # create=True: the tables this call made (a failed init drops them)
         if create:
             try:
