@@ -58,6 +58,13 @@ Unseen tables (added 2026-12-04, after every default of the sessions before was 
 - ``x_caravan``: ISLR/Caravan (CoIL 2000), 5,822 customers, caravan insurance bought (6 %), 85 columns.
 - ``x_wages``: Ecdat/Wages, 4,165 person-years, y = log wage, regression, 11 columns.
 
+Unseen tables, second set (added 2026-12-05, `--unseen2`; reported only):
+
+- ``x_taxi``: modeldata/taxi, a seeded 4,000 of 10,000 Chicago taxi trips (stratified), tip or not (92 %
+  tipped), from distance, company, local, day of week, month and hour (one-hot).
+- ``x_benefits``: Ecdat/Benefits, 4,877 blue-collar job losers, unemployment insurance claimed or not
+  (68 % yes), 17 columns (state rates, age, tenure, reason, household; one-hot).
+
 Encoder-embedding sets (added 2026-12-02 late, after the embedding capacity choice was fixed on the
 development sets tweets and fashion_emb_dev; `embedding` list column, as `alkit init --text-col` /
 `--image-col` would give):
@@ -156,6 +163,14 @@ def unseen_sets() -> None:
     write("x_wages", wg.drop(columns=["rownames", "lwage"]), wg["lwage"].to_numpy().astype(float), "regression")
 
 
+def unseen2_sets() -> None:
+    tx = data("modeldata", "taxi").drop(columns=["rownames"], errors="ignore")
+    tx, _ = train_test_split(tx, train_size=4000, random_state=0, stratify=tx["tip"])
+    write("x_taxi", tx.drop(columns=["tip"]), tx["tip"].to_numpy(), "classification")
+    bf = data("Ecdat", "Benefits").drop(columns=["rownames"], errors="ignore")
+    write("x_benefits", bf.drop(columns=["ui"]), bf["ui"].to_numpy(), "classification")
+
+
 def main() -> None:
     s = data("DAAG", "spam7")
     write("x_spam7", s.drop(columns=["rownames", "yesno"], errors="ignore"), s["yesno"].to_numpy(), "classification")
@@ -214,5 +229,7 @@ if __name__ == "__main__":
     which.add_argument("--embeddings", action="store_true", help="only the encoder-embedding sets")
     which.add_argument("--fresh", action="store_true", help="only the fresh hold-out tables")
     which.add_argument("--unseen", action="store_true", help="only the unseen tables")
+    which.add_argument("--unseen2", action="store_true", help="only the second set of unseen tables (2026-12-05)")
     args = parser.parse_args()  # --help or an unknown flag writes nothing
-    (embedding_sets if args.embeddings else fresh_sets if args.fresh else unseen_sets if args.unseen else main)()
+    (embedding_sets if args.embeddings else fresh_sets if args.fresh else unseen_sets if args.unseen
+     else unseen2_sets if args.unseen2 else main)()
