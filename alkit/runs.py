@@ -139,7 +139,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.name is not None and not req.name.strip():  # a blank name was a blank row in status and plot legends
         raise LoopError("--name is blank: give the run a name, or leave --name out for one made from the arguments")
-    if req.acquisition and preset.selector in ("random", "coldstart"):  # it was taken, named, and ignored
+    if req.acquisition and preset.selector == "random":  # it was taken, named, and ignored
         raise LoopError(f"strategy {req.strategy!r} picks without a score: --acquisition {req.acquisition} would have "
                         "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
     if req.candidates is not None and req.candidates < 1:
