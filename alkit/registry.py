@@ -141,15 +141,22 @@ def get_scorer(name: str) -> ScorerInfo:
     return SCORERS[name]
 
 
-def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_score: bool = True) -> None:
+def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_score: bool = True,
+                      single_member: bool = False) -> None:
     """Refuse, by name, an acquisition the scorer's Predictions cannot feed (before a run starts).
     ``ranks_by_score`` False (a selector that never reads the scores: k-center, BADGE on classes):
-    a scorer without an epistemic score may feed the score-based acquisitions, whose zeros go unread."""
+    a scorer without an epistemic score may feed the score-based acquisitions, whose zeros go unread.
+    ``single_member``: a members scorer asked for one member (the sklearn learner's ``-o members=1``),
+    which has neither members to disagree nor an epistemic score (BALD, EPIG and its score were 0)."""
     from alkit.acquisition import ACQUISITIONS
 
     needs = ACQUISITIONS[acquisition].needs
     info = get_scorer(scorer)
-    have = set(info.provides) | ({"epistemic_n"} if info.epistemic or not ranks_by_score else set())
+    epistemic = info.epistemic and not single_member
+    have = set(info.provides) | ({"epistemic_n"} if epistemic or not ranks_by_score else set())
+    if single_member:
+        have.discard("members")
+    who = f"scorer {scorer!r}" + (" with -o members=1" if single_member else "")
     if task == "classification":
         have.add("probs")
     else:
@@ -158,14 +165,15 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
         options = {alt.strip() for alt in need.split("|")}
         if not options & have:
             if options == {"epistemic_n"}:
-                raise ValueError(f"scorer {scorer!r} has no epistemic score for the {acquisition} acquisition (every "
-                                 "score would be 0 and the batch the pool's first items): use another --scorer, or "
+                instead = "-o members=2 or more" if single_member else "another --scorer"
+                raise ValueError(f"{who} has no epistemic score for the {acquisition} acquisition (every "
+                                 f"score would be 0 and the batch the pool's first items): use {instead}, or "
                                  "--acquisition margin, entropy or least-confident")
             what = {"probs": "class probabilities (a classification project)",
                     "posterior": "a Gaussian last-layer posterior (scorers vbll, laplace)",
                     "members": "ensemble members (scorers ensemble, mc-dropout, sve)"}
             missing = " or ".join(what.get(o, o) for o in sorted(options))
-            raise ValueError(f"acquisition {acquisition!r} needs {missing}; scorer {scorer!r} "
+            raise ValueError(f"acquisition {acquisition!r} needs {missing}; {who} "
                              f"on a {task} project has none of it")
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from alkit.acquisition import ACQUISITIONS, get_acquisition
 from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
@@ -19,7 +21,7 @@ from alkit.models.backbone import InputSpec
 from alkit.models.train import TrainConfig
 from alkit.pools.store import RunSpec
 from alkit.presets import get_preset
-from alkit.registry import check_acquisition, get_scorer, make_learner
+from alkit.registry import check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
 from alkit.strategies import get_selector
 from alkit.types import Acquisition, Learner, Strategy
@@ -125,6 +127,13 @@ def run_name(req: RunRequest, scorer: str) -> str:
     return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
+def _default_members() -> int:
+    """The sklearn learner's default member count (read from its signature, one source of truth)."""
+    from alkit.scorer_options import declared
+
+    return int(declared(learner_class("sklearn"))["members"].default)
+
+
 def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], int]) -> RunPlan:
     """Validate ``req`` against the project and build its plan; ``n_pool_for(run_name)`` is the
     pool the run may still spend.  Every refusal is a LoopError naming the bad argument."""
@@ -176,12 +185,13 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if selector == "batchbald" and cfg.task == "regression":  # found only after the first batch was spent
         raise LoopError(f"strategy {req.strategy!r} selects by BatchBALD, which needs class probabilities: "
                         "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
+    single = scorer == "sklearn" and int(req.learner_options.get("members", _default_members())) == 1
     # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
     # strata: no score
     ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and cfg.task == "classification"))
     if preset.selector != "random":
         try:
-            check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks)
+            check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks, single_member=single)
         except ValueError as exc:
             if req.acquisition:
                 raise LoopError(str(exc)) from None
@@ -189,7 +199,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
                          f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
             acquisition = "epistemic"
             try:
-                check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks)
+                check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks, single_member=single)
             except ValueError as exc2:
                 raise LoopError(f"strategy {req.strategy!r} ranks by a score; {exc2}") from None
     info = get_scorer(scorer)
@@ -205,13 +215,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
     if req.learner_options.get("module"):
-        from alkit.models.user_backbone import BackboneImportError, load_factory
+        from alkit.models.user_backbone import BackboneImportError, build_user_backbone
 
         if scorer in ("mc-dropout", "sve"):
             raise LoopError(f"--backbone: scorer {scorer!r} works on alkit's own residual blocks (dropout masks, "
                             "their singular values); use vbll, laplace, csd, gradnorm, ensemble or none")
-        try:
-            load_factory(str(req.learner_options["module"]))
+        try:  # built and probed now: a backbone that cannot work is refused before a batch is spent
+            shape = tuple(cfg.image_shape) if cfg.image_shape else None
+            build_user_backbone(str(req.learner_options["module"]), cfg.n_features, shape,
+                                np.zeros(cfg.n_features, dtype=np.float32), np.ones(cfg.n_features, dtype=np.float32))
         except BackboneImportError as exc:
             raise LoopError(str(exc)) from None
     try:

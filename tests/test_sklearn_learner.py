@@ -30,6 +30,28 @@ def forest():
 
 def ridge():
     return Ridge(alpha=1.0)
+
+
+def svc():
+    from sklearn.svm import SVC
+    return SVC()  # no predict_proba
+
+
+def the_class():
+    return LogisticRegression
+
+
+def needs_an_argument(c):
+    return LogisticRegression(C=c)
+
+
+class Boom(LogisticRegression):
+    def fit(self, X, y):
+        raise RuntimeError("boom")
+
+
+def boom():
+    return Boom()
 '''
 
 
@@ -102,3 +124,15 @@ def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
             says="mymodels has no function 'nosuch'")
     refused("--strategy", "margin", "--learner", "mymodels:logreg", "--scorer", "vbll", "--budget", "40",
             says="drop --scorer vbll")
+    # these ran, spent the first batch (or queued it for people), then failed at the first fit
+    refused("--strategy", "margin", "--learner", "mymodels:svc", "--budget", "40", says="SVC without predict_proba()")
+    refused("--strategy", "margin", "--learner", "mymodels:the_class", "--budget", "40",
+            says="returned the class LogisticRegression, not an estimator")
+    refused("--strategy", "margin", "--learner", "mymodels:needs_an_argument", "--budget", "40",
+            says="failed when called: TypeError")
+    # one member has no disagreement: BALD, EPIG and the epistemic score were 0 and top-k took the file's first rows
+    for strategy in ("bald", "epig"):
+        refused("--strategy", strategy, "--learner", "mymodels:logreg", "-o", "members=1", "--budget", "40",
+                says="with -o members=1 has no epistemic score")
+    fails = alkit("run", "--strategy", "margin", "--learner", "mymodels:boom", "--budget", "40")
+    assert fails.returncode == 2 and "--learner 'mymodels:boom' failed in fit: RuntimeError: boom" in fails.stderr

@@ -35,6 +35,29 @@ def same_as_alkit(n_features):
 def tiny_cnn(shape):
     c, h, w = shape
     return nn.Sequential(nn.Conv2d(c, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten())
+
+
+class _Pair(nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.conv = nn.Conv2d(shape[0], 4, 3)
+
+    def forward(self, x):
+        h = self.conv(x).flatten(1)
+        return h, h
+
+
+def returns_a_pair(shape):
+    return _Pair(shape)
+
+
+def nan_features(shape):
+    return nn.Sequential(nn.Flatten(), nn.Linear(shape[0] * shape[1] * shape[2], 8), nn.Dropout(1.0), nn.Softmax(-1),
+                         nn.Hardtanh(float("nan"), float("nan")))
+
+
+def flat_only(shape):
+    return nn.Linear(64, 8)  # takes (n, 64): given (n, 1, 8, 8) images it fails in its first matmul
 '''
 
 
@@ -103,7 +126,11 @@ def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path
     before = folder_snapshot(nets / "img")
     for ref, says in (("mynets:nosuch", "mynets has no function 'nosuch'"),
                       ("nomodule:f", "cannot be imported: ModuleNotFoundError"),
-                      ("justaname", "write it as module:function")):
+                      ("justaname", "write it as module:function"),
+                      # these ran, spent the first batch, then failed at the first fit with a traceback
+                      ("mynets:returns_a_pair", "--backbone 'mynets:returns_a_pair': the backbone must return a tensor"),
+                      ("mynets:nan_features", "returned NaN or infinite features"),
+                      ("mynets:flat_only", "the backbone failed on a probe batch: RuntimeError")):
         bad = _alkit("run", "--backbone", ref, "--budget", "20", "-p", "img", cwd=nets)
         assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "img") == before, bad.stderr

@@ -38,9 +38,30 @@ class SklearnLearner:
             raise ValueError(f"members must be at least 1, got {members}")
         self.task, self.n_classes, self.ref, self.M = task, n_classes, estimator, members
         self.factory = load_factory(estimator, flag="--learner")
+        self._estimator()  # one call now: a factory that cannot give a usable estimator is refused before a run
         self.input = input
         self.members_: list[Any] = []
         self.resid_var_: list[float] = []
+
+    def _estimator(self) -> Any:
+        """A fresh estimator from the user's function, checked for what this task calls: fit, and
+        predict_proba (classification) or predict (regression).  Why up front: an SVC without
+        probabilities, a factory returning the class itself or needing arguments failed only after the
+        first batch was spent (a traceback, or labels people had already given)."""
+        try:
+            est = self.factory()
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(f"--learner {self.ref!r} failed when called: {type(exc).__name__}: {exc}") from None
+        if isinstance(est, type):
+            raise ValueError(f"--learner {self.ref!r} returned the class {est.__name__}, not an estimator: "
+                             f"return {est.__name__}(...)")
+        need = ("fit", "predict_proba" if self.task == "classification" else "predict")
+        missing = [m for m in need if not callable(getattr(est, m, None))]
+        if missing:
+            why = (" (an SVC needs probability=True)" if missing == ["predict_proba"] else "")
+            raise ValueError(f"--learner {self.ref!r} returned {type(est).__name__} without {', '.join(missing)}(): "
+                             f"a {self.task} estimator needs {', '.join(need)}{why}")
+        return est
 
     def _embed(self, X: np.ndarray) -> torch.Tensor:
         """The standardised inputs (pool statistics when known): what diversity selectors compare."""
@@ -56,12 +77,13 @@ class SklearnLearner:
             idx = np.arange(n) if self.M == 1 else rng.integers(0, n, n)
             if self.task == "classification" and len(np.unique(y_n[idx])) < 2:
                 idx = np.arange(n)  # a resample with one class cannot be fitted: use every label
-            est = self.factory()
-            if not hasattr(est, "fit"):
-                raise ValueError(f"--learner {self.ref!r} returned {type(est).__name__}, not an estimator with fit()")
-            if "random_state" in getattr(est, "get_params", lambda: {})():
+            est = self._estimator()
+            if "random_state" in getattr(est, "get_params", dict)():
                 est.set_params(random_state=int(rng.integers(2**31 - 1)))
-            est.fit(X_n_f[idx], y_n[idx])
+            try:
+                est.fit(X_n_f[idx], y_n[idx])
+            except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
+                raise ValueError(f"--learner {self.ref!r} failed in fit: {type(exc).__name__}: {exc}") from None
             if self.task == "regression":
                 self.resid_var_.append(float(np.var(y_n[idx] - est.predict(X_n_f[idx]))) + 1e-12)
             self.members_.append(est)

@@ -67,13 +67,21 @@ class UserBackbone(nn.Module):
         self.image_shape = tuple(image_shape) if image_shape else None
         self.register_buffer("x_mean", mean_f.float())
         self.register_buffer("x_std", torch.where(std_f > 1e-8, std_f, torch.ones_like(std_f)).float())
-        with torch.no_grad():
+        with torch.no_grad():  # a probe: a tuple, NaNs or an error failed only at the first fit, labels spent
             was = net.training
             net.eval()
-            out = self.trainable(torch.zeros(2, len(mean_f)))
-            net.train(was)
+            try:
+                out = self.trainable(torch.randn(2, len(mean_f), generator=torch.Generator().manual_seed(0)))
+            except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
+                raise BackboneImportError(f"the backbone failed on a probe batch: {type(exc).__name__}: {exc}") from None
+            finally:
+                net.train(was)
+        if not isinstance(out, torch.Tensor):
+            raise BackboneImportError(f"the backbone must return a tensor of (n, d) features, it returned {type(out).__name__}")
         if out.ndim != 2 or out.shape[0] != 2:
             raise BackboneImportError(f"the backbone must return (n, d) features, it returned shape {tuple(out.shape)}")
+        if not torch.isfinite(out).all():
+            raise BackboneImportError("the backbone returned NaN or infinite features on a probe batch")
         self.out_dim = int(out.shape[1])
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
@@ -94,5 +102,8 @@ def build_user_backbone(ref: str, n_features: int, image_shape: tuple[int, ...] 
         net = factory(tuple(image_shape) if image_shape else n_features)
     except Exception as exc:  # noqa: BLE001
         raise BackboneImportError(f"--backbone {ref!r} failed when called: {type(exc).__name__}: {exc}") from None
-    return UserBackbone(net, torch.as_tensor(mean_f, dtype=torch.float32), torch.as_tensor(std_f, dtype=torch.float32),
-                        image_shape)
+    try:
+        return UserBackbone(net, torch.as_tensor(mean_f, dtype=torch.float32),
+                            torch.as_tensor(std_f, dtype=torch.float32), image_shape)
+    except BackboneImportError as exc:
+        raise BackboneImportError(f"--backbone {ref!r}: {exc}") from None
