@@ -168,8 +168,8 @@ class ActiveLoop:
             self.on_event("stopped", {"run": run.name, **stopped, "message": msg})
             return []
         spent = self.store.n_spent(run.id)
-        if spent < spec.budget and "stopped" not in run.config:
-            self.store.reopen_last_evaluation(run.id)  # an extended budget continues as if given at the start
+        if spent < spec.budget:  # an extended budget (a stopped run's too) continues as if given at the start
+            self.store.reopen_last_evaluation(run.id)
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget, "spent": spent})
         results: list[CycleResult] = []
         while req.max_cycles is None or len(results) < req.max_cycles:

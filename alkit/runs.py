@@ -239,6 +239,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
         stop_rules = [get_rule(r) for r in req.stop]
     except ValueError as exc:
         raise LoopError(str(exc)) from None
+    on_scores = [r.name for r in stop_rules if r.name in ("max-uncertainty", "overall-uncertainty")]
+    if on_scores and getattr(get_acquisition(acquisition), "signed", False):  # it fired at the first model
+        raise LoopError(f"--stop {on_scores[0]} compares the candidates' scores with a positive threshold, but the "
+                        f"{acquisition} acquisition's scores are <= 0 (minus the top-two gap), always below it: use it "
+                        "with --acquisition least-confident or entropy, or --stop kappa or forecast")
     if cfg.task == "regression" and any(r.name == "kappa" for r in stop_rules):
         raise LoopError("--stop kappa compares predicted classes; on a regression project use forecast or an "
                         "uncertainty rule")

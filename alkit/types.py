@@ -107,7 +107,8 @@ class Scores:
 class Acquisition(Protocol):
     """A function from a Prediction to one score per item, independent of the learner and of
     the selector.  ``needs`` names what it reads (Prediction fields, ``extras`` keys, or
-    'posterior' / 'probs' / 'targets'), so a learner that cannot feed it is refused by name."""
+    'posterior' / 'probs' / 'targets'), so a learner that cannot feed it is refused by name.
+    An acquisition whose scores are not >= 0 says so with ``signed = True`` (margin)."""
 
     name: str
     needs: tuple[str, ...]

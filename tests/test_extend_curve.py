@@ -62,6 +62,22 @@ def test_an_extended_run_equals_a_run_given_the_larger_budget_from_the_start(dig
     assert run_summaries(loop.store)[0]["cycles"] == 4
 
 
+def test_a_stopped_run_given_a_larger_budget_equals_a_run_never_stopped(digits_project: Path) -> None:
+    """A stopped run continued with a larger --budget appended a refit at the stop's label count: two curve
+    points at 10 labels, a cycle count one too high, and every later pick different from a run never stopped."""
+    loop = ActiveLoop(load_project(digits_project))
+    req = dict(strategy="epistemic", batch_size=10, seed=3, train=TINY_TRAIN)
+    res = loop.run(RunRequest(budget=30, name="stopped", stop=["max-uncertainty:threshold=1e9"], **req))
+    assert res[-1].stopped is not None and res[-1].n_labeled == 10
+    loop.run(RunRequest(budget=40, name="stopped", **req))  # continued without the rule
+    loop.run(RunRequest(budget=40, name="fresh", **req))
+    stopped, fresh = (next(r for r in loop.store.runs() if r.name == n) for n in ("stopped", "fresh"))
+    assert stopped.status == "complete" and stopped.config["stopped"]["rule"] == "max-uncertainty"  # the record stays
+    rows = {r.id: [(c.cycle, c.n_labeled, c.n_selected, c.metrics) for c in loop.store.cycles(r.id)] for r in (stopped, fresh)}
+    assert rows[stopped.id] == rows[fresh.id]
+    assert _selections(loop, stopped.id) == _selections(loop, fresh.id)
+
+
 def _selections(loop: ActiveLoop, run_id: int) -> tuple[list[int], list[int]]:
     from sqlalchemy import select
 

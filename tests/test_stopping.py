@@ -110,6 +110,9 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     assert len(sig["stop_preds"]) == 320 and 0 <= sig["score_max"] and sig["score_mean"] <= sig["score_max"]
     bad = alkit(*run, "--budget", "80", "--stop", "kappa:k=0")
     assert bad.returncode == 2 and "k at least 1" in bad.stderr
+    # margin's scores are <= 0: the uncertainty rules' thresholds stopped every margin run at its first model
+    signed = alkit("run", "--strategy", "margin", "--budget", "50", "--stop", "max-uncertainty", "--name", "m")
+    assert signed.returncode == 2 and "the margin acquisition's scores are <= 0" in signed.stderr, signed.stderr
 
 
 def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_path: Path, digits_csv: Path) -> None:

@@ -16,6 +16,7 @@ class MarginAcquisition:
 
     name = "margin"
     needs: tuple[str, ...] = ("probs",)
+    signed = True  # scores are <= 0: the uncertainty stopping rules' thresholds (> 0) would fire at once
 
     def score(self, pred: Prediction, ctx: AcquisitionContext) -> Scores:
         p = require_probs(pred, self.name)

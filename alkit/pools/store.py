@@ -496,7 +496,8 @@ class Store:
 
     def reopen_last_evaluation(self, run_id: int) -> bool:
         """Drop a run's last cycle where it only evaluated (no item selected: the cycle that found the
-        budget spent), with its signals, in one transaction; True if one was dropped.
+        budget spent, or the one a stopping rule ended the run at; the rule stays in the run's config),
+        with its signals, in one transaction; True if one was dropped.
 
         Why: a larger --budget continues the run from that cycle number, so the continued run fits,
         seeds and picks exactly as a run given the larger budget from the start (appending a cycle
