@@ -130,7 +130,8 @@ def run_bench(
     proj = project if isinstance(project, Project) else load_project(project)
     task = proj.config.task
     usable, unavailable = available_strategies(task)
-    names = like_with_like(list(dict.fromkeys(strategies)) if strategies is not None else usable)
+    # deduplicated after like_with_like too: 'random,random:vbll' are one strategy (counted twice in the bar)
+    names = list(dict.fromkeys(like_with_like(list(dict.fromkeys(strategies)) if strategies is not None else usable)))
     if not names:
         raise LoopError("no strategy to bench")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]

@@ -91,6 +91,20 @@ def user_errors() -> Iterator[None]:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
         raise typer.Exit(code=2) from None
+    except Exception as exc:  # noqa: BLE001 - only the store going away mid-command is turned into a line
+        if not _store_outage(exc):
+            raise
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        err.print(f"[bold red]error:[/] the store stopped answering ({escape(one_line(reason))}); every committed "
+                  "cycle and label is kept: run the same command again when it is back", highlight=False)
+        raise typer.Exit(code=1) from None
+
+
+def _store_outage(exc: BaseException) -> bool:
+    """A database connection lost or refused mid-command (a PostgreSQL server stopped, a network gone):
+    SQLAlchemy's OperationalError / InterfaceError, told by name so that --help never imports SQLAlchemy.
+    A ~250-line driver traceback said nothing more than this line does."""
+    return type(exc).__module__.startswith("sqlalchemy") and type(exc).__name__ in ("OperationalError", "InterfaceError")
 
 
 def parse_counts(value: str, option: str) -> list[int]:

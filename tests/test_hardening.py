@@ -391,3 +391,22 @@ def test_a_refused_run_leaves_no_sqlite_side_files(project: Path) -> None:
         proc = alkit("run", *bad, "-p", str(project), cwd=project.parent)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert sorted(p.name for p in project.iterdir()) == listing
+
+
+def test_a_store_that_stops_answering_is_one_line_not_a_driver_traceback(capsys: pytest.CaptureFixture) -> None:
+    """A PostgreSQL server stopped mid-run printed ~250 lines of SQLAlchemy traceback (nothing was lost:
+    rerunning finished the run).  The CLI now says so in one line; other errors still propagate."""
+    import typer
+    from sqlalchemy.exc import OperationalError
+
+    from alkit.cli_common import user_errors
+
+    with pytest.raises(typer.Exit) as stopped:
+        with user_errors():
+            raise OperationalError("SELECT 1", {}, Exception("server closed the connection unexpectedly\nmore"))
+    out = capsys.readouterr().err
+    assert stopped.value.exit_code == 1 and len(out.strip().splitlines()) == 1
+    assert "the store stopped answering (server closed the connection unexpectedly)" in " ".join(out.split())
+    with pytest.raises(ZeroDivisionError):  # a bug stays a bug, with its traceback
+        with user_errors():
+            1 / 0

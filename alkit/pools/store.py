@@ -296,7 +296,11 @@ class Store:
                 version = None if meta is None else meta.value
         except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}") from exc
+            hint = ""
+            if db_file is None and any(w in reason.lower() for w in ("password", "authentication")):
+                hint = ("; give the password as $ALKIT_STORE_URL (the full URL, with the same driver, user, host, port "
+                        "and database as alkit.toml's store) or with PGPASSWORD / ~/.pgpass")
+            raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}{hint}") from exc
         if version is None or str(version) != str(SCHEMA_VERSION):
             raise StoreError(f"{self._safe_url()} is not an alkit store of schema version {SCHEMA_VERSION}")
 
