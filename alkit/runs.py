@@ -127,6 +127,16 @@ def run_name(req: RunRequest, scorer: str) -> str:
     return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
+def _code_digests(learner_options: dict[str, Any]) -> dict[str, str]:
+    """The source hash of the user's code a run uses (--backbone, --learner), recorded with it."""
+    refs = {key: str(learner_options[key]) for key in ("module", "estimator") if learner_options.get(key)}
+    if not refs:
+        return {}
+    from alkit.models.user_backbone import source_digest
+
+    return {key: source_digest(ref) for key, ref in refs.items()}
+
+
 def _default_members() -> int:
     """The sklearn learner's default member count (read from its signature, one source of truth)."""
     from alkit.scorer_options import declared
@@ -253,7 +263,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
                "learner": dict(req.learner_options), "train": dict(req.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
-               "curve": curve_name(req, scorer)}
+               "curve": curve_name(req, scorer), "code": _code_digests(req.learner_options)}
     spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
     train, learner_options = TrainConfig(**req.train), dict(req.learner_options)
 

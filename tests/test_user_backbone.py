@@ -141,3 +141,20 @@ def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path
     assert gone.returncode == 2 and "--backbone 'mynets:tiny_cnn' cannot be imported" in gone.stderr, gone.stderr
     assert "Traceback" not in gone.stderr and len(gone.stderr.strip().splitlines()) == 1, gone.stderr
     assert folder_snapshot(nets / "img") == before  # the run's budget stays 20, nothing selected
+
+
+def test_a_run_resumed_with_an_edited_backbone_file_is_refused(nets: Path, digits_csv: Path) -> None:
+    """An edited network file was picked up silently by a resumed run (a layer of width 32 became 7):
+    the run's record now holds the source's hash, and a changed file is refused until restored."""
+    assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p",
+                  cwd=nets).returncode == 0
+    run = ["run", "--strategy", "topk", "--backbone", "mynets:small_mlp", "--max-epochs", "5", "-p", "p"]
+    assert _alkit(*run, "--budget", "20", cwd=nets).returncode == 0
+    original = (nets / "mynets.py").read_text()
+    (nets / "mynets.py").write_text(original.replace("nn.Linear(48, 32)", "nn.Linear(48, 7)"))
+    before = folder_snapshot(nets / "p")
+    edited = _alkit(*run, "--budget", "30", cwd=nets)
+    assert edited.returncode == 2 and "another version of the code --backbone names" in edited.stderr, edited.stderr
+    assert len(edited.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "p") == before
+    (nets / "mynets.py").write_text(original)
+    assert _alkit(*run, "--budget", "30", cwd=nets).returncode == 0

@@ -32,9 +32,7 @@ def load_factory(ref: str, search: tuple[Path, ...] = (), flag: str = "--backbon
         raise BackboneImportError(f"{flag} {ref!r}: write it as module:function or path/to/file.py:function")
     try:
         if target.endswith(".py"):
-            path = Path(target).expanduser()
-            if not path.is_absolute():
-                path = next((p / path for p in (Path.cwd(), *search) if (p / path).is_file()), path)
+            path = _file_of(target, search)
             spec = importlib.util.spec_from_file_location(f"alkit_user_backbone_{path.stem}", path)
             if spec is None or spec.loader is None or not path.is_file():
                 raise BackboneImportError(f"{flag} {ref!r}: no file {path}")
@@ -53,6 +51,35 @@ def load_factory(ref: str, search: tuple[Path, ...] = (), flag: str = "--backbon
     if not callable(factory):
         raise BackboneImportError(f"{flag} {ref!r}: {target} has no function {func!r}")
     return factory
+
+
+def _file_of(target: str, search: tuple[Path, ...]) -> Path:
+    """A ``FILE.py`` target resolved against the current folder, then ``search``."""
+    path = Path(target).expanduser()
+    if not path.is_absolute():
+        path = next((p / path for p in (Path.cwd(), *search) if (p / path).is_file()), path)
+    return path
+
+
+def source_digest(ref: str, search: tuple[Path, ...] = ()) -> str:
+    """A short hash of the source file a ``MODULE:FUNCTION`` / ``FILE.py:FUNCTION`` reference names ('' when
+    it cannot be found).  Recorded with a run, so a resumed run whose network or estimator file was edited
+    is refused instead of continuing, silently, with another model (seen: a layer of width 32 became 7)."""
+    import hashlib
+
+    target = ref.rpartition(":")[0]
+    try:
+        if target.endswith(".py"):
+            path = _file_of(target, search)
+        else:
+            for p in (Path.cwd(), *search):
+                if str(p) not in sys.path:
+                    sys.path.append(str(p))
+            spec = importlib.util.find_spec(target)
+            path = Path(spec.origin) if spec is not None and spec.origin else Path()
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else ""
+    except Exception:  # noqa: BLE001 - an unresolvable reference is refused by load_factory, not here
+        return ""
 
 
 class UserBackbone(nn.Module):

@@ -204,7 +204,7 @@ def curve_cycles(rows: Sequence[CycleRow], next_n_labeled: int | None = None) ->
 # options, the candidates, strata and the first batch's selector): a run continued under its name
 # with other values would change method mid-run while its record kept the old ones.  Where it runs
 # (engine, ray_address) and its stopping rules may change.
-METHOD_OPTIONS = ("acquisition", "learner", "train", "candidates", "stratify_by", "initial_selector")
+METHOD_OPTIONS = ("acquisition", "learner", "train", "candidates", "stratify_by", "initial_selector", "code")
 
 
 def _as_json(value: Any) -> Any:
@@ -421,6 +421,12 @@ class Store:
             stored = run.config or {}
             for k in METHOD_OPTIONS:  # how items are scored and picked: a continued run keeps its method
                 if k in stored and k in spec.options and _as_json(spec.options[k]) != _as_json(stored[k]):
+                    if k == "code":
+                        flag = {"module": "--backbone", "estimator": "--learner"}
+                        changed = [flag.get(c, c) for c in stored[k] if stored[k][c] != spec.options[k].get(c)]
+                        raise StoreError(f"run {spec.name!r} was started with another version of the code "
+                                         f"{' and '.join(changed) or 'it uses'} names (its file has changed since): "
+                                         "restore it, or start a new run with another --name")
                     raise StoreError(
                         f"run {spec.name!r} exists with {k}={_show_option(stored[k])}, not "
                         f"{_show_option(spec.options[k])}; use another --name or the original arguments"
