@@ -542,3 +542,17 @@ def test_prior_linear_mode_adds_a_linear_model_to_the_choice_and_its_hint_carrie
         torch.testing.assert_close(pred.probs_n_C.sum(1), torch.ones(len(rest)), rtol=0, atol=1e-5)
         acc = float((pred.probs_n_C.argmax(1).numpy() == y_all[rest]).mean())
         assert acc > 0.85, (type(m).__name__, acc)
+
+
+def test_cv_folds_take_regression_targets_of_two_or_one_value() -> None:
+    """A regression target of two non-whole values (0.5 / 2.5), or a constant one, failed every run at its
+    first fit: StratifiedKFold refused it as 'continuous'.  Such targets get plain k-fold; classes and
+    whole-number values are still stratified."""
+    from alkit.models.capacity import cv_folds
+
+    for y in (np.array([0.5, 2.5] * 10), np.full(20, 3.5)):
+        folds = cv_folds(y, 3, seed=0)
+        assert sorted(np.concatenate(folds).tolist()) == list(range(20)) and len(folds) == 3
+    y = np.array([0] * 12 + [1] * 6)
+    for held in cv_folds(y, 3, seed=0):  # stratified: each fold holds a third of each class
+        assert (y[held] == 1).sum() == 2 and (y[held] == 0).sum() == 4

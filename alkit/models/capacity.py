@@ -245,12 +245,15 @@ def candidates_for(input: InputSpec | None, mode: str = "cv", task: str = "class
 
 
 def cv_folds(y_n: np.ndarray, k: int, seed: int) -> list[np.ndarray]:
-    """Held-out index sets of a k-fold split, stratified by class where every class holds k labels."""
+    """Held-out index sets of a k-fold split, stratified by class where every class holds k labels.
+    Regression targets of few non-whole values (two levels, or one) are not classes to stratify by:
+    StratifiedKFold refused them ('continuous') and every such run failed at its first fit."""
     from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.utils.multiclass import type_of_target
 
     _, counts = np.unique(y_n, return_counts=True)
-    splitter = StratifiedKFold(k, shuffle=True, random_state=seed) if counts.min() >= k else \
-        KFold(k, shuffle=True, random_state=seed)
+    stratify = counts.min() >= k and type_of_target(y_n) in ("binary", "multiclass")
+    splitter = StratifiedKFold(k, shuffle=True, random_state=seed) if stratify else KFold(k, shuffle=True, random_state=seed)
     return [held for _, held in splitter.split(np.zeros(len(y_n)), y_n)]
 
 
