@@ -206,7 +206,9 @@ def run_bench(
     if df.height:
         df = df.filter(pl.col("run").is_in(list(bench_runs)) & (pl.col("n_labeled") <= budget))
     if df.height == 0 or metric not in df.columns:
-        raise LoopError(f"no evaluated cycle with metric {metric!r} among the bench's runs")
+        raise LoopError(f"no evaluated cycle with metric {metric!r} among the bench's runs"
+                        + ("" if df.height else ": none fitted a model (a classification run needs labels of two "
+                           "classes; try a larger --budget)"))
     at_list = list(at) if at is not None else _default_at(df, budget)
     if target is None:
         target = _default_target(df, metric, higher)

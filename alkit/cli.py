@@ -278,10 +278,27 @@ def run(
         from alkit.report import run_summaries
 
         rows = [r for r in run_summaries(loop.store) if r["name"] == spec.name]
+        one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
+        if one_class:
+            err.print(f"note: {escape(one_class)}", highlight=False)
     if json_out:
         console.print_json(json.dumps(rows))
         return
     print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide), wide)
+
+
+def _one_class_note(loop: "ActiveLoop", run_name: str) -> str | None:
+    """Why a classification run has no metrics when every label it learns from is one class (a 99 %
+    class and a small budget): it 'completed' with no model fitted and said nothing."""
+    if loop.cfg.task != "classification":
+        return None
+    run = next((r for r in loop.store.runs() if r.name == run_name), None)
+    values = set(loop.store.labeled_set(run.id)[1]) if run is not None else set()
+    if len(values) != 1:
+        return None
+    return (f"every label run {run_name} learns from is class {next(iter(values))!r}, so no model could be fitted "
+            "(two classes are needed) and every pick was made without one; a larger --budget, or spreading "
+            "the picks with --strategy coldstart (--stratify-by COL), may reach another class")
 
 
 @app.command()
@@ -339,6 +356,9 @@ def plot(
                 raise ValueError("the project has no test split, so its runs record no metric to plot; "
                                  "make one with `alkit init --test-frac F` (or --split-col), or run with "
                                  "`--stop forecast` for a cross-validated curve")
+            if store.cycles():  # runs exist, none fitted a model (a classification run's labels all of one class)
+                raise ValueError("no cycle has metrics yet: no run has fitted a model (a classification run needs "
+                                 "labels of two classes; `alkit run` says which class its labels all are)")
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
         if metric not in df.columns:
             raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'eval_s', 'score_s', 'select_s', 'n_scored'))}")

@@ -410,3 +410,22 @@ def test_a_store_that_stops_answering_is_one_line_not_a_driver_traceback(capsys:
     with pytest.raises(ZeroDivisionError):  # a bug stays a bug, with its traceback
         with user_errors():
             1 / 0
+
+
+def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
+    """With a 99 % class and a small budget every label was 'maj': the run 'completed' with no model and no
+    metrics and said nothing, and `plot` said 'run alkit run first'.  Both now name the cause."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    labels = ["maj"] * 297 + ["min"] * 3
+    rows = ["id,a,b,c,d,label"] + [f"{i},{','.join(f'{v:.4f}' for v in X[i])},{labels[i]}" for i in range(300)]
+    (tmp_path / "imbal.csv").write_text("\n".join(rows) + "\n")
+    assert alkit("init", "imbal.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p",
+                 cwd=tmp_path).returncode == 0
+    done = alkit("run", "--strategy", "margin", "--budget", "30", "-o", "train.steps=30", "-p", "p", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "every label run margin-b10-s0 learns from is class 'maj', so no model could be fitted" in " ".join(done.stderr.split())
+    plot = alkit("plot", "-p", "p", cwd=tmp_path)
+    assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
