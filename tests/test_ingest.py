@@ -94,6 +94,9 @@ def test_bad_inputs(tmp_path: Path) -> None:
          "needs a label for every row")
     _bad(tmp_path, df.with_columns(pl.lit(1).alias("label")), "at least 2 classes")
     _bad(tmp_path, df.with_columns(pl.lit("x").alias("label")), "regression labels must be numbers", task="regression")
+    # variation the float32 store or the constant-column test would drop without a word (accuracy at chance)
+    _bad(tmp_path, df.with_columns(pl.col("px3").cast(pl.Float64) + 1e12), r"feature px3 varies too little .*from 1000000000000")
+    _bad(tmp_path, df.with_columns(pl.col("px3").cast(pl.Float64) * 1e-20), r"feature px3 varies too little.*--exclude")
     _bad(tmp_path, df.with_columns((pl.col("px3").cast(pl.Float64) * 1e38).alias("label")),  # a fit failed on 1e39
          r"label column 'label' holds values beyond ±1e\+15", task="regression")
     _bad(tmp_path, df, r"test-frac must be in \[0, 1\)", test_frac=1.5)

@@ -395,6 +395,7 @@ def _vector_size(is_null: pl.Series, lengths: pl.Series, df: pl.DataFrame, opts:
 
 
 FLOAT32_MAX = float(np.finfo(np.float32).max)  # features are stored as float32
+MIN_FEATURE_SPREAD = 2e-8  # a smaller range has a standard deviation below the learners' constant-column 1e-8
 
 
 class FeatureValues:
@@ -418,6 +419,9 @@ class FeatureValues:
         self.nan_seen = False  # a NaN in a column --impute would fill (not a vector's)
         self.over_f = np.zeros(n_features, dtype=bool)  # features with a value beyond float32's range
         self.over_rows: list[int] = []  # the first rows (up to 5) with one
+        # each feature's range before and after float32, to find variation the stored float32 loses
+        self.lo_f, self.hi_f = np.full(n_features, np.inf), np.full(n_features, -np.inf)
+        self.lo32_f, self.hi32_f = np.full(n_features, np.inf), np.full(n_features, -np.inf)
 
     def block(self, batch: pl.DataFrame) -> np.ndarray:
         """(b, f) float32 of one block of rows (columns named by ``names``, or the vector column)."""
@@ -440,8 +444,12 @@ class FeatureValues:
             if over_b_f.any():
                 self._flag(over_b_f, self.over_f, self.over_rows)
         self.n_rows += batch.height
-        with np.errstate(over="ignore"):  # an overflowing block is refused by ``check``
-            return X_b_f.astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing block is refused by ``check``
+            X32 = X_b_f.astype(np.float32)
+            if len(X_b_f):
+                self.lo_f, self.hi_f = np.fmin(self.lo_f, X_b_f.min(0)), np.fmax(self.hi_f, X_b_f.max(0))
+                self.lo32_f, self.hi32_f = np.fmin(self.lo32_f, X32.min(0)), np.fmax(self.hi32_f, X32.max(0))
+        return X32
 
     def _flag(self, bad_b_f: np.ndarray, features_f: np.ndarray, rows: list[int]) -> None:
         """Mark (in place) the features with a bad cell in this block, and its rows while fewer than 5 are noted."""
@@ -474,6 +482,16 @@ class FeatureValues:
             raise InputError(f"feature values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in "
                              f"{', '.join(self._named(self.over_f))} (ids: {_ids_of(ids, self.over_rows)}); "
                              "rescale those columns (e.g. take logs)")
+        # variation alkit would lose without a word: a large offset float32 rounds away (1e12 + x), or a
+        # spread so small (<= 2e-8) that the learners' standardisation takes the column for a constant
+        varies = self.hi_f > self.lo_f
+        lost_f = varies & ((self.hi32_f <= self.lo32_f) | (self.hi_f - self.lo_f <= MIN_FEATURE_SPREAD))
+        if lost_f.any():
+            j = int(np.flatnonzero(lost_f)[0])
+            raise InputError(f"feature {', '.join(self._named(lost_f))} varies too little for alkit to use (from "
+                             f"{self.lo_f[j]:.15g} to {self.hi_f[j]:.15g}: features are stored as float32 and a "
+                             f"spread of at most {MIN_FEATURE_SPREAD:g} counts as constant); subtract its mean or "
+                             "rescale it before init, or leave it out with --exclude")
 
     def _named(self, features_f: np.ndarray) -> list[str]:
         """The names of the flagged features (the vector column's own name for a vector column)."""
