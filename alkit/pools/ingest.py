@@ -483,7 +483,10 @@ class FeatureValues:
                              f"{', '.join(self._named(self.over_f))} (ids: {_ids_of(ids, self.over_rows)}); "
                              "rescale those columns (e.g. take logs)")
         # variation alkit would lose without a word: a large offset float32 rounds away (1e12 + x), or a
-        # spread so small (<= 2e-8) that the learners' standardisation takes the column for a constant
+        # spread so small (<= 2e-8) that the learners' standardisation takes the column for a constant.
+        # Named columns only: an encoder's vectors have dead dimensions of numerical noise (MiniLM: ~1e-33)
+        if self.vector_col:
+            return
         varies = self.hi_f > self.lo_f
         lost_f = varies & ((self.hi32_f <= self.lo32_f) | (self.hi_f - self.lo_f <= MIN_FEATURE_SPREAD))
         if lost_f.any():
