@@ -20,20 +20,22 @@ def curve_label(run: Any) -> str:
 
 
 def curve_groups(runs: list[Any]) -> dict[int, str]:
-    """run id -> its learning-curve group: ``curve_label``, and where two runs of a group share a
-    seed (the same strategy run again with another batch size, or under another --name), the
-    group's batch size appended ("margin b20"), then, for runs still sharing one, the run's name:
-    every curve averages one run per seed."""
-    def clashing(label_of: dict[int, str]) -> set[str]:
-        seen: dict[tuple[str, int], int] = {}
+    """run id -> its learning-curve group: ``curve_label``; where the runs of a group differ in
+    batch size or first-batch size (--initial), each setting is its own curve ("margin b20",
+    "margin i50"), and runs still sharing a seed then go by their names: every curve averages
+    one run per seed, all started and batched alike."""
+    def split_by(label_of: dict[int, str], attr: str, tag: str) -> dict[int, str]:
+        values: dict[str, set] = {}
         for r in runs:
-            seen[(label_of[r.id], r.seed)] = seen.get((label_of[r.id], r.seed), 0) + 1
-        return {label for (label, _), k in seen.items() if k > 1}
+            values.setdefault(label_of[r.id], set()).add(getattr(r, attr))
+        return {r.id: f"{label_of[r.id]} {tag}{getattr(r, attr)}" if len(values[label_of[r.id]]) > 1
+                else label_of[r.id] for r in runs}
 
-    label_of = {r.id: curve_label(r) for r in runs}
-    clash = clashing(label_of)
-    label_of = {r.id: f"{label_of[r.id]} b{r.batch_size}" if label_of[r.id] in clash else label_of[r.id] for r in runs}
-    clash = clashing(label_of)
+    label_of = split_by(split_by({r.id: curve_label(r) for r in runs}, "batch_size", "b"), "initial", "i")
+    seen: dict[tuple[str, int], int] = {}
+    for r in runs:
+        seen[(label_of[r.id], r.seed)] = seen.get((label_of[r.id], r.seed), 0) + 1
+    clash = {label for (label, _), k in seen.items() if k > 1}
     return {r.id: r.name if label_of[r.id] in clash else label_of[r.id] for r in runs}
 
 

@@ -131,6 +131,20 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
     assert {r.name: r.config["curve"] for r in loop.store.runs()}["mine-b20-s0"] == "mine-b20-s0"
 
 
+def test_curves_split_by_batch_and_first_batch_sizes(digits_project: Path) -> None:
+    """Seeds of one strategy run with another --batch-size or --initial are not averaged into
+    one curve (each seed would then sit on another label grid and start): each setting is its
+    own curve, named by what differs."""
+    loop = ActiveLoop(load_project(digits_project))
+    for req in (_req(budget=30, seed=0), _req(budget=30, seed=1, initial=20), _req(budget=30, seed=2, batch_size=20),
+                _req(budget=30, seed=3, strategy="epistemic", train=FAST_TRAIN), _req(budget=30, seed=4, strategy="epistemic")):
+        loop.run(req)
+    curves = {r["run"]: r["strategy"] for r in cycles_frame(loop.store).iter_rows(named=True)}
+    assert curves == {"random-b10-s0": "random b10 i10", "random-b10-s1": "random b10 i20",
+                      "random-b20-s2": "random b20", "epistemic-b10-s3": "epistemic",
+                      "epistemic-b10-s4": "epistemic"}
+
+
 @pytest.mark.parametrize(
     "kw, match",
     [
