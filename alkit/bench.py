@@ -31,6 +31,7 @@ from alkit.config import Project, load_project
 from alkit.errors import StoreError
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import escape_formulas
+from alkit.pools.leases import RunBusy, live_runs
 from alkit.plots import random_curve, summary_table, to_markdown
 from alkit.choices import HIGHER_IS_BETTER, METRICS
 from alkit.presets import PRESETS, get_preset, like_with_like
@@ -38,6 +39,7 @@ from alkit.registry import SCORERS
 from alkit.report import cycles_frame
 from alkit.strategies import SELECTORS
 
+BUSY_POLL_S = 2.0  # how often bench looks whether a run another process holds is free
 
 
 @dataclass
@@ -156,7 +158,6 @@ def run_bench(
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
     failed: dict[str, str] = {}
-    existing = {r.name: r for r in loop.store.runs()}
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
         overall = bar.add_task(f"bench: {len(plan)} runs, labels", total=budget * len(plan))
@@ -179,26 +180,56 @@ def run_bench(
                 bar.advance(overall, step)
 
         loop.on_event = on_event
-        for req, run_name in plan:
-            prev = existing.get(run_name)
-            # done for this bench: complete at this budget, or a longer run already past it (read up
-            # to the budget; continuing it with a smaller one would lower its budget).  A run of this
-            # budget that spent it but is not complete was killed before its last evaluation: resume it.
-            if prev is not None and ((prev.status == "complete" and prev.budget == budget)
-                                     or (prev.budget > budget and loop.store.n_spent(prev.id) >= budget)):
-                result_runs["skipped"].append(run_name)
-                bar.advance(overall, budget)
-                continue
-            result_runs["ran"].append(run_name)
+
+        def done_for_bench(run_name: str) -> bool:
+            """Complete at this budget, or a longer run already past it (read up to the budget;
+            continuing it with a smaller one would lower its budget).  A run of this budget that
+            spent it but is not complete was killed before its last evaluation: it is resumed."""
+            prev = next((r for r in loop.store.runs() if r.name == run_name), None)
+            return prev is not None and ((prev.status == "complete" and prev.budget == budget)
+                                         or (prev.budget > budget and loop.store.n_spent(prev.id) >= budget))
+
+        def run_one(req: RunRequest, run_name: str) -> bool:
+            """Run (or resume) one; False when another process holds it (nothing was written)."""
             try:
                 loop.run(req)
             except LoopError:
                 raise
+            except RunBusy:
+                return False
             except Exception as exc:  # one broken strategy must not cost the other runs
-                # a refusal (a busy run, bad data) reads as its message; anything else names its type
+                # a refusal (bad data) reads as its message; anything else names its type
                 failed[run_name] = str(exc) if isinstance(exc, (ValueError, StoreError)) else f"{type(exc).__name__}: {exc}"
                 if console is not None:
                     console.print(f"[red]failed[/] {run_name}: {failed[run_name]}")
+            return True
+
+        # a run another process holds (a second bench on this project) is left to it and come back
+        # to once its lease is free: two benches share the work and both end with the full table
+        deferred: list[tuple[RunRequest, str]] = []
+        for req, run_name in plan:
+            if done_for_bench(run_name):
+                result_runs["skipped"].append(run_name)
+                bar.advance(overall, budget)
+            elif run_one(req, run_name):
+                result_runs["ran"].append(run_name)
+            else:
+                deferred.append((req, run_name))
+                if console is not None:
+                    console.print(f"[yellow]busy[/] {run_name}: another process is running it; bench comes back to it last")
+        while deferred:
+            req, run_name = deferred[0]
+            if run_name in live_runs(loop.store):
+                bar.update(current, description=f"  waiting for {run_name} (another process)")
+                time.sleep(BUSY_POLL_S)
+                continue
+            if done_for_bench(run_name):
+                result_runs["skipped"].append(run_name)
+                bar.advance(overall, budget)
+                deferred.pop(0)
+            elif run_one(req, run_name):
+                result_runs["ran"].append(run_name)
+                deferred.pop(0)
         bar.remove_task(current)  # the per-run bar is done; the total stays
 
     bench_runs = {n for _, n in plan}

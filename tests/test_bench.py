@@ -167,3 +167,32 @@ def test_a_run_killed_after_spending_its_budget_is_finished_not_skipped(digits_p
     assert run.status == "complete" and loop.store.n_spent(run.id) == 20
     assert cycles[-1].n_labeled == 20 and cycles[-1].n_selected == 0
     assert [c.cycle for c in cycles] == list(range(len(cycles)))
+
+
+def test_a_run_another_process_holds_is_left_to_it_and_finished_after(digits_project: Path, monkeypatch) -> None:
+    """Two benches on one project both exited 1: each failed on the runs the other was driving
+    ('busy'), and neither wrote the full table.  A held run is now put off, the bench goes on with
+    the others and comes back to it when its holder is gone (here: finished nothing, so resumed)."""
+    import socket
+    import subprocess
+    import sys
+
+    import alkit.bench as bench
+    from alkit.pools.schema import RunLease
+
+    monkeypatch.setattr(bench, "BUSY_POLL_S", 0.1)
+    loop = ActiveLoop(load_project(digits_project))
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    try:
+        RunLease.__table__.create(loop.store.engine, checkfirst=True)
+        with loop.store.session() as s:
+            s.add(RunLease(run_name="random-b10-s0", token="other", host=socket.gethostname(), pid=holder.pid))
+        res = run_bench(digits_project, strategies=["random"], **ARGS)
+        assert holder.poll() is not None  # the bench waited for the holder before running its run
+    finally:
+        holder.kill()
+        holder.wait()
+    assert res.ran == ["random-b10-s1", "random-b10-s0"] and not res.failed
+    runs = {r.name: r for r in loop.store.runs()}
+    assert all(r.status == "complete" and loop.store.n_spent(r.id) == 20 for r in runs.values())
+    assert set(pl.read_csv(res.cycles_csv)["run"]) == {"random-b10-s0", "random-b10-s1"}
