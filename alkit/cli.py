@@ -57,6 +57,7 @@ def _global(
 
 
 # column names that usually hold a row id (R's rownames, pandas' "Unnamed: 0", ...): a hint when one is a feature
+SMALL_TEST = 30  # a test split below this many items gets a note: its accuracy is mostly noise
 ID_LIKE_COLUMNS = ("id", "rownames", "row_id", "rowid", "index", "unnamed: 0", "key", "uid", "item_id")
 
 @app.command()
@@ -96,7 +97,8 @@ def init(
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
                            cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
                            image_shape=parse_image_shape(image_shape) if image_shape is not None else None)
-        cfg = init_project(data, project, opts)
+        notes: list[str] = []
+        cfg = init_project(data, project, opts, notes)
         external = store is not None and not store.startswith("sqlite")
         counts = _store(store if external else load_project(project).store_url).counts()  # the URL as typed
     if external and cfg.store != store:
@@ -111,6 +113,12 @@ def init(
     if pool and not counts.get("pool:unlabeled", 0):  # a run then fails: 'larger than the unlabeled pool (0 items)'
         console.print("note: every pool item already has a label, so there is nothing left to select; to simulate "
                       "labelling the pool from those labels, init again with --hide-labels")
+    if 0 < test < SMALL_TEST:
+        console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so its accuracy moves in steps of "
+                      f"1/{test} and the learning curves mostly show that noise; give it more rows (--test-frac, "
+                      "--split-col or more labelled rows)")
+    for note in notes:
+        console.print(note, highlight=False)
     if test == 0:
         console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
                       "draw (give one with --test-frac, --split-col or labelled rows; `--stop forecast` "

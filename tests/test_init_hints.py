@@ -1,8 +1,12 @@
-"""`alkit init`'s hints: a column that looks like a row id, used as a feature without --id-col."""
+"""`alkit init`'s hints: a column that looks like a row id, used as a feature without --id-col; features
+that carry nothing or give the label away; a test split too small to measure with."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import polars as pl
+import pytest
 
 from typer.testing import CliRunner
 
@@ -19,3 +23,61 @@ def test_a_row_id_column_used_as_a_feature_gets_a_hint(tmp_path: Path) -> None:
     named = CliRunner().invoke(app, ["init", str(src), "--label-col", "label", "--id-col", "rownames",
                                      "--hide-labels", "-p", str(tmp_path / "q")])
     assert named.exit_code == 0 and "looks like a row id" not in named.output
+
+
+def _init(tmp_path: Path, df: pl.DataFrame, *args: str) -> tuple[int, str, Path]:
+    src, proj = tmp_path / "data.csv", tmp_path / "p"
+    tmp_path.mkdir(exist_ok=True)
+    df.write_csv(src)
+    out = CliRunner().invoke(app, ["init", str(src), "--hide-labels", "-p", str(proj), *args])
+    return out.exit_code, " ".join(out.output.split()), proj
+
+
+@pytest.fixture()
+def wine() -> pl.DataFrame:
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    return pl.DataFrame(X, schema=[f"f{i}" for i in range(X.shape[1])]).with_columns(
+        pl.Series("label", [f"c{v}" for v in y]))
+
+
+def test_features_derived_from_the_label_are_named(tmp_path: Path, wine: pl.DataFrame) -> None:
+    """A class code beside the class name, or the name beside the code (one-hot encoded), gives the
+    answer away: every strategy then scores alike.  Named, not refused (it may be meant)."""
+    y = wine["label"].str.slice(1).cast(pl.Int64)
+    leaky = wine.with_columns(y.alias("code"), y.replace_strict({0: "red", 1: "white", 2: "rose"}).alias("name"))
+    code, out, _ = _init(tmp_path, leaky, "--label-col", "label")
+    assert code == 0, out
+    assert ("hint: features name, code match the label one to one on every labelled row: if derived from the label "
+            "(a copy, its code or its name), the model reads the answer from them and every strategy scores alike; "
+            "init again with --exclude name,code") in out
+    code, out, _ = _init(tmp_path / "clean", wine, "--label-col", "label")
+    assert code == 0 and "hint:" not in out and "note:" not in out  # real features: nothing to say
+
+
+def test_a_copy_of_a_regression_target_is_named(tmp_path: Path) -> None:
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    df = pl.DataFrame(X, schema=[f"f{i}" for i in range(X.shape[1])]).with_columns(pl.Series("y", y))
+    code, out, _ = _init(tmp_path, df.with_columns((3 - 2 * pl.col("y")).alias("y_scaled")), "--label-col", "y")
+    assert code == 0 and "hint: feature y_scaled is a linear function of the label on every labelled row" in out
+    code, out, _ = _init(tmp_path / "clean", df, "--label-col", "y")
+    assert code == 0 and "hint:" not in out
+
+
+def test_constant_features_get_a_note_and_all_constant_is_refused(tmp_path: Path, wine: pl.DataFrame) -> None:
+    code, out, _ = _init(tmp_path, wine.with_columns(pl.lit(5.0).alias("k")), "--label-col", "label")
+    assert code == 0 and "note: feature k holds one value in every row and carries nothing (leave it out with --exclude)" in out
+    dead = wine.select("label", pl.lit(1.0).alias("a"), pl.lit(2).alias("b"))
+    code, out, proj = _init(tmp_path / "dead", dead, "--label-col", "label")
+    assert code == 2 and "every feature column holds one value in every row (a, b): there is nothing to learn from" in out
+    assert [p.name for p in (tmp_path / "dead").iterdir()] == ["data.csv"]  # no project left behind
+
+
+def test_a_small_test_split_gets_a_note(tmp_path: Path, wine: pl.DataFrame) -> None:
+    code, out, _ = _init(tmp_path, wine, "--label-col", "label", "--test-frac", "0.1")
+    assert code == 0 and ("note: the test split holds 18 items, so its accuracy moves in steps of 1/18") in out
+    code, out, _ = _init(tmp_path / "big", wine, "--label-col", "label")
+    assert code == 0 and "test split holds" not in out

@@ -34,6 +34,7 @@ from alkit.config import (
     without_password,
     write_config,
 )
+from alkit.pools.feature_hints import feature_hints
 from alkit.pools.features import FeatureWriter, write_features
 from alkit.pools.procs import pid_alive
 from alkit.pools.store import Store
@@ -779,8 +780,10 @@ def remove_stale_inits(root: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -> ProjectConfig:
+def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
+                 notes: list[str] | None = None) -> ProjectConfig:
     """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input.
+    ``notes``, if given, receives init's hints on the features (``feature_hints``) for the caller to show.
 
     The feature columns are streamed from the file into features.parquet (in the temp folder)
     while they are checked; the other columns (ids, labels, split, payload) are read whole.
@@ -884,6 +887,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions) -
         else:
             feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
                                                                            pool_n, columns, bar.step("features"))
+        named = [] if encoded or opts.feature_col else feature_names_  # an embedding's dimensions have no names
+        hints = feature_hints(tmp / FEATURES_NAME, named, list(one_hot), sp.labels, sp.task, opts.seed)
+        if notes is not None:
+            notes.extend(hints)
         columns_in_file = [opts.id_col, *source.columns] if row_ids else source.columns  # the made ids: a payload column
         cfg, items, shared_labels = _plan(df, columns_in_file, ids_str, marked_test, sp, feature_names_, n_features,
                                           opts, test_frac, data)

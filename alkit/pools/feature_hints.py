@@ -1,0 +1,106 @@
+"""What init can tell about the features once they are written: columns that carry nothing, and
+columns that give the answer away.
+
+Why: both make a run meaningless without failing it.  A file whose every feature is constant runs
+at chance; a feature derived from the label (the class's code beside its name, a copy of the
+target) gives perfect accuracy from the first batch, so every strategy looks alike and the
+learning curves measure nothing.  init refuses the first and names the second (it may be meant:
+a hint, not a refusal).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from alkit.pools.features import iter_masked_batches, open_features
+from alkit.pools.tables import InputError
+
+LEAK_SAMPLE = 50_000  # labelled rows read for the label-leak check (a seeded random subset beyond that)
+LEAK_CORR = 0.99999  # regression: |correlation| with the target at least this is a copy of it
+
+
+def _feature_range(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature min and max over every row (one streaming pass)."""
+    lo = hi = None
+    for _, X_b_f in iter_masked_batches(open_features(path), 65_536, None):
+        if len(X_b_f):
+            b_lo, b_hi = X_b_f.min(0), X_b_f.max(0)
+            lo, hi = (b_lo, b_hi) if lo is None else (np.minimum(lo, b_lo), np.maximum(hi, b_hi))
+    return lo, hi
+
+
+def _labelled_sample(path: Path, labelled_n: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys_s, X_s_f): the labelled rows, or a seeded random LEAK_SAMPLE of them."""
+    keys = np.flatnonzero(labelled_n)
+    if len(keys) > LEAK_SAMPLE:
+        keys = np.sort(np.random.default_rng(seed).choice(keys, LEAK_SAMPLE, replace=False))
+    mask = np.zeros(len(labelled_n), dtype=bool)
+    mask[keys] = True
+    parts = list(iter_masked_batches(open_features(path), 65_536, mask))
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    return np.concatenate([k for k, _ in parts]), np.concatenate([x for _, x in parts])
+
+
+def _one_to_one(codes_s: np.ndarray, labels_s: pl.Series) -> bool:
+    """Whether the codes and the labels determine each other on these rows."""
+    pairs = pl.DataFrame({"c": codes_s, "y": labels_s})
+    k = pairs["y"].n_unique()
+    return k >= 2 and pairs["c"].n_unique() == k and pairs.unique().height == k
+
+
+def feature_hints(path: Path, names: list[str], one_hot: list[str], labels: pl.Series, task: str,
+                  seed: int) -> list[str]:
+    """Hints on the named feature columns of ``path`` (alkit's features.parquet, columns ``names``;
+    ``one_hot``: the categorical columns encoded as ``col=value`` groups; ``labels``: one label per
+    row as text, null where unknown).  Raises InputError when no feature varies."""
+    if not names:  # a vector column or an encoder's embedding: its dimensions have no names to report
+        return []
+    lo_f, hi_f = _feature_range(path)
+    constant_f = hi_f <= lo_f
+    if constant_f.all():
+        raise InputError(f"every feature column holds one value in every row ({', '.join(names[:5])}"
+                         f"{', ...' if len(names) > 5 else ''}): there is nothing to learn from; choose other "
+                         "columns with --features")
+    hints = []
+    if constant_f.any():
+        dead = [n for n, c in zip(names, constant_f) if c]
+        hints.append(f"note: feature{'s' if len(dead) > 1 else ''} {', '.join(dead[:8])}{', ...' if len(dead) > 8 else ''} "
+                     f"hold{'' if len(dead) > 1 else 's'} one value in every row and carr{'y' if len(dead) > 1 else 'ies'} "
+                     f"nothing (leave {'them' if len(dead) > 1 else 'it'} out with --exclude)")
+    labelled_n = labels.is_not_null().to_numpy()
+    keys_s, X_s_f = _labelled_sample(path, labelled_n, seed)
+    if len(keys_s) < 10:
+        return hints
+    y_s = labels.gather(keys_s)
+    leaks = []
+    if task == "classification":
+        if len(keys_s) < max(30, 10 * y_s.n_unique()):  # too few rows per class to tell a code from chance
+            return hints
+        groups = {c: [j for j, n in enumerate(names) if n.startswith(f"{c}=")] for c in one_hot}
+        in_group = {j for js in groups.values() for j in js}
+        for c, js in groups.items():
+            if js and _one_to_one(X_s_f[:, js].argmax(1), y_s):
+                leaks.append(c)
+        leaks += [names[j] for j in range(len(names)) if j not in in_group and not constant_f[j]
+                  and _one_to_one(X_s_f[:, j], y_s)]
+        why = ("matches", "match", "the label one to one on every labelled row")
+    else:
+        y = y_s.cast(pl.Float64).to_numpy()
+        if y.std() > 0:
+            X = X_s_f.astype(np.float64)
+            sd = X.std(0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = ((X - X.mean(0)) * (y - y.mean())[:, None]).mean(0) / (sd * y.std())
+            leaks = [names[j] for j in np.flatnonzero((sd > 0) & (np.abs(r) >= LEAK_CORR))]
+        why = ("is", "are", "a linear function of the label on every labelled row")
+    if leaks:
+        one = len(leaks) == 1
+        hints.append(f"hint: feature{'' if one else 's'} {', '.join(leaks[:5])} {why[0] if one else why[1]} {why[2]}: "
+                     "if derived from the label (a copy, its code or its name), the model reads the answer from "
+                     f"{'it' if one else 'them'} and every strategy scores alike; init again with --exclude "
+                     f"{','.join(leaks[:5])}")
+    return hints
