@@ -166,6 +166,8 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
             progress.update(task_ids_last(), info=f"cycle {p['cycle']}: {p['phase']}")
         elif kind in ("human_queue", "human_wait"):
             messages.append(("[bold cyan]next:[/]", p["message"]))
+        elif kind == "note":
+            messages.append(("[bold yellow]note:[/]", p["message"]))
         elif kind == "stopped":
             messages.append(("[bold yellow]stopped:[/]", p["message"]))
         elif kind == "cycle_end":
@@ -206,8 +208,9 @@ def embed(
 
 @app.command()
 def run(
+    ctx: typer.Context,
     strategy: Strategy = typer.Option("epistemic", "--strategy", "-s", help="Strategy preset; `alkit strategies` lists them."),
-    budget: int = typer.Option(..., "--budget", "-b", help="Total labels the run may spend (the initial batch included)."),
+    budget: Optional[int] = typer.Option(None, "--budget", "-b", help="Total labels the run may spend (the initial batch included); required unless --resume."),
     batch_size: int = typer.Option(10, "--batch-size", help="Items selected per cycle."),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="Run seed (model init, data order, sampling)."),
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
@@ -228,11 +231,12 @@ def run(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: cluster address (e.g. auto, ray://host:10001); default starts Ray locally."),
     acquisition: Optional[Acquisition] = typer.Option(None, "--acquisition", "-a", help="Score per item (default: the strategy's; `alkit strategies` lists them)."),
     initial_selector: Optional[InitialSelector] = typer.Option(None, "--initial-selector", help="Model-free selector of the first batch (default: the strategy's)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue the run of this name (`alkit status` lists them) with every option it was started with; --budget, if given, extends it (or lowers it, down to what it spent)."),
     json_out: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
     wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
-    """Run active learning until the budget is spent; the same command resumes an interrupted run."""
+    """Run active learning until the budget is spent; the same command (or --resume NAME) continues a run."""
     use_threads()
     from alkit.loop import ActiveLoop, RunRequest
 
@@ -242,6 +246,27 @@ def run(
         from alkit.registry import learner_class
         from alkit.scorer_options import parse_with_training
 
+        if resume is not None:
+            # by name: typer runs on its own copy of click, whose ParameterSource is another class
+            given = [p.opts[0] for p in ctx.command.params if p.name not in _RESUME_KEEPS
+                     and getattr(ctx.get_parameter_source(p.name), "name", "") in ("COMMANDLINE", "ENVIRONMENT")]
+            if given:
+                raise ValueError(f"--resume {resume} continues the run with the options it was started with: drop "
+                                 f"{', '.join(given)}")
+            loop = ActiveLoop(proj)
+            known = loop.store.runs()
+            stored = next((r for r in known if r.name == resume), None)
+            if stored is None:
+                raise ValueError(f"no run called {resume!r} in this project; runs: "
+                                 f"{', '.join(r.name for r in known) or '(none yet)'}")
+            from alkit.runs import request_for_run
+
+            req = request_for_run(stored, proj.config.task, budget)
+            _run_request(loop, req, json_out, wide)
+            return
+        if budget is None:
+            raise ValueError("--budget is required: the total labels the run may spend (or --resume NAME to continue "
+                             "a run with its own)")
         if learner is not None:
             if scorer not in (None, "sklearn"):
                 raise ValueError(f"--learner replaces the scorer's network; drop --scorer {scorer}")
@@ -268,27 +293,35 @@ def run(
                          train=train_options,
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
                          initial_selector=initial_selector, stop=list(stop or []))
-        loop = ActiveLoop(proj)
-        plan = loop.resolve(req)
-        spec = plan.spec
-        for note in plan.notes:
-            err.print(f"note: {escape(note)}", highlight=False, style="dim")
-        loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
-        t0 = time.perf_counter()
-        try:
-            _run_with_progress(loop, req, quiet=json_out)
-        except KeyboardInterrupt:  # the lease is released and the unfinished cycle will be redone
-            run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
-            at = loop.store.next_cycle(run_id) if run_id is not None else 0
-            err.print(f"interrupted at cycle {at} of run {spec.name}; run the same command to continue", highlight=False)
-            raise typer.Exit(code=130) from None
-        elapsed = time.perf_counter() - t0
-        from alkit.report import run_summaries
+        _run_request(ActiveLoop(proj), req, json_out, wide)
 
-        rows = [r for r in run_summaries(loop.store) if r["name"] == spec.name]
-        one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
-        if one_class:
-            err.print(f"note: {escape(one_class)}", highlight=False)
+
+_RESUME_KEEPS = ("resume", "budget", "json_out", "wide", "project")  # what --resume may be given with
+
+
+def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bool) -> None:
+    """Plan, run with progress and print the run's summary (inside the caller's user_errors)."""
+    plan = loop.resolve(req)
+    spec = plan.spec
+    for note in plan.notes:
+        err.print(f"note: {escape(note)}", highlight=False, style="dim")
+    loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
+    t0 = time.perf_counter()
+    try:
+        _run_with_progress(loop, req, quiet=json_out)
+    except KeyboardInterrupt:  # the lease is released and the unfinished cycle will be redone
+        run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
+        at = loop.store.next_cycle(run_id) if run_id is not None else 0
+        err.print(f"interrupted at cycle {at} of run {spec.name}; run the same command (or `alkit run --resume "
+                  f"{spec.name}`) to continue", highlight=False)
+        raise typer.Exit(code=130) from None
+    elapsed = time.perf_counter() - t0
+    from alkit.report import run_summaries
+
+    rows = [r for r in run_summaries(loop.store) if r["name"] == spec.name]
+    one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
+    if one_class:
+        err.print(f"note: {escape(one_class)}", highlight=False)
     if json_out:
         console.print_json(json.dumps(rows))
         return

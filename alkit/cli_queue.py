@@ -37,6 +37,9 @@ def export_cmd(
         proj = load_project(project)
         res = export_queue(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas)
     where = "" if proj.root.resolve() == Path.cwd().resolve() else f" --project {proj.root}"
+    if res.set_aside is not None:
+        console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}: "
+                      f"`alkit queue import {res.set_aside}{where}`", highlight=False)
     if res.n_items == 0:
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else
@@ -47,7 +50,9 @@ def export_cmd(
             if res.format == "label-studio" else
             f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path}{where}"
             + ("" if format_for_suffix(res.path) is not None else f" --format {res.format}") + "`")
-    console.print(f"[green]exported[/] {res.n_items} queued items to {res.path} ({res.format}); {todo}",
+    shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
+    console.print(f"[green]exported[/] {res.n_items} queued item{'' if res.n_items == 1 else 's'} to {res.path} "
+                  f"({shape}); {todo}",
                       highlight=False)
 
 

@@ -68,6 +68,9 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) ->
         if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):  # people's labels for other runs' picks, shared
             labels += f" (learns from {r['n_labeled']})"
         values = [number(r["metrics"][m]) if m in r["metrics"] else "" for m in shown]
+        at = r.get("metrics_n_labeled")
+        if values and values[0] and at is not None and at != r["n_labeled"]:  # the latest fit is older than the labels
+            values[0] += f" @{at}"
         if wide:
             t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]), labels,
                       r["status"], *values)

@@ -116,8 +116,8 @@ class ActiveLoop:
     # ----------------------------------------------------------------- plan
     def resolve(self, req: RunRequest) -> RunPlan:
         """The run's plan (alkit/runs.py): names turned into objects and validated, nothing written."""
-        return plan_run(req, self.cfg, lambda name: int(self.store.counts().get("pool:unlabeled", 0))
-                        + self.oracle.pool_held(name))
+        return plan_run(req, self.cfg, lambda name: (int(self.store.counts().get("pool:unlabeled", 0)),
+                                                     self.oracle.pool_held(name)))
 
     # ----------------------------------------------------------------- run
     def run(self, req: RunRequest) -> list[CycleResult]:
@@ -160,11 +160,15 @@ class ActiveLoop:
 
     def _drive(self, req: RunRequest, plan: RunPlan, lease: leases.Lease) -> list[CycleResult]:
         spec = plan.spec
+        before = next((r.budget for r in self.store.runs() if r.name == spec.name), None)
         run = self.store.get_or_create_run(spec)
+        if before is not None and spec.budget < before:  # it was cut short without a word
+            self.on_event("note", {"run": run.name, "message": f"run {run.name}'s budget lowered from {before} to "
+                                   f"{spec.budget} labels by --budget {spec.budget} (a larger --budget raises it again)"})
         if run.status == "stopped":  # a rule ended it; a larger --budget would have reopened it
             stopped = run.config.get("stopped", {})
             msg = (f"run {run.name} was stopped by {stopped.get('rule')} at cycle {stopped.get('cycle')}: "
-                   f"{stopped.get('why')}; a larger --budget continues it")
+                   f"{stopped.get('why')}; a larger --budget continues it (`alkit run --resume {run.name} --budget N`)")
             self.on_event("stopped", {"run": run.name, **stopped, "message": msg})
             return []
         spent = self.store.n_spent(run.id)
@@ -177,7 +181,10 @@ class ActiveLoop:
             waiting = self.oracle.waiting(run.id)
             if waiting:
                 self.store.set_run_status(run.id, "waiting")
-                msg = f"waiting: {waiting} items still queued; `alkit queue import FILE`, then `alkit run`"
+                root = Path(self.project.root)
+                where = "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
+                msg = (f"waiting: {waiting} item{'' if waiting == 1 else 's'} still queued; `alkit queue import FILE{where}`, "
+                       f"then `alkit run --resume {run.name}{where}`")
                 self.on_event("human_wait", {"run": run.name, "cycle": cycle - 1, "queued": waiting, "message": msg})
                 self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
                 break
@@ -209,9 +216,11 @@ class ActiveLoop:
             return
         root = Path(self.project.root)
         where = "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
-        msg = (f"{out.n_items} items queued in {out.path}: fill in their 'label' column (or export another "
-               f"format with `alkit queue export{where}`), then `alkit queue import {out.path}{where}` and "
-               f"`alkit run{where}` again")
+        kept = (f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import "
+                f"them too)" if out.set_aside is not None else "")
+        msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "
+               f"column (or export another format with `alkit queue export{where}`), then `alkit queue import "
+               f"{out.path}{where}` and `alkit run --resume {name}{where}`")
         self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": out.n_items,
                                       "path": str(out.path), "message": msg})
         self.on_event("phase", {"cycle": cycle, "phase": msg})

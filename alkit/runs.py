@@ -127,6 +127,26 @@ def run_name(req: RunRequest, scorer: str) -> str:
     return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
+def request_for_run(run: Any, task: str, budget: int | None = None) -> RunRequest:
+    """The request that continues ``run`` (a store run row) as it was started: its identity and
+    every option recorded with it (``budget`` None: its own).  Why: the options that name a run
+    are many (strategy, scorer, seed, batch size, acquisition, -o ...), and continuing with one
+    left out started a new run, or with a smaller --budget cut the old one short."""
+    cfg = run.config or {}
+    preset = get_preset(run.strategy)
+    acquisition = cfg.get("acquisition")
+    if preset.selector == "random" or acquisition == preset.acquisition_for(task):
+        acquisition = None  # the preset's own (an explicit one is refused with random picks)
+    initial_selector = cfg.get("initial_selector")
+    return RunRequest(strategy=run.strategy, budget=run.budget if budget is None else budget,
+                      batch_size=run.batch_size, seed=run.seed, scorer=run.scorer, initial=run.initial, name=run.name,
+                      candidates=cfg.get("candidates"), stratify_by=cfg.get("stratify_by"),
+                      learner_options=dict(cfg.get("learner") or {}), train=dict(cfg.get("train") or {}),
+                      engine=cfg.get("engine") or "local", ray_address=cfg.get("ray_address"), acquisition=acquisition,
+                      initial_selector=None if initial_selector == preset.initial_selector else initial_selector,
+                      stop=list(cfg.get("stop") or []))
+
+
 def _code_digests(learner_options: dict[str, Any]) -> dict[str, str]:
     """The source hash of the user's code a run uses (--backbone, --learner), recorded with it."""
     refs = {key: str(learner_options[key]) for key in ("module", "estimator") if learner_options.get(key)}
@@ -144,9 +164,9 @@ def _default_members() -> int:
     return int(declared(learner_class("sklearn"))["members"].default)
 
 
-def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], int]) -> RunPlan:
+def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tuple[int, int]]) -> RunPlan:
     """Validate ``req`` against the project and build its plan; ``n_pool_for(run_name)`` is the
-    pool the run may still spend.  Every refusal is a LoopError naming the bad argument."""
+    pool the run may still spend: (unlabeled items, items the run's own picks hold).  Every refusal is a LoopError naming the bad argument."""
     preset = get_preset(req.strategy)
     scorer = req.scorer or preset.default_scorer
     get_scorer(scorer)
@@ -170,7 +190,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], in
     if initial < 1:  # 0 was taken as --batch-size: a first batch is always picked
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
-    n_pool = n_pool_for(run_name(req, scorer))
+    unlabeled, held = n_pool_for(run_name(req, scorer))
+    n_pool = unlabeled + held
+    if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
+        raise LoopError(f"--budget {req.budget} is more than run {run_name(req, scorer)!r} can spend: it holds {held} "
+                        f"pool items (its picks) and {unlabeled} are left unlabelled (labels from other runs count too); pass "
+                        f"--budget {n_pool} or less")
     if req.budget > n_pool:
         raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)"
                         + ("; every pool item already has a label (`alkit init --hide-labels` simulates labelling them)"

@@ -558,7 +558,7 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     assert "next: 10 items queued in" in flat and "queue.csv" in flat and "alkit queue import" in flat
     # typed from another folder, the hint names the file and the project in full (it used to say
     # `alkit queue import queue.csv`, which fails outside the project folder)
-    assert f"queue.csv --project {proj}` and `alkit run --project {proj}` again" in flat
+    assert f"queue.csv --project {proj}` and `alkit run --resume epistemic-b10-s0 --project {proj}`" in flat
     assert "waiting" in invoke(*run_args).text  # nothing more is selected while the batch is queued
 
     export = invoke("queue", "export", "--format", "jsonl", "--out", str(tmp_path / "batch.jsonl"), "--project", proj)
@@ -571,7 +571,7 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     imp = invoke("queue", "import", str(tmp_path / "batch.jsonl"), "--annotator", "script", "--project", proj)
     assert imp.exit_code == 0 and "10 labeled" in imp.text and "0 items still queued" in imp.text
 
-    out = invoke(*run_args)
+    out = invoke("run", "--resume", "epistemic-b10-s0", "--project", proj)  # as the hint says: its own options
     assert out.exit_code == 0, out.text
     st = json.loads(invoke("status", "--json", "--project", proj).stdout)
     assert len(st) == 1 and st[0]["cycles"] == 2 and st[0]["status"] == "waiting"

@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +65,7 @@ class ExportResult:
     format: str
     n_items: int
     columns: list[str]
+    set_aside: Path | None = None  # the file ``path`` held, with people's unimported answers, moved here
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,30 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _set_aside_unimported(path: Path, queued_ids: set[str]) -> Path | None:
+    """Move the file at ``path`` out of an export's way when it holds people's work not yet
+    imported (a label or skip for an item still queued), or cannot be read as a label file at all
+    (then it is not an export alkit wrote as it was); return where it went.  Why: `alkit run`
+    rewrites queue.csv every cycle and an export reuses its name, so a file filled in place and
+    not yet imported was overwritten without a word."""
+    if not path.is_file():
+        return None
+    try:
+        rows = labelfiles.read(path, [])
+    except (QueueError, OSError, ValueError):
+        rows = None
+    if rows is not None and not any(r.item_id in queued_ids and (r.skip or (r.label or "").strip()) for r in rows):
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1, 1000):
+        kept = path.with_name(f"{path.stem}.unimported-{stamp}{'' if n == 1 else f'-{n}'}{path.suffix}")
+        if not kept.exists():
+            path.rename(kept)
+            return kept
+    raise QueueError(f"{path} holds answers not yet imported and no free name was found to keep it: "
+                     "import or move it first")
+
+
 def export_queue(
     project: Project,
     out: str | Path | None = None,
@@ -244,8 +270,9 @@ def export_queue(
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
+    set_aside = _set_aside_unimported(path, {q.item_id for q in items})
     columns = labelfiles.get_format(fmt).write(path, records, frame, [*cols, *feats], escape_formulas=escape_formulas)
-    return ExportResult(path, fmt, len(items), columns)
+    return ExportResult(path, fmt, len(items), columns, set_aside)
 
 
 # ---------------------------------------------------------------------------- import: checks
@@ -324,7 +351,8 @@ def _decisions(project: Project, rows: list[Row], problems: list[str],
             out[r.item_id] = (decision, r)
         elif prev[0] is not decision and prev[0] != decision:
             problems.append(f"id {r.item_id}: conflicting labels in the file: {show_decision(prev[0])} at {prev[1].where}, "
-                            f"{show_decision(decision)} at {r.where}")
+                            f"{show_decision(decision)} at {r.where} (settle them in the file, or in Label Studio and "
+                            "export again; --on-conflict applies to labels already imported)")
     return out
 
 

@@ -234,6 +234,24 @@ def _read_only_uri(db_file: Path) -> str | None:
     return f"{db_file.resolve().as_uri()}?mode=ro&immutable=1"
 
 
+
+def _zeros_hint(s: Any, unknown: list[str]) -> str | None:
+    """Unknown ids that are queued ids less their leading zeros: a spreadsheet read 00157 as the
+    number 157 and saved it so; every such row was refused as an unknown id, with no why."""
+    digits = {k.strip() for k in unknown if k.strip().isdigit()}
+    if not digits:
+        return None
+    lost: dict[str, str] = {}
+    for item_id in s.scalars(select(Item.item_id).where(Item.state == "queued", Item.item_id.like("0%"))):
+        short = item_id.strip().lstrip("0") or "0"
+        if short in digits and short != item_id.strip():
+            lost[short] = item_id
+    if not lost:
+        return None
+    shown = ", ".join(f"{k} (queued as {v})" for k, v in list(lost.items())[:3])
+    return (f"ids {shown}{' ...' if len(lost) > 3 else ''} lost their leading zeros (a spreadsheet read them as "
+            "numbers): format the id column as text before saving, or fill in the file alkit wrote in a text editor")
+
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
@@ -684,6 +702,9 @@ class Store:
             if found or problems or conflicts:
                 if conflicts:
                     conflicts[0] += " (use --on-conflict keep or replace)"
+                hint = _zeros_hint(s, [k for k in ids if k not in items])
+                if hint:
+                    problems.insert(0, hint)
                 raise ImportRefused(list(found) + problems + conflicts)
             now = utcnow()
             for action, it, decision, row_annotator in plan:

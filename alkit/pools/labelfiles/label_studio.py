@@ -55,7 +55,7 @@ def _ls_label(result: Any) -> tuple[str | None, str | None]:
         return None, "annotation result is not a list"
     for r in result:
         value = r.get("value", {}) if isinstance(r, dict) else {}
-        for key in ("choices", "labels", "taxonomy", "text", "number", "rating"):
+        for key in _VALUE_KEYS:
             if key not in value:
                 continue
             v = value[key]
@@ -68,31 +68,43 @@ def _ls_label(result: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _ls_annotator(ann: dict[str, Any]) -> str | None:
-    by = ann.get("completed_by")
+def _ls_user(by: Any) -> str | None:
+    """One name per Label Studio user whichever export it comes from: the full JSON's
+    ``completed_by`` (a user id, or an object with email/username/id) and the flat exports'
+    ``annotator`` (the same id, as a number or its digits, or an email)."""
     if isinstance(by, dict):
-        return as_text(by.get("email") or by.get("username") or by.get("id"))
-    return None if by is None else f"label-studio user {by}"
+        by = by.get("email") or by.get("username") or by.get("id")
+    text = as_text(by)
+    if text is None or not text.strip():
+        return None
+    return f"label-studio user {text.strip()}" if text.strip().isdigit() else text.strip()
+
+
+_VALUE_KEYS = ("choices", "labels", "taxonomy", "text", "number", "rating")
 
 
 def _flat_label(value: Any) -> tuple[str | None, str | None]:
     """(label, problem) from a control's value in a flat record: a string, a number, a list of one,
-    or {"choices": [...]} as JSON-MIN writes a multi-choice control (a CSV cell holds that as JSON)."""
-    if isinstance(value, str) and value.strip().startswith(("{", "[")):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            pass
-    if isinstance(value, dict):
-        inner = next((value[k] for k in ("choices", "labels", "taxonomy", "text", "number", "rating") if k in value), None)
-        if inner is None:
-            return None, f"cannot read a label from {json.dumps(value)[:60]}"
-        value = inner
-    if isinstance(value, list):
-        flat = [x[0] if isinstance(x, list) and x else x for x in value]
-        if len(flat) > 1:
-            return None, f"{len(flat)} values in one annotation, expected exactly one"
-        value = flat[0] if flat else None
+    or an object as JSON-MIN writes some controls ({"choices": [...]}; a Number control as
+    [{"number": 243.0}]); a CSV cell holds those as JSON."""
+    for _ in range(4):  # list of one -> object -> list of one -> scalar, at most
+        if isinstance(value, str) and value.strip().startswith(("{", "[")):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                break
+        if isinstance(value, dict):
+            inner = next((value[k] for k in _VALUE_KEYS if k in value), None)
+            if inner is None:
+                return None, f"cannot read a label from {json.dumps(value)[:60]}"
+            value = inner
+        elif isinstance(value, list):
+            flat = [x[0] if isinstance(x, list) and x else x for x in value]
+            if len(flat) > 1:
+                return None, f"{len(flat)} values in one annotation, expected exactly one"
+            value = flat[0] if flat else None
+        else:
+            break
     return as_text(value), None
 
 
@@ -126,7 +138,7 @@ def _flat_rows(path: Path, records: list[tuple[str, dict[str, Any]]], problems: 
         if problem:
             problems.append(f"{where} (id {item_id}): {problem}")
             continue
-        rows.append(Row(where, item_id, label, False, as_text(rec.get("annotator"))))
+        rows.append(Row(where, item_id, label, False, _ls_user(rec.get("annotator"))))
     return rows
 
 
@@ -168,19 +180,27 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
         if not isinstance(anns, list):
             problems.append(f"{where} (id {item_id}): annotations is not a list")
             continue
-        for j, ann in enumerate(anns, start=1):
+        task_rows: list[Row] = []
+        # newest first (Label Studio lists them as made): an item is credited to its latest
+        # annotator, as the flat exports, which carry the latest annotation, credit it
+        for j, ann in reversed(list(enumerate(anns, start=1))):
             w = f"{where} annotation {j}" if len(anns) > 1 else where
             if not isinstance(ann, dict):
                 problems.append(f"{w} (id {item_id}): annotation is not an object")
                 continue
             if ann.get("was_cancelled"):
-                rows.append(Row(w, item_id, None, True, _ls_annotator(ann)))
+                task_rows.append(Row(w, item_id, None, True, _ls_user(ann.get("completed_by"))))
                 continue
             label, problem = _ls_label(ann.get("result", []))
             if problem:
                 problems.append(f"{w} (id {item_id}): {problem}")
                 continue
-            rows.append(Row(w, item_id, label, False, _ls_annotator(ann)))
+            task_rows.append(Row(w, item_id, label, False, _ls_user(ann.get("completed_by"))))
+        # one annotator skipped, another labelled: the item has its label (two labels that
+        # disagree stay a conflict, for people to settle)
+        if any(not r.skip and r.label is not None for r in task_rows):
+            task_rows = [r for r in task_rows if not r.skip]
+        rows.extend(task_rows)
     return rows
 
 

@@ -1,0 +1,171 @@
+"""A labelling team's workflow over several cycles and runs: answers filled into a queue file are
+never overwritten before they are imported; the hint after each cycle continues the right run
+(`alkit run --resume NAME`); Label Studio's three exports name one user alike and read a Number
+control; a spreadsheet's lost leading zeros are named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from alkit.config import Project, load_project
+from alkit.pools.ingest import InitOptions, init_project
+from alkit.pools.queue import QueueError, export_queue, import_labels
+
+from conftest import digits_frame
+from test_queue import N_TEST, PX, _digits_human, invoke, queue_batch, shared_labels, snapshot
+
+
+def _fill(path: Path, truth: dict[str, str], n: int | None = None) -> None:
+    """A labeler fills in the first n rows of a CSV queue file in place (not imported yet)."""
+    q = pl.read_csv(path, infer_schema=False)
+    labels = [truth[i] if n is None or j < n else None for j, i in enumerate(q["id"])]
+    q.with_columns(pl.Series("label", labels, dtype=pl.Utf8)).write_csv(path)
+
+
+def test_answers_not_yet_imported_are_kept_when_the_queue_file_is_rewritten(tmp_path: Path) -> None:
+    """`alkit run` rewrites queue.csv every cycle and `queue export` reuses names; a file filled in
+    place was overwritten with an empty queue (30 labels gone).  It is now moved aside first, and
+    the kept file imports as it was."""
+    project, truth = _digits_human(tmp_path)
+    queue_batch(project, 6)
+    res = export_queue(project)
+    _fill(res.path, truth, n=4)
+    again = export_queue(project)  # a colleague's export over the filled file
+    assert again.set_aside is not None and again.set_aside.name.startswith("queue.unimported-")
+    assert pl.read_csv(again.path, infer_schema=False)["label"].null_count() == 6  # the fresh queue
+    imported = import_labels(project, again.set_aside)
+    assert imported.labeled == 4
+    # the answers are in the store now: overwriting that file again loses nothing, so nothing is kept
+    _fill(again.path, truth, n=4)
+    assert export_queue(project).set_aside is None
+    # a file that is not a label file at all (here: someone's data) is kept too, never overwritten
+    data = tmp_path / "mine.csv"
+    data.write_text("a,b\n1,2\n")
+    out = export_queue(project, data)
+    assert out.set_aside is not None and out.set_aside.read_text() == "a,b\n1,2\n"
+
+
+def test_the_hint_continues_the_run_that_queued_the_batch(tmp_path: Path) -> None:
+    """The hint said `alkit run --project P` again, which needs --budget and, with only a budget,
+    continued the default run; a run started with other options went on as a new one.  --resume
+    continues a run by name with every option it was started with."""
+    df = digits_frame(160).with_columns(
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "pool.csv")
+    proj = str(tmp_path / "proj")
+    assert invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "-p", proj).exit_code == 0
+    truth = dict(zip(digits_frame(160)["id"], map(str, digits_frame(160)["label"])))
+    first = invoke("run", "--strategy", "topk", "--acquisition", "margin", "-o", "width=32", "--budget", "30",
+                   "--max-epochs", "5", "--seed", "3", "-p", proj)
+    assert first.exit_code == 0, first.text
+    name = "topk-margin-32-b10-s3"
+    assert f"alkit run --resume {name} --project {proj}`" in first.text
+    _fill(Path(proj) / "queue.csv", truth)
+    assert invoke("queue", "import", str(Path(proj) / "queue.csv"), "-p", proj).exit_code == 0
+    out = invoke("run", "--resume", name, "-p", proj)
+    assert out.exit_code == 0, out.text
+    st = json.loads(invoke("status", "--json", "-p", proj).stdout)
+    assert [(r["name"], r["cycles"], r["n_spent"]) for r in st] == [(name, 2, 20)]  # the same run went on
+    # --resume takes the run's own options; another one is refused by name, as is an unknown run
+    before = snapshot(load_project(proj))
+    bad = invoke("run", "--resume", name, "--seed", "4", "--acquisition", "entropy", "-p", proj)
+    assert bad.exit_code == 2 and "--resume " + name + " continues the run with the options it was started with: drop --seed, --acquisition" in bad.text
+    nope = invoke("run", "--resume", "nope", "-p", proj)
+    assert nope.exit_code == 2 and f"no run called 'nope' in this project; runs: {name}" in nope.text
+    plain = invoke("run", "-p", proj)
+    assert plain.exit_code == 2 and "--budget is required" in plain.text
+    assert snapshot(load_project(proj)) == before
+    # a smaller --budget cuts a run short: said so
+    _fill(Path(proj) / "queue.csv", truth)
+    assert invoke("queue", "import", str(Path(proj) / "queue.csv"), "-p", proj).exit_code == 0
+    st = invoke("status", "-p", proj).text  # learns from 20 now; its latest metrics are those of the fit on 10
+    assert "20/30" in st and " @10" in st
+    cut = invoke("run", "--resume", name, "--budget", "20", "-p", proj)
+    assert cut.exit_code == 0 and f"run {name}'s budget lowered from 30 to 20 labels by --budget 20" in cut.text
+
+
+def test_a_budget_beyond_what_other_runs_left_says_what_is_left(tmp_path: Path) -> None:
+    project, truth = _digits_human(tmp_path, n=N_TEST + 25)  # a pool of 25
+    proj = str(project.root)
+    assert invoke("run", "--strategy", "random", "--budget", "20", "-p", proj).exit_code == 0
+    _fill(project.root / "queue.csv", truth)
+    assert invoke("queue", "import", str(project.root / "queue.csv"), "-p", proj).exit_code == 0
+    assert invoke("run", "--strategy", "random", "--seed", "1", "--budget", "10", "-p", proj).exit_code == 0
+    out = invoke("run", "--strategy", "random", "--seed", "1", "--budget", "20", "-p", proj)
+    assert out.exit_code == 2
+    assert ("--budget 20 is more than run 'random-b10-s1' can spend: it holds 10 pool items (its picks) and 5 are "
+            "left unlabelled (labels from other runs count too); pass --budget 15 or less") in out.text
+
+
+def _ls_regression(tmp_path: Path) -> tuple[Project, list[str], dict[str, float]]:
+    df = digits_frame(100)
+    y = (df["px10"] * 3 + 1).cast(pl.Float64)
+    truth = dict(zip(df["id"], y.to_list()))
+    df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(y).otherwise(None).alias("label")).write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX,
+                                                               task="regression"))
+    project = load_project(tmp_path / "p")
+    return project, queue_batch(project, 4), truth
+
+
+@pytest.mark.parametrize("shape", ["json-min", "csv"])
+def test_label_studio_number_controls_in_flat_exports(tmp_path: Path, shape: str) -> None:
+    """Label Studio's converter unwraps only Choices and TextArea in JSON-MIN / CSV: a Number
+    control arrives as [{"number": 243.0}], refused as 'not a number'."""
+    project, ids, truth = _ls_regression(tmp_path)
+    records = [{"alkit_id": i, "id": 10 + n, "target": [{"number": truth[i]}], "annotator": 7, "annotation_id": 50 + n,
+                "created_at": "2026-12-01T10:00:00Z", "updated_at": "2026-12-01T10:00:05Z", "lead_time": 3.0}
+               for n, i in enumerate(ids)]
+    if shape == "csv":
+        path = tmp_path / "export.csv"
+        pl.DataFrame([{**r, "target": json.dumps(r["target"])} for r in records]).write_csv(path)
+    else:
+        path = tmp_path / "export.json"
+        path.write_text(json.dumps(records))
+    assert import_labels(project, path).labeled == 4
+    got = shared_labels(project)
+    assert {i: float(got[i][0]) for i in ids} == {i: truth[i] for i in ids}
+    assert {got[i][2] for i in ids} == {"label-studio user 7"}  # as the full JSON's completed_by 7 names them
+
+
+def test_label_studio_full_json_skip_then_label_and_one_name_per_user(tmp_path: Path) -> None:
+    """A cancelled annotation (a skip) beside another annotator's label was refused as a conflict
+    with no way past it; the label now stands.  The newest annotation is credited, as in the flat
+    exports, and a user is 'label-studio user N' in every shape."""
+    project, ids, truth = _ls_regression(tmp_path)
+
+    def ann(user: int, value: float | None) -> dict:
+        if value is None:
+            return {"completed_by": user, "was_cancelled": True, "result": []}
+        return {"completed_by": user, "result": [{"type": "number", "value": {"number": value}}]}
+
+    tasks = [{"data": {"alkit_id": ids[0]}, "annotations": [ann(9, None), ann(10, truth[ids[0]])]},
+             {"data": {"alkit_id": ids[1]}, "annotations": [ann(9, truth[ids[1]]), ann(10, truth[ids[1]])]},
+             {"data": {"alkit_id": ids[2]}, "annotations": [ann(9, None)]}]
+    path = tmp_path / "full.json"
+    path.write_text(json.dumps(tasks))
+    res = import_labels(project, path)
+    assert (res.labeled, res.skipped) == (2, 1)
+    got = shared_labels(project)
+    assert got[ids[0]][2] == got[ids[1]][2] == "label-studio user 10"
+    disagree = tmp_path / "disagree.json"
+    disagree.write_text(json.dumps([{"data": {"alkit_id": ids[3]}, "annotations": [ann(9, 1.0), ann(10, 2.0)]}]))
+    with pytest.raises(QueueError, match="conflicting labels in the file.*settle them in the file, or in Label Studio"):
+        import_labels(project, disagree)
+
+
+def test_ids_a_spreadsheet_stripped_of_leading_zeros_are_named(tmp_path: Path) -> None:
+    df = digits_frame(100).with_columns(pl.format("00{}", pl.int_range(pl.len()) + 100).alias("id"))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "z.csv")
+    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 3)
+    saved = tmp_path / "saved.csv"
+    saved.write_text("id,label\n" + "".join(f"{int(i)},1\n" for i in ids))
+    with pytest.raises(QueueError, match=rf"ids {int(ids[0])} \(queued as {ids[0]}\).* lost their leading zeros"):
+        import_labels(project, saved)
