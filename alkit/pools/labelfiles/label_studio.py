@@ -217,7 +217,9 @@ def _csv_records(path: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
                 continue
             where = f"line {reader.line_num}"
             if len(fields) != len(header):
-                raise refuse(path, [f"{where}: {len(fields)} fields, expected {len(header)} (truncated or malformed file)"])
+                raise refuse(path, [f"{where}: {len(fields)} fields, expected {len(header)} (truncated or malformed file; "
+                                    "some Label Studio versions write text with commas unquoted in CSV: export JSON or "
+                                    "JSON-MIN instead, or leave text columns out with `alkit queue export --include`)"])
             out.append((where, dict(zip(header, fields))))
     except csv.Error as exc:
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
