@@ -189,7 +189,9 @@ def bucket_edges(
     scheme: Literal["uniform", "quantile"] = "uniform",
 ) -> np.ndarray:
     """Bucket edges t_0 < t_1 < ... < t_B for the seed protocol's bucket NLL/ECE, from the
-    training targets.
+    targets given: in the paper the training targets; the loop passes the test split's, so the
+    edges are fixed per project and nll10/ece10 compare across cycles and runs (a run's labelled
+    targets change every cycle).
 
     The seed paper divides the target space into 10 *uniform* (equal-width) buckets, so the
     default splits [min, max] of the training targets into equal widths.  ``scheme="quantile"``
