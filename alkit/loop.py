@@ -21,6 +21,7 @@ import numpy as np
 
 from alkit import metrics
 from alkit.acquisition import AcquisitionError, EPIGTargets
+from alkit.posterior import N_TARGETS
 from alkit.config import Project
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
@@ -35,7 +36,6 @@ from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (R
 from alkit.stopping import Decision, History, first_fired
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
-N_TARGETS = 256  # EPIG target sample per cycle (pool items standing for where predictions matter)
 STOP_SET = 1000  # pool items whose predicted classes the kappa stopping rule compares across cycles
 CV_FOLDS = 3  # folds of the cross-validated learning curve (forecast stopping without a test split)
 CHUNK_PROBE = 64  # labeled rows whose Prediction sizes the cycle's chunks (chunk_rows_for)

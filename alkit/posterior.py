@@ -187,6 +187,8 @@ def gaussian_information_n(cov_n_K_M: torch.Tensor, total_var_n_K: torch.Tensor,
     rho2 = cov_n_K_M.square() / (total_var_n_K[:, :, None] * total_var_M_K.T[None])
     return (-0.5 * torch.log1p(-rho2.clamp(max=1.0 - 1e-12))).sum(1).mean(1)
 
+N_TARGETS = 256  # EPIG's target sample per cycle: pool items standing for where predictions matter
+
 
 @dataclass
 class EPIGTargets:

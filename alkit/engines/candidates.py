@@ -53,6 +53,22 @@ def payload_codes(payload_path: Path, column: str, keys: np.ndarray) -> np.ndarr
     return codes[keys].astype(np.int64)
 
 
+def in_memory_candidates(keys_n: np.ndarray, X_n_f: np.ndarray, learner: Learner | None,
+                         scorer: AcquisitionScorer | None) -> Candidates:
+    """Candidates for items held in memory: scored by the learner's Prediction, or (no model:
+    the cold start) unscored, embedded by their standardised features; their features ride along
+    in ``extras['features']``."""
+    if learner is None or scorer is None:
+        emb = (X_n_f - X_n_f.mean(0)) / np.where(X_n_f.std(0) > 1e-8, X_n_f.std(0), 1.0)
+        cands = Candidates(keys_n=keys_n, scores_n=np.zeros(len(keys_n)), embedding_n_d=emb)
+    else:
+        scores, a = scorer(learner.predict(X_n_f))
+        cands = Candidates(keys_n=keys_n, scores_n=scores, embedding_n_d=a.pop("embedding_n_d"),
+                           probs_n_C=a.pop("probs_n_C"), extras={k: v for k, v in a.items() if v is not None})
+    cands.extras["features"] = X_n_f
+    return cands
+
+
 def produce(req: CandidateRequest, features: FeatureReader, mask_n: np.ndarray, learner: Learner | None,
             scorer: AcquisitionScorer | None) -> tuple[Candidates, int]:
     """The candidates among the ``mask_n``ed pool items, and how many items the learner scored."""
@@ -63,14 +79,7 @@ def produce(req: CandidateRequest, features: FeatureReader, mask_n: np.ndarray, 
         pool = np.flatnonzero(mask_n)
         keys = np.sort(rng.choice(pool, size=min(req.m, len(pool)), replace=False)).astype(np.int64)
         X = features.take(keys)
-        if learner is None or scorer is None:
-            emb = (X - X.mean(0)) / np.where(X.std(0) > 1e-8, X.std(0), 1.0)
-            cands = Candidates(keys_n=keys, scores_n=np.zeros(len(keys)), embedding_n_d=emb)
-        else:
-            scores, a = scorer(learner.predict(X))
-            cands = Candidates(keys_n=keys, scores_n=scores, embedding_n_d=a.pop("embedding_n_d"),
-                               probs_n_C=a.pop("probs_n_C"), extras={k: v for k, v in a.items() if v is not None})
-        cands.extras["features"] = X
+        cands = in_memory_candidates(keys, X, learner, scorer)
         if req.stratify_by and req.payload_path is not None:
             cands.strata_n = payload_codes(req.payload_path, req.stratify_by, keys)
         return cands, 0 if learner is None else len(keys)

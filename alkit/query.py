@@ -1,0 +1,139 @@
+"""One query on arrays in memory: a cycle's Acquisition and Selection stages for a loop of your own.
+
+`alkit run` keeps the pool in Parquet, streams it through the learner and records every cycle in
+the store.  A team with its own training loop, or a pool that already sits in memory, wants the
+same scoring and selection as a function call, the way scikit-activeml's and small-text's query
+strategies are used: fit a learner on the labels, ask for the next batch, label it, repeat.
+
+    learner = pool_learner(X_pool, "classification", n_classes=10)   # inputs standardised by the pool
+    learner.fit(X_pool[labeled], y[labeled], seed=0)
+    picked = query(learner, X_pool, 10, labeled=labeled, seed=cycle)   # indices into X_pool
+
+The candidates, acquisition context and selector are the loop's (``engines.candidates``,
+``posterior.EPIGTargets``, ``strategies``); only the pool comes from an array instead of a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from alkit.acquisition import get_acquisition
+from alkit.engines import AcquisitionScorer
+from alkit.engines.candidates import candidate_count, in_memory_candidates
+from alkit.models.backbone import InputSpec, pool_input_spec
+from alkit.posterior import N_TARGETS, EPIGTargets
+from alkit.presets import get_preset
+from alkit.registry import check_acquisition, make_learner
+from alkit.strategies import get_selector
+from alkit.types import AcquisitionContext, Learner, SelectionContext
+
+POOL_SAMPLE = 4096  # pool rows kept in the InputSpec (image filters, CSD's contexts), as the loop keeps
+
+
+def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None, *, scorer: str = "vbll",
+                 image_shape: tuple[int, int, int] | None = None, embedding: bool = False, seed: int = 0,
+                 **options: Any) -> Learner:
+    """A fresh learner of ``scorer`` whose inputs are standardised with the statistics of the whole
+    pool (labelled or not; never a test split), as `alkit run` builds it: the pool is known before
+    any label is bought.  ``image_shape`` (C, H, W): the rows are pixels (the image backbone);
+    ``embedding``: the rows are a pretrained encoder's vectors; ``options``: the scorer's options
+    (`alkit strategies --scorer NAME`)."""
+    X = np.asarray(X_pool_n_f, dtype=np.float32)
+    if X.ndim != 2 or not len(X):
+        raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError("X_pool_n_f holds NaN or inf")
+    rng = np.random.default_rng(seed)
+    sample = X[np.sort(rng.choice(len(X), min(len(X), POOL_SAMPLE), replace=False))]
+    X64 = X.astype(np.float64)
+    mean, std = X64.mean(0), X64.std(0)
+    spec = (pool_input_spec(sample, image_shape, mean_f=mean, std_f=std) if image_shape
+            else InputSpec(mean, std, embedding=embedding))
+    return make_learner(scorer, task, n_classes, input=replace(spec, pool_sample_n_f=sample), **options)
+
+
+def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, labeled: np.ndarray | None = None,
+          strategy: str = "epistemic", acquisition: str | None = None, selector: str | None = None,
+          candidates: int | None = None, seed: int = 0) -> np.ndarray:
+    """Indices into ``X_pool_n_f`` of the next ``batch_size`` items to label, (batch_size,) int64.
+
+    ``learner``: fitted on the labels so far (None: the model-free first batch, the preset's
+    initial selector); ``labeled``: indices (or a boolean mask) of rows already labelled, never
+    picked; ``strategy``: a preset (`alkit strategies`) whose acquisition and selector are used
+    unless ``acquisition`` / ``selector`` name others; ``candidates``: m for top-m selectors
+    (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it)."""
+    X = np.asarray(X_pool_n_f, dtype=np.float32)
+    mask = np.ones(len(X), dtype=bool)
+    if labeled is not None:
+        lab = np.asarray(labeled)
+        if lab.dtype == bool:
+            if lab.shape != mask.shape:
+                raise ValueError(f"labeled mask has shape {lab.shape}, the pool {mask.shape}")
+            mask &= ~lab
+        else:
+            mask[lab.astype(np.int64)] = False
+    pool = np.flatnonzero(mask)
+    if batch_size < 1 or batch_size > len(pool):
+        raise ValueError(f"batch_size must be in 1..{len(pool)} (the unlabelled rows), got {batch_size}")
+    preset = get_preset(strategy)
+    task = learner.task if learner is not None else "classification"
+    if learner is None:
+        chosen = get_selector(selector or preset.initial_selector)
+        if chosen.needs_model:
+            raise ValueError(f"selector {chosen.name!r} needs a model: pass a fitted learner, or a model-free "
+                             "selector (random, coldstart) for the first batch")
+        scorer = None
+    else:
+        chosen = get_selector(selector or preset.selector_for(task, batch_size))
+        name = acquisition or preset.acquisition_for(task)
+        ranks = not (chosen.name in ("kcenter", "coldstart") or (chosen.name == "badge" and task == "classification"))
+        registered = _scorer_of(learner)
+        if registered is not None:  # refused by name before anything is scored (as `alkit run` refuses it)
+            check_acquisition(name, registered, task, ranks_by_score=ranks)
+        acq = get_acquisition(name)
+        posterior = learner.posterior()
+        targets = None
+        if getattr(acq, "uses_targets", False):
+            rng = np.random.default_rng([seed, 4])
+            keys = np.sort(rng.choice(pool, size=min(N_TARGETS, len(pool)), replace=False))
+            targets = EPIGTargets.from_prediction(learner.predict(X[keys]), posterior,
+                                                  getattr(acq, "target_objective", "information"))
+        scorer = AcquisitionScorer(acq, AcquisitionContext(posterior=posterior, targets=targets, seed=seed))
+    m = candidate_count(chosen.candidate_source, batch_size, candidates)
+    if chosen.candidate_source in ("sample",) or (learner is None and chosen.candidate_source != "all"):
+        keys = np.sort(np.random.default_rng([seed, 3]).choice(pool, size=min(m, len(pool)), replace=False))
+        cands = in_memory_candidates(keys.astype(np.int64), X[keys], learner, scorer)
+    elif chosen.candidate_source == "all":
+        cands = in_memory_candidates(pool.astype(np.int64), X[pool], None, None)
+        cands.scores_n = None
+    else:  # top-m by score (ties by row), as the streamed pass keeps them
+        full = in_memory_candidates(pool.astype(np.int64), X[pool], learner, scorer)
+        top = np.lexsort((full.keys_n, -np.asarray(full.scores_n)))[:m]
+        cands = _subset(full, top)
+    ctx = SelectionContext(seed=seed, posterior=learner.posterior() if learner is not None else None,
+                           labeled_embedding_n_d=(learner.predict(X[~mask]).embedding_n_d.numpy()
+                                                  if learner is not None and getattr(chosen, "needs_labeled_embedding", False)
+                                                  and (~mask).any() else None),
+                           n_pool=len(pool))
+    return np.asarray(chosen.select(cands, batch_size, ctx).keys, dtype=np.int64)
+
+
+def _subset(cands: Any, rows: np.ndarray) -> Any:
+    """The candidates at ``rows`` (every aligned array cut alike)."""
+    def cut(a: Any) -> Any:
+        return None if a is None else np.asarray(a)[rows]
+
+    return replace(cands, keys_n=cands.keys_n[rows], scores_n=cut(cands.scores_n), embedding_n_d=cut(cands.embedding_n_d),
+                   probs_n_C=cut(cands.probs_n_C), strata_n=cut(cands.strata_n),
+                   extras={k: cut(v) for k, v in cands.extras.items()})
+
+
+def _scorer_of(learner: Learner) -> str | None:
+    """The registry name of a learner's scorer (its exact class), for the acquisition check; None
+    for a learner of the user's own (the acquisition then names what its Prediction lacks)."""
+    from alkit.registry import SCORERS, learner_class
+
+    return next((name for name in SCORERS if type(learner) is learner_class(name)), None)
