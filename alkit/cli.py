@@ -536,6 +536,19 @@ def main() -> None:
     is one line and exit 2 like every other refusal, not click's usage block."""
     import sys
 
+    import warnings
+
+    from alkit.errors import Note
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+        if issubclass(category, Note):  # alkit's notes are one line for the user, not a code location
+            err.print(f"[yellow]note:[/] {escape(one_line(str(message)))}", highlight=False)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
     usage_error = typer.BadParameter.__bases__[0]  # click's UsageError (typer may vendor its own click)
     command = typer.main.get_command(app)
     try:

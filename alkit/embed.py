@@ -8,15 +8,21 @@ only its new rows.  Everything is validated before the first item is encoded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Sequence
+import secrets
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.parquet as pq
+
+from alkit.errors import Note
 
 Kind = Literal["text", "image"]
 CACHE_DIR_NAME = ".alkit-cache"
@@ -48,26 +54,74 @@ def _hashes(values: Sequence[str], kind: Kind) -> list[str]:
 
 
 def _cache_path(cache_dir: Path, kind: Kind) -> Path:
-    return cache_dir / f"{kind}-{'minilm-l6-v2' if kind == 'text' else 'efficientnet-lite0'}.parquet"
+    # "-exif": image vectors since images are turned upright by their EXIF orientation first; the
+    # cache of before holds some photos' vectors as stored (rotated), so it is not read
+    return cache_dir / f"{kind}-{'minilm-l6-v2' if kind == 'text' else 'efficientnet-lite0-exif'}.parquet"
 
 
-def _read_cache(path: Path) -> dict[str, np.ndarray]:
-    if not path.exists():
+def _read_cache(path: Path, dim: int, *, quiet: bool = False) -> dict[str, np.ndarray]:
+    """hash -> vector of the cache file; rows whose vector is not finite are left out (a vector is
+    never trusted blindly: it becomes the features).  A file that cannot be read as alkit's cache
+    (truncated, another table, vectors of another size) counts as empty, with a note: it is
+    rewritten, and the items are encoded again."""
+    if not path.is_file():
         return {}
-    t = pq.read_table(path)
-    d = t.schema.field("v").type.list_size
-    vecs = t.column("v").combine_chunks().values.to_numpy(zero_copy_only=False).reshape(-1, d)
-    return dict(zip(t.column("h").to_pylist(), vecs))
+    try:
+        t = pq.read_table(path)
+        v = t.column("v").combine_chunks()
+        lengths = pa.compute.list_value_length(v).to_numpy(zero_copy_only=False)
+        if v.null_count or len(lengths) and (lengths != dim).any():
+            raise ValueError(f"vectors of {sorted(set(lengths.tolist()))[:3]} values, expected {dim}")
+        vecs = pa.compute.list_flatten(v).to_numpy(zero_copy_only=False).astype(np.float32).reshape(-1, dim)
+        keys = t.column("h").to_pylist()
+    except Exception as exc:  # noqa: BLE001 - any failure means the file is not a cache alkit can use
+        if not quiet:
+            warnings.warn(Note(f"the embedding cache {path} could not be read ({str(exc).splitlines()[0][:120]}); "
+                               "its items are encoded again and it is rewritten"), stacklevel=3)
+        return {}
+    finite = np.isfinite(vecs).all(1)
+    return {k: vec for k, vec, ok in zip(keys, vecs, finite) if ok and isinstance(k, str)}
 
 
-def _write_cache(path: Path, cache: dict[str, np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys = list(cache)
-    mat = np.stack([cache[k] for k in keys]).astype(np.float32)
-    table = pa.table({"h": keys, "v": pa.FixedSizeListArray.from_arrays(pa.array(mat.reshape(-1)), mat.shape[1])})
-    tmp = path.with_suffix(".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    """An exclusive lock across processes (POSIX flock; elsewhere none): concurrent embeds and inits
+    of one folder merge their vectors into the cache one at a time."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(lock_path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_cache(path: Path, dim: int, new: dict[str, np.ndarray]) -> None:
+    """Merge ``new`` into the cache file under a lock: read what is there now (another process may
+    have added to it), add, write a temporary file of this process's own and move it in.  A cache
+    that cannot be written (a read-only folder, --cache-dir naming a file) is a note, not a failure:
+    the vectors were encoded and are used."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(path.parent / f".{path.name}.lock"):
+            cache = _read_cache(path, dim, quiet=True)
+            cache.update(new)
+            keys = list(cache)
+            mat = np.stack([cache[k] for k in keys]).astype(np.float32)
+            table = pa.table({"h": keys, "v": pa.FixedSizeListArray.from_arrays(pa.array(mat.reshape(-1)), dim)})
+            tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+            try:
+                pq.write_table(table, tmp)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        warnings.warn(Note(f"the embedding cache in {path.parent} could not be written ({exc.strerror or exc}); the "
+                           "vectors are used but not cached: pass --cache-dir to a writable folder"), stacklevel=3)
 
 
 def confine_paths(values: Sequence[object], ids: Sequence[str], base_dir: Path, *, allow_outside: bool) -> list[str]:
@@ -116,14 +170,22 @@ def embed_values(values: Sequence[object], ids: Sequence[str], kind: Kind, *, ca
     else:
         raise ValueError(f"unknown encoder kind {kind!r}; use text or image")
     hashes = _hashes(rows, kind)
-    cache = _read_cache(_cache_path(cache_dir, kind)) if cache_dir else {}
+    dim = encoders.TEXT_DIM if kind == "text" else encoders.IMAGE_DIM
+    cache = _read_cache(_cache_path(cache_dir, kind), dim) if cache_dir else {}
     missing = sorted({h: i for i, h in enumerate(hashes) if h not in cache}.values())
     if missing:
-        fresh = encode([rows[i] for i in missing])
-        for i, vec in zip(missing, fresh):
-            cache[hashes[i]] = vec
+        try:
+            fresh = encode([rows[i] for i in missing])
+        except ValueError as exc:  # its 'row i' counts the items encoded now: name the file's row and item
+            msg, prefix = str(exc), f"{kind} row "
+            head, _, rest = msg[len(prefix):].partition(":") if msg.startswith(prefix) else ("", "", "")
+            if head.isdigit() and int(head) < len(missing):
+                raise _row_error(ValueError(f"{prefix}{missing[int(head)]}:{rest}"), ids, kind) from None
+            raise
+        new = {hashes[i]: vec for i, vec in zip(missing, fresh)}
+        cache.update(new)
         if cache_dir:
-            _write_cache(_cache_path(cache_dir, kind), cache)
+            _write_cache(_cache_path(cache_dir, kind), dim, new)
     return np.stack([cache[h] for h in hashes]).astype(np.float32), len(missing)
 
 
@@ -140,12 +202,20 @@ def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col:
         raise ValueError(f"--out must be a .parquet file, got {out.name!r}")
     if not out.parent.is_dir():  # before the encoder runs, and without naming the temporary file it writes first
         raise ValueError(f"--out {out}: the folder {out.parent} does not exist")
+    if out.resolve() == Path(data).resolve():  # the data file was overwritten by its own embedding
+        raise ValueError(f"--out {out} is the input file; write the embedded copy to another file")
     df = read_table(Path(data), text_cols=[id_col] if id_col else [])
+    if "embedding" in df.columns:  # a second column of that name made a file nothing could read
+        raise ValueError(f"{Path(data).name} already has a column 'embedding' (an earlier `alkit embed` output?): "
+                         "embed the original file, or drop or rename that column")
     col, kind = (text_col, "text") if text_col else (image_col, "image")
     if col not in df.columns:
         raise ValueError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")
     if id_col and id_col not in df.columns:
         raise ValueError(f"id column {id_col!r} not found; columns: {', '.join(df.columns)}")
+    if df[col].dtype not in (pl.Utf8, pl.Categorical) or (kind == "image" and df[col].dtype != pl.Utf8):
+        raise ValueError(f"{kind} column {col!r} holds {str(df[col].dtype)[:40]}, not "
+                         + ("text" if kind == "text" else "paths: --image-col reads image files named by a text column"))
     ids = df[id_col].cast(pl.Utf8).to_list() if id_col else [str(i + 1) for i in range(df.height)]
     base = Path(data).resolve().parent
     X, n_new = embed_values(df[col].to_list(), ids, kind, cache_dir=cache_dir or base / CACHE_DIR_NAME,  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ import functools
 import importlib
 import io
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -145,8 +146,12 @@ def validate_image_paths(paths: Sequence[str | os.PathLike]) -> list[Path]:
         if not p.is_file():
             raise ValueError(f"image row {i}: {str(p)!r} is not a file")
         try:
-            with Image.open(p) as img:  # lazy: reads the header only
-                img.size
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # large, below the limit: fine
+                with Image.open(p) as img:  # lazy: reads the header only
+                    img.size
+        except Image.DecompressionBombError as err:
+            raise ValueError(f"image row {i}: {str(p)!r} is too large to decode ({err}); shrink it first") from None
         except (UnidentifiedImageError, OSError) as err:
             raise ValueError(f"image row {i}: {str(p)!r} is not a readable image ({err})") from err
     return out
@@ -165,13 +170,18 @@ def _to_rgb_uint8(img: Any) -> np.ndarray:
 
 
 def load_image(path: Path, image_size: int, row: int = 0) -> torch.Tensor:
-    """Decode, resize the shorter side to ``image_size``, centre-crop, normalise like the
-    TF EfficientNet-Lite reference ((x - 127) / 128).  Returns (3, image_size, image_size)."""
-    from PIL import Image
+    """Decode, turn upright by the EXIF orientation, resize the shorter side to ``image_size``,
+    centre-crop, normalise like the TF EfficientNet-Lite reference ((x - 127) / 128).  Returns
+    (3, image_size, image_size)."""
+    from PIL import Image, ImageOps
 
     try:
-        with Image.open(path) as img:
-            img.load()
+        with warnings.catch_warnings(), Image.open(path) as opened:
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened.load()
+            # a photo's pixels as its camera stored them, turned as its EXIF orientation says (phones
+            # store many photos sideways): the encoder sees the picture people see
+            img = ImageOps.exif_transpose(opened)
             w, h = img.size
             if w < 1 or h < 1:
                 raise ValueError("empty image")

