@@ -203,7 +203,8 @@ def embed(
 
         n, n_new = embed_file(data, out, text_col=text_col, image_col=image_col, id_col=id_col, cache_dir=cache_dir,
                               allow_outside_paths=allow_outside_paths)
-    console.print(f"[green]wrote[/] {out}: {n} rows embedded ({n_new} encoded, {n - n_new} from the cache)")
+    console.print(f"[green]wrote[/] {out}: {n} row{'' if n == 1 else 's'} embedded ({n_new} encoded, the other "
+                  f"{n - n_new} from the cache or repeats of an encoded one)")
 
 
 @app.command()
