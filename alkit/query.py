@@ -66,6 +66,10 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     unless ``acquisition`` / ``selector`` name others; ``candidates``: m for top-m selectors
     (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it)."""
     X = np.asarray(X_pool_n_f, dtype=np.float32)
+    if X.ndim != 2 or not len(X):
+        raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError("X_pool_n_f holds NaN or inf")
     mask = np.ones(len(X), dtype=bool)
     if labeled is not None:
         lab = np.asarray(labeled)
@@ -74,6 +78,8 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                 raise ValueError(f"labeled mask has shape {lab.shape}, the pool {mask.shape}")
             mask &= ~lab
         else:
+            if lab.size and (not np.issubdtype(lab.dtype, np.integer) or lab.min() < 0 or lab.max() >= len(X)):
+                raise ValueError(f"labeled must be row indices in 0..{len(X) - 1} (or a boolean mask of {len(X)} rows)")
             mask[lab.astype(np.int64)] = False
     pool = np.flatnonzero(mask)
     if batch_size < 1 or batch_size > len(pool):
