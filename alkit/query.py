@@ -15,6 +15,7 @@ The candidates, acquisition context and selector are the loop's (``engines.candi
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +27,9 @@ from alkit.engines.candidates import candidate_count, in_memory_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.posterior import N_TARGETS, EPIGTargets
 from alkit.presets import get_preset
-from alkit.registry import check_acquisition, make_learner
+from alkit.errors import Note
+from alkit.registry import make_learner
+from alkit.runs import resolve_acquisition
 from alkit.strategies import get_selector
 from alkit.types import AcquisitionContext, Learner, SelectionContext
 
@@ -78,27 +81,47 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                 raise ValueError(f"labeled mask has shape {lab.shape}, the pool {mask.shape}")
             mask &= ~lab
         else:
+            if lab.size == len(X) > 2 and np.issubdtype(lab.dtype, np.integer) and set(np.unique(lab)) <= {0, 1}:
+                raise ValueError("labeled looks like a 0/1 mask given as integers (read as the row indices 0 and 1): "
+                                 "pass it as booleans, labeled.astype(bool)")
             if lab.size and (not np.issubdtype(lab.dtype, np.integer) or lab.min() < 0 or lab.max() >= len(X)):
                 raise ValueError(f"labeled must be row indices in 0..{len(X) - 1} (or a boolean mask of {len(X)} rows)")
             mask[lab.astype(np.int64)] = False
     pool = np.flatnonzero(mask)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise ValueError(f"batch_size must be a whole number, got {batch_size!r}")
     if batch_size < 1 or batch_size > len(pool):
         raise ValueError(f"batch_size must be in 1..{len(pool)} (the unlabelled rows), got {batch_size}")
+    if candidates is not None and (candidates < 1 or candidates < batch_size):
+        raise ValueError(f"candidates must be at least batch_size ({batch_size}), got {candidates}")
     preset = get_preset(strategy)
     task = learner.task if learner is not None else "classification"
+    spec = getattr(learner, "input", None)
+    width = None if spec is None or spec.mean_f is None else len(spec.mean_f)
+    if width is not None and width != X.shape[1]:
+        raise ValueError(f"the learner was built for {width} features (pool_learner's pool), this pool has {X.shape[1]}")
     if learner is None:
-        chosen = get_selector(selector or preset.initial_selector)
+        chosen = _selector(selector or preset.initial_selector)
         if chosen.needs_model:
             raise ValueError(f"selector {chosen.name!r} needs a model: pass a fitted learner, or a model-free "
                              "selector (random, coldstart) for the first batch")
+        if acquisition is not None:
+            raise ValueError("the first batch is picked without a model, so an acquisition has no effect: drop it")
         scorer = None
     else:
-        chosen = get_selector(selector or preset.selector_for(task, batch_size))
-        name = acquisition or preset.acquisition_for(task)
-        ranks = not (chosen.name in ("kcenter", "coldstart") or (chosen.name == "badge" and task == "classification"))
+        chosen = _selector(selector or preset.selector_for(task, batch_size))
+        if acquisition is not None:
+            get_acquisition(acquisition)  # an unknown name is refused listing the known ones
         registered = _scorer_of(learner)
-        if registered is not None:  # refused by name before anything is scored (as `alkit run` refuses it)
-            check_acquisition(name, registered, task, ranks_by_score=ranks)
+        if registered is None:  # a learner of the user's own: its Prediction names what it lacks
+            name = acquisition or preset.acquisition_for(task)
+        else:  # as `alkit run` decides it: the preset's acquisition, or the scorer's own score where it cannot feed it
+            name, notes = resolve_acquisition(strategy, acquisition, registered, task, chosen.name)
+            if preset.default_scorer not in ("none", "vbll", registered):
+                notes.append(f"strategy {strategy!r} is meant for scorer {preset.default_scorer!r} "
+                             f"(pool_learner(..., scorer={preset.default_scorer!r})); this learner is {registered!r}")
+            for note in notes:
+                warnings.warn(Note(note), stacklevel=2)
         acq = get_acquisition(name)
         posterior = learner.posterior()
         targets = None
@@ -125,6 +148,14 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                                                   and (~mask).any() else None),
                            n_pool=len(pool))
     return np.asarray(chosen.select(cands, batch_size, ctx).keys, dtype=np.int64)
+
+
+def _selector(name: str) -> Any:
+    try:
+        return get_selector(name)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("unknown strategy", "unknown selector").replace("known strategies",
+                                                                                          "known selectors")) from None
 
 
 def _subset(cands: Any, rows: np.ndarray) -> Any:

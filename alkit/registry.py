@@ -12,6 +12,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from alkit.models.learner import MLPLearner
 from alkit.types import Learner, Task
 
@@ -169,6 +171,10 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
                 raise ValueError(f"{who} has no epistemic score for the {acquisition} acquisition (every "
                                  f"score would be 0 and the batch the pool's first items): use {instead}, or "
                                  "--acquisition margin, entropy or least-confident")
+            if task == "regression" and "members" in options and "members" in info.provides:
+                raise ValueError(f"acquisition {acquisition!r} reads ensemble members' class probabilities; on a "
+                                 f"regression project the members of {who} carry means only: use the epistemic "
+                                 "acquisition (their variance), or this one with scorer vbll or laplace")
             what = {"probs": "class probabilities (a classification project)",
                     "posterior": "a Gaussian last-layer posterior (scorers vbll, laplace)",
                     "members": "ensemble members (scorers ensemble, mc-dropout, sve)"}
@@ -189,6 +195,10 @@ def make_learner(scorer: str, task: Task, n_classes: int | None, *, class_names:
     ``class_names`` reach only the scorers that read them (bayesvlm's prompts)."""
     from alkit.scorer_options import to_kwargs
 
+    if task not in ("classification", "regression"):  # 'classifier' became a regression learner unsaid
+        raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
+    if task == "classification" and (not isinstance(n_classes, (int, np.integer)) or n_classes < 2):
+        raise ValueError(f"classification needs n_classes >= 2 (the number of classes), got {n_classes!r}")
     info = get_scorer(scorer)
     kwargs = to_kwargs(learner_class(scorer), options)
     if info.class_names:

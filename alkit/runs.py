@@ -127,6 +127,46 @@ def run_name(req: RunRequest, scorer: str) -> str:
     return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
+def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task: str, selector: str,
+                        single_member: bool = False) -> tuple[str, list[str]]:
+    """(acquisition, notes) of a run or a query: ``requested``, refused by name when the scorer cannot
+    feed it; else the preset's, or the scorer's own epistemic score where the scorer cannot feed the
+    preset's (a note says so).  Random picks read no score (a requested one is refused: it was taken,
+    named and ignored); BatchBALD needs ensemble members of a classification project."""
+    preset = get_preset(strategy)
+    if requested and selector == "random":
+        raise LoopError(f"strategy {strategy!r} picks without a score: --acquisition {requested} would have "
+                        "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
+    acquisition = requested or preset.acquisition_for(task)
+    if acquisition not in ACQUISITIONS:
+        raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
+    if selector == "batchbald" and task == "regression":  # found only after the first batch was spent
+        raise LoopError(f"strategy {strategy!r} selects by BatchBALD, which needs class probabilities: "
+                        "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
+    if selector == "batchbald" and "members" not in get_scorer(scorer).provides:  # found after scoring the pool
+        raise LoopError(f"strategy {strategy!r} selects by BatchBALD over ensemble members: scorer {scorer!r} has "
+                        "none (use scorer ensemble, mc-dropout, sve or your --learner)")
+    notes: list[str] = []
+    if selector == "random":
+        return acquisition, notes
+    # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
+    # strata: no score
+    ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and task == "classification"))
+    try:
+        check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member)
+    except ValueError as exc:
+        if requested:
+            raise LoopError(str(exc)) from None
+        notes.append(f"strategy {strategy!r} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
+                     f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
+        acquisition = "epistemic"
+        try:
+            check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member)
+        except ValueError as exc2:
+            raise LoopError(f"strategy {strategy!r} ranks by a score; {exc2}") from None
+    return acquisition, notes
+
+
 def request_for_run(run: Any, task: str, budget: int | None = None) -> RunRequest:
     """The request that continues ``run`` (a store run row) as it was started: its identity and
     every option recorded with it (``budget`` None: its own).  Why: the options that name a run
@@ -178,9 +218,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.name is not None and not req.name.strip():  # a blank name was a blank row in status and plot legends
         raise LoopError("--name is blank: give the run a name, or leave --name out for one made from the arguments")
-    if req.acquisition and preset.selector == "random":  # it was taken, named, and ignored
-        raise LoopError(f"strategy {req.strategy!r} picks without a score: --acquisition {req.acquisition} would have "
-                        "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
     if req.candidates is not None and req.candidates < 1:
         raise LoopError(f"--candidates must be at least 1, got {req.candidates}")
     if req.candidates is not None and req.candidates < req.batch_size:  # it was raised to the batch silently
@@ -212,31 +249,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if get_selector(initial_selector).needs_model:
         raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
                         "without one (use random or coldstart)")
-    notes: list[str] = []
-    acquisition = req.acquisition or preset.acquisition_for(cfg.task)
-    if acquisition not in ACQUISITIONS:
-        raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
     selector = preset.selector_for(cfg.task, req.batch_size)
-    if selector == "batchbald" and cfg.task == "regression":  # found only after the first batch was spent
-        raise LoopError(f"strategy {req.strategy!r} selects by BatchBALD, which needs class probabilities: "
-                        "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
     single = scorer == "sklearn" and int(req.learner_options.get("members", _default_members())) == 1
-    # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
-    # strata: no score
-    ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and cfg.task == "classification"))
-    if preset.selector != "random":
-        try:
-            check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks, single_member=single)
-        except ValueError as exc:
-            if req.acquisition:
-                raise LoopError(str(exc)) from None
-            notes.append(f"strategy {req.strategy!r} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
-                         f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
-            acquisition = "epistemic"
-            try:
-                check_acquisition(acquisition, scorer, cfg.task, ranks_by_score=ranks, single_member=single)
-            except ValueError as exc2:
-                raise LoopError(f"strategy {req.strategy!r} ranks by a score; {exc2}") from None
+    acquisition, notes = resolve_acquisition(req.strategy, req.acquisition, scorer, cfg.task, selector, single)
     info = get_scorer(scorer)
     for option in sorted(set(req.learner_options) & set(_OWNED)):
         owner, what = _OWNED[option]

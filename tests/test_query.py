@@ -87,3 +87,65 @@ def test_the_readme_example_runs() -> None:
     scope: dict = {}
     exec(compile(code.group(1).replace("CYCLES = 10", "CYCLES = 2"), "README.md", "exec"), scope)
     assert len(scope["labeled"]) == 40
+
+
+def test_query_decides_acquisitions_as_alkit_run_does(digits) -> None:
+    """query refused what `alkit run` accepts: random picks with the plain MLP, a preset whose
+    acquisition the learner cannot feed (run falls back to the scorer's own score, with a note)."""
+    import warnings
+
+    from alkit.errors import Note
+
+    X, y = digits
+    labeled = np.arange(0, 600, 15)
+    plain = _fitted(X, y, labeled, scorer="none")
+    assert len(query(plain, X, 5, labeled=labeled, strategy="random", seed=0)) == 5
+    with pytest.raises(ValueError, match="ranks by a score"):  # as run: the plain MLP has no score to rank by
+        query(plain, X, 5, labeled=labeled)
+    from alkit.models.train import TrainConfig
+
+    reg = pool_learner(X, "regression", train=TrainConfig(**FAST))
+    reg.fit(X[labeled], y[labeled].astype(float), seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = query(reg, X, 5, labeled=labeled, strategy="margin", seed=0)
+    assert len(got) == 5
+    assert any(issubclass(w.category, Note) and "uses the scorer's own epistemic score" in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="picks without a score"):
+        query(plain, X, 5, labeled=labeled, strategy="random", acquisition="bald")
+
+
+def test_api_misuse_is_refused_by_name(digits) -> None:
+    import pandas as pd
+
+    X, y = digits
+    labeled = np.arange(0, 600, 15)
+    with pytest.raises(ValueError, match="task must be 'classification' or 'regression', got 'classifier'"):
+        pool_learner(X, "classifier", n_classes=10)
+    with pytest.raises(ValueError, match="classification needs n_classes >= 2"):
+        pool_learner(X, "classification")
+    learner = pool_learner(X, "classification", n_classes=10)
+    with pytest.raises(ValueError, match="classification labels must be class indices 0..C-1.*LabelEncoder"):
+        learner.fit(X[labeled], np.array([f"c{v}" for v in y[labeled]]), seed=0)
+    with pytest.raises(ValueError, match=r"classification labels must be in 0..9 \(n_classes=10\), got 1..10"):
+        learner.fit(X[labeled], y[labeled] + 1, seed=0)
+    with pytest.raises(ValueError, match="one label per row"):
+        learner.fit(X[labeled], y[labeled][:-1], seed=0)
+    from alkit.models.train import TrainConfig
+
+    ok = pool_learner(X, "classification", n_classes=10, train=TrainConfig(**FAST))
+    ok.fit(pd.DataFrame(X[labeled]), pd.Series(y[labeled].astype(float)), seed=0)  # a DataFrame, whole floats
+    mask = np.zeros(len(X), dtype=int)
+    mask[labeled] = 1
+    with pytest.raises(ValueError, match="0/1 mask given as integers"):
+        query(ok, X, 5, labeled=mask)
+    with pytest.raises(ValueError, match=r"candidates must be at least batch_size \(10\), got 3"):
+        query(ok, X, 10, labeled=labeled, candidates=3)
+    with pytest.raises(ValueError, match="unknown acquisition 'BALD'; known: epistemic"):
+        query(ok, X, 5, labeled=labeled, acquisition="BALD")
+    with pytest.raises(ValueError, match="unknown selector 'kmeans'; known selectors"):
+        query(ok, X, 5, labeled=labeled, selector="kmeans")
+    with pytest.raises(ValueError, match="built for 64 features .* this pool has 10"):
+        query(ok, X[:, :10], 5)
+    with pytest.raises(ValueError, match="batch_size must be a whole number"):
+        query(ok, X, 10.0, labeled=labeled)

@@ -17,7 +17,7 @@ import torch
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, ConvBackbone, InputSpec
 from alkit.models.capacity import CapacityHint, Mode, checked_mode
-from alkit.models.learner import MLPLearner
+from alkit.models.learner import MLPLearner, training_arrays
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -57,6 +57,7 @@ class DeepEnsembleLearner:
         self._fitted = False
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, self.n_classes)
         seeds = member_seeds(seed, self.M)
         self.members[0].capacity_hint = self.capacity_hint
         reports = [self.members[0].fit(X_n_f, y_n, seed=seeds[0])]

@@ -21,7 +21,7 @@ import torch
 from alkit.learners.bald import classification_prediction, member_seeds, regression_from_outputs
 from alkit.models.backbone import BackboneConfig, InputSpec
 from alkit.models.capacity import DelegatedCapacity, Mode
-from alkit.models.learner import MLPLearner
+from alkit.models.learner import MLPLearner, training_arrays
 from alkit.models.train import TrainConfig, to_tensor
 from alkit.types import GaussianLastLayer, Prediction, Task
 
@@ -74,6 +74,7 @@ class MCDropoutLearner(DelegatedCapacity):
         return self.net
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self.net, "n_classes", None))
         report = self.net.fit(X_n_f, y_n, seed=seed)
         gen = torch.Generator().manual_seed(member_seeds(seed, 1)[0])
         backbone = self.net.backbone

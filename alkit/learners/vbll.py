@@ -38,7 +38,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
 )
 from alkit.learners.csd import ridge_whitener
 from alkit.models.capacity import HEADS, NOISE_MIN_N, Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
-from alkit.models.learner import capacity_scorer, linear_lr
+from alkit.models.learner import capacity_scorer, linear_lr, training_arrays
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
 )
@@ -263,6 +263,7 @@ class VBLLLearner:
                            buckets=self.buckets, capacity="fixed")
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self, "n_classes", None))
         # regression, head unset: where the labels hold a point mass the bucket and Gaussian heads are
         # cross-validated (learner rule 10b); elsewhere the Gaussian head, or with noise_choice the
         # Gaussian head with a constant or an input-dependent noise (learner rule 11c, an option)

@@ -94,6 +94,38 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, d
     return config.for_input(input)
 
 
+def training_arrays(X_n_f: Any, y_n: Any, task: str, n_classes: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The labelled set as a learner fits it: X (n, f) float32 (a DataFrame or lists too), y (n,)
+    class indices 0..C-1 (int64; whole-number floats accepted) or finite targets (float64).
+    Anything else is refused by name: a label outside the classes, text labels, NaN or a y of
+    another length failed deep inside torch or as a covariance 'not positive definite'."""
+    X = np.asarray(X_n_f, dtype=np.float32)
+    y = np.asarray(y_n)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
+        raise ValueError(f"fit needs X of shape (n, f) and one label per row: X {X.shape}, y {y.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError("the labelled inputs X hold NaN or inf")
+    if task == "classification":
+        whole = y.dtype.kind in "iub" or (y.dtype.kind == "f" and np.isfinite(y).all() and (y == np.round(y)).all())
+        if not whole:
+            raise ValueError(f"classification labels must be class indices 0..C-1, got {y.dtype} values (encode "
+                             "class names first, e.g. with scikit-learn's LabelEncoder)")
+        y = y.astype(np.int64)
+        if len(y) and (y.min() < 0 or (n_classes is not None and y.max() >= n_classes)):
+            raise ValueError(f"classification labels must be in 0..{(n_classes or 0) - 1} (n_classes={n_classes}), "
+                             f"got {y.min()}..{y.max()}")
+        return X, y
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"regression targets must be numbers, got {y.dtype} values") from None
+    if not np.isfinite(y).all():
+        raise ValueError("the regression targets y hold NaN or inf")
+    return X, y
+
+
 class RidgePredictive:
     """A Bayesian ridge's predictive (its mean and predictive variance, noise included) as a
     regression Prediction: how the 'predictive' ridge mode predicts, and what cross-validation scores
@@ -222,6 +254,7 @@ class MLPLearner:
         return F.gaussian_nll_loss(out[:, 0], y_b, out[:, 1].exp().clamp_min(1e-6), full=True)
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, self.n_classes)
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
             make_scorer=capacity_scorer(self.n_classes, self.input, self.task, self.residual_targets), seed=seed,
