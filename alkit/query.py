@@ -60,14 +60,17 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
 
 def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, labeled: np.ndarray | None = None,
           strategy: str = "epistemic", acquisition: str | None = None, selector: str | None = None,
-          candidates: int | None = None, seed: int = 0) -> np.ndarray:
+          candidates: int | None = None, seed: int = 0,
+          return_scores: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Indices into ``X_pool_n_f`` of the next ``batch_size`` items to label, (batch_size,) int64.
 
     ``learner``: fitted on the labels so far (None: the model-free first batch, the preset's
     initial selector); ``labeled``: indices (or a boolean mask) of rows already labelled, never
     picked; ``strategy``: a preset (`alkit strategies`) whose acquisition and selector are used
     unless ``acquisition`` / ``selector`` name others; ``candidates``: m for top-m selectors
-    (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it)."""
+    (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it);
+    ``return_scores``: also return the picks' acquisition scores (batch_size,) float64 (0 where the
+    selector reads none: random, the cold start)."""
     X = np.asarray(X_pool_n_f, dtype=np.float32)
     if X.ndim != 2 or not len(X):
         raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X.shape}")
@@ -147,7 +150,11 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                                                   if learner is not None and getattr(chosen, "needs_labeled_embedding", False)
                                                   and (~mask).any() else None),
                            n_pool=len(pool))
-    return np.asarray(chosen.select(cands, batch_size, ctx).keys, dtype=np.int64)
+    picked = chosen.select(cands, batch_size, ctx)
+    keys = np.asarray(picked.keys, dtype=np.int64)
+    if not return_scores:
+        return keys
+    return keys, np.nan_to_num(np.asarray(picked.scores, dtype=np.float64))
 
 
 def _selector(name: str) -> Any:

@@ -149,3 +149,13 @@ def test_api_misuse_is_refused_by_name(digits) -> None:
         query(ok, X[:, :10], 5)
     with pytest.raises(ValueError, match="batch_size must be a whole number"):
         query(ok, X, 10.0, labeled=labeled)
+
+
+def test_scores_of_the_picks_come_back_on_request(digits) -> None:
+    X, y = digits
+    labeled = np.arange(0, 600, 15)
+    learner = _fitted(X, y, labeled)
+    picked, scores = query(learner, X, 8, labeled=labeled, strategy="topk", acquisition="margin", return_scores=True)
+    p = learner.predict(X[picked]).probs_n_C.double().numpy()
+    top2 = np.sort(p, axis=1)[:, -2:]
+    assert np.allclose(scores, top2[:, 0] - top2[:, 1], atol=1e-6)  # margin's score: minus the top-two gap
