@@ -79,8 +79,13 @@ def import_cmd(
     parts += [f"{n} {what}" for n, what in ((res.replaced, "replaced"), (res.unchanged, "unchanged"),
                                            (res.kept, "kept (conflicts)"), (res.pending, "without a label yet"))
               if n]
-    console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} items still queued"
-                      + ("" if res.still_queued else " — `alkit run` continues with the next cycle"), highlight=False)
+    absent = ""
+    if res.not_in_file:  # queued items the file does not name: the run waits for them
+        more = " ..." if len(res.not_in_file) == 5 else ""
+        absent = f"; not in this file: {', '.join(res.not_in_file)}{more}"
+    console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} "
+                  f"item{'' if res.still_queued == 1 else 's'} still queued{absent}"
+                  + ("" if res.still_queued else " — `alkit run` continues with the next cycle"), highlight=False)
 
 
 @queue_app.command("status")

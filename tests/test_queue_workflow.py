@@ -169,3 +169,16 @@ def test_ids_a_spreadsheet_stripped_of_leading_zeros_are_named(tmp_path: Path) -
     saved.write_text("id,label\n" + "".join(f"{int(i)},1\n" for i in ids))
     with pytest.raises(QueueError, match=rf"ids {int(ids[0])} \(queued as {ids[0]}\).* lost their leading zeros"):
         import_labels(project, saved)
+
+
+def test_the_import_names_queued_items_the_file_leaves_out(tmp_path: Path) -> None:
+    """Label Studio's flat exports drop tasks whose annotation was cancelled: the items stayed
+    queued and the run waited, with only a count to go by."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 4)
+    part = tmp_path / "part.csv"
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids[:2]))
+    res = import_labels(project, part)
+    assert res.still_queued == 2 and res.not_in_file == ids[2:]
+    out = invoke("queue", "import", str(part), "-p", str(project.root))
+    assert f"2 items still queued; not in this file: {ids[2]}, {ids[3]}" in out.text

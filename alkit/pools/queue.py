@@ -81,6 +81,7 @@ class ImportResult:
     kept: int
     pending: int
     still_queued: int
+    not_in_file: list[str] = field(default_factory=list)  # queued items the file does not name (first 5)
 
     @property
     def changed(self) -> int:
@@ -397,8 +398,12 @@ def import_labels(
                                             refused_rows=refused)
     except ImportRefused as exc:
         raise refuse(path, exc.problems) from None
+    named = {r.item_id for r in rows}
+    # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
+    # stay queued and the run waits for them, which the count alone did not say
+    absent = [q.item_id for q in queued_items(store) if q.item_id not in named][:5] if still else []
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
-                        counts["unchanged"], counts["kept"], pending, still)
+                        counts["unchanged"], counts["kept"], pending, still, absent)
 
 
 # ---------------------------------------------------------------------------- status
