@@ -207,6 +207,27 @@ def test_chunk_rows_keep_the_working_set_in_budget_at_any_class_count() -> None:
     assert chunk_rows_for(Huge(), X[:2]) == MIN_CHUNK_ROWS
 
 
+def test_chunk_rows_count_the_image_stems_maps() -> None:
+    """A 28 x 28 image learner's Prediction is small, its stem's maps are not (~250 KB a row):
+    chunks sized by the Prediction alone held 16,384 rows and took 5 GB in a long run."""
+    from alkit.engines import CHUNK_BUDGET, MAX_CHUNK_ROWS, chunk_rows_for
+    from alkit.engines.common import image_stem_bytes
+    from alkit.models.backbone import pool_input_spec
+
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 784), dtype=np.float32)
+    spec = pool_input_spec(X, (1, 28, 28))
+    learner = make_learner("vbll", "classification", 10, train=TrainConfig(**FAST_TRAIN), input=spec)
+    learner.fit(X[:100], rng.integers(0, 10, 100), seed=0)
+    stem = image_stem_bytes(learner)
+    assert stem >= 4 * spec.patch_filters.shape[0] * 784  # at least the filter maps themselves
+    rows = chunk_rows_for(learner, X[:64])
+    assert rows < MAX_CHUNK_ROWS and rows * stem <= CHUNK_BUDGET
+    flat = make_learner("vbll", "classification", 10, train=TrainConfig(**FAST_TRAIN))
+    flat.fit(X[:100], rng.integers(0, 10, 100), seed=0)
+    assert image_stem_bytes(flat) == 0 and chunk_rows_for(flat, X[:64]) == MAX_CHUNK_ROWS
+
+
 def test_chunked_scoring_picks_what_one_chunk_picks(pool: tuple) -> None:
     """The candidates of a pass in chunks of 64 rows are those of a pass in one chunk: what the
     chunk size may change is memory, never the selection."""
