@@ -142,7 +142,8 @@ def validate_image_paths(paths: Sequence[str | os.PathLike]) -> list[Path]:
     out = [Path(p) for p in paths]
     for i, p in enumerate(out):
         if not p.exists():
-            raise ValueError(f"image row {i}: {str(p)!r} does not exist")
+            windows = " (it holds '\\': paths here are separated by '/')" if "\\" in str(p) else ""
+            raise ValueError(f"image row {i}: {str(p)!r} does not exist{windows}")
         if not p.is_file():
             raise ValueError(f"image row {i}: {str(p)!r} is not a file")
         try:

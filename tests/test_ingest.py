@@ -783,3 +783,20 @@ def test_a_list_column_among_the_features_points_to_feature_col(tmp_path: Path) 
                   "label": [0, 1, 0, 1]}).write_parquet(src)
     with pytest.raises(InputError, match=r"--feature-col vec takes a list column as the feature vector"):
         init_project(src, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True))
+
+
+def test_messages_that_said_too_little(tmp_path: Path) -> None:
+    """A folder as DATA ('unsupported file type '''), ragged vectors without their lengths, a CSV
+    cell holding a JSON list: each now says what to do."""
+    (tmp_path / "d").mkdir()
+    with pytest.raises(InputError, match=r"is a folder: give a data file \(.csv, .tsv, .tab, .jsonl, .ndjson"):
+        init_project(tmp_path / "d", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True))
+    src = tmp_path / "r.parquet"
+    pl.DataFrame({"id": [str(i) for i in range(6)], "vec": [[1.0, 2.0, 3.0]] * 5 + [[1.0, 2.0]],
+                  "label": [0, 1] * 3}).write_parquet(src)
+    with pytest.raises(InputError, match=r"missing or ragged vectors: most hold 3 values, these 2 \(ids: 5\)"):
+        init_project(src, tmp_path / "p", InitOptions(id_col="id", label_col="label", feature_col="vec", hide_labels=True))
+    csv = tmp_path / "v.csv"
+    csv.write_text('id,vec,label\na,"[1, 2]",0\nb,"[3, 4]",1\n')
+    with pytest.raises(InputError, match=r"a CSV cell holds text: write the vectors to JSON Lines or Parquet"):
+        init_project(csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", feature_col="vec", hide_labels=True))

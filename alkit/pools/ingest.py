@@ -261,7 +261,8 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
             raise InputError(f"feature column {col!r} not found; columns: {', '.join(columns)}")
         dtype = schema[col]
         if not isinstance(dtype, (pl.List, pl.Array)):
-            raise InputError(f"feature column {col!r} must be a list of numbers, found {dtype}")
+            text = " (a CSV cell holds text: write the vectors to JSON Lines or Parquet)" if dtype == pl.Utf8 else ""
+            raise InputError(f"feature column {col!r} must be a list of numbers, found {dtype}{text}")
         if not dtype.inner.is_numeric():
             raise InputError(f"feature column {col!r} holds {dtype.inner}, not numbers")
         return [col], {}
@@ -398,7 +399,10 @@ def _vector_size(is_null: pl.Series, lengths: pl.Series, df: pl.DataFrame, opts:
     """The length every --feature-col vector has; missing or ragged vectors are refused with their ids."""
     if is_null.any() or lengths.n_unique() != 1:
         bad = is_null | (lengths != lengths.mode()[0])
-        raise InputError(f"feature column {opts.feature_col!r} has missing or ragged vectors "
+        common = int(lengths.mode()[0]) if lengths.drop_nulls().len() else 0
+        other = sorted({int(v) for v in lengths.filter(bad).drop_nulls().to_list()})[:3]
+        raise InputError(f"feature column {opts.feature_col!r} has missing or ragged vectors: most hold {common} "
+                         f"values{', these ' + ' / '.join(map(str, other)) if other else ''} "
                          f"(ids: {_first_ids(df, opts.id_col, bad)})")
     return int(lengths[0])
 

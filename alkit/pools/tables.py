@@ -29,14 +29,17 @@ def read_table(path: Path, text_cols: Sequence[str] = ()) -> pl.DataFrame:
 SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 JSON_LINES = (".jsonl", ".ndjson")  # one JSON object per line
 _SEPARATOR_WORDS = {",": "commas", ";": "semicolons", "\t": "tabs"}
+_KNOWN = (*SEPARATORS, *JSON_LINES, ".parquet", ".pq")
 
 
 def _suffix(path: Path) -> str:
     if not path.exists():
         raise InputError(f"input file {path} does not exist")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder: give a data file ({', '.join(_KNOWN)})")
     suffix = path.suffix.lower()
-    if suffix not in (*SEPARATORS, *JSON_LINES, ".parquet", ".pq"):
-        raise InputError(f"{path}: unsupported file type {suffix!r}; use .csv, .tsv, .jsonl or .parquet")
+    if suffix not in _KNOWN:
+        raise InputError(f"{path}: unsupported file type {suffix!r}; use {', '.join(_KNOWN)}")
     return suffix
 
 
