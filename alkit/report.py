@@ -68,6 +68,8 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             "fit_s": sum(c.fit_s for c in rows),
             "score_s": sum(c.score_s for c in rows),
             "select_s": sum(c.select_s for c in rows),
+            # the test evaluation's CPU seconds, recorded with each cycle's signals (in none of the above)
+            "eval_s": sum(float(d.get("eval_s") or 0.0) for d in store.signals(run.id).values()),
             "n_scored": sum(c.n_scored for c in rows),
             "stopped": run.config.get("stopped") if run.status == "stopped" else None,
             "forecast": _forecast(run, rows),
