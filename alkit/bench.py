@@ -181,11 +181,10 @@ def run_bench(
 
         loop.on_event = on_event
 
-        def done_for_bench(run_name: str) -> bool:
+        def done_for_bench(prev: Any) -> bool:
             """Complete at this budget, or a longer run already past it (read up to the budget;
             continuing it with a smaller one would lower its budget).  A run of this budget that
             spent it but is not complete was killed before its last evaluation: it is resumed."""
-            prev = next((r for r in loop.store.runs() if r.name == run_name), None)
             return prev is not None and ((prev.status == "complete" and prev.budget == budget)
                                          or (prev.budget > budget and loop.store.n_spent(prev.id) >= budget))
 
@@ -207,8 +206,9 @@ def run_bench(
         # a run another process holds (a second bench on this project) is left to it and come back
         # to once its lease is free: two benches share the work and both end with the full table
         deferred: list[tuple[RunRequest, str]] = []
+        existing = {r.name: r for r in loop.store.runs()}  # as the bench starts; a held run is read again
         for req, run_name in plan:
-            if done_for_bench(run_name):
+            if done_for_bench(existing.get(run_name)):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
             elif run_one(req, run_name):
@@ -223,7 +223,7 @@ def run_bench(
                 bar.update(current, description=f"  waiting for {run_name} (another process)")
                 time.sleep(BUSY_POLL_S)
                 continue
-            if done_for_bench(run_name):
+            if done_for_bench(next((r for r in loop.store.runs() if r.name == run_name), None)):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
                 deferred.pop(0)

@@ -20,10 +20,9 @@ from typing import Any
 import numpy as np
 
 from alkit import metrics
-from alkit.acquisition import AcquisitionError, EPIGTargets
-from alkit.posterior import N_TARGETS
+from alkit.acquisition import AcquisitionError
 from alkit.config import Project
-from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, chunk_rows_for
+from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
@@ -181,8 +180,7 @@ class ActiveLoop:
             waiting = self.oracle.waiting(run.id)
             if waiting:
                 self.store.set_run_status(run.id, "waiting")
-                root = Path(self.project.root)
-                where = "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
+                where = self._where()
                 msg = (f"waiting: {waiting} item{'' if waiting == 1 else 's'} still queued; `alkit queue import FILE{where}`, "
                        f"then `alkit run --resume {run.name}{where}`")
                 self.on_event("human_wait", {"run": run.name, "cycle": cycle - 1, "queued": waiting, "message": msg})
@@ -209,13 +207,17 @@ class ActiveLoop:
         self.on_event("run_end", {"run": run.name, "run_id": run.id})
         return results
 
+    def _where(self) -> str:
+        """' --project DIR' for the hints' commands, unless the project is the current folder."""
+        root = Path(self.project.root)
+        return "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
+
     def _hand_off(self, name: str, cycle: int, res: CycleResult, req: RunRequest) -> None:
         out = self.oracle.hand_off(res.n_selected, req.queue_file)
         if out is None:
             self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
             return
-        root = Path(self.project.root)
-        where = "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
+        where = self._where()
         kept = (f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import "
                 f"them too)" if out.set_aside is not None else "")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "
@@ -465,30 +467,22 @@ class ActiveLoop:
             shape = tuple(self.cfg.image_shape) if self.cfg.image_shape else None
             sample = np.concatenate(rows) if rows else np.zeros((0, self.features.n_features), np.float32)
             embedding = bool(self.cfg.feature_col or self.cfg.encoder)  # a list column or an encoder's vectors
-            spec = (pool_input_spec(sample, shape, mean_f=mean, std_f=std) if shape
-                    else InputSpec(mean, std, embedding=embedding))
+            spec = pool_input_spec(sample, shape, mean_f=mean, std_f=std, embedding=embedding)
             self._input = dataclasses.replace(spec, pool_sample_n_f=sample)
         return self._input
 
     def _acquisition_context(self, learner: Learner | None, plan: RunPlan, mask: np.ndarray,
                              cycle: int) -> AcquisitionContext | None:
         """The cycle's acquisition inputs: the posterior, and EPIG's target sample of the pool
-        (``N_TARGETS`` items still in the pool, seeded by (seed, cycle)), predicted once."""
+        (``posterior.N_TARGETS`` items still in the pool, seeded by (seed, cycle)), predicted once."""
         if learner is None:
             return None
-        spec, acquisition = plan.spec, plan.acquisition
-        posterior = learner.posterior()
-        targets = None
-        if getattr(acquisition, "uses_targets", False):
-            pool = np.flatnonzero(mask)
-            rng = np.random.default_rng(_seed(spec.seed, cycle, 4))
-            keys = np.sort(rng.choice(pool, size=min(N_TARGETS, len(pool)), replace=False))
-            try:
-                targets = EPIGTargets.from_prediction(learner.predict(self.features.take(keys)), posterior,
-                                                      getattr(acquisition, "target_objective", "information"))
-            except AcquisitionError as exc:
-                raise LoopError(str(exc)) from None
-        return AcquisitionContext(posterior=posterior, targets=targets, seed=_seed(spec.seed, cycle, 5))
+        seed = plan.spec.seed
+        try:
+            return acquisition_context(plan.acquisition, learner, np.flatnonzero(mask), self.features.take,
+                                       _seed(seed, cycle, 4), _seed(seed, cycle, 5))
+        except AcquisitionError as exc:
+            raise LoopError(str(exc)) from None
 
     def _candidates(self, mask: np.ndarray, selector: Any, learner: Learner | None, plan: RunPlan, k: int,
                     cycle: int, acq_ctx: AcquisitionContext | None) -> tuple[Candidates, int]:

@@ -10,7 +10,7 @@ strategies are used: fit a learner on the labels, ask for the next batch, label 
     picked = query(learner, X_pool, 10, labeled=labeled, seed=cycle)   # indices into X_pool
 
 The candidates, acquisition context and selector are the loop's (``engines.candidates``,
-``posterior.EPIGTargets``, ``strategies``); only the pool comes from an array instead of a file.
+``engines.acquisition_context``, ``strategies``); only the pool comes from an array instead of a file.
 """
 
 from __future__ import annotations
@@ -22,16 +22,15 @@ from typing import Any
 import numpy as np
 
 from alkit.acquisition import get_acquisition
-from alkit.engines import AcquisitionScorer
+from alkit.engines import AcquisitionScorer, acquisition_context
 from alkit.engines.candidates import candidate_count, in_memory_candidates
-from alkit.models.backbone import InputSpec, pool_input_spec
-from alkit.posterior import N_TARGETS, EPIGTargets
+from alkit.models.backbone import pool_input_spec
 from alkit.presets import get_preset
 from alkit.errors import Note
 from alkit.registry import make_learner
 from alkit.runs import resolve_acquisition
 from alkit.strategies import get_selector
-from alkit.types import AcquisitionContext, Learner, SelectionContext
+from alkit.types import Candidates, Learner, SelectionContext
 
 POOL_SAMPLE = 4096  # pool rows kept in the InputSpec (image filters, CSD's contexts), as the loop keeps
 
@@ -52,9 +51,7 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     rng = np.random.default_rng(seed)
     sample = X[np.sort(rng.choice(len(X), min(len(X), POOL_SAMPLE), replace=False))]
     X64 = X.astype(np.float64)
-    mean, std = X64.mean(0), X64.std(0)
-    spec = (pool_input_spec(sample, image_shape, mean_f=mean, std_f=std) if image_shape
-            else InputSpec(mean, std, embedding=embedding))
+    spec = pool_input_spec(sample, image_shape, mean_f=X64.mean(0), std_f=X64.std(0), embedding=embedding)
     return make_learner(scorer, task, n_classes, input=replace(spec, pool_sample_n_f=sample), **options)
 
 
@@ -110,7 +107,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                              "selector (random, coldstart) for the first batch")
         if acquisition is not None:
             raise ValueError("the first batch is picked without a model, so an acquisition has no effect: drop it")
-        scorer = None
+        scorer, posterior = None, None
     else:
         chosen = _selector(selector or preset.selector_for(task, batch_size))
         if acquisition is not None:
@@ -126,26 +123,20 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
             for note in notes:
                 warnings.warn(Note(note), stacklevel=2)
         acq = get_acquisition(name)
-        posterior = learner.posterior()
-        targets = None
-        if getattr(acq, "uses_targets", False):
-            rng = np.random.default_rng([seed, 4])
-            keys = np.sort(rng.choice(pool, size=min(N_TARGETS, len(pool)), replace=False))
-            targets = EPIGTargets.from_prediction(learner.predict(X[keys]), posterior,
-                                                  getattr(acq, "target_objective", "information"))
-        scorer = AcquisitionScorer(acq, AcquisitionContext(posterior=posterior, targets=targets, seed=seed))
+        acq_ctx = acquisition_context(acq, learner, pool, X.__getitem__, [seed, 4], seed)
+        posterior = acq_ctx.posterior
+        scorer = AcquisitionScorer(acq, acq_ctx)
     m = candidate_count(chosen.candidate_source, batch_size, candidates)
     if chosen.candidate_source in ("sample",) or (learner is None and chosen.candidate_source != "all"):
         keys = np.sort(np.random.default_rng([seed, 3]).choice(pool, size=min(m, len(pool)), replace=False))
         cands = in_memory_candidates(keys.astype(np.int64), X[keys], learner, scorer)
-    elif chosen.candidate_source == "all":
-        cands = in_memory_candidates(pool.astype(np.int64), X[pool], None, None)
-        cands.scores_n = None
+    elif chosen.candidate_source == "all":  # random picks read the keys alone, as the loop's 'all' source
+        cands = Candidates(keys_n=pool.astype(np.int64))
     else:  # top-m by score (ties by row), as the streamed pass keeps them
         full = in_memory_candidates(pool.astype(np.int64), X[pool], learner, scorer)
         top = np.lexsort((full.keys_n, -np.asarray(full.scores_n)))[:m]
         cands = _subset(full, top)
-    ctx = SelectionContext(seed=seed, posterior=learner.posterior() if learner is not None else None,
+    ctx = SelectionContext(seed=seed, posterior=posterior,
                            labeled_embedding_n_d=(learner.predict(X[~mask]).embedding_n_d.numpy()
                                                   if learner is not None and getattr(chosen, "needs_labeled_embedding", False)
                                                   and (~mask).any() else None),

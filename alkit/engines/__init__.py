@@ -27,6 +27,7 @@ from alkit.engines.common import (  # noqa: F401 (the engines' public names)
     TopMEngine,
     EngineError,
     AcquisitionScorer,
+    acquisition_context,
     epistemic_scores,
     prediction_arrays,
     dumps_learner,

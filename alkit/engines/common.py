@@ -17,6 +17,7 @@ import torch
 from torch.nn.utils import parametrize
 
 from alkit.engines.streaming import TopM
+from alkit.posterior import N_TARGETS, EPIGTargets
 from alkit.pools.features import iter_masked_batches, open_features  # noqa: F401 (the engines' reader)
 from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
 
@@ -43,6 +44,21 @@ class AcquisitionScorer:
         arrays = prediction_arrays(pred)
         arrays.update({k: v.detach().numpy() for k, v in out.arrays.items()})
         return out.scores_n.double().numpy(), arrays
+
+
+def acquisition_context(acquisition: Acquisition, learner: Learner, pool_n: np.ndarray,
+                        take: Callable[[np.ndarray], np.ndarray], target_seed: Any, seed: int) -> AcquisitionContext:
+    """A cycle's acquisition inputs (the loop's and ``alkit.query``'s): the learner's posterior, and
+    for EPIG its target sample, ``N_TARGETS`` of the pool's keys ``pool_n`` drawn with ``target_seed``,
+    read by ``take(keys)`` and predicted once.  An AcquisitionError says what the learner lacks."""
+    posterior = learner.posterior()
+    targets = None
+    if getattr(acquisition, "uses_targets", False):
+        rng = np.random.default_rng(target_seed)
+        keys = np.sort(rng.choice(pool_n, size=min(N_TARGETS, len(pool_n)), replace=False))
+        targets = EPIGTargets.from_prediction(learner.predict(take(keys)), posterior,
+                                              getattr(acquisition, "target_objective", "information"))
+    return AcquisitionContext(posterior=posterior, targets=targets, seed=seed)
 
 
 def epistemic_scores(pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:

@@ -4,8 +4,8 @@ columns that give the answer away.
 Why: both make a run meaningless without failing it.  A file whose every feature is constant runs
 at chance; a feature derived from the label (the class's code beside its name, a copy of the
 target) gives perfect accuracy from the first batch, so every strategy looks alike and the
-learning curves measure nothing.  init refuses the first and names the second (it may be meant:
-a hint, not a refusal).
+learning curves measure nothing.  init refuses the first (``FeatureValues.check``, beside the
+other variation checks) and names the second here (it may be meant: a hint, not a refusal).
 """
 
 from __future__ import annotations
@@ -16,20 +16,9 @@ import numpy as np
 import polars as pl
 
 from alkit.pools.features import iter_masked_batches, open_features
-from alkit.pools.tables import InputError
 
 LEAK_SAMPLE = 50_000  # labelled rows read for the label-leak check (a seeded random subset beyond that)
 LEAK_CORR = 0.99999  # regression: |correlation| with the target at least this is a copy of it
-
-
-def _feature_range(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature min and max over every row (one streaming pass)."""
-    lo = hi = None
-    for _, X_b_f in iter_masked_batches(open_features(path), 65_536, None):
-        if len(X_b_f):
-            b_lo, b_hi = X_b_f.min(0), X_b_f.max(0)
-            lo, hi = (b_lo, b_hi) if lo is None else (np.minimum(lo, b_lo), np.maximum(hi, b_hi))
-    return lo, hi
 
 
 def _labelled_sample(path: Path, labelled_n: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,20 +41,15 @@ def _one_to_one(codes_s: np.ndarray, labels_s: pl.Series) -> bool:
     return k >= 2 and pairs["c"].n_unique() == k and pairs.unique().height == k
 
 
-def feature_hints(path: Path, names: list[str], one_hot: list[str], labels: pl.Series, task: str,
-                  seed: int, *, pixels: bool = False) -> list[str]:
+def feature_hints(path: Path, names: list[str], constant_f: np.ndarray | None, one_hot: list[str], labels: pl.Series,
+                  task: str, seed: int, *, pixels: bool = False) -> list[str]:
     """Hints on the named feature columns of ``path`` (alkit's features.parquet, columns ``names``;
-    ``one_hot``: the categorical columns encoded as ``col=value`` groups; ``labels``: one label per
-    row as text, null where unknown; ``pixels``: the columns are an image's, whose constant border
-    pixels are no news and must stay for its layout).  Raises InputError when no feature varies."""
-    if not names:  # a vector column or an encoder's embedding: its dimensions have no names to report
+    ``constant_f``: whether each holds one value in every row, as the init's checks found it (a file
+    of none but constant columns is refused there); ``one_hot``: the categorical columns encoded as
+    ``col=value`` groups; ``labels``: one label per row as text, null where unknown; ``pixels``: the
+    columns are an image's, whose constant border pixels are no news and must stay for its layout)."""
+    if not names or constant_f is None:  # a vector column or an encoder's embedding: no names to report
         return []
-    lo_f, hi_f = _feature_range(path)
-    constant_f = hi_f <= lo_f
-    if constant_f.all():
-        raise InputError(f"every feature column holds one value in every row ({', '.join(names[:5])}"
-                         f"{', ...' if len(names) > 5 else ''}): there is nothing to learn from; choose other "
-                         "columns with --features")
     hints = []
     if constant_f.any() and not pixels:
         dead = [n for n, c in zip(names, constant_f) if c]

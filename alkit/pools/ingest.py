@@ -516,6 +516,15 @@ class FeatureValues:
                              f"{self.lo_f[j]:.15g} to {self.hi_f[j]:.15g}: features are stored as float32 and a "
                              f"spread of at most {MIN_FEATURE_SPREAD:g} counts as constant); subtract its mean or "
                              "rescale it before init, or leave it out with --exclude")
+        if self.n_rows and not self.varies_stored().any():  # nothing to learn from: runs were at chance
+            names = self.encoded
+            raise InputError(f"every feature column holds one value in every row ({', '.join(names[:5])}"
+                             f"{', ...' if len(names) > 5 else ''}): there is nothing to learn from; choose other "
+                             "columns with --features")
+
+    def varies_stored(self) -> np.ndarray:
+        """(f,) whether each feature takes more than one value as stored (float32)."""
+        return self.hi32_f > self.lo32_f
 
     def _named(self, features_f: np.ndarray) -> list[str]:
         """The names of the flagged features (the vector column's own name for a vector column)."""
@@ -583,10 +592,11 @@ def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, o
 
 def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, path: Path, pool_n: np.ndarray,
                     columns: tuple[list[str], dict[str, list[str]]],
-                    on_rows: Callable[[int], None] = lambda n: None) -> tuple[list[str], int, list[str], list[str]]:
+                    on_rows: Callable[[int], None] = lambda n: None
+                    ) -> tuple[list[str], int, list[str], list[str], np.ndarray]:
     """Check the file's features and write them to ``path`` (features.parquet) batch by batch:
     (feature names, feature count, the categorical columns one-hot encoded into them, the columns
-    imputed from the rows ``pool_n`` marks).  ``columns``: ``feature_names``'s answer, checked
+    imputed from the rows ``pool_n`` marks, (f,) whether each feature is constant as stored).  ``columns``: ``feature_names``'s answer, checked
     before the labels.  ``df`` holds the file's other columns (ids, labels, text); the feature
     matrix is never whole in memory, in float32 or float64 (an imputed column's median reads that
     one column whole).  ``on_rows(n)`` after each block of n rows is written (progress)."""
@@ -604,7 +614,7 @@ def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, pa
             writer.write(values.block(batch))
             on_rows(batch.height)
     values.check(df[opts.id_col])
-    return values.encoded, values.n_features, list(levels), list(values.fill)
+    return values.encoded, values.n_features, list(levels), list(values.fill), ~values.varies_stored()
 
 
 def _label_strings(s: pl.Series, task: str) -> pl.Series:
@@ -909,11 +919,11 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         pool_n = sp.split_n == "pool"
         if encoded:
             X, feature_names_, one_hot, imputed = extract_features(df, opts, data.resolve().parent, pool_n)
-            n_features = X.shape[1]
+            n_features, constant_f = X.shape[1], None
             write_features(tmp / FEATURES_NAME, X)
             del X
         else:
-            feature_names_, n_features, one_hot, imputed = stream_features(source, df, opts, tmp / FEATURES_NAME,
+            feature_names_, n_features, one_hot, imputed, constant_f = stream_features(source, df, opts, tmp / FEATURES_NAME,
                                                                            pool_n, columns, bar.step("features"))
         if encoded and not opts.features and notes is not None:  # numeric columns went to the payload unsaid
             numeric = [c for c in df.columns if c not in (opts.id_col, opts.label_col, opts.split_col, opts.text_col,
@@ -924,7 +934,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
                              f"stay{'' if len(numeric) > 1 else 's'} in the payload (add them with --features "
                              f"{','.join(numeric[:6])})")
         named = [] if encoded or opts.feature_col else feature_names_  # an embedding's dimensions have no names
-        hints = feature_hints(tmp / FEATURES_NAME, named, list(one_hot), sp.labels, sp.task, opts.seed,
+        hints = feature_hints(tmp / FEATURES_NAME, named, constant_f, list(one_hot), sp.labels, sp.task, opts.seed,
                               pixels=opts.image_shape is not None or pixel_shape_hint(named) is not None)
         if notes is not None:
             notes.extend(hints)
