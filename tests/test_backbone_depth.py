@@ -91,6 +91,10 @@ def test_image_backbone_pools_to_about_seven_by_seven_and_by_at_least_two() -> N
         assert len(net.blocks) == 0  # the stem's maps are learnt features: no residual block
         assert net(torch.as_tensor(X[:5])).shape == (5, net.out_dim)
         conv = net.conv
+        x5 = torch.as_tensor(X[:5]).requires_grad_()  # the in-place ReLU is skipped where autograd needs z
+        out = conv(x5)
+        out.sum().backward()
+        assert torch.allclose(out, conv(torch.as_tensor(X[:5])), atol=1e-6) and x5.grad.abs().sum() > 0
         W = conv.weight.double().numpy()  # (k, 1, p, p)
         k, p, pool = W.shape[0], W.shape[-1], conv.pool
         imgs = (X.astype(np.float64).reshape(-1, 8, 8) - float(conv.pixel_mean)) / float(conv.pixel_std)

@@ -208,7 +208,7 @@ def test_chunk_rows_keep_the_working_set_in_budget_at_any_class_count() -> None:
 
 
 def test_chunk_rows_count_the_image_stems_maps() -> None:
-    """A 28 x 28 image learner's Prediction is small, its stem's maps are not (~250 KB a row):
+    """A 28 x 28 image learner's Prediction is small, its stem's maps are not (~100 KB a row):
     chunks sized by the Prediction alone held 16,384 rows and took 5 GB in a long run."""
     from alkit.engines import CHUNK_BUDGET, MAX_CHUNK_ROWS, chunk_rows_for
     from alkit.engines.common import image_stem_bytes

@@ -120,16 +120,17 @@ def chunk_rows_for(learner: Learner, X_probe_m_f: np.ndarray, budget: int = CHUN
 
 def image_stem_bytes(learner: Learner) -> int:
     """Bytes per row the image stem's activations take while a chunk is predicted: k filter maps of
-    H x W, kept about five times over (the convolution, both signs of its ReLU, their concatenation,
-    the pooling input); 0 without an image stem.  Why: the Prediction is small, the stem's maps are
-    not (28 x 28, 16 filters: ~250 KB a row), and chunks sized by the Prediction alone took 5 GB."""
+    H x W, kept about twice over (the convolution's output, rectified in place, and its buffers;
+    measured peak 100 KB a 28 x 28 row at 16 filters, benchmarks/stem_forward_time.py); 0 without
+    an image stem.  Why: the Prediction is small, the stem's maps are not, and chunks sized by the
+    Prediction alone took 5 GB."""
     owners = [learner, getattr(learner, "base", None), getattr(learner, "net", None),
               *(getattr(learner, "members", None) or [])[:1]]
     spec = next((getattr(o, "input", None) for o in owners if getattr(o, "input", None) is not None), None)
     if spec is None or spec.image_shape is None or spec.patch_filters is None:
         return 0
     _, h, w = spec.image_shape
-    return 4 * 5 * int(spec.patch_filters.shape[0]) * h * w
+    return 4 * 2 * int(spec.patch_filters.shape[0]) * h * w
 
 
 class _LearnerPickler(pickle.Pickler):

@@ -155,8 +155,11 @@ class PatchConv(nn.Module):
         c, h, w = self.image_shape
         x = (x_n_f.reshape(-1, c, h, w) - self.pixel_mean[None, :, None, None]) / self.pixel_std[None, :, None, None]
         z = torch.nn.functional.conv2d(x, self.weight, padding=self.padding)
-        z = torch.cat([torch.relu(z), torch.relu(-z)], 1)
-        return torch.nn.functional.avg_pool2d(z, self.pool).flatten(1)
+        # pool(relu(-z)) = pool(relu(z)) - pool(z): both signs from one ReLU, in place, and no
+        # concatenation of full-size maps (2.5x faster, 2/5 of the memory; benchmarks/stem_forward_time.py)
+        pooled_z = torch.nn.functional.avg_pool2d(z, self.pool)
+        pos = torch.nn.functional.avg_pool2d(z.relu_() if not z.requires_grad else torch.relu(z), self.pool)
+        return torch.cat([pos, pos - pooled_z], 1).flatten(1)
 
 
 def _channel_stats(mean_f: np.ndarray, std_f: np.ndarray, c: int) -> tuple[torch.Tensor, torch.Tensor]:
