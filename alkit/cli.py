@@ -157,6 +157,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
                         # 80 columns: the lines that follow say everything it would, in full
                         console=console, disable=quiet or not console.is_terminal)
     task_ids: dict[str, Any] = {}
+    stem_task: dict[str, Any] = {}
     messages: list[tuple[str, str]] = []  # (prefix markup, plain message)
 
     def on_event(kind: str, p: dict[str, Any]) -> None:
@@ -164,6 +165,10 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
             task_ids[p["run"]] = progress.add_task(p["run"], total=p["budget"], completed=p["spent"], info="")
         elif kind == "phase":
             progress.update(task_ids_last(), info=f"cycle {p['cycle']}: {p['phase']}")
+        elif kind == "stem":  # the image stem over the pool, once per project
+            if "stem" not in stem_task:
+                stem_task["stem"] = progress.add_task("image stem (once per project)", total=p["total"], info="")
+            progress.update(stem_task["stem"], advance=p["rows"])
         elif kind in ("human_queue", "human_wait"):
             messages.append(("[bold cyan]next:[/]", p["message"]))
         elif kind == "note":

@@ -29,9 +29,10 @@ from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.models.capacity import CapacityHint, effective_mode
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
-from alkit.pools.features import FeatureReader
+from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
+from alkit.stem_features import ensure_stem_features, stem_input
 from alkit.stopping import Decision, History, first_fired
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
@@ -103,9 +104,14 @@ class ActiveLoop:
         self.cfg = project.config
         project.require(project.features_path, why="the pool's features, which every learner reads")
         self.store = store or Store(project.store_url)
-        self.features = FeatureReader(project.features_path, n_items=self.cfg.n_items, n_features=self.cfg.n_features)
+        # source: the features init stored (bayesvlm: its model's), whose pool statistics every learner's
+        # InputSpec holds and which the model-free cold start reads; features: what learners read, the
+        # source or, on image projects, the frozen stem's outputs over it (use_features)
+        self.source = FeatureReader(project.features_path, n_items=self.cfg.n_items, n_features=self.cfg.n_features)
+        self.features = self.source
         self.on_event = on_event or (lambda kind, payload: None)
         self.oracle: Oracle = oracle_for(project, self.store)
+        self._source_input: InputSpec | None = None
         self._input: InputSpec | None = None
         self._test: TestSplit | None = None
         self.last_eval_s = 0.0  # CPU seconds of the latest test evaluation
@@ -130,6 +136,7 @@ class ActiveLoop:
         lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
         self.store.ensure_signals_table()
         try:
+            self._use_stem(plan)
             return self._drive(req, plan, lease)
         finally:
             leases.release(self.store, lease)
@@ -138,8 +145,22 @@ class ActiveLoop:
         """Read the plan's own feature file where its learner has one (bayesvlm: the model's image
         features, encoded on first use), else the project's; the pool statistics follow."""
         path = plan.features(self.project, progress) if plan.features is not None else self.project.features_path
-        if Path(path) != Path(self.features.path):
-            self.features = FeatureReader(Path(path), n_items=self.cfg.n_items)
+        if Path(path) != Path(self.source.path):
+            self.source = self.features = FeatureReader(Path(path), n_items=self.cfg.n_items)
+            self._source_input, self._input, self._stop_sets, self._test = None, None, {}, None
+
+    def _use_stem(self, plan: RunPlan) -> None:
+        """On an image project whose learner trains alkit's network, learners read the frozen
+        stem's outputs over the source features, computed once per project (alkit/stem_features.py;
+        ``stem`` events report the rows written); other plans read the source.  Called once the
+        run is this process's, so a refused or busy run computes nothing."""
+        path = None
+        if plan.stem:
+            total = self.source.n_items
+            path = ensure_stem_features(self.project.root, self._pool_spec(), self.source,
+                                        lambda rows: self.on_event("stem", {"rows": rows, "total": total}))
+        if Path(path or self.source.path) != Path(self.features.path):
+            self.features = self.source if path is None else ArrayFeatureReader(path, n_items=self.cfg.n_items)
             self._input, self._stop_sets, self._test = None, {}, None
 
     def _check_labels(self) -> None:
@@ -446,30 +467,38 @@ class ActiveLoop:
         return learner.predict(self.features.take(keys_lab)).embedding_n_d.numpy()
 
     def input_spec(self) -> InputSpec:
-        """The pool's input statistics (every pool item, never the test split), exact and
-        streamed; for image projects also the PatchConv filters from a seeded pool sample.
-        Computed once per loop: the pool's items do not change."""
+        """The InputSpec learners get: the pool's (``_pool_spec``), marked as read through the
+        stem feature file when they read it (alkit/stem_features.py)."""
         if self._input is None:
+            spec = self._pool_spec()
+            self._input = spec if self.features is self.source else stem_input(spec)
+        return self._input
+
+    def _pool_spec(self) -> InputSpec:
+        """The pool's input statistics (every pool item, never the test split), exact and
+        streamed over the source features; for image projects also the PatchConv filters from a
+        seeded pool sample.  Computed once per loop: the pool's items do not change."""
+        if self._source_input is None:
             keys = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))
-            mask = np.zeros(self.features.n_items, dtype=bool)
+            mask = np.zeros(self.source.n_items, dtype=bool)
             mask[keys] = True
             rng = np.random.default_rng(0)
-            in_sample = np.zeros(self.features.n_items, dtype=bool)
+            in_sample = np.zeros(self.source.n_items, dtype=bool)
             in_sample[rng.choice(keys, min(len(keys), STATS_SAMPLE), replace=False)] = True
-            n, s1, s2 = 0, np.zeros(self.features.n_features), np.zeros(self.features.n_features)
+            n, s1, s2 = 0, np.zeros(self.source.n_features), np.zeros(self.source.n_features)
             rows: list[np.ndarray] = []
-            for chunk_keys, X in self.features.iter_chunks(mask):  # one pass: statistics and the sample
+            for chunk_keys, X in self.source.iter_chunks(mask):  # one pass: statistics and the sample
                 X64 = X.astype(np.float64)
                 n, s1, s2 = n + len(X64), s1 + X64.sum(0), s2 + (X64 * X64).sum(0)
                 rows.append(X[in_sample[chunk_keys]])
             mean = s1 / max(n, 1)
             std = np.sqrt(np.maximum(s2 / max(n, 1) - mean**2, 0.0))
             shape = tuple(self.cfg.image_shape) if self.cfg.image_shape else None
-            sample = np.concatenate(rows) if rows else np.zeros((0, self.features.n_features), np.float32)
+            sample = np.concatenate(rows) if rows else np.zeros((0, self.source.n_features), np.float32)
             embedding = bool(self.cfg.feature_col or self.cfg.encoder)  # a list column or an encoder's vectors
             spec = pool_input_spec(sample, shape, mean_f=mean, std_f=std, embedding=embedding)
-            self._input = dataclasses.replace(spec, pool_sample_n_f=sample)
-        return self._input
+            self._source_input = dataclasses.replace(spec, pool_sample_n_f=sample)
+        return self._source_input
 
     def _acquisition_context(self, learner: Learner | None, plan: RunPlan, mask: np.ndarray,
                              cycle: int) -> AcquisitionContext | None:
@@ -498,4 +527,4 @@ class ActiveLoop:
         scorer = None
         if learner is not None and source != "all":
             scorer = AcquisitionScorer(plan.acquisition, acq_ctx)
-        return produce_candidates(req, self.features, mask, learner, scorer)
+        return produce_candidates(req, self.features if learner is not None else self.source, mask, learner, scorer)

@@ -30,6 +30,7 @@ class ScorerInfo:
     zero_shot: bool = False  # predicts before any label (the loop uses the model from the first cycle)
     class_names: bool = False  # the learner is given the project's class names (class_names=...)
     epistemic: bool = True  # its Predictions carry an epistemic score (not the plain MLP's: all zeros)
+    own_network: bool = True  # trains alkit's backbone (image projects: the frozen stem, alkit/stem_features.py)
 
 
 def _lazy(module: str, cls: str) -> LearnerFactory:
@@ -124,6 +125,7 @@ SCORERS: dict[str, ScorerInfo] = {
         "(options: members=5)",
         _lazy("alkit.learners.sklearn_adapter", "SklearnLearner"),
         provides=frozenset({"members"}),
+        own_network=False,
     ),
     "bayesvlm": ScorerInfo(
         "bayesvlm",
@@ -133,6 +135,7 @@ SCORERS: dict[str, ScorerInfo] = {
         _lazy("alkit.learners.bayesvlm", "BayesVLMLearner"),
         zero_shot=True,
         class_names=True,
+        own_network=False,
     ),
 }
 

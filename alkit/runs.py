@@ -71,6 +71,7 @@ class RunPlan:
     stop_rules: list[Any] = field(default_factory=list)
     zero_shot: bool = False  # the learner predicts before any label: a model from the first cycle on
     features: Callable[[Project, bool], Path] | None = None  # the learner's own feature file (bayesvlm), else None
+    stem: bool = False  # an image project whose learner reads the frozen stem's outputs (alkit/stem_features.py)
     notes: list[str] = field(default_factory=list)  # what the plan chose that the request did not say
 
 
@@ -313,6 +314,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
 
     name = preset.selector_for(cfg.task, req.batch_size)
     features = _vlm_features(str(learner_options["model_dir"])) if scorer == "bayesvlm" else None
+    # the Ray engine's tasks read Parquet row groups of the project's own features
+    stem = bool(cfg.image_shape) and info.own_network and not learner_options.get("module") and req.engine == "local"
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
                    initial_selector, get_selector(name), name, stop_rules, zero_shot=info.zero_shot,
-                   features=features, notes=notes)
+                   features=features, stem=stem, notes=notes)

@@ -18,7 +18,7 @@ from torch.nn.utils import parametrize
 
 from alkit.engines.streaming import TopM
 from alkit.posterior import N_TARGETS, EPIGTargets
-from alkit.pools.features import iter_masked_batches, open_features  # noqa: F401 (the engines' reader)
+from alkit.pools.features import iter_masked_batches, open_features, open_reader  # noqa: F401 (the engines' reader)
 from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
 
 TopMEngine = Callable[..., tuple[Candidates, int]]
@@ -122,12 +122,12 @@ def image_stem_bytes(learner: Learner) -> int:
     """Bytes per row the image stem's activations take while a chunk is predicted: k filter maps of
     H x W, kept about twice over (the convolution's output, rectified in place, and its buffers;
     measured peak 100 KB a 28 x 28 row at 16 filters, benchmarks/stem_forward_time.py); 0 without
-    an image stem.  Why: the Prediction is small, the stem's maps are not, and chunks sized by the
-    Prediction alone took 5 GB."""
+    an image stem or with its outputs read precomputed.  Why: the Prediction is small, the stem's
+    maps are not, and chunks sized by the Prediction alone took 5 GB."""
     owners = [learner, getattr(learner, "base", None), getattr(learner, "net", None),
               *(getattr(learner, "members", None) or [])[:1]]
     spec = next((getattr(o, "input", None) for o in owners if getattr(o, "input", None) is not None), None)
-    if spec is None or spec.image_shape is None or spec.patch_filters is None:
+    if spec is None or spec.image_shape is None or spec.patch_filters is None or spec.stem_precomputed:
         return 0
     _, h, w = spec.image_shape
     return 4 * 2 * int(spec.patch_filters.shape[0]) * h * w
@@ -196,5 +196,5 @@ def local_topm(
     scorer: AcquisitionScorer | None = None,
 ) -> tuple[Candidates, int]:
     """Single-process engine: stream the file once in this process."""
-    file = open_features(features_path)
-    return score_batches(learner, iter_masked_batches(file, chunk_rows, pool_mask_n), m, scorer)
+    reader = open_reader(features_path, chunk_rows)
+    return score_batches(learner, reader.iter_chunks(pool_mask_n), m, scorer)

@@ -35,7 +35,9 @@ class InputSpec:
     ``image_shape``: (C, H, W) when the feature vector is an image in row-major order;
     ``pool_sample_n_f``: a seeded sample of pool inputs for learners that use unlabeled inputs;
     ``embedding``: the features are a pretrained encoder's vectors (a list column, --text-col,
-    --image-col), which the default backbone treats as already-learnt features (``BackboneConfig.depth``).
+    --image-col), which the default backbone treats as already-learnt features (``BackboneConfig.depth``);
+    ``stem_precomputed``: the inputs are this spec's PatchConv outputs, computed once per project
+    (alkit/stem_features.py), not pixels, so the image backbone skips its frozen stem.
     """
 
     mean_f: np.ndarray | None = None
@@ -47,6 +49,7 @@ class InputSpec:
     pool_sample_n_f: np.ndarray | None = None  # a seeded sample of pool inputs (CSD's unlabeled contexts)
     patch_pool: int | None = None  # PatchConv's average-pool size; None: by image size (PatchConv.pool_for)
     embedding: bool = False  # features from a pretrained encoder, not raw measurements
+    stem_precomputed: bool = False  # the inputs are already PatchConv's outputs (alkit/stem_features.py)
 
     def __post_init__(self) -> None:
         if (self.mean_f is None) != (self.std_f is None):
@@ -72,9 +75,7 @@ def pool_input_spec(X_n_f: np.ndarray, image_shape: tuple[int, int, int] | None 
         return spec
     conv = PatchConv.from_pool(X_n_f, image_shape, spec.mean_f, spec.std_f, n_filters=n_filters, patch=patch,
                                seed=seed, pool=pool)
-    with torch.no_grad():
-        Z = torch.cat([conv(torch.as_tensor(np.asarray(X_n_f[i:i + 4096]), dtype=torch.float32))
-                       for i in range(0, len(X_n_f), 4096)]).double().numpy()
+    Z = conv.outputs(X_n_f).astype(np.float64)
     return InputSpec(spec.mean_f, spec.std_f, image_shape, conv.weight.numpy(), Z.mean(0), Z.std(0), patch_pool=pool)
 
 
@@ -96,8 +97,10 @@ class PatchConv(nn.Module):
     """
 
     def __init__(self, weight_k_C_p_p: torch.Tensor, image_shape: tuple[int, int, int],
-                 pixel_mean_C: torch.Tensor, pixel_std_C: torch.Tensor, pool: int | None = None) -> None:
+                 pixel_mean_C: torch.Tensor, pixel_std_C: torch.Tensor, pool: int | None = None,
+                 precomputed: bool = False) -> None:
         super().__init__()
+        self.precomputed = precomputed  # inputs are already these outputs: forward passes them through
         self.image_shape = tuple(int(v) for v in image_shape)
         self.register_buffer("weight", torch.as_tensor(weight_k_C_p_p, dtype=torch.float32))
         self.register_buffer("pixel_mean", torch.as_tensor(pixel_mean_C, dtype=torch.float32))
@@ -107,6 +110,22 @@ class PatchConv(nn.Module):
         self.padding = p // 2
         h, w = self.image_shape[1] // self.pool, self.image_shape[2] // self.pool
         self.out_dim = 2 * k * h * w
+
+    @classmethod
+    def of(cls, spec: InputSpec, *, precomputed: bool = False) -> "PatchConv":
+        """The stem an image spec describes (its pool filters and pixel statistics)."""
+        pix_mean, pix_std = _channel_stats(spec.mean_f, spec.std_f, spec.image_shape[0])
+        return cls(torch.as_tensor(spec.patch_filters), spec.image_shape, pix_mean, pix_std, spec.patch_pool,
+                   precomputed=precomputed)
+
+    @torch.no_grad()
+    def outputs(self, X_n_f: np.ndarray, rows: int = 1024) -> np.ndarray:
+        """The stem's outputs (n, out_dim) float32, ``rows`` images at a time (~100 KB of maps a
+        28 x 28 image while it is computed)."""
+        out = np.empty((len(X_n_f), self.out_dim), dtype=np.float32)
+        for i in range(0, len(X_n_f), rows):
+            out[i:i + rows] = self(torch.tensor(np.asarray(X_n_f[i:i + rows]), dtype=torch.float32)).numpy()
+        return out
 
     @staticmethod
     def patch_for(image_shape: tuple[int, int, int]) -> int:
@@ -152,6 +171,8 @@ class PatchConv(nn.Module):
         return cls(W.float(), image_shape, pix_mean.float(), pix_std.float(), pool)
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
+        if self.precomputed:
+            return x_n_f
         c, h, w = self.image_shape
         x = (x_n_f.reshape(-1, c, h, w) - self.pixel_mean[None, :, None, None]) / self.pixel_std[None, :, None, None]
         z = torch.nn.functional.conv2d(x, self.weight, padding=self.padding)
@@ -359,7 +380,7 @@ class ConvBackbone(nn.Module):
                  dropout: float = 0.0) -> None:
         super().__init__()
         self.conv = conv
-        self.n_features = int(np.prod(conv.image_shape))
+        self.n_features = conv.out_dim if conv.precomputed else int(np.prod(conv.image_shape))
         self.mlp = ResidualMLP(conv.out_dim, width, depth, feature_map=feature_map, rff_dim=rff_dim,
                                dropout=dropout)
         _set_stats(self.mlp.x_mean, self.mlp.x_std, torch.as_tensor(conv_mean_f), torch.as_tensor(conv_std_f))
@@ -507,10 +528,10 @@ def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Ten
         return build_user_backbone(config.module, n_features, spec.image_shape if spec is not None else None, mean, std)
     if spec is not None and spec.patch_filters is not None:
         shape = spec.image_shape
-        if int(np.prod(shape)) != n_features:
-            raise ValueError(f"image shape {shape} does not match {n_features} features")
-        pix_mean, pix_std = _channel_stats(spec.mean_f, spec.std_f, shape[0])
-        conv = PatchConv(torch.as_tensor(spec.patch_filters), shape, pix_mean, pix_std, spec.patch_pool)
+        conv = PatchConv.of(spec, precomputed=spec.stem_precomputed)
+        if (conv.out_dim if spec.stem_precomputed else int(np.prod(shape))) != n_features:
+            what = f"the stem's {conv.out_dim} outputs" if spec.stem_precomputed else f"image shape {shape}"
+            raise ValueError(f"{what} do not match {n_features} features")
         return ConvBackbone(conv, spec.conv_mean_f, spec.conv_std_f, config.width, config.depth_for(spec),
                             feature_map=config.feature_map, rff_dim=config.rff_dim, dropout=config.dropout)
     net = ResidualMLP(n_features, config.width, config.depth_for(spec), feature_map=config.feature_map,

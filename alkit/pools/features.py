@@ -133,11 +133,7 @@ class FeatureReader:
             raise
         except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged file
             raise _unreadable(self.path, exc) from None
-        if (n_items is not None and self.n_items != n_items) or (n_features is not None and self.n_features != n_features):
-            want = f"{n_items if n_items is not None else self.n_items} items x {n_features if n_features is not None else self.n_features} features"
-            raise FeatureFileError(f"{self.path.name} holds {self.n_items} items x {self.n_features} features, but "
-                                   f"alkit.toml records {want}: it is not this project's file; restore it or "
-                                   "re-create the project with `alkit init`")
+        _check_shape(self, n_items, n_features)
         self.chunk_rows = chunk_rows
 
     def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -162,3 +158,61 @@ class FeatureReader:
             rows[slot[chunk_keys]] = X
         out[:] = rows[inverse]
         return out
+
+
+def _check_shape(reader: "FeatureReader | ArrayFeatureReader", n_items: int | None, n_features: int | None) -> None:
+    """Refuse a feature file of another shape than the project recorded."""
+    if (n_items is not None and reader.n_items != n_items) or (n_features is not None and reader.n_features != n_features):
+        want = (f"{n_items if n_items is not None else reader.n_items} items x "
+                f"{n_features if n_features is not None else reader.n_features} features")
+        raise FeatureFileError(f"{reader.path.name} holds {reader.n_items} items x {reader.n_features} features, but "
+                               f"alkit.toml records {want}: it is not this project's file; restore it or "
+                               "re-create the project with `alkit init`")
+
+
+class ArrayFeatureReader:
+    """FeatureReader's interface over a derived feature file stored as a float32 ``.npy`` array
+    (keys are row numbers), memory-mapped.  Why not Parquet: the image stem's outputs
+    (alkit/stem_features.py) are dense floats that compress to nothing, and decoding them cost as
+    much as computing them; a mapped array is read at memory speed, and ``take`` touches only the
+    rows it is asked for."""
+
+    def __init__(self, path: Path, chunk_rows: int = 16_384, *, n_items: int | None = None,
+                 n_features: int | None = None) -> None:
+        self.path = Path(path)
+        try:
+            self.array = np.load(self.path, mmap_mode="r", allow_pickle=False)
+            if self.array.ndim != 2 or self.array.dtype != np.float32:
+                raise ValueError(f"a 2-d float32 array expected, got {self.array.dtype} of shape {self.array.shape}")
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged file
+            raise _unreadable(self.path, exc) from None
+        self.n_items, self.n_features = (int(v) for v in self.array.shape)
+        _check_shape(self, n_items, n_features)
+        self.chunk_rows = chunk_rows
+
+    def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(keys_m, X_m_f) per ``chunk_rows`` rows, only rows where ``mask_n[key]`` is True (the
+        batches FeatureReader.iter_chunks gives for the same rows)."""
+        for start in range(0, self.n_items, self.chunk_rows):
+            keys = np.arange(start, min(start + self.chunk_rows, self.n_items), dtype=np.int64)
+            if mask_n is not None:
+                keys = keys[mask_n[keys]]
+                if len(keys) == 0:
+                    continue
+            yield keys, np.asarray(self.array[keys[0]:keys[-1] + 1][keys - keys[0]])  # a copy: fancy index
+
+    def take(self, keys: np.ndarray) -> np.ndarray:
+        """Rows for ``keys`` in the given order (a key asked twice gets its row twice)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if len(keys) and (keys.min() < 0 or keys.max() >= self.n_items):
+            raise KeyError("item key out of range of the feature file")
+        return np.asarray(self.array[keys]).reshape(len(keys), self.n_features)  # a copy: fancy index
+
+
+def open_reader(path: Path, chunk_rows: int = 16_384, *, n_items: int | None = None,
+                n_features: int | None = None) -> "FeatureReader | ArrayFeatureReader":
+    """The reader for a feature file: ``.npy`` arrays (derived files) or alkit's Parquet layout."""
+    cls = ArrayFeatureReader if Path(path).suffix == ".npy" else FeatureReader
+    return cls(path, chunk_rows, n_items=n_items, n_features=n_features)
