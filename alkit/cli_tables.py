@@ -58,11 +58,15 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) ->
     else:
         main = next((m for m in PRIMARY if m in metric_names), metric_names[0] if metric_names else None)
         shown = [m for m in (main, SECONDARY.get(main or "")) if m and m in metric_names]
-        t.add_column("run", overflow="fold", min_width=12)
-        for col in ("cycles", "labels", "status"):
-            t.add_column(col, justify="right" if col != "status" else "left", no_wrap=True)
+        # a run name is one token: kept whole up to 22 characters (the status wraps between words
+        # instead); a longer one folds
+        longest = max((len(r["name"]) for r in rows), default=12)
+        t.add_column("run", overflow="fold", min_width=min(max(12, longest), 22))
+        for col in ("cycles", "labels"):
+            t.add_column(col, justify="right", no_wrap=True)
+        t.add_column("status", max_width=12)
     for m in shown:
-        t.add_column(arrow(m), justify="right", no_wrap=True)
+        t.add_column(arrow(m), justify="right", no_wrap=True, min_width=len(arrow(m)))
     for r in rows:
         labels = f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}"
         if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):  # people's labels for other runs' picks, shared

@@ -42,3 +42,23 @@ def test_status_labels_are_the_runs_spend_and_name_shared_labels() -> None:
     lines = {ln.split()[0]: ln for ln in out.getvalue().splitlines() if ln.strip().startswith(("shared", "own"))}
     assert "40/40 (learns from 57)" in lines["shared"] and "57/40" not in lines["shared"]
     assert "30/40" in lines["own"] and "learns from" not in lines["own"]
+
+
+def test_status_at_80_columns_keeps_run_names_whole_and_every_metric() -> None:
+    """Run names are one token: at 80 columns one of up to 22 characters stays on one line (the
+    status wraps between words instead) and both metric columns are shown; a longer one folds."""
+    from alkit.cli_tables import summary_table
+
+    def row(name: str, status: str) -> dict:
+        return {"id": 1, "name": name, "strategy": "epistemic", "scorer": "vbll", "seed": 0, "cycles": 25,
+                "n_labeled": 270, "budget": 270, "status": status, "metrics": {"accuracy": 0.912, "nll": 0.331}}
+
+    names = ["random:vbll-b10-s3", "epistemic-acq-bald-s12", "epistemic-acq-decision-bald-cand-400-b10-s12"]
+    out = io.StringIO()
+    Console(file=out, width=80).print(summary_table([row(n, "interrupted") for n in names], "runs"))
+    text = out.getvalue()
+    assert "accuracy" in text and "nll" in text and max(map(len, text.splitlines())) <= 80
+    lines = text.splitlines()
+    assert any(ln.split()[0] == names[0] for ln in lines if ln.strip()) and any(
+        ln.split()[0] == names[1] for ln in lines if ln.strip())
+    assert names[2] not in text and names[2][:22] in text.replace("\n", "")  # folded, not cut
