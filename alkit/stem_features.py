@@ -10,7 +10,8 @@ loop hands learners that file with ``InputSpec.stem_precomputed`` set, so their 
 rows through.  The fingerprint covers everything the outputs depend on (the filters, the pixel
 statistics, the pooling, the source file's size), so a changed pool gets its own file.  The file
 is written under a temporary name and moved in: a killed run leaves nothing half-written.
-A folder that cannot be written is a note, and the run computes the stem in the model as before.
+A folder that cannot be written, or a file that would take more than half the free disk, is a note,
+and the run computes the stem in the model as before.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shutil
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +60,11 @@ def ensure_stem_features(root: Path, spec: InputSpec, source: FeatureReader,
     try:
         path.parent.mkdir(exist_ok=True)
         _remove_dead_writers_files(path)
+        needed, free = 4 * source.n_items * stem.out_dim, shutil.disk_usage(path.parent).free
+        if needed > free // 2:  # a cache must not fill the disk the store and the queues live on
+            warnings.warn(Note(f"the image stem's outputs would take {needed / 1e9:.1f} GB of the {free / 1e9:.1f} GB "
+                               f"free in {path.parent}; each cycle computes them again"), stacklevel=2)
+            return None
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
                   "shape": (source.n_items, stem.out_dim)}
         # written, not memory-mapped: a full disk is then an OSError, not a SIGBUS

@@ -139,3 +139,17 @@ def test_alkit_run_computes_the_stem_once_a_refused_run_nothing(tmp_path: Path) 
                                catch_exceptions=False)
     assert again.exit_code == 0 and [p.name for p in (root / FOLDER).iterdir()] == [stem.name]
     assert stem.stat().st_mtime_ns == before
+
+
+def test_a_file_that_would_fill_the_disk_is_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    from collections import namedtuple
+
+    root = _image_project(tmp_path)
+    loop = ActiveLoop(load_project(root))
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**6, 10**6 - 100_000, 100_000))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ensure_stem_features(root, loop._pool_spec(), loop.source) is None
+    assert any("GB free" in str(w.message) for w in caught) and not list((root / FOLDER).glob("*.npy"))
