@@ -39,14 +39,7 @@ def stem(shape: tuple[int, int, int], n: int) -> tuple[PatchConv, torch.Tensor]:
     rng = np.random.default_rng(0)
     X = rng.random((n, int(np.prod(shape))), dtype=np.float32)
     spec = pool_input_spec(X[:256], shape)  # small: the measured forward, not this, sets the peak
-    conv = PatchConv(torch.as_tensor(spec.patch_filters), shape, *_pixel_stats(spec), spec.patch_pool)
-    return conv, torch.as_tensor(X)
-
-
-def _pixel_stats(spec):
-    from alkit.models.backbone import _channel_stats
-
-    return _channel_stats(spec.mean_f, spec.std_f, spec.image_shape[0])
+    return PatchConv.of(spec), torch.as_tensor(X)
 
 
 def peak_kb_per_row(shape_name: str, form: str, n: int) -> float:
