@@ -320,9 +320,12 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         _run_with_progress(loop, req, quiet=json_out)
     except KeyboardInterrupt:  # the lease is released and the unfinished cycle will be redone
         run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
-        at = loop.store.next_cycle(run_id) if run_id is not None else 0
-        err.print(f"interrupted at cycle {at} of run {spec.name}; run the same command (or `alkit run --resume "
-                  f"{spec.name}`) to continue", highlight=False)
+        if run_id is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
+            err.print(f"interrupted before run {spec.name} started (nothing was recorded); run the same command "
+                      "to start it", highlight=False)
+        else:
+            err.print(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
+                      f"command (or `alkit run --resume {spec.name}`) to continue", highlight=False)
         raise typer.Exit(code=130) from None
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries

@@ -429,3 +429,23 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
     assert "every label run margin-b10-s0 learns from is class 'maj', so no model could be fitted" in " ".join(done.stderr.split())
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
+
+
+def test_ctrl_c_before_the_run_is_recorded_does_not_offer_a_resume(project: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the pool is read (a large image pool: seconds, before the run's row exists)
+    said `alkit run --resume NAME`, which then failed: no such run.  It now says nothing was
+    recorded and to run the same command."""
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+    from alkit.loop import ActiveLoop
+
+    def interrupted(self, req):  # noqa: ANN001 - stands in for ActiveLoop.run
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ActiveLoop, "run", interrupted)
+    res = CliRunner().invoke(app, [*RUN, "-p", str(project)])
+    assert res.exit_code == 130
+    assert "interrupted before run random-b10-s0 started (nothing was recorded)" in res.output
+    assert "--resume" not in res.output
