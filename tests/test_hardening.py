@@ -449,3 +449,9 @@ def test_ctrl_c_before_the_run_is_recorded_does_not_offer_a_resume(project: Path
     assert res.exit_code == 130
     assert "interrupted before run random-b10-s0 started (nothing was recorded)" in res.output
     assert "--resume" not in res.output
+
+
+def test_a_regression_head_on_a_classification_project_says_head_is_for_regression(project: Path) -> None:
+    res = alkit(*RUN, "--scorer", "vbll", "--head", "quantile", "-p", str(project), cwd=project.parent)
+    assert res.returncode != 0 and "Traceback" not in res.stderr
+    assert "--head is for regression projects" in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -181,7 +181,8 @@ class VBLLLearner:
         if head is None:
             head = "gaussian" if task == "classification" else "buckets"
         if task == "classification" and head != "gaussian":
-            raise ValueError("classification uses the Gaussian-logit head (head='gaussian')")
+            raise ValueError(f"head {head!r} is a regression head (--head is for regression projects); "
+                             "classification uses the Gaussian-logit head (head='gaussian')")
         if head not in ("gaussian", "hetero", "quantile", "buckets"):
             raise ValueError(f"unknown head {head!r}; use gaussian, hetero, quantile or buckets")
         if cov is None:
