@@ -36,7 +36,9 @@ from alkit.plots import random_curve, summary_table, to_markdown
 from alkit.choices import HIGHER_IS_BETTER, METRICS
 from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
+from alkit.acquisition import ACQUISITIONS
 from alkit.report import cycles_frame
+from alkit.runs import resolve_acquisition
 from alkit.strategies import SELECTORS
 
 BUSY_POLL_S = 2.0  # how often bench looks whether a run another process holds is free
@@ -59,19 +61,44 @@ class BenchResult:
     unavailable: dict[str, str] = field(default_factory=dict)  # strategy -> why it was left out
 
 
-def available_strategies(task: str) -> tuple[list[str], dict[str, str]]:
-    """Presets whose scorer and selectors are installed (and fit the task), and why others are not."""
-    usable, why = [], {}
+def available_strategies(task: str, batch_size: int = 10) -> tuple[list[str], dict[str, str]]:
+    """Presets whose scorer and selectors are installed (and fit the task), and why others are not.
+
+    A preset whose score needs class probabilities (margin, entropy, decision-flip, ...) would rank
+    a regression project by the epistemic score instead, and so would pick what another preset
+    picks: such presets, and any other whose scorer, acquisition and selectors at this batch size
+    equal an earlier one's, are left out with the reason (a bench on a regression project ran them
+    all as identical rows at several times the cost)."""
+    usable, why, seen = [], {}, {}
     for name, preset in PRESETS.items():
         missing = [s for s in (preset.selector, preset.single_selector, preset.initial_selector) if s not in SELECTORS]
         if preset.default_scorer not in SCORERS:
             why[name] = f"scorer {preset.default_scorer!r} is not registered"
-        elif missing:
+            continue
+        if missing:
             why[name] = f"selector {missing[0]!r} is not registered"
-        elif task == "regression" and preset.selector == "batchbald":
+            continue
+        if task == "regression" and preset.selector == "batchbald":
             why[name] = "BatchBALD needs class probabilities (classification only)"
-        else:
-            usable.append(name)
+            continue
+        selector = preset.selector_for(task, batch_size)
+        try:
+            acquisition, notes = resolve_acquisition(name, None, preset.default_scorer, task, selector)
+        except LoopError as exc:
+            why[name] = str(exc)
+            continue
+        if notes:
+            why[name] = (f"ranks by {preset.acquisition_for(task)}, which needs class probabilities: on a {task} "
+                         f"project it would rank by the epistemic score")
+            continue
+        if task == "regression":
+            acquisition = getattr(ACQUISITIONS[acquisition], "regression_same_as", acquisition)
+        key = (preset.default_scorer, None if selector == "random" else acquisition, selector, preset.initial_selector)
+        if key in seen:
+            why[name] = f"picks as {seen[key]!r} does on a {task} project"
+            continue
+        seen[key] = name
+        usable.append(name)
     return usable, why
 
 
@@ -131,7 +158,7 @@ def run_bench(
     """
     proj = project if isinstance(project, Project) else load_project(project)
     task = proj.config.task
-    usable, unavailable = available_strategies(task)
+    usable, unavailable = available_strategies(task, batch_size)
     # deduplicated after like_with_like too: 'random,random:vbll' are one strategy (counted twice in the bar)
     names = list(dict.fromkeys(like_with_like(list(dict.fromkeys(strategies)) if strategies is not None else usable)))
     if not names:

@@ -84,8 +84,19 @@ def test_the_metric_names_are_those_the_cycles_record() -> None:
 
 
 def test_available_strategies_explains_what_is_left_out() -> None:
+    """On a regression project the presets whose score needs class probabilities, and those that
+    would pick as another preset does, are left out with the reason (a bench ran margin, entropy,
+    least-confident, decision-flip and topk as five identical rows); a classification project
+    keeps every preset."""
     usable, why = available_strategies("regression")
     assert "random" in usable and "batchbald" not in usable and "batchbald" in why
+    for name in ("margin", "entropy", "least-confident", "decision-flip"):
+        assert name not in usable and "needs class probabilities" in why[name]
+    assert "epig" in usable and why["epig-decision"] == "picks as 'epig' does on a regression project"
+    assert {"epistemic", "topk", "bald", "badge", "kcenter"} <= set(usable)
+    from alkit.presets import PRESETS
+
+    assert available_strategies("classification") == (list(PRESETS), {})
 
 
 def test_bench_preset_with_another_scorer(digits_project: Path) -> None:

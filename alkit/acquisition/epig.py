@@ -154,3 +154,4 @@ class DecisionEPIGAcquisition(EPIGAcquisition):
 
     name = "epig-decision"
     decision = True
+    regression_same_as = "epig"  # what it computes on a regression project (alkit bench leaves one out)
