@@ -800,3 +800,39 @@ def test_messages_that_said_too_little(tmp_path: Path) -> None:
     csv.write_text('id,vec,label\na,"[1, 2]",0\nb,"[3, 4]",1\n')
     with pytest.raises(InputError, match=r"a CSV cell holds text: write the vectors to JSON Lines or Parquet"):
         init_project(csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", feature_col="vec", hide_labels=True))
+
+
+@pytest.mark.parametrize("task", [None, "regression"])
+def test_numbers_with_thousands_separators_are_named_not_taken_as_classes(tmp_path: Path, task: str | None) -> None:
+    """A regression target written '1,300' / '18,000' arrived as text and became a five-class
+    project, unsaid (or with --task regression a refusal naming no value); a feature '50,994' was
+    called a decimal comma, whose suggested fix (50.994) is a thousandth of the value."""
+    rng = np.random.default_rng(0)
+    amounts = [f"{v:,}" for v in rng.choice([0, 12.5, 1300, 2450.75, 18000], 60)]
+    frame = pl.DataFrame({"id": [f"i{k}" for k in range(60)], "x": rng.random(60), "y": amounts})
+    frame.write_csv(tmp_path / "t.csv")
+    opts = InitOptions(id_col="id", label_col="y", hide_labels=True, progress=False, task=task)
+    with pytest.raises(InputError) as exc:
+        init_project(tmp_path / "t.csv", tmp_path / "p", opts)
+    msg = str(exc.value)
+    assert "label column 'y' holds numbers written with ','" in msg and "no separators" in msg
+    assert ("pass --task classification" in msg) is (task is None)
+    assert _listing(tmp_path / "p") == []
+    init_project(tmp_path / "t.csv", tmp_path / "c", InitOptions(id_col="id", label_col="y", hide_labels=True,
+                                                                  progress=False, task="classification"))
+    feats = pl.DataFrame({"id": [f"i{k}" for k in range(60)], "income": [f"{v:,}" for v in rng.integers(1000, 99999, 60)],
+                          "label": ["a", "b"] * 30})
+    feats.write_csv(tmp_path / "f.csv")
+    with pytest.raises(InputError, match=r"feature column 'income' holds numbers written with ','.*a thousands "
+                                         r"separator \(\d+\) or a decimal comma \(\d+\.\d+\)\?"):
+        init_project(tmp_path / "f.csv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+
+
+def test_commas_in_numbers_read_as_thousands_decimal_or_either() -> None:
+    from alkit.pools.commas import comma_hint, comma_kind
+
+    assert [comma_kind(t) for t in ("18,000", "2,450.75", "1,234,567", "-1,300", "0,844", "12,5", "1,3000",
+                                    "abc", "1300", "1,30,0")] == \
+        ["either", "thousands", "thousands", "either", "decimal", "decimal", "decimal", None, None, None]
+    assert comma_hint("1,300") == "a thousands separator (1300) or a decimal comma (1.300)?"
+    assert comma_hint("18,000.5") == "thousands separators? write 18000.5" and comma_hint("x") == ""

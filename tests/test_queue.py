@@ -431,6 +431,10 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
     comma.write_text(f'id,label\n{ids[0]},"1,5"\n')
     with pytest.raises(QueueError, match=re.escape("regression label '1,5' is not a number (a decimal comma? write 1.5)")):
         import_labels(project, comma)
+    comma.write_text(f'id,label\n{ids[0]},"1,300"\n')  # a decimal-comma hint alone said 1.300, a thousandth
+    with pytest.raises(QueueError, match=re.escape("regression label '1,300' is not a number (a thousands separator "
+                                                   "(1300) or a decimal comma (1.300)?)")):
+        import_labels(project, comma)
     underscore = tmp_path / "underscore.csv"  # Python's float() reads 1_000 as 1000
     underscore.write_text(f"id,label\n{ids[0]},1_000\n")
     with pytest.raises(QueueError, match=re.escape("regression label '1_000' is not a number")):

@@ -34,6 +34,7 @@ from alkit.config import (
     without_password,
     write_config,
 )
+from alkit.pools.commas import comma_hint, comma_kind
 from alkit.pools.feature_hints import feature_hints
 from alkit.pools.features import FeatureWriter, write_features
 from alkit.pools.procs import pid_alive
@@ -227,14 +228,26 @@ def _category(col: str) -> pl.Expr:
     return pl.col(col).cast(pl.Utf8).str.strip_chars().fill_null(MISSING_LEVEL)
 
 
-def _decimal_comma(s: pl.Series) -> str | None:
-    """A cell of a text column whose cells are nearly all numbers with a decimal comma ('0,844',
-    '-12,5'), or None: the usual reason a numeric column arrives as text."""
-    text = s.drop_nulls().cast(pl.Utf8).str.strip_chars()
-    if text.is_empty():
+def _comma_numbers(s: pl.Series) -> str | None:
+    """A cell of a text column whose cells are nearly all numbers written with commas (a decimal
+    comma, '0,844'; thousands separators, '50,994', '18,000.5'), or None: the usual reason a
+    numeric column arrives as text.  The example is one with a thousands reading where any has one."""
+    text = s.drop_nulls().cast(pl.Utf8).str.strip_chars().head(10_000)
+    kinds = [comma_kind(t) for t in text.to_list()]
+    plain = text.cast(pl.Float64, strict=False).is_not_null().to_list()  # numbers without commas beside them
+    if not any(kinds) or sum(k is not None or p for k, p in zip(kinds, plain)) < 0.9 * len(kinds):
         return None
-    is_comma = text.str.contains(r"^[-+]?\d+,\d+$")
-    return text.filter(is_comma)[0] if is_comma.mean() >= 0.9 else None
+    return next((t for t, k in zip(text, kinds) if k in ("thousands", "either")),
+                next(t for t, k in zip(text, kinds) if k is not None))
+
+
+def _comma_message(what: str, example: str) -> str:
+    """``what`` holds numbers with commas, e.g. ``example``: what the comma may be and how to write them."""
+    if comma_kind(example) == "decimal":
+        return (f"{what} holds numbers written with a decimal comma (e.g. {example!r}): alkit reads '.' as the "
+                "decimal mark; write the file with '.' decimals")
+    return (f"{what} holds numbers written with ',' (e.g. {example!r}: {comma_hint(example)}): alkit reads numbers "
+            "with '.' as the decimal mark and no separators; write the file that way")
 
 
 def _levels(s: pl.Series) -> list[str] | None:
@@ -303,11 +316,10 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
     mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
                    df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
-    comma = {c: example for c in mostly_text if (example := _decimal_comma(df[c])) is not None}
+    comma = {c: example for c in mostly_text if (example := _comma_numbers(df[c])) is not None}
     if comma:
         c, example = next(iter(comma.items()))
-        raise InputError(f"feature column {c!r} holds numbers written with a decimal comma (e.g. {example!r}): "
-                         f"alkit reads '.' as the decimal mark; write the file with '.' decimals"
+        raise InputError(_comma_message(f"feature column {c!r}", example)
                          + ("" if opts.features else f", or leave the column out with --exclude {','.join(comma)}"))
     levels = {c: lv for c in mostly_text if (lv := _levels(df[c])) is not None}
     textual = [c for c in mostly_text if c not in levels]  # free text: no feature
@@ -623,7 +635,9 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
             try:
                 s = s.cast(pl.Float64, strict=True)
             except Exception:  # noqa: BLE001
-                raise InputError(f"regression labels must be numbers; column {s.name!r} holds {s.dtype}") from None
+                bad = s.cast(pl.Utf8).filter(s.cast(pl.Float64, strict=False).is_null() & s.is_not_null())
+                raise InputError(f"regression labels must be numbers; column {s.name!r} holds {s.dtype}"
+                                 + (f", e.g. {bad[0]!r}" if len(bad) else "")) from None
         f = s.cast(pl.Float64)
         if (~f.is_finite() & f.is_not_null()).any():
             raise InputError(f"label column {s.name!r} has NaN or infinite values")
@@ -994,6 +1008,11 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
     """The label checks, the test split and the initial labels (before the features: --impute's
     medians come from the pool rows only)."""
     label_raw = _blank_labels_missing(df[opts.label_col])
+    if opts.task != "classification" and _is_text(label_raw.dtype):  # '1,300' would be a class, unsaid
+        example = _comma_numbers(label_raw)
+        if example is not None:
+            raise InputError(_comma_message(f"label column {opts.label_col!r}", example)
+                             + ("" if opts.task else "; if they are class names, pass --task classification"))
     task = opts.task or _infer_task(label_raw, opts.max_classes)
     labels = _label_strings(label_raw, task)
     has_label = labels.is_not_null().to_numpy()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from sqlalchemy import func, select
 from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
 from alkit.config import REGRESSION_LABEL_MAX, Project, missing_indicator
 from alkit.pools import labelfiles
+from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
@@ -300,9 +300,8 @@ def canonical_label(project: Project, raw: str) -> str:
             raise ValueError(raw)
         x = float(raw)
     except ValueError:
-        comma = re.fullmatch(r"\s*[-+]?\d+,\d+\s*", raw) is not None
-        raise ValueError(f"regression label {raw!r} is not a number"
-                         + (f" (a decimal comma? write {raw.strip().replace(',', '.')})" if comma else "")) from None
+        hint = comma_hint(raw)
+        raise ValueError(f"regression label {raw!r} is not a number" + (f" ({hint})" if hint else "")) from None
     if not math.isfinite(x):
         raise ValueError(f"regression label {raw!r} is not a finite number")
     if abs(x) > REGRESSION_LABEL_MAX:
