@@ -136,7 +136,6 @@ class ActiveLoop:
         lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
         self.store.ensure_signals_table()
         try:
-            self._use_stem(plan)
             return self._drive(req, plan, lease)
         finally:
             leases.release(self.store, lease)
@@ -149,16 +148,23 @@ class ActiveLoop:
             self.source = self.features = FeatureReader(Path(path), n_items=self.cfg.n_items)
             self._source_input, self._input, self._stop_sets, self._test = None, None, {}, None
 
-    def _use_stem(self, plan: RunPlan) -> None:
+    def _use_stem(self, plan: RunPlan, lease: leases.Lease) -> None:
         """On an image project whose learner trains alkit's network, learners read the frozen
         stem's outputs over the source features, computed once per project (alkit/stem_features.py;
-        ``stem`` events report the rows written); other plans read the source.  Called once the
-        run is this process's, so a refused or busy run computes nothing."""
+        ``stem`` events report the rows written, and the run's lease is renewed meanwhile); other
+        plans read the source.  Called before a run's first cycle of this call, so a refused, busy,
+        complete or waiting run computes nothing."""
         path = None
         if plan.stem:
-            total = self.source.n_items
-            path = ensure_stem_features(self.project.root, self._pool_spec(), self.source,
-                                        lambda rows: self.on_event("stem", {"rows": rows, "total": total}))
+            total, renewed = self.source.n_items, [time.monotonic()]
+
+            def advance(rows: int) -> None:
+                self.on_event("stem", {"rows": rows, "total": total})
+                if time.monotonic() - renewed[0] > 60:  # a long stem must not let the lease lapse
+                    leases.renew(self.store, lease)
+                    renewed[0] = time.monotonic()
+
+            path = ensure_stem_features(self.project.root, self._pool_spec(), self.source, advance)
         if Path(path or self.source.path) != Path(self.features.path):
             self.features = self.source if path is None else ArrayFeatureReader(path, n_items=self.cfg.n_items)
             self._input, self._stop_sets, self._test = None, {}, None
@@ -213,6 +219,8 @@ class ActiveLoop:
             if spent >= spec.budget and last and last[-1].n_selected == 0:
                 self.store.set_run_status(run.id, "complete")
                 break
+            if not results:  # the run has a cycle to do: its learners' inputs first
+                self._use_stem(plan, lease)
             res = self._cycle(run.id, cycle, plan, spent)
             results.append(res)
             self.on_event("cycle_end", {"run": run.name, **res.__dict__})

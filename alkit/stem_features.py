@@ -8,9 +8,12 @@ outputs for every item (pool and test split) are written once as
 memory-mapped when read: pages of dense floats that Parquet would only slow down), and the
 loop hands learners that file with ``InputSpec.stem_precomputed`` set, so their stem passes the
 rows through.  The fingerprint covers everything the outputs depend on (the filters, the pixel
-statistics, the pooling, the source file's size), so a changed pool gets its own file.  The file
-is written under a temporary name and moved in: a killed run leaves nothing half-written.
-A folder that cannot be written, or a file that would take more than half the free disk, is a note,
+statistics, the pooling, the source file's size and time), so a changed pool gets its own file,
+and a file is used only if a seeded sample of its rows equals the stem recomputed on their pixels
+(a file of the right shape holding zeros or NaN is written again).  One process writes it at a
+time (a lock file naming its process; the others wait, a dead holder's lock is taken over), under
+a temporary name, synced and moved in: a killed or crashed run leaves nothing half-written.  A
+folder that cannot be written, or a file that would take more than half the free disk, is a note,
 and the run computes the stem in the model as before.
 """
 
@@ -20,6 +23,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -29,42 +33,111 @@ import numpy as np
 from alkit.errors import Note
 from alkit.models.backbone import InputSpec, PatchConv
 from alkit.pools.features import ArrayFeatureReader, FeatureFileError, FeatureReader
+from alkit.pools.procs import pid_alive
 
 FOLDER = "stem-features"
 
 
 def fingerprint(spec: InputSpec, source: FeatureReader) -> str:
     """A digest of what the stem's outputs depend on: the spec's filters, pixel and output
-    statistics, image shape and pooling, and the source file's shape and size."""
+    statistics, image shape and pooling, and the source file's shape, size and time."""
     h = hashlib.blake2b(digest_size=8)
     for arr in (spec.patch_filters, spec.mean_f, spec.std_f, spec.conv_mean_f, spec.conv_std_f):
         h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-    h.update(repr((spec.image_shape, spec.patch_pool, source.n_items, source.n_features,
-                   Path(source.path).stat().st_size)).encode())
+    st = Path(source.path).stat()
+    h.update(repr((spec.image_shape, spec.patch_pool, source.n_items, source.n_features, st.st_size,
+                   st.st_mtime_ns)).encode())
     return h.hexdigest()
+
+
+CHECK_ROWS = 32  # rows of a stem file compared with the stem recomputed on their pixels before it is used
+WAIT_S = 0.5  # how often a process waiting for another's write looks again
+LOCK_STALE_S = 6 * 3600  # a lock this old is taken over even if its process id is alive (reused)
 
 
 def ensure_stem_features(root: Path, spec: InputSpec, source: FeatureReader,
                          advance: Callable[[int], None] | None = None) -> Path | None:
     """The stem feature file of ``source`` under ``spec``'s stem, written now if it is not there
-    yet (a damaged one is written again; ``advance(rows)`` after each chunk written); None, with a
-    note, when the folder cannot be written."""
+    yet, or is damaged (``advance(rows)`` after each chunk written); while another process writes
+    it, this one waits.  None, with a note, when the folder cannot be written or the disk is short."""
     path = Path(root) / FOLDER / f"{fingerprint(spec, source)}.npy"
     stem = PatchConv.of(spec)
+    lock = path.with_name(f".{path.name}.lock")
+    written = False
     try:
-        ArrayFeatureReader(path, n_items=source.n_items, n_features=stem.out_dim)
-        return path
+        while not _usable(path, stem, source):
+            if written:  # what was written does not read back as written: do not write it forever
+                warnings.warn(Note(f"the image stem's outputs in {path} do not read back as they were written; "
+                                   "each cycle computes them again"), stacklevel=2)
+                return None
+            if path.parent.exists() and not path.parent.is_dir():
+                raise NotADirectoryError(f"{path.parent.name} is a file, not a folder")
+            path.parent.mkdir(exist_ok=True)
+            if not _take_lock(lock):
+                time.sleep(WAIT_S)  # another process is writing it: use its file when it is done
+                continue
+            try:
+                if _usable(path, stem, source):
+                    break
+                _remove_dead_writers_files(path)
+                if not _write(path, stem, source, advance):
+                    return None
+                written = True
+            finally:
+                lock.unlink(missing_ok=True)
+    except OSError as exc:
+        warnings.warn(Note(f"the image stem's outputs could not be written to {path.parent} "
+                           f"({exc.strerror or exc}); each cycle computes them again"), stacklevel=2)
+        return None
+    _remove_dead_writers_files(path)
+    return path
+
+
+def _usable(path: Path, stem: PatchConv, source: FeatureReader) -> bool:
+    """Whether ``path`` holds the stem's outputs: its shape, and a seeded sample of rows equal to
+    the stem recomputed on their pixels (one pass over the source)."""
+    try:
+        reader = ArrayFeatureReader(path, n_items=source.n_items, n_features=stem.out_dim)
     except (FeatureFileError, OSError):
-        pass  # absent or damaged: (re)write it
+        return False
+    keys = np.sort(np.random.default_rng(0).choice(source.n_items, min(CHECK_ROWS, source.n_items), replace=False))
+    want, got = stem.outputs(source.take(keys)), reader.take(keys)
+    return bool(np.isfinite(got).all() and np.allclose(got, want, rtol=1e-4, atol=1e-4 * (1 + np.abs(want).max())))
+
+
+def _take_lock(lock: Path) -> bool:
+    """Create ``lock`` naming this process; False while a live process holds it (a dead one's is
+    taken over)."""
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        try:
+            holder = int(lock.read_text().strip() or "0")
+        except (OSError, ValueError):
+            holder = 0
+        try:
+            stale = time.time() - lock.stat().st_mtime > LOCK_STALE_S
+        except OSError:
+            stale = False
+        if holder and pid_alive(holder) and not stale:
+            return False
+        lock.unlink(missing_ok=True)  # its writer died: take it over on the next try
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(str(os.getpid()))
+    return True
+
+
+def _write(path: Path, stem: PatchConv, source: FeatureReader, advance: Callable[[int], None] | None) -> bool:
+    """Write the stem's outputs for every item of ``source`` to ``path`` (False, with a note, when
+    the disk is short)."""
+    needed, free = 4 * source.n_items * stem.out_dim, shutil.disk_usage(path.parent).free
+    if needed > free // 2:  # a cache must not fill the disk the store and the queues live on
+        warnings.warn(Note(f"the image stem's outputs would take {_size(needed)} of the {_size(free)} free in "
+                           f"{path.parent}; each cycle computes them again"), stacklevel=3)
+        return False
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(exist_ok=True)
-        _remove_dead_writers_files(path)
-        needed, free = 4 * source.n_items * stem.out_dim, shutil.disk_usage(path.parent).free
-        if needed > free // 2:  # a cache must not fill the disk the store and the queues live on
-            warnings.warn(Note(f"the image stem's outputs would take {needed / 1e9:.1f} GB of the {free / 1e9:.1f} GB "
-                               f"free in {path.parent}; each cycle computes them again"), stacklevel=2)
-            return None
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False,
                   "shape": (source.n_items, stem.out_dim)}
         # written, not memory-mapped: a full disk is then an OSError, not a SIGBUS
@@ -78,27 +151,30 @@ def ensure_stem_features(root: Path, spec: InputSpec, source: FeatureReader,
                 expected += len(keys)
                 if advance is not None:
                     advance(len(keys))
+            if expected != source.n_items:
+                raise FeatureFileError(f"{Path(source.path).name} gave {expected} of its {source.n_items} items")
+            f.flush()
+            os.fsync(f.fileno())  # the data is on disk before the name is
         os.replace(tmp, path)
-    except OSError as exc:
-        warnings.warn(Note(f"the image stem's outputs could not be written to {path.parent} "
-                           f"({exc.strerror or exc}); each cycle computes them again"), stacklevel=2)
-        return None
     finally:
         try:
             tmp.unlink(missing_ok=True)  # a failed or interrupted write leaves no temporary file
         except OSError:
-            pass  # none was made (the folder is missing or not a folder)
-    return path
+            pass
+    return True
+
+
+def _size(n_bytes: int) -> str:
+    return f"{n_bytes / 1e9:.1f} GB" if n_bytes >= 1e9 else f"{n_bytes / 1e6:.0f} MB"
 
 
 def _remove_dead_writers_files(path: Path) -> None:
-    """Temporary files a killed writer left for ``path`` (named by its process id)."""
+    """Temporary files killed writers left for ``path`` (named by their process ids)."""
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):
         try:
-            os.kill(int(tmp.name.rsplit(".", 2)[-2]), 0)
-        except ProcessLookupError:
-            tmp.unlink(missing_ok=True)
-        except (ValueError, PermissionError):  # not one of ours, or a live process of another user
+            if not pid_alive(int(tmp.name.rsplit(".", 2)[-2])):
+                tmp.unlink(missing_ok=True)
+        except (ValueError, OSError):  # not one of ours, or not ours to remove
             pass
 
 

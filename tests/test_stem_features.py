@@ -86,7 +86,7 @@ def test_learners_get_the_stem_marked_precomputed(tmp_path: Path) -> None:
     assert loop.features is loop.source  # the stem is computed only once the run is this process's
     events = []
     loop.on_event = lambda kind, p: events.append((kind, p))
-    loop._use_stem(plan)
+    loop._use_stem(plan, None)
     assert sum(p["rows"] for kind, p in events if kind == "stem") == loop.source.n_items
     pixels, spec = loop._pool_spec(), loop.input_spec()
     assert spec.stem_precomputed and not pixels.stem_precomputed
@@ -116,8 +116,9 @@ def test_an_unwritable_folder_is_a_note_and_the_stem_is_computed_in_the_model(tm
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert ensure_stem_features(root, loop._pool_spec(), loop.source) is None
-    assert any(isinstance(w.message, Note) and "could not be written" in str(w.message) for w in caught)
-    assert [p.name for p in root.iterdir() if p.name.startswith(".stem") or p.suffix == ".tmp"] == []
+    assert any(isinstance(w.message, Note) and "could not be written" in str(w.message)
+               and "stem-features is a file, not a folder" in str(w.message) for w in caught)
+    assert (root / FOLDER).read_text() == "a file where the folder goes"
 
 
 def test_alkit_run_computes_the_stem_once_a_refused_run_nothing(tmp_path: Path) -> None:
@@ -152,4 +153,96 @@ def test_a_file_that_would_fill_the_disk_is_a_note(tmp_path: Path, monkeypatch: 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert ensure_stem_features(root, loop._pool_spec(), loop.source) is None
-    assert any("GB free" in str(w.message) for w in caught) and not list((root / FOLDER).glob("*.npy"))
+    assert any("MB free in" in str(w.message) for w in caught) and not list((root / FOLDER).glob("*.npy"))
+
+
+def test_a_busy_or_complete_run_computes_no_stem(tmp_path: Path) -> None:
+    """The stem is computed only for a run with a cycle to do in this process: a run another
+    process holds is refused as busy, and a complete one does nothing, without writing the file."""
+    from alkit.pools import leases
+    from alkit.pools.store import Store
+
+    root = _image_project(tmp_path)
+    store = Store(load_project(root).store_url)
+    lease = leases.acquire(store, "epistemic-b10-s0")  # this live process holds it
+    with pytest.raises(leases.RunBusy, match="busy"):
+        ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))
+    assert not (root / FOLDER).exists()
+    leases.release(store, lease)
+    ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))
+    [stem] = list((root / FOLDER).iterdir())
+    stem.unlink()
+    ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))  # complete
+    assert list((root / FOLDER).iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", ["zeros", "nan"])
+def test_a_file_of_the_right_shape_but_wrong_contents_is_written_again(tmp_path: Path, damage: str) -> None:
+    """Zeros gave a run at chance accuracy, unsaid; NaN an error naming the labelled inputs."""
+    root = _image_project(tmp_path)
+    loop = ActiveLoop(load_project(root))
+    spec = loop._pool_spec()
+    path = ensure_stem_features(root, spec, loop.source)
+    good = np.load(path).copy()
+    arr = np.load(path, mmap_mode="r+")
+    arr[:] = 0.0 if damage == "zeros" else np.nan
+    arr.flush()
+    del arr
+    assert ensure_stem_features(root, spec, loop.source) == path
+    np.testing.assert_array_equal(np.load(path), good)
+
+
+def test_a_stem_file_deleted_during_a_run_does_not_stop_it(tmp_path: Path) -> None:
+    """Clearing stem-features/ (a cache) mid-run: the run reads the file it has open."""
+    root = _image_project(tmp_path)
+    loop = ActiveLoop(load_project(root))
+
+    def clear(kind: str, payload: dict) -> None:
+        if kind == "cycle_end" and payload["cycle"] == 1:
+            for p in (root / FOLDER).iterdir():
+                p.unlink()
+
+    loop.on_event = clear
+    res = loop.run(RunRequest(strategy="epistemic", budget=50, train=FAST_TRAIN))
+    assert res[-1].n_labeled == 50 and sum(r.n_selected for r in res) == 50  # the last cycle evaluates only
+
+
+def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(tmp_path: Path) -> None:
+    """While a live process holds the lock, others wait for its file; a lock whose process is
+    gone is taken over."""
+    import subprocess
+    import sys
+    import threading
+
+    from alkit.stem_features import fingerprint
+
+    root = _image_project(tmp_path)
+    loop = ActiveLoop(load_project(root))
+    spec = loop._pool_spec()
+    path = root / FOLDER / f"{fingerprint(spec, loop.source)}.npy"
+    path.parent.mkdir()
+    lock = path.with_name(f".{path.name}.lock")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock.write_text(str(dead.pid))
+    assert ensure_stem_features(root, spec, loop.source) == path and not lock.exists()
+    good = np.load(path).copy()
+    path.unlink()
+    import os
+
+    lock.write_text(str(os.getpid()))  # a live writer (this process) holds it
+    result: list = []
+    waiter = threading.Thread(target=lambda: result.append(ensure_stem_features(root, spec, loop.source)))
+    waiter.start()
+    waiter.join(timeout=1.5)
+    assert waiter.is_alive() and not path.exists()  # waiting, not writing
+    np.save(path, good)  # the holder's file arrives
+    lock.unlink()
+    waiter.join(timeout=30)
+    assert result == [path]
+
+
+def test_the_ray_engine_reads_pixels(tmp_path: Path) -> None:
+    root = _image_project(tmp_path)
+    plan = ActiveLoop(load_project(root)).resolve(RunRequest(strategy="epistemic", budget=20, engine="ray"))
+    assert not plan.stem

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from alkit.engines import AcquisitionScorer, get_engine
-from alkit.pools.features import FeatureReader
+from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.types import Candidates, Learner
 
 POOL_CANDIDATES = 50_000  # 'pool' source (badge, kcenter): the whole pool up to this many, else the top by score
@@ -69,7 +69,7 @@ def in_memory_candidates(keys_n: np.ndarray, X_n_f: np.ndarray, learner: Learner
     return cands
 
 
-def produce(req: CandidateRequest, features: FeatureReader, mask_n: np.ndarray, learner: Learner | None,
+def produce(req: CandidateRequest, features: FeatureReader | ArrayFeatureReader, mask_n: np.ndarray, learner: Learner | None,
             scorer: AcquisitionScorer | None) -> tuple[Candidates, int]:
     """The candidates among the ``mask_n``ed pool items, and how many items the learner scored."""
     if req.source == "all":
@@ -84,4 +84,5 @@ def produce(req: CandidateRequest, features: FeatureReader, mask_n: np.ndarray, 
             cands.strata_n = payload_codes(req.payload_path, req.stratify_by, keys)
         return cands, 0 if learner is None else len(keys)
     engine = get_engine(req.engine, **(req.engine_options or {}))
-    return engine(learner, features.path, mask_n, req.m, req.chunk_rows, scorer=scorer)
+    source = features if req.engine == "local" else features.path  # local: the reader already open
+    return engine(learner, source, mask_n, req.m, req.chunk_rows, scorer=scorer)

@@ -18,7 +18,13 @@ from torch.nn.utils import parametrize
 
 from alkit.engines.streaming import TopM
 from alkit.posterior import N_TARGETS, EPIGTargets
-from alkit.pools.features import iter_masked_batches, open_features, open_reader  # noqa: F401 (the engines' reader)
+from alkit.pools.features import (  # noqa: F401 (the engines' reader)
+    ArrayFeatureReader,
+    FeatureReader,
+    iter_masked_batches,
+    open_features,
+    open_reader,
+)
 from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
 
 TopMEngine = Callable[..., tuple[Candidates, int]]
@@ -192,9 +198,11 @@ def score_batches(learner: Learner, batches: Iterator[tuple[np.ndarray, np.ndarr
 
 
 def local_topm(
-    learner: Learner, features_path: Path, pool_mask_n: np.ndarray, m: int, chunk_rows: int = 16_384,
-    scorer: AcquisitionScorer | None = None,
+    learner: Learner, features: Path | FeatureReader | ArrayFeatureReader, pool_mask_n: np.ndarray, m: int,
+    chunk_rows: int = 16_384, scorer: AcquisitionScorer | None = None,
 ) -> tuple[Candidates, int]:
-    """Single-process engine: stream the file once in this process."""
-    reader = open_reader(features_path, chunk_rows)
-    return score_batches(learner, reader.iter_chunks(pool_mask_n), m, scorer)
+    """Single-process engine: stream the features once in this process.  ``features``: a file, or
+    a reader already open (the loop's: a memory-mapped stem file stays readable after its name is
+    gone, where opening it again by name would fail)."""
+    reader = open_reader(features) if isinstance(features, (str, Path)) else features
+    return score_batches(learner, reader.iter_chunks(pool_mask_n, chunk_rows), m, scorer)

@@ -136,9 +136,11 @@ class FeatureReader:
         _check_shape(self, n_items, n_features)
         self.chunk_rows = chunk_rows
 
-    def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield (keys_m, X_m_f) per record batch, only rows where ``mask_n[key]`` is True."""
-        return iter_masked_batches(self.file, self.chunk_rows, mask_n)
+    def iter_chunks(self, mask_n: np.ndarray | None = None,
+                    chunk_rows: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield (keys_m, X_m_f) per record batch of ``chunk_rows`` (default the reader's) rows,
+        only rows where ``mask_n[key]`` is True."""
+        return iter_masked_batches(self.file, chunk_rows or self.chunk_rows, mask_n)
 
     def take(self, keys: np.ndarray) -> np.ndarray:
         """Rows for ``keys`` in the given order; streams the file once."""
@@ -192,11 +194,13 @@ class ArrayFeatureReader:
         _check_shape(self, n_items, n_features)
         self.chunk_rows = chunk_rows
 
-    def iter_chunks(self, mask_n: np.ndarray | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(keys_m, X_m_f) per ``chunk_rows`` rows, only rows where ``mask_n[key]`` is True (the
-        batches FeatureReader.iter_chunks gives for the same rows)."""
-        for start in range(0, self.n_items, self.chunk_rows):
-            keys = np.arange(start, min(start + self.chunk_rows, self.n_items), dtype=np.int64)
+    def iter_chunks(self, mask_n: np.ndarray | None = None,
+                    chunk_rows: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(keys_m, X_m_f) per ``chunk_rows`` (default the reader's) rows, only rows where
+        ``mask_n[key]`` is True (the batches FeatureReader.iter_chunks gives for the same rows)."""
+        rows = chunk_rows or self.chunk_rows
+        for start in range(0, self.n_items, rows):
+            keys = np.arange(start, min(start + rows, self.n_items), dtype=np.int64)
             if mask_n is not None:
                 keys = keys[mask_n[keys]]
                 if len(keys) == 0:
