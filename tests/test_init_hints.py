@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -62,8 +63,28 @@ def test_a_copy_of_a_regression_target_is_named(tmp_path: Path) -> None:
     X, y = load_diabetes(return_X_y=True)
     df = pl.DataFrame(X, schema=[f"f{i}" for i in range(X.shape[1])]).with_columns(pl.Series("y", y))
     code, out, _ = _init(tmp_path, df.with_columns((3 - 2 * pl.col("y")).alias("y_scaled")), "--label-col", "y")
-    assert code == 0 and "hint: feature y_scaled is a linear function of the label on every labelled row" in out
+    assert code == 0 and "hint: feature y_scaled is a function of the label on every labelled row" in out
     code, out, _ = _init(tmp_path / "clean", df, "--label-col", "y")
+    assert code == 0 and "hint:" not in out
+
+
+def test_a_monotone_copy_or_the_mark_of_a_regression_targets_point_mass_is_named(tmp_path: Path) -> None:
+    """RandHIE's lnmeddol = log(meddol), missing where meddol is 0: with --impute its median fill
+    hid the copy, and its `lnmeddol=missing` indicator is exactly meddol == 0 (CRPS 66.6 against
+    127.7 without them at 40 labels, black-box finding)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    spend = np.where(rng.random(n) < 0.3, 0.0, np.exp(rng.normal(5, 1, n)))
+    x = rng.normal(size=(n, 3))
+    log_spend = np.where(spend > 0, np.log(np.where(spend > 0, spend, 1.0)), np.nan)
+    df = pl.DataFrame({"a": x[:, 0], "b": x[:, 1], "c": x[:, 2], "lnspend": log_spend, "spend": spend})
+    code, out, _ = _init(tmp_path, df, "--label-col", "spend", "--impute")
+    assert code == 0, out
+    assert "hint: features lnspend, lnspend=missing are a function of the label on every labelled row" in out
+    sq = df.drop("lnspend").with_columns(pl.col("spend").sqrt().alias("root"))
+    code, out, _ = _init(tmp_path / "sq", sq, "--label-col", "spend")
+    assert code == 0 and "hint: feature root is a function of the label" in out
+    code, out, _ = _init(tmp_path / "clean", df.drop("lnspend"), "--label-col", "spend")
     assert code == 0 and "hint:" not in out
 
 

@@ -76,12 +76,9 @@ def feature_hints(path: Path, names: list[str], constant_f: np.ndarray | None, o
     else:
         y = y_s.cast(pl.Float64).to_numpy()
         if y.std() > 0:
-            X = X_s_f.astype(np.float64)
-            sd = X.std(0)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r = ((X - X.mean(0)) * (y - y.mean())[:, None]).mean(0) / (sd * y.std())
-            leaks = [names[j] for j in np.flatnonzero((sd > 0) & (np.abs(r) >= LEAK_CORR))]
-        why = ("is", "are", "a linear function of the label on every labelled row")
+            leaks = _regression_leaks(X_s_f.astype(np.float64), y, names)
+        why = ("is", "are", "a function of the label on every labelled row (linear, monotone, or the mark of its "
+                            "most common value)")
     if leaks:
         one = len(leaks) == 1
         hints.append(f"hint: feature{'' if one else 's'} {', '.join(leaks[:5])} {why[0] if one else why[1]} {why[2]}: "
@@ -89,3 +86,39 @@ def feature_hints(path: Path, names: list[str], constant_f: np.ndarray | None, o
                      f"{'it' if one else 'them'} and every strategy scores alike; init again with --exclude "
                      f"{','.join(leaks[:5])}")
     return hints
+
+
+def _corr_n(X_s_f: np.ndarray, y_s: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each column with ``y_s`` (0 for a constant column)."""
+    sd = X_s_f.std(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = ((X_s_f - X_s_f.mean(0)) * (y_s - y_s.mean())[:, None]).mean(0) / (sd * y_s.std())
+    return np.where(sd > 0, np.nan_to_num(r), 0.0)
+
+
+def _regression_leaks(X_s_f: np.ndarray, y_s: np.ndarray, names: list[str]) -> list[str]:
+    """Columns that copy a regression target: a linear function of it; a monotone one (log, square
+    root: rank correlation), read on the rows where its ``col=missing`` companion (--impute) is 0,
+    whose median fill is no copy; or a 0/1 column marking its most common value (``meddol=0``: a
+    missing-indicator of log(meddol) is exactly that)."""
+    from scipy.stats import rankdata
+
+    leaks = set(np.flatnonzero(np.abs(_corr_n(X_s_f, y_s)) >= LEAK_CORR))
+    index = {n: j for j, n in enumerate(names)}
+    values, counts = np.unique(y_s, return_counts=True)
+    mode_mark = y_s == values[counts.argmax()]
+    marks_mode = 0.05 <= mode_mark.mean() < 1.0
+    for j, name in enumerate(names):
+        if j in leaks:
+            continue
+        x = X_s_f[:, j]
+        if marks_mode and np.isin(x, (0.0, 1.0)).all() and (np.array_equal(x == 1, mode_mark)
+                                                             or np.array_equal(x == 0, mode_mark)):
+            leaks.add(j)
+            continue
+        rows = X_s_f[:, index[f"{name}=missing"]] == 0 if f"{name}=missing" in index else np.ones(len(x), bool)
+        if rows.sum() >= 10 and x[rows].std() > 0 and y_s[rows].std() > 0:
+            rho = _corr_n(rankdata(x[rows])[:, None], rankdata(y_s[rows]))[0]
+            if abs(rho) >= LEAK_CORR:
+                leaks.add(j)
+    return [names[j] for j in sorted(leaks)]
