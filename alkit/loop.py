@@ -32,7 +32,7 @@ from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
-from alkit.stem_features import ensure_stem_features, stem_input
+from alkit.stem_features import ensure_stem_features, stem_input, stem_path
 from alkit.stopping import Decision, History, first_fired
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
@@ -155,6 +155,9 @@ class ActiveLoop:
         plans read the source.  Called before a run's first cycle of this call, so a refused, busy,
         complete or waiting run computes nothing."""
         path = None
+        if plan.stem and isinstance(self.features, ArrayFeatureReader) and \
+                self.features.path == stem_path(self.project.root, self._pool_spec(), self.source):
+            return  # checked and opened by an earlier run of this loop (a map outlives the file's name)
         if plan.stem:
             total, renewed = self.source.n_items, [time.monotonic()]
 

@@ -50,6 +50,11 @@ def fingerprint(spec: InputSpec, source: FeatureReader) -> str:
     return h.hexdigest()
 
 
+def stem_path(root: Path, spec: InputSpec, source: FeatureReader) -> Path:
+    """Where the stem feature file of ``source`` under ``spec``'s stem lives in project ``root``."""
+    return Path(root) / FOLDER / f"{fingerprint(spec, source)}.npy"
+
+
 CHECK_ROWS = 32  # rows of a stem file compared with the stem recomputed on their pixels before it is used
 WAIT_S = 0.5  # how often a process waiting for another's write looks again
 LOCK_STALE_S = 6 * 3600  # a lock this old is taken over even if its process id is alive (reused)
@@ -60,7 +65,7 @@ def ensure_stem_features(root: Path, spec: InputSpec, source: FeatureReader,
     """The stem feature file of ``source`` under ``spec``'s stem, written now if it is not there
     yet, or is damaged (``advance(rows)`` after each chunk written); while another process writes
     it, this one waits.  None, with a note, when the folder cannot be written or the disk is short."""
-    path = Path(root) / FOLDER / f"{fingerprint(spec, source)}.npy"
+    path = stem_path(root, spec, source)
     stem = PatchConv.of(spec)
     lock = path.with_name(f".{path.name}.lock")
     written = False
