@@ -180,7 +180,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
             main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "crps") if k in m), "")
             progress.update(task_ids[p["run"]], advance=p["n_selected"], info=f"cycle {p['cycle']} {main}")
             if not quiet and not console.is_terminal:  # a log file (nohup, CI) had nothing until the run ended
-                console.print(f"cycle {p['cycle']}: {p['n_labeled']} labels{', ' + main if main else ''}, "
+                console.print(f"{p['run']}, cycle {p['cycle']}: {p['n_labeled']} labels{', ' + main if main else ''}, "
                               f"fit {p['fit_s']:.1f} s, score {p['score_s']:.1f} s", highlight=False)
 
     def task_ids_last() -> Any:

@@ -455,3 +455,13 @@ def test_a_regression_head_on_a_classification_project_says_head_is_for_regressi
     res = alkit(*RUN, "--scorer", "vbll", "--head", "quantile", "-p", str(project), cwd=project.parent)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert "--head is for regression projects" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_run_logged_to_a_file_names_its_run_on_every_cycle_line(project: Path) -> None:
+    """Off a terminal (nohup, CI, `alkit demo`'s four runs) each cycle prints a line; it now says
+    whose cycle it is."""
+    res = alkit(*RUN, "-p", str(project), cwd=project.parent)
+    assert res.returncode == 0, res.stderr
+    lines = [ln for ln in res.stdout.splitlines() if ", cycle " in ln]
+    assert lines and all(ln.startswith("random-b10-s0, cycle ") for ln in lines)
+    assert "random-b10-s0, cycle 1: 10 labels" in res.stdout
