@@ -8,12 +8,11 @@ only its new rows.  Everything is validated before the first item is encoded.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import secrets
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -23,6 +22,7 @@ import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.parquet as pq
 
 from alkit.errors import Note
+from alkit.pools.procs import file_lock
 
 Kind = Literal["text", "image"]
 CACHE_DIR_NAME = ".alkit-cache"
@@ -83,23 +83,6 @@ def _read_cache(path: Path, dim: int, *, quiet: bool = False) -> dict[str, np.nd
     return {k: vec for k, vec, ok in zip(keys, vecs, finite) if ok and isinstance(k, str)}
 
 
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """An exclusive lock across processes (POSIX flock; elsewhere none): concurrent embeds and inits
-    of one folder merge their vectors into the cache one at a time."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with open(lock_path, "a+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _write_cache(path: Path, dim: int, new: dict[str, np.ndarray]) -> None:
     """Merge ``new`` into the cache file under a lock: read what is there now (another process may
     have added to it), add, write a temporary file of this process's own and move it in.  A cache
@@ -107,7 +90,7 @@ def _write_cache(path: Path, dim: int, new: dict[str, np.ndarray]) -> None:
     the vectors were encoded and are used."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(path.parent / f".{path.name}.lock"):
+        with file_lock(path.parent / f".{path.name}.lock"):
             cache = _read_cache(path, dim, quiet=True)
             cache.update(new)
             keys = list(cache)

@@ -155,10 +155,9 @@ class ActiveLoop:
         plans read the source.  Called before a run's first cycle of this call, so a refused, busy,
         complete or waiting run computes nothing."""
         path = None
-        if plan.stem and isinstance(self.features, ArrayFeatureReader) and \
-                self.features.path == stem_path(self.project.root, self._pool_spec(), self.source):
-            return  # checked and opened by an earlier run of this loop (a map outlives the file's name)
         if plan.stem:
+            if self.features.path == stem_path(self.project.root, self._pool_spec(), self.source):
+                return  # checked and opened by an earlier run of this loop (a map outlives the file's name)
             total, renewed = self.source.n_items, [time.monotonic()]
 
             def advance(rows: int) -> None:

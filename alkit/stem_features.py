@@ -11,8 +11,9 @@ rows through.  The fingerprint covers everything the outputs depend on (the filt
 statistics, the pooling, the source file's size and time), so a changed pool gets its own file,
 and a file is used only if a seeded sample of its rows equals the stem recomputed on their pixels
 (a file of the right shape holding zeros or NaN is written again).  One process writes it at a
-time (a lock file naming its process; the others wait, a dead holder's lock is taken over), under
-a temporary name, synced and moved in: a killed or crashed run leaves nothing half-written.  A
+time (``procs.file_lock``, as the embedding cache: the others wait, and a killed holder's lock is
+released by the kernel), under a temporary name, synced and moved in: a killed or crashed run
+leaves nothing half-written.  A
 folder that cannot be written, or a file that would take more than half the free disk, is a note,
 and the run computes the stem in the model as before.
 """
@@ -23,7 +24,6 @@ import dataclasses
 import hashlib
 import os
 import shutil
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +33,7 @@ import numpy as np
 from alkit.errors import Note
 from alkit.models.backbone import InputSpec, PatchConv
 from alkit.pools.features import ArrayFeatureReader, FeatureFileError, FeatureReader
-from alkit.pools.procs import pid_alive
+from alkit.pools.procs import file_lock, pid_alive
 
 FOLDER = "stem-features"
 
@@ -56,40 +56,30 @@ def stem_path(root: Path, spec: InputSpec, source: FeatureReader) -> Path:
 
 
 CHECK_ROWS = 32  # rows of a stem file compared with the stem recomputed on their pixels before it is used
-WAIT_S = 0.5  # how often a process waiting for another's write looks again
-LOCK_STALE_S = 6 * 3600  # a lock this old is taken over even if its process id is alive (reused)
 
 
 def ensure_stem_features(root: Path, spec: InputSpec, source: FeatureReader,
                          advance: Callable[[int], None] | None = None) -> Path | None:
     """The stem feature file of ``source`` under ``spec``'s stem, written now if it is not there
     yet, or is damaged (``advance(rows)`` after each chunk written); while another process writes
-    it, this one waits.  None, with a note, when the folder cannot be written or the disk is short."""
+    it, this one waits for its file.  None, with a note, when the folder cannot be written, the disk
+    is short, or what was written does not read back."""
     path = stem_path(root, spec, source)
     stem = PatchConv.of(spec)
-    lock = path.with_name(f".{path.name}.lock")
-    written = False
     try:
-        while not _usable(path, stem, source):
-            if written:  # what was written does not read back as written: do not write it forever
-                warnings.warn(Note(f"the image stem's outputs in {path} do not read back as they were written; "
-                                   "each cycle computes them again"), stacklevel=2)
-                return None
+        if not _usable(path, stem, source):
             if path.parent.exists() and not path.parent.is_dir():
                 raise NotADirectoryError(f"{path.parent.name} is a file, not a folder")
             path.parent.mkdir(exist_ok=True)
-            if not _take_lock(lock):
-                time.sleep(WAIT_S)  # another process is writing it: use its file when it is done
-                continue
-            try:
-                if _usable(path, stem, source):
-                    break
-                _remove_dead_writers_files(path)
-                if not _write(path, stem, source, advance):
-                    return None
-                written = True
-            finally:
-                lock.unlink(missing_ok=True)
+            with file_lock(path.with_name(f".{path.name}.lock")):
+                if not _usable(path, stem, source):  # another process may have written it while this one waited
+                    _remove_dead_writers_files(path)
+                    if not _write(path, stem, source, advance):
+                        return None
+                    if not _usable(path, stem, source):
+                        warnings.warn(Note(f"the image stem's outputs in {path} do not read back as they were "
+                                           "written; each cycle computes them again"), stacklevel=2)
+                        return None
     except OSError as exc:
         warnings.warn(Note(f"the image stem's outputs could not be written to {path.parent} "
                            f"({exc.strerror or exc}); each cycle computes them again"), stacklevel=2)
@@ -108,29 +98,6 @@ def _usable(path: Path, stem: PatchConv, source: FeatureReader) -> bool:
     keys = np.sort(np.random.default_rng(0).choice(source.n_items, min(CHECK_ROWS, source.n_items), replace=False))
     want, got = stem.outputs(source.take(keys)), reader.take(keys)
     return bool(np.isfinite(got).all() and np.allclose(got, want, rtol=1e-4, atol=1e-4 * (1 + np.abs(want).max())))
-
-
-def _take_lock(lock: Path) -> bool:
-    """Create ``lock`` naming this process; False while a live process holds it (a dead one's is
-    taken over)."""
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        try:
-            holder = int(lock.read_text().strip() or "0")
-        except (OSError, ValueError):
-            holder = 0
-        try:
-            stale = time.time() - lock.stat().st_mtime > LOCK_STALE_S
-        except OSError:
-            stale = False
-        if holder and pid_alive(holder) and not stale:
-            return False
-        lock.unlink(missing_ok=True)  # its writer died: take it over on the next try
-        return False
-    with os.fdopen(fd, "w") as f:
-        f.write(str(os.getpid()))
-    return True
 
 
 def _write(path: Path, stem: PatchConv, source: FeatureReader, advance: Callable[[int], None] | None) -> bool:

@@ -30,6 +30,12 @@ def _image_project(tmp_path: Path, name: str = "p") -> Path:
     return root
 
 
+def _files(folder: Path) -> list[Path]:
+    """What a stem folder holds besides the lock file the writers share (procs.file_lock leaves it,
+    as the embedding cache's: removing it after use would let two writers lock two files)."""
+    return sorted(p for p in folder.iterdir() if not p.name.endswith(".npy.lock"))
+
+
 def _picks(root: Path, scorer: str, **kw) -> list[int]:
     loop = ActiveLoop(load_project(root))
     loop.run(RunRequest(strategy="epistemic", scorer=scorer, budget=40, train=FAST_TRAIN, **kw))
@@ -46,7 +52,7 @@ def test_runs_read_the_stem_once_and_pick_what_computing_it_picks(tmp_path: Path
     cached, computed = _image_project(tmp_path, "a"), _image_project(tmp_path, "b")
     kw = {"acquisition": "margin"} if scorer == "none" else {}
     picks = _picks(cached, scorer, **kw)
-    files = list((cached / FOLDER).iterdir())
+    files = _files(cached / FOLDER)
     assert len(files) == 1 and files[0].suffix == ".npy"  # one file, no temporary left
     monkeypatch.setattr(loop_module, "ensure_stem_features", lambda *a, **k: None)
     assert _picks(computed, scorer, **kw) == picks
@@ -72,7 +78,7 @@ def test_the_file_holds_the_stem_of_every_item_and_is_written_once(tmp_path: Pat
     path.write_bytes(b"not an array")  # damaged: written again, the dead writer's file removed
     assert ensure_stem_features(root, spec, loop.source) == path
     np.testing.assert_array_equal(ArrayFeatureReader(path, n_items=len(X)).take(np.arange(len(X))), got)
-    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    assert [p.name for p in _files(path.parent)] == [path.name]
 
 
 def test_learners_get_the_stem_marked_precomputed(tmp_path: Path) -> None:
@@ -134,11 +140,11 @@ def test_alkit_run_computes_the_stem_once_a_refused_run_nothing(tmp_path: Path) 
     assert bad.exit_code != 0 and not (root / FOLDER).exists()
     ok = CliRunner().invoke(app, ["run", "-p", str(root), "--budget", "30", *fast], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output
-    [stem] = list((root / FOLDER).iterdir())
+    [stem] = _files(root / FOLDER)
     before = stem.stat().st_mtime_ns
     again = CliRunner().invoke(app, ["run", "-p", str(root), "--budget", "30", "--seed", "1", *fast],
                                catch_exceptions=False)
-    assert again.exit_code == 0 and [p.name for p in (root / FOLDER).iterdir()] == [stem.name]
+    assert again.exit_code == 0 and [p.name for p in _files(root / FOLDER)] == [stem.name]
     assert stem.stat().st_mtime_ns == before
 
 
@@ -170,10 +176,10 @@ def test_a_busy_or_complete_run_computes_no_stem(tmp_path: Path) -> None:
     assert not (root / FOLDER).exists()
     leases.release(store, lease)
     ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))
-    [stem] = list((root / FOLDER).iterdir())
+    [stem] = _files(root / FOLDER)
     stem.unlink()
     ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))  # complete
-    assert list((root / FOLDER).iterdir()) == []
+    assert _files(root / FOLDER) == []
 
 
 @pytest.mark.parametrize("damage", ["zeros", "nan"])
@@ -207,13 +213,14 @@ def test_a_stem_file_deleted_during_a_run_does_not_stop_it(tmp_path: Path) -> No
     assert res[-1].n_labeled == 50 and sum(r.n_selected for r in res) == 50  # the last cycle evaluates only
 
 
-def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(tmp_path: Path) -> None:
-    """While a live process holds the lock, others wait for its file; a lock whose process is
-    gone is taken over."""
+def test_one_writer_at_a_time_and_a_killed_writers_lock_does_not_block(tmp_path: Path) -> None:
+    """While another holder has the lock, ensure waits and then uses that holder's file (writing
+    nothing); a holder killed with SIGKILL while it held the lock blocks no one."""
     import subprocess
     import sys
     import threading
 
+    from alkit.pools.procs import file_lock
     from alkit.stem_features import fingerprint
 
     root = _image_project(tmp_path)
@@ -222,24 +229,25 @@ def test_one_writer_at_a_time_and_a_dead_writers_lock_is_taken_over(tmp_path: Pa
     path = root / FOLDER / f"{fingerprint(spec, loop.source)}.npy"
     path.parent.mkdir()
     lock = path.with_name(f".{path.name}.lock")
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    lock.write_text(str(dead.pid))
-    assert ensure_stem_features(root, spec, loop.source) == path and not lock.exists()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom alkit.pools.procs import file_lock\n"
+                               f"with file_lock({str(lock)!r}):\n    print('held', flush=True)\n    time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    holder.kill()
+    holder.wait()
+    assert ensure_stem_features(root, spec, loop.source) == path
     good = np.load(path).copy()
     path.unlink()
-    import os
-
-    lock.write_text(str(os.getpid()))  # a live writer (this process) holds it
     result: list = []
-    waiter = threading.Thread(target=lambda: result.append(ensure_stem_features(root, spec, loop.source)))
-    waiter.start()
-    waiter.join(timeout=1.5)
-    assert waiter.is_alive() and not path.exists()  # waiting, not writing
-    np.save(path, good)  # the holder's file arrives
-    lock.unlink()
-    waiter.join(timeout=30)
-    assert result == [path]
+    with file_lock(lock):  # another writer (an open file of its own) holds it
+        waiter = threading.Thread(target=lambda: result.append(ensure_stem_features(root, spec, loop.source)))
+        waiter.start()
+        waiter.join(timeout=1.5)
+        assert waiter.is_alive() and not path.exists()  # waiting, not writing
+        np.save(path, good)  # the holder's file arrives
+        mtime = path.stat().st_mtime_ns
+    waiter.join(timeout=60)
+    assert result == [path] and path.stat().st_mtime_ns == mtime  # used as it was, not written again
 
 
 def test_the_ray_engine_reads_pixels(tmp_path: Path) -> None:

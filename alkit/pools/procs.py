@@ -1,9 +1,13 @@
-"""Whether a process still exists: how a lease or an init's temp folder left by a killed process is
-told from one whose owner is still at work (same host only)."""
+"""Processes beside this one: whether one still exists (how a lease or an init's temp folder left by
+a killed process is told from one whose owner is still at work; same host only), and a file lock
+that one process holds at a time."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from pathlib import Path
 
 
 def pid_alive(pid: int) -> bool:
@@ -27,3 +31,20 @@ def _zombie(pid: int) -> bool:
         return False
     # "pid (comm) S ...": comm may hold spaces and parentheses, so the state follows the last ')'
     return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
+
+
+@contextlib.contextmanager
+def file_lock(lock_path: Path) -> Iterator[None]:
+    """An exclusive lock across processes (POSIX flock; elsewhere none): the others wait in the
+    kernel, and a holder that dies, even by kill -9, releases it (no stale lock to take over)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(lock_path, "a+b") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
