@@ -108,8 +108,10 @@ def declared(learner_cls: type) -> dict[str, Option]:
         simple = _simple(hint)
         if simple is not None:
             out[p.name] = Option(p.name, simple[0], simple[1], p.default, simple[2])
-    if takes_backbone:
-        out.update({k: v for k, v in _from_dataclass(BackboneConfig, "").items() if k not in out})
+    if takes_backbone:  # the backbone's fields, with the defaults the learner class sets for them
+        own = getattr(learner_cls, "backbone_defaults", {})
+        out.update({k: dataclasses.replace(v, default=own.get(k, v.default))
+                    for k, v in _from_dataclass(BackboneConfig, "").items() if k not in out})
     return out
 
 

@@ -56,6 +56,28 @@ def nan_features(shape):
                          nn.Hardtanh(float("nan"), float("nan")))
 
 
+def small_times(n_features, c=0.05):
+    torch.manual_seed(5)  # the same weights as small_bn, whatever the caller seeded
+    return nn.Sequential(nn.Linear(n_features, 48), nn.ReLU(), nn.Linear(48, 32), nn.ReLU(), Times(c))
+
+
+def small_plain(n_features):
+    return small_times(n_features, 1.0)
+
+
+class Times(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+
+    def forward(self, x):
+        return x * self.c
+
+
+def small_bn(n_features):
+    return nn.Sequential(nn.Linear(n_features, 16), nn.BatchNorm1d(16), nn.ReLU())
+
+
 def flat_only(shape):
     return nn.Linear(64, 8)  # takes (n, 64): given (n, 1, 8, 8) images it fails in its first matmul
 '''
@@ -79,12 +101,64 @@ def test_same_network_as_the_in_tree_backbone_gives_the_same_model(nets: Path) -
     X, y = load_digits(return_X_y=True)
     X = X.astype(np.float32)
     ours = VBLLLearner("classification", 10, capacity="fixed")  # a user network takes no per-fit prior choice
-    theirs = VBLLLearner("classification", 10, module=f"{nets / 'mynets.py'}:same_as_alkit")
+    theirs = VBLLLearner("classification", 10, module=f"{nets / 'mynets.py'}:same_as_alkit", module_norm=0)
     for learner in (ours, theirs):
         learner.fit(X[:80], y[:80], seed=3)
     a, b = ours.predict(X[500:700]), theirs.predict(X[500:700])
     np.testing.assert_allclose(a.probs_n_C.numpy(), b.probs_n_C.numpy(), atol=1e-5)
     np.testing.assert_allclose(a.epistemic_n.numpy(), b.epistemic_n.numpy(), rtol=1e-4, atol=1e-7)
+
+
+def test_module_norm_scales_the_output_at_initialisation_only(nets: Path) -> None:
+    """module_norm > 0: one number, fixed at initialisation, brings the mean feature norm on the pool
+    sample (training mode) to module_norm; 0 leaves the user's output as it is; batch-norm running
+    statistics are not moved by the measurement."""
+    import torch
+
+    from alkit.models.backbone import BackboneConfig, InputSpec, build_backbone
+
+    X = load_digits().data.astype(np.float32)
+    spec = InputSpec(mean_f=X.mean(0), std_f=X.std(0), pool_sample_n_f=X[:300])
+    for norm in (2.5, 7.0):
+        bb = build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'mynets.py'}:small_times",
+                                                                              module_norm=norm))
+        with torch.no_grad():
+            phi = bb(torch.as_tensor(X[:300]))
+        assert float(phi.norm(dim=1).mean()) == pytest.approx(norm, rel=1e-4)
+    plain = build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'mynets.py'}:small_times"))
+    with torch.no_grad():
+        assert torch.equal(plain(torch.as_tensor(X[:5])), plain.net(plain.fixed(torch.as_tensor(X[:5]))))
+    bn = build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'mynets.py'}:small_bn",
+                                                                          module_norm=2.5))
+    norm_layer = bn.net[1]
+    assert int(norm_layer.num_batches_tracked) == 0 and float(norm_layer.running_mean.abs().max()) == 0.0
+    with torch.no_grad():  # measured in training mode (batch statistics, of 64-row chunks), as the first steps see it
+        assert float(bn.train()(torch.as_tensor(X[:300])).norm(dim=1).mean()) == pytest.approx(2.5, rel=0.02)
+        assert float(bn.eval()(torch.as_tensor(X[:300])).norm(dim=1).mean()) < 2.0  # unnormalised at initialisation
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="module_norm must be a number >= 0"):
+            BackboneConfig(module="m:f", module_norm=bad)
+
+
+def test_vbll_on_a_user_backbone_does_not_depend_on_its_output_scale(nets: Path) -> None:
+    """The VBLL learner's default (module_norm 2.5): a network and the same network with its output
+    times 0.05 give the same model; with the scale left as it is (module_norm 0) the small one is
+    near-uniform.  The plain MLP learner keeps the network's own scale."""
+    from alkit.learners.vbll import VBLLLearner
+    from alkit.models.learner import MLPLearner
+
+    X, y = load_digits(return_X_y=True)
+    X = X.astype(np.float32)
+    probs = {}
+    for net, norm in (("small_plain", None), ("small_times", None), ("small_times", 0.0)):
+        opts = {} if norm is None else {"module_norm": norm}
+        learner = VBLLLearner("classification", 10, module=f"{nets / 'mynets.py'}:{net}", **opts)
+        learner.fit(X[:100], y[:100], seed=1)
+        probs[net, norm] = learner.predict(X[1000:1300]).probs_n_C.numpy()
+    np.testing.assert_allclose(probs["small_plain", None], probs["small_times", None], atol=2e-4)
+    scaled, small = probs["small_times", None].max(1).mean(), probs["small_times", 0.0].max(1).mean()
+    assert scaled > small + 0.2, (scaled, small)
+    assert MLPLearner("classification", 10, module="m:f").backbone_config.module_norm == 0.0
 
 
 def _selected(db: Path) -> list[tuple[int, int]]:

@@ -477,12 +477,15 @@ class BackboneConfig:
     rff_dim: int = 256
     dropout: float = 0.0
     module: str = ""  # a user's network, "package.module:function" or "file.py:function" (--backbone)
+    module_norm: float = 0.0  # its output scaled to this mean norm at initialisation (0: as it is)
 
     def __post_init__(self) -> None:
         # checked where the options are read, before a run spends a label, not when the network is built
         for name in ("width", "rff_dim"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if not (math.isfinite(float(self.module_norm)) and float(self.module_norm) >= 0.0):
+            raise ValueError(f"module_norm must be a number >= 0 (0: the network's own scale), got {self.module_norm}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.depth is not None:
@@ -510,6 +513,9 @@ class BackboneConfig:
         return 0 if spec.embedding or small_stem else 1
 
 
+PROBE_ROWS = 512  # pool inputs a user backbone's output scale is measured on at initialisation
+
+
 def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Tensor,
                    config: BackboneConfig) -> ResidualMLP | ConvBackbone:
     """The backbone for these inputs, with its input standardisation fixed.
@@ -525,7 +531,9 @@ def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Ten
         pooled = spec is not None and spec.mean_f is not None
         mean = spec.mean_f if pooled else X_fit_n_f.mean(0)
         std = spec.std_f if pooled else (X_fit_n_f.std(0) if len(X_fit_n_f) > 1 else torch.ones(n_features))
-        return build_user_backbone(config.module, n_features, spec.image_shape if spec is not None else None, mean, std)
+        probe = spec.pool_sample_n_f if spec is not None and spec.pool_sample_n_f is not None else X_fit_n_f
+        return build_user_backbone(config.module, n_features, spec.image_shape if spec is not None else None, mean, std,
+                                   norm=float(config.module_norm), probe_n_f=probe[:PROBE_ROWS])
     if spec is not None and spec.patch_filters is not None:
         shape = spec.image_shape
         conv = PatchConv.of(spec, precomputed=spec.stem_precomputed)

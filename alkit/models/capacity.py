@@ -139,6 +139,12 @@ NOISE_MIN_N = 40  # rule 11b: at 20 labels each fold trains on 13
 NOISE_ONE_SE = True  # rule 11c
 HEAD_MARGIN = 0.1  # the second head is taken only where its cross-validated CRPS is lower by this fraction
 HEAD_ONE_SE = False  # also by one standard error of the paired differences: rule 10c, not adopted (vbll_head_se_rule.md)
+# With the quantile head (QR-VBLL, ``head=quantile``) and the prior unset: the weight prior among 10 (the
+# default), 100 and 1000 by the same cross-validated CRPS (ties keep 10).  Why: the quantile head overfits
+# noisy near-linear targets under the default prior (docvis, hours: CRPS 0.738 / 2.266 at 20 labels against
+# 0.534 / 1.703 with 1000) where a smooth non-linear one wants it (friedman: 0.893 against 1.267 at 300
+# labels); benchmarks/results/quantile_prior_screen_dev.md, learner rule 13.
+QUANTILE_PRIOR_CANDIDATES: tuple[Capacity, ...] = tuple(Capacity(f"prior-{p:g}", -1, p) for p in (10.0, 100.0, 1000.0))
 PRIOR_TAME = Capacity("tame", 1, 10.0)
 PRIOR_FREE = Capacity("free", 1, 1.0)
 PRIOR_CANDIDATES: tuple[Capacity, ...] = (PRIOR_TAME, PRIOR_FREE)
@@ -238,7 +244,8 @@ def candidates_for(input: InputSpec | None, mode: str = "cv", task: str = "class
     mode 'cv', PRIOR_CANDIDATES (the prior alone) in mode 'prior', and those and a linear model in mode
     'prior-linear'."""
     if task == "regression":
-        return {"head": HEAD_CANDIDATES, "noise": NOISE_CANDIDATES}.get(regression, REGRESSION_CANDIDATES)
+        return {"head": HEAD_CANDIDATES, "noise": NOISE_CANDIDATES, "prior": QUANTILE_PRIOR_CANDIDATES}.get(
+            regression, REGRESSION_CANDIDATES)
     if input is not None and input.embedding:
         return EMBEDDING_CANDIDATES
     return {"prior": PRIOR_CANDIDATES, "prior-linear": PRIOR_LINEAR_CANDIDATES}.get(effective_mode(mode, input), CANDIDATES)
@@ -353,9 +360,10 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     (``capacity_n`` labels it was made at, ``capacity_depth``, ``capacity_prior_l2``, each
     candidate's ``cv_nll_<name>`` when chosen now); else unchanged.  A ``hint`` from an earlier
     cycle is reused until the labels have grown CV_GROWTH-fold.  ``regression``: the regression
-    choice the learner takes, '' none, 'ridge' (the MLP learner) or 'head' (the VBLL learner); its
-    report then holds ``capacity_ridge`` and ``capacity_head``, the indices of the chosen RIDGE_MODES
-    and HEADS entries, and the configs come back unchanged."""
+    choice the learner takes, '' none, 'ridge' (the MLP learner), 'head' / 'noise' (the VBLL learner's
+    head) or 'prior' (the VBLL quantile head's weight prior); its report then holds ``capacity_ridge``
+    and ``capacity_head``, the indices of the chosen RIDGE_MODES and HEADS entries, and the configs
+    come back unchanged but for 'prior', whose training config carries the chosen prior."""
     if effective_mode(mode, input) == "fixed" or not capacity_applies(task, input, backbone, train, len(y_n),
                                                                       regression=regression):
         return backbone, train, {}
@@ -375,6 +383,7 @@ def resolve_capacity(mode: str, task: str, input: InputSpec | None, backbone: Ba
     report = {"capacity_n": float(n_chosen), "capacity_depth": float(chosen.depth),
               "capacity_prior_l2": chosen.prior_l2, **{f"cv_{measure}_{k}": v for k, v in scores.items()}}
     if task == "regression":
-        return backbone, train, {**report, "capacity_ridge": float(RIDGE_MODES.index(chosen.ridge)),
-                                 "capacity_head": float(HEADS.index(chosen.head))}
+        out = replace(train, prior_l2=chosen.prior_l2) if regression == "prior" else train
+        return backbone, out, {**report, "capacity_ridge": float(RIDGE_MODES.index(chosen.ridge)),
+                               "capacity_head": float(HEADS.index(chosen.head))}
     return BackboneConfig.of(backbone, depth=chosen.depth), replace(train, prior_l2=chosen.prior_l2), report

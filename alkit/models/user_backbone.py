@@ -3,19 +3,30 @@
 The function takes the number of features (or, for an image-shaped project, its (C, H, W) shape)
 and returns a ``torch.nn.Module`` whose output is the feature vector phi (n, d).  alkit wraps it
 like its own backbones: inputs standardised with the pool's statistics (``fixed``), the user's
-module as the trained part (``trainable``), d found by one forward pass.  The reference is
+module as the trained part (``trainable``), d found by one forward pass.
+
+Its output is multiplied by one fixed number, set at initialisation so that the mean feature norm on
+a sample of pool inputs is ``norm`` (``BackboneConfig.module_norm``; 0 keeps the network's own
+scale).  Why: the heads' optimisers move each weight by about the learning rate per step, so the
+logits a network can reach in a fit's few hundred steps scale with its feature norm.  A network in
+PyTorch's default initialisation ending in Linear + ReLU gives norms near 0.5-1 (alkit's own
+backbones: about 3), and VBLL on it stayed near-uniform (the own_model example's CNN: NLL 1.65 at
+100 digit labels; benchmarks/results/user_backbone_scale.md).  The reference is
 ``package.module:function`` (importable from the current folder or the project folder) or
 ``path/to/file.py:function``, and it is recorded with the run: a resumed run imports it again.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
+import math
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -86,7 +97,8 @@ class UserBackbone(nn.Module):
     """x (n, f) -> standardised -> the user's module -> phi (n, out_dim)."""
 
     def __init__(self, net: nn.Module, mean_f: torch.Tensor, std_f: torch.Tensor,
-                 image_shape: tuple[int, ...] | None = None) -> None:
+                 image_shape: tuple[int, ...] | None = None, *, norm: float = 0.0,
+                 probe_n_f: torch.Tensor | None = None) -> None:
         super().__init__()
         if not isinstance(net, nn.Module):
             raise BackboneImportError(f"the backbone function returned {type(net).__name__}, not a torch.nn.Module")
@@ -94,11 +106,12 @@ class UserBackbone(nn.Module):
         self.image_shape = tuple(image_shape) if image_shape else None
         self.register_buffer("x_mean", mean_f.float())
         self.register_buffer("x_std", torch.where(std_f > 1e-8, std_f, torch.ones_like(std_f)).float())
+        self.register_buffer("out_scale", torch.ones(()))
         with torch.no_grad():  # a probe: a tuple, NaNs or an error failed only at the first fit, labels spent
             was = net.training
             net.eval()
             try:
-                out = self.trainable(torch.randn(2, len(mean_f), generator=torch.Generator().manual_seed(0)))
+                out = self._raw(torch.randn(2, len(mean_f), generator=torch.Generator().manual_seed(0)))
             except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
                 raise BackboneImportError(f"the backbone failed on a probe batch: {type(exc).__name__}: {exc}") from None
             finally:
@@ -110,6 +123,21 @@ class UserBackbone(nn.Module):
         if not torch.isfinite(out).all():
             raise BackboneImportError("the backbone returned NaN or infinite features on a probe batch")
         self.out_dim = int(out.shape[1])
+        if norm > 0:
+            mean = self._mean_norm(out if probe_n_f is None else probe_n_f, probe_n_f is None)
+            if math.isfinite(mean) and mean > 1e-8:  # all-zero outputs at initialisation: nothing to scale
+                self.out_scale.fill_(norm / mean)
+
+    @torch.no_grad()
+    def _mean_norm(self, probe: torch.Tensor, is_output: bool) -> float:
+        """The mean feature norm of the user's module at initialisation on ``probe`` (pool inputs, or
+        already its output), in training mode, as the first training steps see it (batch norm at
+        initialisation in evaluation mode does not normalise: its running statistics are 0 and 1),
+        on a copy, so that no running statistic moves."""
+        if not is_output:
+            net = copy.deepcopy(self.net).train()
+            probe = torch.cat([self._raw(self.fixed(b.float()), net) for b in probe.split(64)])
+        return float(probe.norm(dim=1).mean()) if len(probe) else 0.0
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
         return self.trainable(self.fixed(x_n_f))
@@ -118,19 +146,25 @@ class UserBackbone(nn.Module):
         return (x_n_f - self.x_mean) / self.x_std
 
     def trainable(self, z_n_f: torch.Tensor) -> torch.Tensor:
-        z = z_n_f.reshape(-1, *self.image_shape) if self.image_shape else z_n_f
-        return self.net(z)
+        return self._raw(z_n_f) * self.out_scale
+
+    def _raw(self, z_n_f: torch.Tensor, net: nn.Module | None = None) -> torch.Tensor:
+        """The user's module (or ``net``) on standardised inputs, image-shaped where the project is."""
+        return (self.net if net is None else net)(z_n_f.reshape(-1, *self.image_shape) if self.image_shape else z_n_f)
 
 
 def build_user_backbone(ref: str, n_features: int, image_shape: tuple[int, ...] | None, mean_f: Any,
-                        std_f: Any) -> UserBackbone:
+                        std_f: Any, *, norm: float = 0.0, probe_n_f: Any = None) -> UserBackbone:
+    """The user's network ``ref`` wrapped (see UserBackbone); ``norm`` > 0 scales its output to that
+    mean norm on ``probe_n_f`` (raw pool inputs) at initialisation."""
     factory = load_factory(ref)
     try:
         net = factory(tuple(image_shape) if image_shape else n_features)
     except Exception as exc:  # noqa: BLE001
         raise BackboneImportError(f"--backbone {ref!r} failed when called: {type(exc).__name__}: {exc}") from None
     try:
+        probe = None if probe_n_f is None else torch.as_tensor(np.asarray(probe_n_f), dtype=torch.float32)
         return UserBackbone(net, torch.as_tensor(mean_f, dtype=torch.float32),
-                            torch.as_tensor(std_f, dtype=torch.float32), image_shape)
+                            torch.as_tensor(std_f, dtype=torch.float32), image_shape, norm=norm, probe_n_f=probe)
     except BackboneImportError as exc:
         raise BackboneImportError(f"--backbone {ref!r}: {exc}") from None
