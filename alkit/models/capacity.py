@@ -26,8 +26,9 @@ over 20-300 labels, +0.006 on the food reviews (report, 20 seeds; at least +0.00
 
 Regression: the MLP learner chooses between the shallow network and the same network fitted to a
 Bayesian ridge's residual (REGRESSION_CANDIDATES, learner rule 9); the VBLL learner, where the labels
-hold a point mass, between its bucket and Gaussian heads (HEAD_CANDIDATES, learner rule 10b); both
-by cross-validated CRPS.
+hold a point mass, between its bucket and Gaussian heads (HEAD_CANDIDATES, learner rule 10b); with
+the quantile head, between weight priors (QUANTILE_PRIOR_CANDIDATES, learner rule 13); all by
+cross-validated CRPS.
 
 Scope: classification on flat features with depth and prior left unset, at N <= CV_MAX_N labels
 (the full-batch regime; above it the default stays); not images, whose convolution stem fixes the
