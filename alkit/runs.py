@@ -265,6 +265,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
+    if req.learner_options.get("module_norm") is not None and not req.learner_options.get("module"):
+        raise LoopError("-o module_norm scales the output of a --backbone network; give --backbone or drop it")
     if req.learner_options.get("module"):
         from alkit.models.user_backbone import BackboneImportError, build_user_backbone
 

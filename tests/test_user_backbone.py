@@ -232,3 +232,57 @@ def test_a_run_resumed_with_an_edited_backbone_file_is_refused(nets: Path, digit
     assert len(edited.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "p") == before
     (nets / "mynets.py").write_text(original)
     assert _alkit(*run, "--budget", "30", cwd=nets).returncode == 0
+
+
+def test_module_norm_edge_cases(nets: Path) -> None:
+    """A batch-norm network on a probe whose last 64-row chunk would hold one row (65 rows) is
+    measured; NaN only in training mode is refused by name; the probe leaves the global random state
+    as it was (dropout draws from it)."""
+    import torch
+
+    from alkit.models.backbone import BackboneConfig, InputSpec, build_backbone
+    from alkit.models.user_backbone import BackboneImportError
+
+    (nets / "edgenets.py").write_text(NETS + '''
+
+class NanInTraining(nn.Module):
+    def __init__(self, n_features):
+        super().__init__()
+        self.lin = nn.Linear(n_features, 8)
+
+    def forward(self, x):
+        h = self.lin(x)
+        return h * float("nan") if self.training else h
+
+
+def nan_in_training(n_features):
+    return NanInTraining(n_features)
+
+
+def with_dropout(n_features):
+    return nn.Sequential(nn.Linear(n_features, 16), nn.Dropout(0.5), nn.ReLU())
+''')
+    X = load_digits().data.astype(np.float32)
+    spec = InputSpec(mean_f=X.mean(0), std_f=X.std(0), pool_sample_n_f=X[:65])
+    bn = build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:small_bn",
+                                                                          module_norm=2.5))
+    assert float(bn.out_scale) != 1.0
+    with pytest.raises(BackboneImportError, match="NaN or infinite features in training mode"):
+        build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:nan_in_training",
+                                                                         module_norm=2.5))
+    states = []
+    for norm in (0.0, 2.5):  # the network's initialisation draws the same; the probe draws nothing
+        torch.manual_seed(11)
+        build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:with_dropout",
+                                                                         module_norm=norm))
+        states.append(torch.random.get_rng_state())
+    assert torch.equal(*states)
+
+
+def test_module_norm_without_a_backbone_is_refused(nets: Path, digits_csv: Path) -> None:
+    assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p",
+                  cwd=nets).returncode == 0
+    before = folder_snapshot(nets / "p")
+    bad = _alkit("run", "--budget", "20", "-o", "module_norm=3", "-p", "p", cwd=nets)
+    assert bad.returncode == 2 and "-o module_norm scales the output of a --backbone network" in bad.stderr, bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "p") == before

@@ -22,6 +22,7 @@ noise, and a ``GaussianLastLayer`` so a strategy can compute joint batch informa
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import replace
 from typing import Any, Literal
@@ -185,7 +186,9 @@ class VBLLLearner:
         prior per fit by cross-validation where depth and prior are unset (alkit/models/capacity.py:
         10 or 1 on raw features up to 300 labels, 300 or 30 on an encoder's embeddings; learner rule 2,
         benchmarks/results/label_efficiency_dev/prior_cv_rule.md), 'cv' depth and prior, 'fixed' keeps
-        the defaults, 'auto' is cv on an encoder's embeddings and fixed elsewhere (the default before)."""
+        the defaults, 'auto' is cv on an encoder's embeddings and fixed elsewhere (the default before).
+        With ``head='quantile'`` on raw features, any mode but 'fixed' chooses the weight prior among
+        10, 100 and 1000 by cross-validated CRPS (learner rule 13, alkit/models/capacity.py)."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for
@@ -281,10 +284,10 @@ class VBLLLearner:
     def prior_scorer(self, candidate: Capacity) -> "VBLLLearner":
         """The learner a weight-prior candidate of the quantile head is cross-validated with: this one's
         settings with that prior fixed (alkit/models/capacity.py, QUANTILE_PRIOR_CANDIDATES)."""
-        return VBLLLearner("regression", head=self.head_kind, backbone=self.backbone_config,
-                           train=replace(self.train_config, prior_l2=candidate.prior_l2), input=self.input,
-                           prior_scale=self.prior_scale, n_quantiles=self.n_quantiles, cov=self.cov_choice,
-                           capacity="fixed")
+        clone = copy.copy(self)  # every setting of this learner (linear_path, kl_weight, refit, ...), unfitted
+        clone.train_config = replace(self.train_config, prior_l2=candidate.prior_l2)
+        clone.capacity, clone.capacity_hint, clone.backbone, clone.head = "fixed", None, None, None
+        return clone
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
         X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self, "n_classes", None))
@@ -294,8 +297,9 @@ class VBLLLearner:
         rule_head = regression_head_for(np.asarray(y_n)) if self.auto_head else None
         noise = self.noise_choice and len(y_n) >= NOISE_MIN_N
         choice = "" if rule_head is None else ("head" if rule_head == "buckets" else "noise" if noise else "")
-        if self.task == "regression" and self.head_kind == "quantile" and not self.auto_head:
-            choice = "prior"  # the quantile head's weight prior by cross-validated CRPS (learner rule 13)
+        if self.task == "regression" and self.head_kind == "quantile" and not self.auto_head and not (
+                self.input is not None and self.input.embedding):
+            choice = "prior"  # the quantile head's weight prior by cross-validated CRPS (learner rule 13; raw features)
         scorer = {"": capacity_scorer(self.n_classes, self.input), "prior": self.prior_scorer}.get(choice, self.head_scorer)
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),

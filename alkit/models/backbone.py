@@ -532,8 +532,9 @@ def build_backbone(n_features: int, spec: InputSpec | None, X_fit_n_f: torch.Ten
         mean = spec.mean_f if pooled else X_fit_n_f.mean(0)
         std = spec.std_f if pooled else (X_fit_n_f.std(0) if len(X_fit_n_f) > 1 else torch.ones(n_features))
         probe = spec.pool_sample_n_f if spec is not None and spec.pool_sample_n_f is not None else X_fit_n_f
+        rows = np.unique(np.linspace(0, len(probe) - 1, min(len(probe), PROBE_ROWS)).round().astype(np.int64))
         return build_user_backbone(config.module, n_features, spec.image_shape if spec is not None else None, mean, std,
-                                   norm=float(config.module_norm), probe_n_f=probe[:PROBE_ROWS])
+                                   norm=float(config.module_norm), probe_n_f=probe[rows])  # spread over the sample
     if spec is not None and spec.patch_filters is not None:
         shape = spec.image_shape
         conv = PatchConv.of(spec, precomputed=spec.stem_precomputed)

@@ -224,7 +224,8 @@ def capacity_applies(task: str, input: InputSpec | None, backbone: BackboneConfi
     """Whether this fit chooses its capacity: on flat features (raw or an encoder's embeddings, not
     images) with the prior unset, between CV_MIN_N and CV_MAX_N labels; classification with the
     depth unset, regression where the learner takes a regression choice (``regression``: the MLP
-    learner's ridge, the VBLL learner's head) with the depth unset (or the MLP's default)."""
+    learner's ridge, the VBLL learner's head, the VBLL quantile head's prior) with the depth unset (or
+    the MLP's default)."""
     if train.prior_l2 is not None or backbone.module:
         return False
     if input is not None and (input.patch_filters is not None or input.image_shape is not None):

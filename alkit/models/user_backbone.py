@@ -6,7 +6,7 @@ like its own backbones: inputs standardised with the pool's statistics (``fixed`
 module as the trained part (``trainable``), d found by one forward pass.
 
 Its output is multiplied by one fixed number, set at initialisation so that the mean feature norm on
-a sample of pool inputs is ``norm`` (``BackboneConfig.module_norm``; 0 keeps the network's own
+a sample of pool inputs (the labelled inputs where a caller gives no pool sample) is ``norm`` (``BackboneConfig.module_norm``; 0 keeps the network's own
 scale).  Why: the heads' optimisers move each weight by about the learning rate per step, so the
 logits a network can reach in a fit's few hundred steps scale with its feature norm.  A network in
 PyTorch's default initialisation ending in Linear + ReLU gives norms near 0.5-1 (alkit's own
@@ -125,7 +125,9 @@ class UserBackbone(nn.Module):
         self.out_dim = int(out.shape[1])
         if norm > 0:
             mean = self._mean_norm(out if probe_n_f is None else probe_n_f, probe_n_f is None)
-            if math.isfinite(mean) and mean > 1e-8:  # all-zero outputs at initialisation: nothing to scale
+            if not math.isfinite(mean):
+                raise BackboneImportError("the backbone returned NaN or infinite features in training mode on pool inputs")
+            if mean > 1e-8:  # all-zero outputs at initialisation: nothing to scale
                 self.out_scale.fill_(norm / mean)
 
     @torch.no_grad()
@@ -133,10 +135,18 @@ class UserBackbone(nn.Module):
         """The mean feature norm of the user's module at initialisation on ``probe`` (pool inputs, or
         already its output), in training mode, as the first training steps see it (batch norm at
         initialisation in evaluation mode does not normalise: its running statistics are 0 and 1),
-        on a copy, so that no running statistic moves."""
+        on a copy, so that no running statistic moves, in chunks of near-equal size (at most 64 rows;
+        batch norm in training mode refuses a chunk of one), with the global random state restored
+        afterwards (dropout draws from it)."""
         if not is_output:
             net = copy.deepcopy(self.net).train()
-            probe = torch.cat([self._raw(self.fixed(b.float()), net) for b in probe.split(64)])
+            chunks = torch.tensor_split(probe, max(1, math.ceil(len(probe) / 64)))
+            with torch.random.fork_rng(devices=[]):
+                try:
+                    probe = torch.cat([self._raw(self.fixed(b.float()), net) for b in chunks])
+                except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
+                    raise BackboneImportError(f"the backbone failed in training mode on {len(probe)} pool inputs: "
+                                              f"{type(exc).__name__}: {exc}") from None
         return float(probe.norm(dim=1).mean()) if len(probe) else 0.0
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
