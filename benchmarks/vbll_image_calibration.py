@@ -28,7 +28,7 @@ if __name__ == "__main__":
                     for seed in (0, 1):
                         order = np.random.default_rng(seed).permutation(len(yp))
                         own = {k: v for k, v in opts.items() if not k.startswith("train.")}
-                        train = TrainConfig(**{k[6:]: v for k, v in opts.items() if k.startswith("train.")})
+                        train = TrainConfig(**{k[6:]: v for k, v in opts.items() if k.startswith("train.") and scorer == "vbll"})
                         learner = pool_learner(Xp, "classification", 10, scorer=scorer, image_shape=(1, 8, 8),
                                                train=train, **(own if scorer == "vbll" else {}))
                         learner.fit(Xp[order[:n]], yp[order[:n]], seed=seed)
