@@ -362,7 +362,7 @@ def status(
 ) -> None:
     """One line per run: strategy, scorer, seed, cycles, labels and the latest metrics."""
     with user_errors():
-        from alkit.report import run_summaries
+        from alkit.report import capacity_text, run_summaries
 
         proj = load_project(project)
         rows = run_summaries(_store(proj.store_url))
@@ -378,6 +378,9 @@ def status(
             st = r["stopped"]
             console.print(f"{r['name']}: stopped by {st['rule']} at cycle {st['cycle']} with {st['n_labeled']} labels "
                           f"({escape(st['why'])}); a larger --budget continues it", highlight=False)
+        if wide and r.get("capacity"):
+            console.print(f"{r['name']}: the latest fit's cross-validated choice: {capacity_text(r['capacity'])}",
+                          highlight=False)
         if r.get("forecast"):
             fc = r["forecast"]
             console.print(f"{r['name']}: predicted {fc['metric']} at the budget ({fc['at']} labels) {fc['mean']:.3f} "

@@ -50,6 +50,7 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
     for run in store.runs():
         rows = by_run.get(run.id, [])
         latest = next((c for c in reversed(rows) if c.metrics), None)
+        signals = store.signals(run.id)
         out.append({
             "id": run.id,
             "name": run.name,
@@ -69,7 +70,9 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
             "score_s": sum(c.score_s for c in rows),
             "select_s": sum(c.select_s for c in rows),
             # the test evaluation's CPU seconds, recorded with each cycle's signals (in none of the above)
-            "eval_s": sum(float(d.get("eval_s") or 0.0) for d in store.signals(run.id).values()),
+            "eval_s": sum(float(d.get("eval_s") or 0.0) for d in signals.values()),
+            # what the latest fit chose by cross-validation (models/capacity.py), where it chose
+            "capacity": next((signals[c]["capacity"] for c in sorted(signals, reverse=True) if "capacity" in signals[c]), None),
             "n_scored": sum(c.n_scored for c in rows),
             "stopped": run.config.get("stopped") if run.status == "stopped" else None,
             "forecast": _forecast(run, rows),
@@ -113,3 +116,15 @@ def cycles_frame(store: Store) -> pl.DataFrame:
         return pl.DataFrame(schema={"run_id": pl.Int64, "run": pl.Utf8, "strategy": pl.Utf8, "seed": pl.Int64,
                                     "cycle": pl.Int64, "n_labeled": pl.Int64})
     return pl.DataFrame(rows)
+
+
+def capacity_text(capacity: dict[str, Any]) -> str:
+    """What a fit chose by cross-validation, in words: 'weight prior 1000, chosen at 40 labels'."""
+    parts = [f"weight prior {float(capacity['prior_l2']):g}"] if capacity.get("prior_l2") else []
+    if int(capacity.get("depth", -1)) >= 0:
+        parts.append(f"{int(capacity['depth'])} residual block{'s' if int(capacity['depth']) != 1 else ''}")
+    if capacity.get("head"):
+        parts.append(f"{capacity['head']} head")
+    if capacity.get("ridge", "off") != "off":
+        parts.append(f"ridge {capacity['ridge']}")
+    return f"{', '.join(parts) or 'the defaults'}, chosen at {int(capacity['n_labels'])} labels"

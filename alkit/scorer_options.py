@@ -52,7 +52,7 @@ class Option:
             raise ValueError(f"option {self.name}={text!r}: must be {'an integer' if self.kind is int else 'a number'}") from None
         if self.kind is float and not math.isfinite(value):  # nan / inf: no option of alkit's means them
             raise ValueError(f"option {self.name}={text!r}: must be a finite number")
-        return value
+        return value + 0.0 if self.kind is float else value  # -0.0 is 0.0 (one run name, not two)
 
 
 def _simple(hint: Any) -> tuple[type, tuple[str, ...] | None, bool] | None:

@@ -60,3 +60,26 @@ def test_tables_fit_80_columns(tmp_path: Path, digits_csv: Path, task: str) -> N
 def test_number_is_short() -> None:
     assert [number(v) for v in (0.91234, 12.345, 1234.5, 3e-5, 2.5e6, float("nan"))] == \
         ["0.912", "12.3", "1234", "3.0e-05", "2.5e+06", "nan"]
+
+
+def test_status_shows_what_a_fit_chose_by_cross_validation(tmp_path: Path) -> None:
+    """The quantile head's weight prior (learner rule 13) is chosen per fit: `status --json` carries
+    the latest choice and `status --wide` says it in words; -o values of -0 and 0 are one option."""
+    import json
+
+    from alkit.registry import learner_class
+    from alkit.scorer_options import parse
+
+    assert parse(learner_class("vbll"), "vbll", ["module_norm=-0"]) == {"module_norm": 0.0}
+    assert str(parse(learner_class("vbll"), "vbll", ["module_norm=-0"])["module_norm"]) == "0.0"
+    X, y = load_diabetes(return_X_y=True)
+    data = tmp_path / "diabetes.csv"
+    pl.DataFrame(X.astype(np.float32), schema=[f"x{i}" for i in range(X.shape[1])]).with_columns(
+        pl.Series("id", [f"patient-{i}" for i in range(len(y))]), pl.Series("label", y)).write_csv(data)
+    _alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
+    _alkit("run", "--strategy", "random", "--scorer", "vbll", "--head", "quantile", "--budget", "30", "-p", "p",
+           cwd=tmp_path)
+    (row,) = json.loads(_alkit("status", "--json", "-p", "p", cwd=tmp_path))
+    assert row["capacity"]["prior_l2"] in (10.0, 100.0, 1000.0) and row["capacity"]["n_labels"] >= 20
+    wide = _alkit("status", "--wide", "-p", "p", cwd=tmp_path)
+    assert f"cross-validated choice: weight prior {row['capacity']['prior_l2']:g}, chosen at" in " ".join(wide.split())

@@ -135,8 +135,8 @@ def test_module_norm_scales_the_output_at_initialisation_only(nets: Path) -> Non
     with torch.no_grad():  # measured in training mode (batch statistics, of 64-row chunks), as the first steps see it
         assert float(bn.train()(torch.as_tensor(X[:300])).norm(dim=1).mean()) == pytest.approx(2.5, rel=0.02)
         assert float(bn.eval()(torch.as_tensor(X[:300])).norm(dim=1).mean()) < 2.0  # unnormalised at initialisation
-    for bad in (-1.0, float("nan")):
-        with pytest.raises(ValueError, match="module_norm must be a number >= 0"):
+    for bad in (-1.0, float("nan"), 1e-30, 1e30):  # 1e30 crashed mid-run (the head's log prior variance)
+        with pytest.raises(ValueError, match="module_norm must be 0 .* or a number from 0.01 to 1000"):
             BackboneConfig(module="m:f", module_norm=bad)
 
 
@@ -279,10 +279,18 @@ def with_dropout(n_features):
     assert torch.equal(*states)
 
 
-def test_module_norm_without_a_backbone_is_refused(nets: Path, digits_csv: Path) -> None:
+def test_module_norm_refusals_on_the_command_line(nets: Path, digits_csv: Path) -> None:
+    """-o module_norm without --backbone, out of range, or on a network whose outputs are all zero
+    (a dead ReLU: it can never learn) is refused in one line before anything is written."""
+    (nets / "deadnets.py").write_text("from torch import nn\n\n\ndef dead(n):\n"
+                                      "    return nn.Sequential(nn.Linear(n, 8), nn.ReLU(), nn.Linear(8, 4), "
+                                      "nn.Hardtanh(-1.0, -0.5), nn.ReLU())\n")
     assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p",
                   cwd=nets).returncode == 0
     before = folder_snapshot(nets / "p")
-    bad = _alkit("run", "--budget", "20", "-o", "module_norm=3", "-p", "p", cwd=nets)
-    assert bad.returncode == 2 and "-o module_norm scales the output of a --backbone network" in bad.stderr, bad.stderr
-    assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "p") == before
+    for args, says in ((["-o", "module_norm=3"], "-o module_norm scales the output of a --backbone network"),
+                       (["--backbone", "mynets:small_mlp", "-o", "module_norm=1e30"], "module_norm must be 0"),
+                       (["--backbone", "deadnets:dead"], "all-zero features on pool inputs at initialisation")):
+        bad = _alkit("run", "--budget", "20", *args, "-p", "p", cwd=nets)
+        assert bad.returncode == 2 and says in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "p") == before, bad.stderr

@@ -453,6 +453,11 @@ def linear_path_for(net: ResidualMLP, spec: InputSpec | None, X_fit_n_f: torch.T
     return LinearPath(net, V_f_k)
 
 
+# module_norm's accepted values besides 0: far outside, the head's prior variance (prior_scale / mean ||phi||^2)
+# underflowed (1e30: a math domain error mid-run) or the features carried nothing (1e-30: uniform predictions).
+MODULE_NORM_RANGE = (1e-2, 1e3)
+
+
 @dataclass(frozen=True)
 class BackboneConfig:
     """The backbone's shape, one record for every learner that trains one (MLP, VBLL, the
@@ -484,8 +489,10 @@ class BackboneConfig:
         for name in ("width", "rff_dim"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not (math.isfinite(float(self.module_norm)) and float(self.module_norm) >= 0.0):
-            raise ValueError(f"module_norm must be a number >= 0 (0: the network's own scale), got {self.module_norm}")
+        norm = float(self.module_norm)
+        if not (norm == 0.0 or MODULE_NORM_RANGE[0] <= norm <= MODULE_NORM_RANGE[1]):  # nan fails both
+            raise ValueError(f"module_norm must be 0 (the network's own scale) or a number from {MODULE_NORM_RANGE[0]:g} "
+                             f"to {MODULE_NORM_RANGE[1]:g}, got {self.module_norm}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.depth is not None:

@@ -127,8 +127,10 @@ class UserBackbone(nn.Module):
             mean = self._mean_norm(out if probe_n_f is None else probe_n_f, probe_n_f is None)
             if not math.isfinite(mean):
                 raise BackboneImportError("the backbone returned NaN or infinite features in training mode on pool inputs")
-            if mean > 1e-8:  # all-zero outputs at initialisation: nothing to scale
-                self.out_scale.fill_(norm / mean)
+            if mean <= 1e-8:  # ReLU outputs all zero pass no gradient: such a network never learns
+                raise BackboneImportError("the backbone returned all-zero features on pool inputs at initialisation "
+                                          "(no gradient reaches its weights); check its last layers")
+            self.out_scale.fill_(norm / mean)
 
     @torch.no_grad()
     def _mean_norm(self, probe: torch.Tensor, is_output: bool) -> float:
