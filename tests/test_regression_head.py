@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 from conftest import DiabetesSplit
 from hypothesis import given, settings
@@ -226,8 +227,9 @@ def test_a_zero_inflated_target_whose_labels_are_all_zero_still_fits(tmp_path) -
     assert all_zero_first >= 1  # the case that used to fail was exercised
 
 
-def test_quantile_head_chooses_its_weight_prior_by_cross_validated_crps() -> None:
-    """Learner rule 13: with ``head=quantile`` and the prior unset the fit takes the candidate
+@pytest.mark.parametrize("head", ["quantile", "hetero"])
+def test_quantile_and_hetero_heads_choose_their_weight_prior_by_cross_validated_crps(head: str) -> None:
+    """Learner rules 13 / 13b: with ``head=quantile`` or ``hetero`` and the prior unset the fit takes the candidate
     prior (10, 100, 1000) of lowest 3-fold cross-validated CRPS, named in its report; on diabetes
     (noisy, near-linear) that is a stronger prior than 10, and the test CRPS is below the fixed
     default's; on a smooth noiseless target the default 10 stays.  A set prior or capacity=fixed
@@ -237,22 +239,22 @@ def test_quantile_head_chooses_its_weight_prior_by_cross_validated_crps() -> Non
 
     d = DiabetesSplit()
     idx = d.labels(60, seed=0)
-    chosen = VBLLLearner("regression", head="quantile", input=d.spec)
+    chosen = VBLLLearner("regression", head=head, input=d.spec)
     report = chosen.fit(d.X[idx], d.y[idx], seed=0)
     scores = {p: report[f"cv_crps_prior-{p}"] for p in (10, 100, 1000)}
     assert report["capacity_prior_l2"] == min(scores, key=scores.get) > 10
-    fixed = VBLLLearner("regression", head="quantile", input=d.spec, capacity="fixed")
+    fixed = VBLLLearner("regression", head=head, input=d.spec, capacity="fixed")
     assert "capacity_prior_l2" not in fixed.fit(d.X[idx], d.y[idx], seed=0)
     crps = {k: metrics.crps(m.predict(d.X[d.test]).dist, d.y[d.test]) for k, m in (("cv", chosen), ("fixed", fixed))}
     assert crps["cv"] < crps["fixed"]
-    own = VBLLLearner("regression", head="quantile", input=d.spec, train=TrainConfig(prior_l2=10.0))
+    own = VBLLLearner("regression", head=head, input=d.spec, train=TrainConfig(prior_l2=10.0))
     assert "capacity_prior_l2" not in own.fit(d.X[idx], d.y[idx], seed=0)
-    again = VBLLLearner("regression", head="quantile", input=d.spec)
+    again = VBLLLearner("regression", head=head, input=d.spec)
     again.capacity_hint = CapacityHint.from_report(report)
     assert "cv_crps_prior-10" not in (r := again.fit(d.X[d.labels(80, 1)], d.y[d.labels(80, 1)], seed=1))
     assert r["capacity_prior_l2"] == report["capacity_prior_l2"]
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (300, 3)).astype(np.float32)
     y = np.sin(3 * X[:, 0]) * 4 + X[:, 1] ** 2 * 4
-    smooth = VBLLLearner("regression", head="quantile", input=pool_input_spec(X))
+    smooth = VBLLLearner("regression", head=head, input=pool_input_spec(X))
     assert smooth.fit(X[:200], y[:200], seed=0)["capacity_prior_l2"] == 10

@@ -52,6 +52,10 @@ from alkit.types import GaussianLastLayer, Prediction, Task
 # --------------------------------------------------------------------------- learner
 
 
+# Regression heads, set by the user, whose weight prior is chosen per fit by cross-validated CRPS (learner rule 13:
+# the quantile head; rule 13b: the heteroscedastic head)
+PRIOR_CHOICE_HEADS: tuple[str, ...] = ("quantile", "hetero")
+
 # A user ``--backbone``'s output is scaled at initialisation to this mean feature norm (BackboneConfig.module_norm)
 # for this learner: its closed-form head stayed near-uniform on small features (the own_model example's CNN, norm
 # 0.65: NLL 1.65 at 100 digit labels).  Backbone rules 1 / 1b (label_efficiency_dev/recheck_rule.md): on the 8 x 8
@@ -187,8 +191,9 @@ class VBLLLearner:
         10 or 1 on raw features up to 300 labels, 300 or 30 on an encoder's embeddings; learner rule 2,
         benchmarks/results/label_efficiency_dev/prior_cv_rule.md), 'cv' depth and prior, 'fixed' keeps
         the defaults, 'auto' is cv on an encoder's embeddings and fixed elsewhere (the default before).
-        With ``head='quantile'`` on raw features, any mode but 'fixed' chooses the weight prior among
-        10, 100 and 1000 by cross-validated CRPS (learner rule 13, alkit/models/capacity.py)."""
+        With ``head='quantile'`` or ``'hetero'`` on raw features, any mode but 'fixed' chooses the weight
+        prior among 10, 100 and 1000 by cross-validated CRPS (learner rules 13 / 13b,
+        alkit/models/capacity.py)."""
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for
@@ -297,9 +302,9 @@ class VBLLLearner:
         rule_head = regression_head_for(np.asarray(y_n)) if self.auto_head else None
         noise = self.noise_choice and len(y_n) >= NOISE_MIN_N
         choice = "" if rule_head is None else ("head" if rule_head == "buckets" else "noise" if noise else "")
-        if self.task == "regression" and self.head_kind == "quantile" and not self.auto_head and not (
+        if self.task == "regression" and self.head_kind in PRIOR_CHOICE_HEADS and not self.auto_head and not (
                 self.input is not None and self.input.embedding):
-            choice = "prior"  # the quantile head's weight prior by cross-validated CRPS (learner rule 13; raw features)
+            choice = "prior"  # the head's weight prior by cross-validated CRPS (learner rules 13 / 13b; raw features)
         scorer = {"": capacity_scorer(self.n_classes, self.input), "prior": self.prior_scorer}.get(choice, self.head_scorer)
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),

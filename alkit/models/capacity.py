@@ -27,8 +27,8 @@ over 20-300 labels, +0.006 on the food reviews (report, 20 seeds; at least +0.00
 Regression: the MLP learner chooses between the shallow network and the same network fitted to a
 Bayesian ridge's residual (REGRESSION_CANDIDATES, learner rule 9); the VBLL learner, where the labels
 hold a point mass, between its bucket and Gaussian heads (HEAD_CANDIDATES, learner rule 10b); with
-the quantile head, between weight priors (QUANTILE_PRIOR_CANDIDATES, learner rule 13); all by
-cross-validated CRPS.
+the quantile or heteroscedastic head, between weight priors (QUANTILE_PRIOR_CANDIDATES, learner
+rules 13 / 13b); all by cross-validated CRPS.
 
 Scope: classification on flat features with depth and prior left unset, at N <= CV_MAX_N labels
 (the full-batch regime; above it the default stays); not images, whose convolution stem fixes the
@@ -144,7 +144,9 @@ HEAD_ONE_SE = False  # also by one standard error of the paired differences: rul
 # default), 100 and 1000 by the same cross-validated CRPS (ties keep 10).  Why: the quantile head overfits
 # noisy near-linear targets under the default prior (docvis, hours: CRPS 0.738 / 2.266 at 20 labels against
 # 0.534 / 1.703 with 1000) where a smooth non-linear one wants it (friedman: 0.893 against 1.267 at 300
-# labels); benchmarks/results/quantile_prior_screen_dev.md, learner rule 13.
+# labels); benchmarks/results/quantile_prior_screen_dev.md, learner rule 13.  The heteroscedastic head
+# (``head=hetero``) takes the same choice (learner rule 13b: +8.1 % of a ridge's CRPS over five development
+# sets and s_hetero on fresh seeds, s_hetero -0.6 %; hetero_prior_rule.md).
 QUANTILE_PRIOR_CANDIDATES: tuple[Capacity, ...] = tuple(Capacity(f"prior-{p:g}", -1, p) for p in (10.0, 100.0, 1000.0))
 PRIOR_TAME = Capacity("tame", 1, 10.0)
 PRIOR_FREE = Capacity("free", 1, 1.0)
