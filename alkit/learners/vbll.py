@@ -287,7 +287,7 @@ class VBLLLearner:
                            buckets=self.buckets, capacity="fixed")
 
     def prior_scorer(self, candidate: Capacity) -> "VBLLLearner":
-        """The learner a weight-prior candidate of the quantile head is cross-validated with: this one's
+        """The learner a weight-prior candidate of the quantile or hetero head is cross-validated with: this one's
         settings with that prior fixed (alkit/models/capacity.py, QUANTILE_PRIOR_CANDIDATES)."""
         clone = copy.copy(self)  # every setting of this learner (linear_path, kl_weight, refit, ...), unfitted
         clone.train_config = replace(self.train_config, prior_l2=candidate.prior_l2)
