@@ -267,7 +267,7 @@ def with_dropout(n_features):
     bn = build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:small_bn",
                                                                           module_norm=2.5))
     assert float(bn.out_scale) != 1.0
-    with pytest.raises(BackboneImportError, match="NaN or infinite features in training mode"):
+    with pytest.raises(BackboneImportError, match="NaN or infinite features in training mode on 65 inputs"):
         build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:nan_in_training",
                                                                          module_norm=2.5))
     states = []
@@ -280,8 +280,9 @@ def with_dropout(n_features):
 
 
 def test_module_norm_refusals_on_the_command_line(nets: Path, digits_csv: Path) -> None:
-    """-o module_norm without --backbone, out of range, or on a network whose outputs are all zero
-    (a dead ReLU: it can never learn) is refused in one line before anything is written."""
+    """-o module_norm without --backbone, out of range, or a network whose outputs are all zero (a
+    dead ReLU: it can never learn; whatever the scale and the scorer) is refused in one line before
+    anything is written."""
     (nets / "deadnets.py").write_text("from torch import nn\n\n\ndef dead(n):\n"
                                       "    return nn.Sequential(nn.Linear(n, 8), nn.ReLU(), nn.Linear(8, 4), "
                                       "nn.Hardtanh(-1.0, -0.5), nn.ReLU())\n")
@@ -290,7 +291,9 @@ def test_module_norm_refusals_on_the_command_line(nets: Path, digits_csv: Path) 
     before = folder_snapshot(nets / "p")
     for args, says in ((["-o", "module_norm=3"], "-o module_norm scales the output of a --backbone network"),
                        (["--backbone", "mynets:small_mlp", "-o", "module_norm=1e30"], "module_norm must be 0"),
-                       (["--backbone", "deadnets:dead"], "all-zero features on pool inputs at initialisation")):
+                       (["--backbone", "deadnets:dead"], "all-zero features on 64 inputs at initialisation"),
+                       (["--backbone", "deadnets:dead", "-o", "module_norm=0"], "all-zero features on 64 inputs"),
+                       (["--strategy", "random", "--backbone", "deadnets:dead"], "all-zero features on 64 inputs")):
         bad = _alkit("run", "--budget", "20", *args, "-p", "p", cwd=nets)
         assert bad.returncode == 2 and says in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "p") == before, bad.stderr

@@ -93,6 +93,10 @@ def source_digest(ref: str, search: tuple[Path, ...] = ()) -> str:
         return ""
 
 
+PROBE_RANDOM = 64  # random rows the output is checked on where no pool inputs are given (2 rows of a small
+# ReLU network can both give all-zero outputs by chance; 64 cannot, unless the network is dead)
+
+
 class UserBackbone(nn.Module):
     """x (n, f) -> standardised -> the user's module -> phi (n, out_dim)."""
 
@@ -123,33 +127,35 @@ class UserBackbone(nn.Module):
         if not torch.isfinite(out).all():
             raise BackboneImportError("the backbone returned NaN or infinite features on a probe batch")
         self.out_dim = int(out.shape[1])
+        if probe_n_f is None:  # no pool inputs (the plan's check): PROBE_RANDOM rows standardised to N(0, 1)
+            z = torch.randn(PROBE_RANDOM, len(mean_f), generator=torch.Generator().manual_seed(1))
+            probe_n_f = z * self.x_std + self.x_mean
+        mean = self._mean_norm(probe_n_f)
+        if not math.isfinite(mean):
+            raise BackboneImportError(f"the backbone returned NaN or infinite features in training mode on {len(probe_n_f)} inputs")
+        if mean <= 1e-8:  # ReLU outputs all zero pass no gradient: such a network never learns
+            raise BackboneImportError(f"the backbone returned all-zero features on {len(probe_n_f)} inputs at "
+                                      "initialisation (no gradient reaches its weights); check its last layers")
         if norm > 0:
-            mean = self._mean_norm(out if probe_n_f is None else probe_n_f, probe_n_f is None)
-            if not math.isfinite(mean):
-                raise BackboneImportError("the backbone returned NaN or infinite features in training mode on pool inputs")
-            if mean <= 1e-8:  # ReLU outputs all zero pass no gradient: such a network never learns
-                raise BackboneImportError("the backbone returned all-zero features on pool inputs at initialisation "
-                                          "(no gradient reaches its weights); check its last layers")
             self.out_scale.fill_(norm / mean)
 
     @torch.no_grad()
-    def _mean_norm(self, probe: torch.Tensor, is_output: bool) -> float:
-        """The mean feature norm of the user's module at initialisation on ``probe`` (pool inputs, or
-        already its output), in training mode, as the first training steps see it (batch norm at
-        initialisation in evaluation mode does not normalise: its running statistics are 0 and 1),
-        on a copy, so that no running statistic moves, in chunks of near-equal size (at most 64 rows;
-        batch norm in training mode refuses a chunk of one), with the global random state restored
-        afterwards (dropout draws from it)."""
-        if not is_output:
-            net = copy.deepcopy(self.net).train()
-            chunks = torch.tensor_split(probe, max(1, math.ceil(len(probe) / 64)))
-            with torch.random.fork_rng(devices=[]):
-                try:
-                    probe = torch.cat([self._raw(self.fixed(b.float()), net) for b in chunks])
-                except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
-                    raise BackboneImportError(f"the backbone failed in training mode on {len(probe)} pool inputs: "
-                                              f"{type(exc).__name__}: {exc}") from None
-        return float(probe.norm(dim=1).mean()) if len(probe) else 0.0
+    def _mean_norm(self, probe_n_f: torch.Tensor) -> float:
+        """The mean feature norm of the user's module at initialisation on ``probe_n_f`` (pool inputs),
+        in training mode, as the first training steps see it (batch norm at initialisation in
+        evaluation mode does not normalise: its running statistics are 0 and 1), on a copy, so that no
+        running statistic moves, in chunks of near-equal size (at most 64 rows; batch norm in training
+        mode refuses a chunk of one), with the global random state restored afterwards (dropout draws
+        from it)."""
+        net = copy.deepcopy(self.net).train()
+        chunks = torch.tensor_split(probe_n_f, max(1, math.ceil(len(probe_n_f) / 64)))
+        with torch.random.fork_rng(devices=[]):
+            try:
+                out = torch.cat([self._raw(self.fixed(b.float()), net) for b in chunks])
+            except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
+                raise BackboneImportError(f"the backbone failed in training mode on {len(probe_n_f)} pool inputs: "
+                                          f"{type(exc).__name__}: {exc}") from None
+        return float(out.norm(dim=1).mean()) if len(out) else 0.0
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
         return self.trainable(self.fixed(x_n_f))
