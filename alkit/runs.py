@@ -275,13 +275,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                             "their singular values); use vbll, laplace, csd, gradnorm, ensemble or none")
         try:  # built and probed now: a backbone that cannot work is refused before a batch is spent
             shape = tuple(cfg.image_shape) if cfg.image_shape else None
-            from alkit.registry import learner_class
-
-            norm = req.learner_options.get("module_norm",
-                                           getattr(learner_class(scorer), "backbone_defaults", {}).get("module_norm", 0.0))
             build_user_backbone(str(req.learner_options["module"]), cfg.n_features, shape,
-                                np.zeros(cfg.n_features, dtype=np.float32), np.ones(cfg.n_features, dtype=np.float32),
-                                norm=float(norm))
+                                np.zeros(cfg.n_features, dtype=np.float32), np.ones(cfg.n_features, dtype=np.float32))
         except BackboneImportError as exc:
             raise LoopError(str(exc)) from None
     try:

@@ -305,7 +305,8 @@ class VBLLLearner:
         if self.task == "regression" and self.head_kind in PRIOR_CHOICE_HEADS and not self.auto_head and not (
                 self.input is not None and self.input.embedding):
             choice = "prior"  # the head's weight prior by cross-validated CRPS (learner rules 13 / 13b; raw features)
-        scorer = {"": capacity_scorer(self.n_classes, self.input), "prior": self.prior_scorer}.get(choice, self.head_scorer)
+        scorer = (self.prior_scorer if choice == "prior" else self.head_scorer if choice
+                  else capacity_scorer(self.n_classes, self.input))
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
             make_scorer=scorer, seed=seed,

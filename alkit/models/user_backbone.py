@@ -6,8 +6,9 @@ like its own backbones: inputs standardised with the pool's statistics (``fixed`
 module as the trained part (``trainable``), d found by one forward pass.
 
 Its output is multiplied by one fixed number, set at initialisation so that the mean feature norm on
-a sample of pool inputs (the labelled inputs where a caller gives no pool sample) is ``norm`` (``BackboneConfig.module_norm``; 0 keeps the network's own
-scale).  Why: the heads' optimisers move each weight by about the learning rate per step, so the
+a sample of pool inputs (the labelled inputs where a caller gives no pool sample) is ``norm``
+(``BackboneConfig.module_norm``; 0 keeps the network's own scale).  The same measurement refuses a
+network whose outputs are NaN or all zero in training mode.  Why: the heads' optimisers move each weight by about the learning rate per step, so the
 logits a network can reach in a fit's few hundred steps scale with its feature norm.  A network in
 PyTorch's default initialisation ending in Linear + ReLU gives norms near 0.5-1 (alkit's own
 backbones: about 3), and VBLL on it stayed near-uniform (the own_model example's CNN: NLL 1.65 at
@@ -141,7 +142,7 @@ class UserBackbone(nn.Module):
 
     @torch.no_grad()
     def _mean_norm(self, probe_n_f: torch.Tensor) -> float:
-        """The mean feature norm of the user's module at initialisation on ``probe_n_f`` (pool inputs),
+        """The mean feature norm of the user's module at initialisation on ``probe_n_f`` (raw inputs),
         in training mode, as the first training steps see it (batch norm at initialisation in
         evaluation mode does not normalise: its running statistics are 0 and 1), on a copy, so that no
         running statistic moves, in chunks of near-equal size (at most 64 rows; batch norm in training
@@ -153,7 +154,7 @@ class UserBackbone(nn.Module):
             try:
                 out = torch.cat([self._raw(self.fixed(b.float()), net) for b in chunks])
             except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
-                raise BackboneImportError(f"the backbone failed in training mode on {len(probe_n_f)} pool inputs: "
+                raise BackboneImportError(f"the backbone failed in training mode on {len(probe_n_f)} inputs: "
                                           f"{type(exc).__name__}: {exc}") from None
         return float(out.norm(dim=1).mean()) if len(out) else 0.0
 
