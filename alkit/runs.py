@@ -7,7 +7,8 @@ store keeps both; nothing parses them back).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -53,6 +54,7 @@ class RunRequest:
     acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
     initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
     stop: list[str] = field(default_factory=list)  # stopping rules, 'name[:param=value,...]' (alkit/stopping)
+    legacy_name: bool = False  # named as before training settings were in names (run_identity)
 
 
 @dataclass
@@ -104,10 +106,12 @@ def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
     return features
 
 
-def curve_name(req: RunRequest, scorer: str) -> str:
+def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
-    its name): the strategy with whatever differs from its defaults; for a run given its own
-    --name, that name less its "-b<batch>-s<seed>" ending when it has this run's one."""
+    its name): the strategy with whatever differs from its defaults (-o values, then training
+    settings as FIELD=VALUE); for a run given its own --name, that name less its
+    "-b<batch>-s<seed>" ending when it has this run's one.  ``legacy``: the names of runs started
+    before training settings were part of them (continued under those names, ``run_identity``)."""
     if req.name:
         ending = f"-b{req.batch_size}-s{req.seed}"
         return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
@@ -118,14 +122,55 @@ def curve_name(req: RunRequest, scorer: str) -> str:
     if req.initial_selector and req.initial_selector != preset.initial_selector:
         base += f"-init{req.initial_selector}"
     opts = "".join(f"-{_name_part(k, v)}" for k, v in sorted(req.learner_options.items()))
+    if not legacy:
+        opts += "".join(f"-{k}={v}" for k, v in sorted(req.train.items()))
     return f"{base}{opts}"
 
 
-def run_name(req: RunRequest, scorer: str) -> str:
+def run_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
     """The run's unique name: its curve, batch size and seed (or the given --name)."""
     if req.name:
         return req.name
-    return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
+    return f"{curve_name(req, scorer, legacy=legacy)}-b{req.batch_size}-s{req.seed}"
+
+
+def without_defaults(req: RunRequest, scorer: str) -> RunRequest:
+    """``req`` less every option given at the value it takes anyway: -o options equal to the
+    scorer's declared default (those whose default is a value, not None = chosen by the data) and
+    training settings equal to TrainConfig's.  Why: ``-o module_norm=2.5`` named a second run
+    identical to the default one.  A learner made with such an option equals one made without it
+    (tests/test_run_identity.py checks this for every scorer and option)."""
+    from alkit.scorer_options import declared, same_value
+
+    options = declared(learner_class(scorer))
+    learner = {k: v for k, v in req.learner_options.items()
+               if not (k in options and options[k].default is not None and same_value(v, options[k].default))}
+    fields = TrainConfig.__dataclass_fields__
+    train = {k: v for k, v in req.train.items()
+             if not (k in fields and fields[k].default is not None and same_value(v, fields[k].default))}
+    return replace(req, learner_options=learner, train=train)
+
+
+def run_identity(req: RunRequest, scorer: str, stored: Callable[[str], dict[str, Any] | None]) -> RunRequest:
+    """The request whose name and options the run is recorded under: ``without_defaults(req)``,
+    unless the store holds the run under the identity of an earlier alkit (every -o option as
+    given, training settings not in the name) and not under the current one, so that repeating a
+    command continues its run as before.  ``stored(name)``: that run's recorded options, or None."""
+    current = without_defaults(req, scorer)
+
+    def holds(r: RunRequest, legacy: bool) -> bool:
+        config = stored(run_name(r, scorer, legacy=legacy))
+        return config is not None and all(
+            _as_json(config.get(key) or {}) == _as_json(value)
+            for key, value in (("learner", r.learner_options), ("train", r.train)))
+
+    if not holds(current, False) and holds(req, True):
+        return replace(req, legacy_name=True)
+    return current
+
+
+def _as_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task: str, selector: str,
@@ -205,9 +250,12 @@ def _default_members() -> int:
     return int(declared(learner_class("sklearn"))["members"].default)
 
 
-def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tuple[int, int]]) -> RunPlan:
+def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tuple[int, int]],
+             stored: Callable[[str], dict[str, Any] | None] = lambda name: None) -> RunPlan:
     """Validate ``req`` against the project and build its plan; ``n_pool_for(run_name)`` is the
-    pool the run may still spend: (unlabeled items, items the run's own picks hold).  Every refusal is a LoopError naming the bad argument."""
+    pool the run may still spend: (unlabeled items, items the run's own picks hold);
+    ``stored(run_name)`` a recorded run's options, or None (run_identity).  Every refusal is a
+    LoopError naming the bad argument."""
     preset = get_preset(req.strategy)
     scorer = req.scorer or preset.default_scorer
     get_scorer(scorer)
@@ -228,10 +276,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if initial < 1:  # 0 was taken as --batch-size: a first batch is always picked
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
-    unlabeled, held = n_pool_for(run_name(req, scorer))
+    ident = run_identity(req, scorer, stored)
+    recorded_name = run_name(ident, scorer, legacy=ident.legacy_name)
+    unlabeled, held = n_pool_for(recorded_name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
-        raise LoopError(f"--budget {req.budget} is more than run {run_name(req, scorer)!r} can spend: it holds {held} "
+        raise LoopError(f"--budget {req.budget} is more than run {recorded_name!r} can spend: it holds {held} "
                         f"pool items (its picks) and {unlabeled} are left unlabelled (labels from other runs count too); pass "
                         f"--budget {n_pool} or less")
     if req.budget > n_pool:
@@ -303,21 +353,20 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if req.engine not in ENGINES:
         raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
     options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
-               "learner": dict(req.learner_options), "train": dict(req.train),
+               "learner": dict(ident.learner_options), "train": dict(ident.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
-               "curve": curve_name(req, scorer), "code": _code_digests(req.learner_options)}
-    spec = RunSpec(run_name(req, scorer), req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
-    train, learner_options = TrainConfig(**req.train), dict(req.learner_options)
+               "curve": curve_name(ident, scorer, legacy=ident.legacy_name), "code": _code_digests(req.learner_options)}
+    spec = RunSpec(recorded_name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
+    train, learner_options = TrainConfig(**ident.train), dict(ident.learner_options)
 
     def fresh_learner(input_spec: InputSpec | None) -> Learner:
         return make_learner(scorer, cfg.task, cfg.n_classes, class_names=cfg.classes, train=train,
                             input=input_spec, **learner_options)
 
-    name = preset.selector_for(cfg.task, req.batch_size)
     features = _vlm_features(str(learner_options["model_dir"])) if scorer == "bayesvlm" else None
     # the Ray engine's tasks read Parquet row groups of the project's own features
     stem = bool(cfg.image_shape) and info.own_network and not learner_options.get("module") and req.engine == "local"
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
-                   initial_selector, get_selector(name), name, stop_rules, zero_shot=info.zero_shot,
+                   initial_selector, get_selector(selector), selector, stop_rules, zero_shot=info.zero_shot,
                    features=features, stem=stem, notes=notes)

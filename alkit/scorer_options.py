@@ -55,6 +55,12 @@ class Option:
         return value + 0.0 if self.kind is float else value  # -0.0 is 0.0 (one run name, not two)
 
 
+def same_value(given: Any, default: Any) -> bool:
+    """An option's value is its default (a run given it is the default run): equal, and a bool
+    only equal to a bool (``True == 1`` in Python)."""
+    return isinstance(given, bool) == isinstance(default, bool) and given == default
+
+
 def _simple(hint: Any) -> tuple[type, tuple[str, ...] | None, bool] | None:
     """(kind, choices, optional) of a type hint alkit can parse from text, else None."""
     optional = False
@@ -110,8 +116,9 @@ def declared(learner_cls: type) -> dict[str, Option]:
             out[p.name] = Option(p.name, simple[0], simple[1], p.default, simple[2])
     if takes_backbone:  # the backbone's fields, with the defaults the learner class sets for them
         own = getattr(learner_cls, "backbone_defaults", {})
+        fixed = getattr(learner_cls, "backbone_fixed", ())  # fields the learner sets from its own options
         out.update({k: dataclasses.replace(v, default=own.get(k, v.default))
-                    for k, v in _from_dataclass(BackboneConfig, "").items() if k not in out})
+                    for k, v in _from_dataclass(BackboneConfig, "").items() if k not in out and k not in fixed})
     return out
 
 

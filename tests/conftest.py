@@ -12,9 +12,6 @@ from sklearn.datasets import load_digits
 
 torch.set_num_threads(1)
 
-FAST_TRAIN = {"max_epochs": 30, "min_steps": 60, "patience": 5}
-
-
 def digits_frame(n: int = 400, seed: int = 0) -> pl.DataFrame:
     X, y = load_digits(return_X_y=True)
     idx = np.random.default_rng(seed).permutation(len(y))[:n]

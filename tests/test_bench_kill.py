@@ -13,8 +13,7 @@ from alkit.config import load_project
 from alkit.loop import ActiveLoop
 from alkit.pools.ingest import InitOptions, init_project
 
-ARGS = ["bench", "--budget", "30", "--batch-size", "10", "--seeds", "2", "--strategies", "random,topk",
-        "--max-epochs", "10"]
+ARGS = ["bench", "--budget", "30", "--batch-size", "10", "--seeds", "2", "--strategies", "random,topk"]
 
 
 def test_bench_resumes_after_kill(tmp_path: Path, digits_csv: Path) -> None:

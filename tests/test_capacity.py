@@ -204,7 +204,6 @@ def test_a_hint_is_reused_until_the_labels_double_then_chosen_again() -> None:
 
 
 def test_a_run_chooses_at_doublings_hands_the_choice_on_and_resumes_the_same(tmp_path, digits_csv) -> None:
-    from conftest import FAST_TRAIN
 
     from alkit.config import load_project
     from alkit.loop import ActiveLoop, RunRequest
@@ -214,7 +213,7 @@ def test_a_run_chooses_at_doublings_hands_the_choice_on_and_resumes_the_same(tmp
         init_project(digits_csv, root, InitOptions(id_col="id", label_col="label", hide_labels=True, test_frac=0.25))
         loop = ActiveLoop(load_project(root))
         for cycles in stops:  # stop and resume between cycles
-            loop.run(RunRequest(strategy="epistemic", budget=60, batch_size=10, seed=0, train=FAST_TRAIN,
+            loop.run(RunRequest(strategy="epistemic", budget=60, batch_size=10, seed=0,
                                 max_cycles=cycles, learner_options={"capacity": "cv"}))
         signals = loop.store.signals(1)
         return [signals[c]["capacity"]["n_labels"] for c in sorted(signals) if "capacity" in signals[c]], \
@@ -275,7 +274,6 @@ def test_by_default_a_run_chooses_the_prior_on_embeddings_and_on_raw_features(tm
     the plain MLP (capacity=prior since learner rule 3b) record the raw candidates' choice too, and with
     ``-o capacity=auto`` (fixed on raw features) none."""
     import polars as pl
-    from conftest import FAST_TRAIN
 
     from alkit.config import load_project
     from alkit.loop import ActiveLoop, RunRequest
@@ -288,16 +286,16 @@ def test_by_default_a_run_chooses_the_prior_on_embeddings_and_on_raw_features(tm
     for name, data, extra in (("emb", tmp_path / "v.parquet", {"feature_col": "vec"}), ("raw", digits_csv, {})):
         init_project(data, tmp_path / name, InitOptions(id_col="id", label_col="label", hide_labels=True, **extra))
         loop = ActiveLoop(load_project(tmp_path / name))
-        loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=0, train=FAST_TRAIN))
+        loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=0))
         recorded[name] = [s["capacity"] for s in loop.store.signals(1).values() if "capacity" in s]
     assert recorded["raw"] and {(r["depth"], r["prior_l2"]) for r in recorded["raw"]} <= \
         {(c.depth, c.prior_l2) for c in PRIOR_CANDIDATES}
     loop = ActiveLoop(load_project(tmp_path / "raw"))
-    loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, train=FAST_TRAIN, name="plain"))
+    loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, name="plain"))
     plain = next(r.id for r in loop.store.runs() if r.name == "plain")
     chosen = [s["capacity"] for s in loop.store.signals(plain).values() if "capacity" in s]
     assert chosen and {(r["depth"], r["prior_l2"]) for r in chosen} <= {(c.depth, c.prior_l2) for c in PRIOR_CANDIDATES}
-    loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, train=FAST_TRAIN, name="fixed",
+    loop.run(RunRequest(strategy="random", budget=30, batch_size=10, seed=0, name="fixed",
                         learner_options={"capacity": "auto"}))
     fixed = next(r.id for r in loop.store.runs() if r.name == "fixed")
     assert loop.store.signals(fixed) and not any("capacity" in s for s in loop.store.signals(fixed).values())

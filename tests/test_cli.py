@@ -30,9 +30,9 @@ def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
     assert "300 pool items" in out.stdout or "320 pool items" in out.stdout
     for seed in ("0", "1"):
         alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", seed,
-              "--max-epochs", "20", cwd=tmp_path)
+              cwd=tmp_path)
     again = alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", "0",
-                  "--max-epochs", "20", "--json", cwd=tmp_path)
+                  "--json", cwd=tmp_path)
     rows = json.loads(again.stdout)
     assert rows[0]["cycles"] == 4 and rows[0]["n_labeled"] == 30  # idempotent rerun
     st = json.loads(alkit("status", "--json", cwd=tmp_path).stdout)
@@ -177,8 +177,7 @@ def test_run_with_the_heteroscedastic_head_and_the_noise_choice(tmp_path: Path) 
     alkit("init", str(tmp_path / "noisy.csv"), "--id-col", "id", "--label-col", "y", "--hide-labels",
           "--task", "regression", "--test-frac", "0.2", cwd=tmp_path)
     for extra in (["--head", "hetero"], ["-o", "noise_choice=true"]):
-        alkit("run", "--strategy", "epistemic", "--budget", "50", "--batch-size", "10", "--max-epochs", "20",
-              "--name", extra[1].split("=")[0], *extra, cwd=tmp_path)
+        alkit("run", "--strategy", "epistemic", "--budget", "50", "--batch-size", "10", "--name", extra[1].split("=")[0], *extra, cwd=tmp_path)
     st = {r["name"]: r for r in json.loads(alkit("status", "--json", cwd=tmp_path).stdout)}
     assert set(st) == {"hetero", "noise_choice"}, st
     for r in st.values():

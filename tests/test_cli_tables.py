@@ -42,14 +42,13 @@ def test_tables_fit_80_columns(tmp_path: Path, digits_csv: Path, task: str) -> N
         data = digits_csv
     _alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p", cwd=tmp_path)
     for strategy in ("random", "epistemic"):
-        out = _alkit("run", "--strategy", strategy, "--budget", "30", "--max-epochs", "10", "-p", "p", cwd=tmp_path)
+        out = _alkit("run", "--strategy", strategy, "--budget", "30", "-p", "p", cwd=tmp_path)
         _fits(out)
     status = _alkit("status", "-p", "p", cwd=tmp_path)
     _fits(status)
     main = "crps ↓" if task == "regression" else "accuracy ↑"
     assert main in status and "epistemic-b10-s0" in status and "30/30" in status
-    bench = _alkit("bench", "--strategies", "random,epistemic", "--seeds", "1", "--budget", "30", "--max-epochs", "10",
-                   "-p", "p", cwd=tmp_path)
+    bench = _alkit("bench", "--strategies", "random,epistemic", "--seeds", "1", "--budget", "30", "-p", "p", cwd=tmp_path)
     table = bench[bench.index(" strategy"):bench.index("wrote ")]
     _fits(table)
     assert "AULC" in table

@@ -20,7 +20,6 @@ from alkit.pools import features as features_mod
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.registry import make_learner
 
-from conftest import FAST_TRAIN
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +166,7 @@ def test_loop_selects_the_same_batch_on_ray(strategy: str, tmp_path: Path, digit
         loop = ActiveLoop(load_project(root))
         loop.features.chunk_rows = 64
         n_pool = loop.store.counts()["pool:unlabeled"]
-        loop.run(RunRequest(strategy=strategy, budget=30, batch_size=10, seed=4, train=FAST_TRAIN,
+        loop.run(RunRequest(strategy=strategy, budget=30, batch_size=10, seed=4,
                             candidates=40, max_cycles=3, engine=engine))
         run = loop.store.runs()[0]
         picks[engine] = loop.store.selected_keys(run.id).tolist()
@@ -191,7 +190,7 @@ def test_chunk_rows_keep_the_working_set_in_budget_at_any_class_count() -> None:
     X = rng.standard_normal((600, 16), dtype=np.float32)
     rows = {}
     for C in (10, 100, 1000):
-        learner = make_learner("vbll", "classification", C, train=TrainConfig(**FAST_TRAIN))
+        learner = make_learner("vbll", "classification", C, train=TrainConfig())
         learner.fit(X, rng.integers(0, C, 600), seed=0)
         rows[C] = chunk_rows_for(learner, X[:64])
         per_row = WORKING_SET_FACTOR * prediction_nbytes(learner.predict(X[:64])) / 64 + 4 * X.shape[1]
@@ -217,13 +216,13 @@ def test_chunk_rows_count_the_image_stems_maps() -> None:
     rng = np.random.default_rng(0)
     X = rng.random((300, 784), dtype=np.float32)
     spec = pool_input_spec(X, (1, 28, 28))
-    learner = make_learner("vbll", "classification", 10, train=TrainConfig(**FAST_TRAIN), input=spec)
+    learner = make_learner("vbll", "classification", 10, train=TrainConfig(), input=spec)
     learner.fit(X[:100], rng.integers(0, 10, 100), seed=0)
     stem = image_stem_bytes(learner)
     assert stem >= 4 * spec.patch_filters.shape[0] * 784  # at least the filter maps themselves
     rows = chunk_rows_for(learner, X[:64])
     assert rows < MAX_CHUNK_ROWS and rows * stem <= CHUNK_BUDGET
-    flat = make_learner("vbll", "classification", 10, train=TrainConfig(**FAST_TRAIN))
+    flat = make_learner("vbll", "classification", 10, train=TrainConfig())
     flat.fit(X[:100], rng.integers(0, 10, 100), seed=0)
     assert image_stem_bytes(flat) == 0 and chunk_rows_for(flat, X[:64]) == MAX_CHUNK_ROWS
 

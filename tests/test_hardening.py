@@ -20,7 +20,7 @@ from alkit.pools.store import Store
 from conftest import folder_snapshot
 
 ALKIT = [sys.executable, "-m", "alkit.cli"]
-RUN = ["run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--max-epochs", "5"]
+RUN = ["run", "--strategy", "random", "--budget", "30", "--batch-size", "10"]
 
 
 def alkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -221,8 +221,7 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
     import signal
     import time
 
-    args = [*ALKIT, "run", "--strategy", "epistemic", "--budget", "200", "--batch-size", "10", "--max-epochs", "30",
-            "-p", str(project)]
+    args = [*ALKIT, "run", "--strategy", "epistemic", "--budget", "200", "--batch-size", "10", "-p", str(project)]
     env = {**os.environ, "ALKIT_THREADS": "1", "COLUMNS": "200"}
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     db = project / "alkit.db"
@@ -239,7 +238,7 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
         assert "interrupted at cycle" in err and "run the same command (or `alkit run --resume epistemic-b10-s0`) to continue" in err
     status = json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)
     assert [r["status"] for r in status] == ["interrupted"]
-    done = alkit(*RUN[:2], "epistemic", "--budget", "40", "--batch-size", "10", "--max-epochs", "30", "-p", str(project),
+    done = alkit(*RUN[:2], "epistemic", "--budget", "40", "--batch-size", "10", "-p", str(project),
                  cwd=project.parent)
     assert done.returncode == 0, done.stderr
     assert [r["status"] for r in json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)] \
@@ -283,8 +282,7 @@ def test_a_categorical_column_is_one_hot_encoded_and_runs(tmp_path: Path, digits
     assert init.returncode == 0, init.stderr
     assert "one-hot encoded" in init.stdout and "band (2 values)" in init.stdout
     assert load_project(tmp_path / "p").config.n_features == 66
-    run = alkit("run", "--strategy", "epistemic", "--budget", "40", "--batch-size", "10", "--max-epochs", "5",
-                "-p", "p", cwd=tmp_path)
+    run = alkit("run", "--strategy", "epistemic", "--budget", "40", "--batch-size", "10", "-p", "p", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "complete" in run.stdout
 

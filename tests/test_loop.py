@@ -12,11 +12,10 @@ from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.report import cycles_frame, run_summaries
 
-from conftest import FAST_TRAIN
 
 
 def _req(**kw: object) -> RunRequest:
-    base = dict(strategy="random", budget=40, batch_size=10, seed=0, train=FAST_TRAIN)
+    base = dict(strategy="random", budget=40, batch_size=10, seed=0)
     return RunRequest(**{**base, **kw})
 
 
@@ -132,17 +131,17 @@ def test_curve_groups_are_stored_not_parsed(digits_project: Path) -> None:
 
 
 def test_curves_split_by_batch_and_first_batch_sizes(digits_project: Path) -> None:
-    """Seeds of one strategy run with another --batch-size or --initial are not averaged into
-    one curve (each seed would then sit on another label grid and start): each setting is its
-    own curve, named by what differs."""
+    """Seeds of one strategy run with another --batch-size, --initial or training setting are not
+    averaged into one curve (each seed would then sit on another label grid and start, or train
+    another model): each setting is its own curve, named by what differs."""
     loop = ActiveLoop(load_project(digits_project))
     for req in (_req(budget=30, seed=0), _req(budget=30, seed=1, initial=20), _req(budget=30, seed=2, batch_size=20),
-                _req(budget=30, seed=3, strategy="epistemic", train=FAST_TRAIN), _req(budget=30, seed=4, strategy="epistemic")):
+                _req(budget=30, seed=3, strategy="epistemic", train={"steps": 50}), _req(budget=30, seed=4, strategy="epistemic")):
         loop.run(req)
     curves = {r["run"]: r["strategy"] for r in cycles_frame(loop.store).iter_rows(named=True)}
     assert curves == {"random-b10-s0": "random b10 i10", "random-b10-s1": "random b10 i20",
-                      "random-b20-s2": "random b20", "epistemic-b10-s3": "epistemic",
-                      "epistemic-b10-s4": "epistemic"}
+                      "random-b20-s2": "random b20", "epistemic-steps=50-b10-s3": "epistemic-steps=50",
+                      "epistemic-b10-s4": "epistemic"}  # a training setting is another curve
 
 
 @pytest.mark.parametrize(
@@ -228,10 +227,10 @@ def test_chunked_cached_evaluation_equals_one_prediction(tmp_path: Path, monkeyp
     monkeypatch.setattr(loop.store, "test_set", lambda: reads.append(1) or original())
     monkeypatch.setattr(loop_mod, "chunk_rows_for", lambda learner, X: 7)  # many chunks, a ragged last one
     opts = {"head": head} if head else {}
-    res = loop.run(RunRequest(strategy="random", scorer="vbll", budget=30, train=FAST_TRAIN, learner_options=opts))
+    res = loop.run(RunRequest(strategy="random", scorer="vbll", budget=30, learner_options=opts))
     assert len(reads) == 1 and len(res) == 4
     # the last cycle's model again, evaluated in one call the way the library's metrics take it
-    plan = loop.resolve(RunRequest(strategy="random", scorer="vbll", budget=30, train=FAST_TRAIN, learner_options=opts))
+    plan = loop.resolve(RunRequest(strategy="random", scorer="vbll", budget=30, learner_options=opts))
     run_id = loop.store.runs()[0].id
     keys_lab, y_lab = loop._labeled(run_id)
     learner = plan.make_learner(loop.input_spec())

@@ -113,7 +113,7 @@ def test_cli_init_and_run_on_postgres(tmp_path: Path, digits_csv: Path, pg_datab
     assert "pool items" in out.stdout
     assert not (tmp_path / "alkit.db").exists()
     rows = json.loads(_alkit("run", "--strategy", "random", "--budget", "20", "--batch-size", "10",
-                             "--max-epochs", "10", "--json", cwd=tmp_path).stdout)
+                             "--json", cwd=tmp_path).stdout)
     assert len(rows) == 1 and rows[0]["n_labeled"] == 20 and rows[0]["cycles"] == 3
     assert set(rows[0]["metrics"]) == {"accuracy", "balanced_accuracy", "macro_f1", "nll", "ece"}
     s = Store(url)

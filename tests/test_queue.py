@@ -34,7 +34,7 @@ from alkit.pools.queue import (
 from alkit.pools.schema import CycleRow, Item, Label, Meta, SelectionRow
 from alkit.pools.store import RunSpec, Store
 
-from conftest import FAST_TRAIN, digits_frame
+from conftest import digits_frame
 
 PX = [f"px{j}" for j in range(64)]
 N_TEST = 60
@@ -512,7 +512,7 @@ def test_loop_queues_waits_and_continues_on_imported_labels(human: tuple[Project
     loop = ActiveLoop(project)
     events: list[tuple[str, dict[str, Any]]] = []
     loop.on_event = lambda kind, p: events.append((kind, p))
-    req = RunRequest(strategy="random", budget=20, batch_size=10, seed=0, train=FAST_TRAIN)
+    req = RunRequest(strategy="random", budget=20, batch_size=10, seed=0)
     first = loop.run(req)
     assert [(r.cycle, r.n_labeled, r.n_selected) for r in first] == [(0, 0, 10)]
     run = loop.store.runs()[0]
@@ -555,7 +555,7 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     proj = str(tmp_path / "proj")
     assert invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label",
                   "--project", proj).exit_code == 0
-    run_args = ("run", "--budget", "20", "--batch-size", "10", "--max-epochs", "20", "--project", proj)
+    run_args = ("run", "--budget", "20", "--batch-size", "10", "--project", proj)
     out = invoke(*run_args)
     assert out.exit_code == 0, out.text
     flat = " ".join(out.text.split())

@@ -60,7 +60,7 @@ def test_the_hint_continues_the_run_that_queued_the_batch(tmp_path: Path) -> Non
     assert invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "-p", proj).exit_code == 0
     truth = dict(zip(digits_frame(160)["id"], map(str, digits_frame(160)["label"])))
     first = invoke("run", "--strategy", "topk", "--acquisition", "margin", "-o", "width=32", "--budget", "30",
-                   "--max-epochs", "5", "--seed", "3", "-p", proj)
+                   "--seed", "3", "-p", proj)
     assert first.exit_code == 0, first.text
     name = "topk-margin-32-b10-s3"
     assert f"alkit run --resume {name} --project {proj}`" in first.text

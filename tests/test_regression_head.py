@@ -200,7 +200,6 @@ def test_a_zero_inflated_target_whose_labels_are_all_zero_still_fits(tmp_path) -
     from alkit.config import load_project
     from alkit.loop import ActiveLoop, RunRequest
     from alkit.pools.ingest import InitOptions, init_project
-    from conftest import FAST_TRAIN
 
     X = np.random.default_rng(0).normal(size=(12, 4)).astype(np.float32)
     learner = VBLLLearner("regression", head="buckets")
@@ -219,7 +218,7 @@ def test_a_zero_inflated_target_whose_labels_are_all_zero_still_fits(tmp_path) -
     loop = ActiveLoop(load_project(tmp_path / "p"))
     all_zero_first = 0
     for seed in range(3):
-        res = loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=seed, train=FAST_TRAIN))
+        res = loop.run(RunRequest(strategy="epistemic", budget=30, batch_size=10, seed=seed))
         assert res[-1].n_labeled == 30 and np.isfinite(res[-1].metrics["crps"])
         run = next(r for r in loop.store.runs() if r.seed == seed)
         first = loop.store.selected_keys(run.id)[:10]

@@ -22,7 +22,7 @@ from alkit.config import load_project
 from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, init_project
 
-ARGS = ["--strategy", "random", "--budget", "60", "--batch-size", "5", "--seed", "3", "--max-epochs", "15"]
+ARGS = ["--strategy", "random", "--budget", "60", "--batch-size", "5", "--seed", "3"]
 
 
 def _start(cwd: Path) -> subprocess.Popen:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import FAST_TRAIN, digits_frame
+from conftest import digits_frame
 
 import alkit.loop as loop_module
 from alkit.config import load_project
@@ -38,7 +38,7 @@ def _files(folder: Path) -> list[Path]:
 
 def _picks(root: Path, scorer: str, **kw) -> list[int]:
     loop = ActiveLoop(load_project(root))
-    loop.run(RunRequest(strategy="epistemic", scorer=scorer, budget=40, train=FAST_TRAIN, **kw))
+    loop.run(RunRequest(strategy="epistemic", scorer=scorer, budget=40, **kw))
     run = next(r for r in loop.store.runs())
     return loop.store.selected_keys(run.id).tolist()
 
@@ -172,13 +172,13 @@ def test_a_busy_or_complete_run_computes_no_stem(tmp_path: Path) -> None:
     store = Store(load_project(root).store_url)
     lease = leases.acquire(store, "epistemic-b10-s0")  # this live process holds it
     with pytest.raises(leases.RunBusy, match="busy"):
-        ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))
+        ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20))
     assert not (root / FOLDER).exists()
     leases.release(store, lease)
-    ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))
+    ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20))
     [stem] = _files(root / FOLDER)
     stem.unlink()
-    ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20, train=FAST_TRAIN))  # complete
+    ActiveLoop(load_project(root)).run(RunRequest(strategy="epistemic", budget=20))  # complete
     assert _files(root / FOLDER) == []
 
 
@@ -209,7 +209,7 @@ def test_a_stem_file_deleted_during_a_run_does_not_stop_it(tmp_path: Path) -> No
                 p.unlink()
 
     loop.on_event = clear
-    res = loop.run(RunRequest(strategy="epistemic", budget=50, train=FAST_TRAIN))
+    res = loop.run(RunRequest(strategy="epistemic", budget=50))
     assert res[-1].n_labeled == 50 and sum(r.n_selected for r in res) == 50  # the last cycle evaluates only
 
 

@@ -93,7 +93,7 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     alkit = project_cli(tmp_path)
 
     assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
-    run = ["run", "--strategy", "epistemic", "--max-epochs", "10"]
+    run = ["run", "--strategy", "epistemic"]
     first = alkit(*run, "--budget", "30", "--stop", "max-uncertainty:threshold=1e9")  # fires at the first model
     assert first.returncode == 0 and "stopped by max-uncertainty at cycle 1 with 10 labels" in first.stdout, first.stdout
     st = json.loads(alkit("status", "--json").stdout)[0]
@@ -119,7 +119,6 @@ def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_pat
     """No test split: each cycle's learning-curve point is 3-fold cross-validation on the labels,
     which tracks the held-out accuracy of a project that has a test split, and the forecast
     rule fires on it."""
-    from conftest import FAST_TRAIN
 
     from alkit.config import load_project
     from alkit.loop import ActiveLoop, RunRequest
@@ -128,7 +127,7 @@ def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_pat
     opts = dict(id_col="id", label_col="label", hide_labels=True)
     init_project(digits_csv, tmp_path / "none", InitOptions(**opts, test_frac=0.0, progress=False))
     loop = ActiveLoop(load_project(tmp_path / "none"))
-    req = RunRequest(strategy="random", scorer="vbll", budget=120, batch_size=20, train=FAST_TRAIN,
+    req = RunRequest(strategy="random", scorer="vbll", budget=120, batch_size=20,
                      stop=["forecast:gain=0.5,min_points=4,k=1"])
     res = loop.run(req)
     assert res[-1].stopped is not None and res[-1].stopped["rule"] == "forecast"
@@ -146,7 +145,7 @@ def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_pat
     # the estimate against the held-out accuracy of the same learner recipe on a test split
     init_project(digits_csv, tmp_path / "test", InitOptions(**opts, test_frac=0.25, progress=False))
     held = ActiveLoop(load_project(tmp_path / "test"))
-    plan = held.resolve(RunRequest(strategy="random", scorer="vbll", budget=100, train=FAST_TRAIN))
+    plan = held.resolve(RunRequest(strategy="random", scorer="vbll", budget=100))
     keys = held.store.pool_keys(("unlabeled",))[:100]
     hidden = held.store.hidden_labels(keys)
     X, y = held.features.take(keys), np.array([held.project.encode_label(hidden[int(k)]) for k in keys])

@@ -170,7 +170,7 @@ def test_cli_backbone_end_to_end_and_resumed_after_a_kill(nets: Path, digits_csv
     for p in ("a", "b"):
         assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", p,
                       cwd=nets).returncode == 0
-    run = ["run", "--strategy", "epistemic", "--backbone", "mynets:small_mlp", "--budget", "60", "--max-epochs", "10"]
+    run = ["run", "--strategy", "epistemic", "--backbone", "mynets:small_mlp", "--budget", "60"]
     whole = _alkit(*run, "-p", "a", cwd=nets)
     assert whole.returncode == 0, whole.stderr
     proc = subprocess.Popen([sys.executable, "-m", "alkit.cli", *run, "-p", "b"], cwd=nets, stdout=subprocess.DEVNULL,
@@ -194,8 +194,7 @@ def test_cli_backbone_end_to_end_and_resumed_after_a_kill(nets: Path, digits_csv
 def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path, digits_csv: Path) -> None:
     assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
                   "--image-shape", "8,8", "-p", "img", cwd=nets).returncode == 0
-    ok = _alkit("run", "--strategy", "topk", "--backbone", "mynets:tiny_cnn", "--budget", "20", "--max-epochs", "5",
-                "-p", "img", cwd=nets)
+    ok = _alkit("run", "--strategy", "topk", "--backbone", "mynets:tiny_cnn", "--budget", "20", "-p", "img", cwd=nets)
     assert ok.returncode == 0, ok.stderr
     before = folder_snapshot(nets / "img")
     for ref, says in (("mynets:nosuch", "mynets has no function 'nosuch'"),
@@ -222,7 +221,7 @@ def test_a_run_resumed_with_an_edited_backbone_file_is_refused(nets: Path, digit
     the run's record now holds the source's hash, and a changed file is refused until restored."""
     assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p",
                   cwd=nets).returncode == 0
-    run = ["run", "--strategy", "topk", "--backbone", "mynets:small_mlp", "--max-epochs", "5", "-p", "p"]
+    run = ["run", "--strategy", "topk", "--backbone", "mynets:small_mlp", "-p", "p"]
     assert _alkit(*run, "--budget", "20", cwd=nets).returncode == 0
     original = (nets / "mynets.py").read_text()
     (nets / "mynets.py").write_text(original.replace("nn.Linear(48, 32)", "nn.Linear(48, 7)"))

@@ -34,6 +34,8 @@ class MCDropoutLearner(DelegatedCapacity):
     (0 or 1/(1-p)).  The embedding is the mean of the T passes' features.
     """
 
+    backbone_fixed = ("dropout",)  # the rate is ``p`` (-o p=0.2); -o dropout is not an option of this scorer
+
     def __init__(
         self,
         task: Task,
