@@ -11,14 +11,13 @@ from alkit.bench import available_strategies, run_bench
 from alkit.config import load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 
-TINY_TRAIN = {"max_epochs": 3, "min_steps": 5, "patience": 1}
-ARGS = dict(budget=20, batch_size=10, seeds=2, train=TINY_TRAIN, progress=False)
+ARGS = dict(budget=20, batch_size=10, seeds=2, progress=False)
 
 
 def test_bench_runs_resumes_and_writes_tables(digits_project: Path) -> None:
     # one run half done beforehand: the bench must resume it, not restart or duplicate it
     loop = ActiveLoop(load_project(digits_project))
-    loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=1, train=TINY_TRAIN, max_cycles=1))
+    loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=1, max_cycles=1))
     res = run_bench(digits_project, strategies=["random:none", "mc-dropout"], **ARGS)
     assert sorted(res.ran) == ["mc-dropout-b10-s0", "mc-dropout-b10-s1", "random-b10-s0", "random-b10-s1"]
     assert not res.failed and res.metric == "accuracy" and sorted(res.runs) == sorted(res.ran)
@@ -166,7 +165,7 @@ def test_a_run_killed_after_spending_its_budget_is_finished_not_skipped(digits_p
     """A bench killed between a run's last pick and its last evaluation left it 'running' with its
     budget spent; the next bench skipped it as done, so it never got its final fit or 'complete'."""
     loop = ActiveLoop(load_project(digits_project))
-    loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=0, train=TINY_TRAIN,
+    loop.run(RunRequest(strategy="random", budget=20, batch_size=10, seed=0,
                         name="random-b10-s0", max_cycles=2))
     run = next(r for r in loop.store.runs() if r.name == "random-b10-s0")
     assert loop.store.n_spent(run.id) == 20 and run.status == "running"

@@ -20,8 +20,6 @@ from alkit.plots import curve_stats
 from alkit.pools.store import curve_cycles
 from alkit.report import cycles_frame, run_summaries
 
-TINY_TRAIN = {"max_epochs": 3, "min_steps": 5, "patience": 1}
-
 
 def _row(cycle: int, n_labeled: int, n_selected: int) -> SimpleNamespace:
     return SimpleNamespace(cycle=cycle, n_labeled=n_labeled, n_selected=n_selected)
@@ -44,7 +42,7 @@ def test_an_extended_run_equals_a_run_given_the_larger_budget_from_the_start(dig
     refitted the same labels under another seed and shifted every later pick), one point per label
     count in the curves, and bench reads it like any run."""
     loop = ActiveLoop(load_project(digits_project))
-    req = dict(strategy="epistemic", batch_size=10, seed=0, train=TINY_TRAIN)
+    req = dict(strategy="epistemic", batch_size=10, seed=0)
     loop.run(RunRequest(budget=20, name="extended", **req))
     assert [c.n_selected for c in loop.store.cycles(1)] == [10, 10, 0]
     loop.run(RunRequest(budget=30, name="extended", **req))  # a larger budget continues the completed run
@@ -66,7 +64,7 @@ def test_a_stopped_run_given_a_larger_budget_equals_a_run_never_stopped(digits_p
     """A stopped run continued with a larger --budget appended a refit at the stop's label count: two curve
     points at 10 labels, a cycle count one too high, and every later pick different from a run never stopped."""
     loop = ActiveLoop(load_project(digits_project))
-    req = dict(strategy="epistemic", batch_size=10, seed=3, train=TINY_TRAIN)
+    req = dict(strategy="epistemic", batch_size=10, seed=3)
     res = loop.run(RunRequest(budget=30, name="stopped", stop=["max-uncertainty:threshold=1e9"], **req))
     assert res[-1].stopped is not None and res[-1].n_labeled == 10
     loop.run(RunRequest(budget=40, name="stopped", **req))  # continued without the rule
@@ -91,11 +89,11 @@ def _selections(loop: ActiveLoop, run_id: int) -> tuple[list[int], list[int]]:
 
 def test_bench_reads_an_extended_run(digits_project: Path) -> None:
     loop = ActiveLoop(load_project(digits_project))
-    req = dict(strategy="random", batch_size=10, seed=0, train=TINY_TRAIN)
+    req = dict(strategy="random", batch_size=10, seed=0)
     loop.run(RunRequest(budget=20, **req))
     loop.run(RunRequest(budget=30, **req))
     stored = loop.store.cycles(loop.store.runs()[0].id)
-    res = run_bench(digits_project, strategies=["random"], budget=30, batch_size=10, seeds=1, train=TINY_TRAIN,
+    res = run_bench(digits_project, strategies=["random"], budget=30, batch_size=10, seeds=1,
                     progress=False)
     assert not res.failed and res.skipped == ["random-b10-s0"]  # complete: reused, not rerun
     table = pl.read_csv(res.summary_csv)

@@ -118,6 +118,38 @@ def test_classification_refit_is_elbo_optimal_for_fixed_mean(cov: str) -> None:
     assert float(head.loss(phi, y).detach()) > base
 
 
+@pytest.mark.parametrize("cov", ["dense", "diagonal", "shared"])
+def test_classification_joint_refit_makes_mean_and_covariance_stationary(cov: str) -> None:
+    """refit_joint (-o refit_mean=true): from a mean far from its optimum, the loss's gradient in
+    the mean and in the covariance both vanish, and the loss is below that of the plain refit."""
+    g = torch.Generator().manual_seed(3)
+    N, d, C = 150, 5, 3
+    phi = torch.randn(N, d, generator=g, dtype=torch.float64)
+    y = (phi[:, :C] + 0.5 * torch.randn(N, C, generator=g, dtype=torch.float64)).argmax(1)
+    head = ClassificationHead(d, C, cov=cov, prior_var=0.5, reg_weight=1.0 / N, bias=cov == "diagonal").double()
+    with torch.no_grad():
+        head.layer.W_mean.copy_(0.1 * torch.randn(C, d, generator=g, dtype=torch.float64))
+    head.refit(phi, y, n_iter=300, tol=1e-10)
+    plain = float(head.reference_loss(phi, y).detach())
+    assert _grad_norms(head, head.reference_loss(phi, y))["layer.W_mean"] > 1e-2
+    reported = head.refit_joint(phi, y)
+    grads = _grad_norms(head, head.reference_loss(phi, y))
+    assert reported < 1e-5 and grads["layer.W_mean"] < 1e-5
+    assert grads["layer.W_logdiag"] < 1e-3
+    if cov == "diagonal":
+        assert grads["layer.bias"] < 1e-4
+    assert float(head.reference_loss(phi, y).detach()) < plain - 1e-3
+
+
+def test_refit_mean_is_a_classification_option_and_reported() -> None:
+    X, y = load_digits(return_X_y=True)
+    learner = VBLLLearner("classification", 10, refit_mean=True)
+    report = learner.fit(X[:120].astype(np.float32), y[:120], seed=0)
+    assert report["refit_mean_grad"] < 1e-3
+    with pytest.raises(ValueError, match="refit_mean applies to a classification project"):
+        VBLLLearner("regression", refit_mean=True)
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_diagonal_loss_matches_the_plain_expression_value_and_gradient(bias: bool) -> None:
     """The diagonal head's closed-form loss node (_DiagonalJensenLoss) is the autograd expression."""
