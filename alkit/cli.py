@@ -283,19 +283,23 @@ def run(
         if model_dir is not None and scorer is None:
             scorer = "bayesvlm"
         scorer_name = scorer or get_preset(strategy).default_scorer
-        learner_options = {k: v for k, v in (("head", head), ("cov", cov)) if v}
+        # options with flags of their own: the flag's value (an -o of another value is refused below)
+        flags = {"--head": ("head", head), "--cov": ("cov", cov), "--backbone": ("module", backbone or None),
+                 "--learner": ("estimator", learner),
+                 "--model-dir": ("model_dir", str(model_dir.expanduser().resolve()) if model_dir is not None else None),
+                 "--class-prompts": ("class_prompts", class_prompts)}
+        learner_options = {key: value for key, value in flags.values() if value is not None}
         own_options, train_options = parse_with_training(learner_class(scorer_name), scorer_name, opt or [])
-        learner_options.update(own_options)
+        given_twice = [(flag, value, f"-o {key}={own_options[key]}") for flag, (key, value) in flags.items()
+                       if value is not None and key in own_options and own_options[key] != value]
+        if max_epochs is not None and train_options.get("max_epochs", max_epochs) != max_epochs:
+            given_twice.append(("--max-epochs", max_epochs, f"-o train.max_epochs={train_options['max_epochs']}"))
+        if given_twice:
+            flag, value, other = given_twice[0]
+            raise ValueError(f"{flag} {value} and {other} set one option twice: give it once")
+        learner_options = {**own_options, **learner_options}
         if max_epochs is not None:
             train_options["max_epochs"] = max_epochs
-        if backbone:
-            learner_options["module"] = backbone
-        if learner is not None:
-            learner_options["estimator"] = learner
-        if model_dir is not None:
-            learner_options["model_dir"] = str(model_dir.expanduser().resolve())
-        if class_prompts is not None:
-            learner_options["class_prompts"] = class_prompts
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
                          learner_options=learner_options,
@@ -317,7 +321,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
     t0 = time.perf_counter()
     try:
-        _run_with_progress(loop, req, quiet=json_out)
+        results = _run_with_progress(loop, req, quiet=json_out)
     except KeyboardInterrupt:  # the lease is released and the unfinished cycle will be redone
         run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
         if run_id is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
@@ -334,6 +338,9 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
     if one_class:
         err.print(f"note: {escape(one_class)}", highlight=False)
+    if not results and rows and rows[0].get("status") == "complete":  # said nothing: a rerun looked like a run
+        err.print(f"note: run {escape(spec.name)} had nothing left to do: its budget of {spec.budget} labels is spent "
+                  "(a larger --budget extends it)", highlight=False)
     if json_out:
         console.print_json(json.dumps(rows))
         return

@@ -10,12 +10,15 @@ import polars as pl
 from alkit.choices import HIGHER_IS_BETTER
 from alkit.pools.leases import live_runs
 from alkit.pools.store import Store, curve_cycles
+from alkit.runs import current_curve
 
 
 def curve_label(run: Any) -> str:
     """The learning-curve group of a run: ``config['curve']``, written when the run was created
-    (stores from before it existed: the name without its batch and seed suffix)."""
-    curve = (run.config or {}).get("curve")
+    (an earlier alkit's run named by its settings: the curve today's names give them,
+    ``current_curve``; stores from before curves were recorded: the name without its batch and
+    seed suffix)."""
+    curve = current_curve(run)
     return curve if curve else re.sub(r"-b\d+-s\d+$", "", run.name)
 
 

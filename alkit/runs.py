@@ -54,7 +54,6 @@ class RunRequest:
     acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
     initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
     stop: list[str] = field(default_factory=list)  # stopping rules, 'name[:param=value,...]' (alkit/stopping)
-    legacy_name: bool = False  # named as before training settings were in names (run_identity)
 
 
 @dataclass
@@ -86,14 +85,36 @@ _OWNED = {
 }
 
 
-def _name_part(key: str, value: Any) -> str:
-    """An option as it appears in a curve name: a model directory by its folder name, a prompt
-    template by a short hash (names stay short and free of spaces and slashes)."""
+def _name_part(key: str, value: Any, legacy: bool = False) -> str:
+    """An option as it appears in a curve name: KEY=VALUE (a number as short as it reads back:
+    30, 0.003), except the options of flags of their own, by value: a model directory by its
+    folder name, a prompt template by a short hash (names stay short and free of spaces and
+    slashes), --head and --cov by their value.  ``legacy``: every option by its value alone, as
+    runs were named before two options of one value (-o width=64, -o rff_dim=64) clashed."""
     if key == "model_dir":
         return Path(str(value)).name
     if key == "class_prompts":
         return "prompts" + hashlib.blake2b(str(value).encode(), digest_size=3).hexdigest()
+    if legacy or key in _BY_VALUE:
+        return str(value)
+    return f"{key}={value_text(value)}"
+
+
+_BY_VALUE = ("head", "cov", "module", "estimator")  # options of flags of their own: --head, --cov, --backbone, --learner
+
+
+def value_text(value: Any) -> str:
+    """An option value in a run or curve name: 30.0 as 30, 3e-3 as 0.003, booleans and None lower-case."""
+    if value is None or isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else repr(value)
     return str(value)
+
+
+def training_parts(train: dict[str, Any]) -> str:
+    """Training settings as they end a curve name: "-steps=300-lr=0.01" (sorted by name)."""
+    return "".join(f"-{k}={value_text(v)}" for k, v in sorted(train.items()))
 
 
 def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
@@ -109,9 +130,10 @@ def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
 def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
     its name): the strategy with whatever differs from its defaults (-o values, then training
-    settings as FIELD=VALUE); for a run given its own --name, that name less its
+    settings, each as KEY=VALUE); for a run given its own --name, that name less its
     "-b<batch>-s<seed>" ending when it has this run's one.  ``legacy``: the names of runs started
-    before training settings were part of them (continued under those names, ``run_identity``)."""
+    before training settings and option keys were part of them (continued under those names,
+    ``run_identity``)."""
     if req.name:
         ending = f"-b{req.batch_size}-s{req.seed}"
         return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
@@ -121,10 +143,8 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
         base += f"-{req.acquisition}"
     if req.initial_selector and req.initial_selector != preset.initial_selector:
         base += f"-init{req.initial_selector}"
-    opts = "".join(f"-{_name_part(k, v)}" for k, v in sorted(req.learner_options.items()))
-    if not legacy:
-        opts += "".join(f"-{k}={v}" for k, v in sorted(req.train.items()))
-    return f"{base}{opts}"
+    opts = "".join(f"-{_name_part(k, v, legacy)}" for k, v in sorted(req.learner_options.items()))
+    return f"{base}{opts}" if legacy else f"{base}{opts}{training_parts(req.train)}"
 
 
 def run_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
@@ -134,39 +154,93 @@ def run_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
     return f"{curve_name(req, scorer, legacy=legacy)}-b{req.batch_size}-s{req.seed}"
 
 
-def without_defaults(req: RunRequest, scorer: str) -> RunRequest:
-    """``req`` less every option given at the value it takes anyway: -o options equal to the
-    scorer's declared default (those whose default is a value, not None = chosen by the data) and
-    training settings equal to TrainConfig's.  Why: ``-o module_norm=2.5`` named a second run
-    identical to the default one.  A learner made with such an option equals one made without it
-    (tests/test_run_identity.py checks this for every scorer and option)."""
+def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(learner options, training settings) less those at the value they take anyway."""
     from alkit.scorer_options import declared, same_value
 
     options = declared(learner_class(scorer))
-    learner = {k: v for k, v in req.learner_options.items()
-               if not (k in options and options[k].default is not None and same_value(v, options[k].default))}
     fields = TrainConfig.__dataclass_fields__
-    train = {k: v for k, v in req.train.items()
-             if not (k in fields and fields[k].default is not None and same_value(v, fields[k].default))}
+    return ({k: v for k, v in learner.items() if not (k in options and same_value(v, options[k].default))},
+            {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k].default))})
+
+
+def without_defaults(req: RunRequest, scorer: str) -> RunRequest:
+    """``req`` less every option given at the value it takes anyway: -o options equal to the
+    scorer's declared default (``none`` where that is None: chosen by the data) and training
+    settings equal to TrainConfig's.  Why: ``-o module_norm=2.5`` named a second run
+    identical to the default one.  A learner made with such an option equals one made without it
+    (tests/test_run_identity.py checks this for every scorer and option)."""
+    learner, train = _without_defaults(scorer, req.learner_options, req.train)
     return replace(req, learner_options=learner, train=train)
 
 
-def run_identity(req: RunRequest, scorer: str, stored: Callable[[str], dict[str, Any] | None]) -> RunRequest:
-    """The request whose name and options the run is recorded under: ``without_defaults(req)``,
-    unless the store holds the run under the identity of an earlier alkit (every -o option as
-    given, training settings not in the name) and not under the current one, so that repeating a
-    command continues its run as before.  ``stored(name)``: that run's recorded options, or None."""
+NAMING = "naming"  # in a run's config: named as today (KEY=VALUE options, training settings); earlier runs lack it
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What a run is recorded under: its name, curve, and the options as recorded."""
+
+    name: str
+    curve: str
+    learner: dict[str, Any]
+    train: dict[str, Any]
+
+
+def run_identity(req: RunRequest, scorer: str, stored: Callable[[str], dict[str, Any] | None]) -> RunIdentity:
+    """The run ``req`` names: a run an earlier alkit recorded for these settings (option values
+    alone in its name, training settings left out, options at their defaults kept) under the name
+    it has, so that repeating a command continues it; else today's (``without_defaults``,
+    ``curve_name``).  Where an earlier run of other training settings holds today's name, the
+    request is refused with the way to continue it.  ``stored(name)``: a recorded run's config, or None."""
     current = without_defaults(req, scorer)
+    wanted = _as_json((current.learner_options, current.train))
 
-    def holds(r: RunRequest, legacy: bool) -> bool:
-        config = stored(run_name(r, scorer, legacy=legacy))
-        return config is not None and all(
-            _as_json(config.get(key) or {}) == _as_json(value)
-            for key, value in (("learner", r.learner_options), ("train", r.train)))
+    def settings(config: dict[str, Any]) -> Any:
+        return _as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}))
 
-    if not holds(current, False) and holds(req, True):
-        return replace(req, legacy_name=True)
-    return current
+    earlier = (req.name,) if req.name else (run_name(req, scorer, legacy=True), run_name(current, scorer, legacy=True))
+    for old in dict.fromkeys(earlier):
+        config = stored(old)
+        if config is not None and NAMING not in config and settings(config) == wanted:
+            return RunIdentity(old, str(config.get("curve") or curve_name(req, scorer, legacy=True)),
+                               dict(config.get("learner") or {}), dict(config.get("train") or {}))
+    name = run_name(current, scorer)
+    config = stored(name)
+    if config is not None and NAMING not in config and not req.name and settings(config) != wanted:
+        learner, train = settings(config)
+        if learner == wanted[0]:  # the training settings differ: today they would be in its name
+            shown = ", ".join(f"{k}={value_text(v)}" for k, v in sorted(train.items())) or "the defaults"
+            raise LoopError(f"run {name!r} was recorded by an earlier alkit with the training settings {shown} (run "
+                            "names did not include them then): run with those settings to continue it, or give "
+                            "this run another --name")
+    return RunIdentity(name, curve_name(current, scorer), current.learner_options, current.train)
+
+
+def current_curve(run: Any) -> str:
+    """The curve a run belongs to today: its recorded one, except for a run an earlier alkit named
+    by its settings (names of option values alone, training settings left out), which gets the
+    curve today's names give those settings, so that it and today's runs of the same settings are
+    one curve (and a run of other training settings is not the default runs' curve)."""
+    config = run.config or {}
+    curve = str(config.get("curve") or "")
+    if NAMING in config or not curve:
+        return curve
+    try:
+        preset = get_preset(run.strategy)
+        acquisition = config.get("acquisition")
+        initial_selector = config.get("initial_selector")
+        req = RunRequest(strategy=run.strategy, budget=run.budget, batch_size=run.batch_size, seed=run.seed,
+                         scorer=run.scorer, learner_options=dict(config.get("learner") or {}),
+                         train=dict(config.get("train") or {}),
+                         acquisition=None if acquisition in (preset.acquisition, preset.regression_acquisition)
+                         else acquisition,
+                         initial_selector=None if initial_selector == preset.initial_selector else initial_selector)
+        if curve != curve_name(req, run.scorer, legacy=True) or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
+            return curve  # given its own --name: kept
+        return curve_name(without_defaults(req, run.scorer), run.scorer)
+    except (ValueError, KeyError):  # a strategy or scorer this alkit no longer has
+        return curve
 
 
 def _as_json(value: Any) -> Any:
@@ -186,6 +260,11 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     acquisition = requested or preset.acquisition_for(task)
     if acquisition not in ACQUISITIONS:
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
+    if task == "regression" and not requested and "probs" in ACQUISITIONS[acquisition].needs:
+        # it ran, ranking by the epistemic score under the preset's name: a curve called margin that was not
+        raise LoopError(f"strategy {strategy!r} ranks by {acquisition}, which needs class probabilities: classification "
+                        "projects only (on a regression project every strategy that ranks by the epistemic score, BALD "
+                        "or EPIG runs; an earlier run continues with `alkit run --resume NAME`)")
     if selector == "batchbald" and task == "regression":  # found only after the first batch was spent
         raise LoopError(f"strategy {strategy!r} selects by BatchBALD, which needs class probabilities: "
                         "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
@@ -277,7 +356,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
     ident = run_identity(req, scorer, stored)
-    recorded_name = run_name(ident, scorer, legacy=ident.legacy_name)
+    recorded_name = ident.name
     unlabeled, held = n_pool_for(recorded_name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
@@ -353,12 +432,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if req.engine not in ENGINES:
         raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
     options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
-               "learner": dict(ident.learner_options), "train": dict(ident.train),
+               "learner": dict(ident.learner), "train": dict(ident.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
-               "curve": curve_name(ident, scorer, legacy=ident.legacy_name), "code": _code_digests(req.learner_options)}
+               "curve": ident.curve, NAMING: 2, "code": _code_digests(req.learner_options)}
     spec = RunSpec(recorded_name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
-    train, learner_options = TrainConfig(**ident.train), dict(ident.learner_options)
+    train, learner_options = TrainConfig(**ident.train), dict(ident.learner)
 
     def fresh_learner(input_spec: InputSpec | None) -> Learner:
         return make_learner(scorer, cfg.task, cfg.n_classes, class_names=cfg.classes, train=train,

@@ -134,8 +134,15 @@ def parse(learner_cls: type, scorer: str, pairs: list[str]) -> dict[str, Any]:
             raise ValueError(f"--opt {pair!r}: write it as key=value (`alkit strategies --scorer {scorer}` lists the keys)")
         if key not in options:
             raise ValueError(f"--opt {key}: not an option of scorer {scorer!r}; its options: {', '.join(options)}")
-        out[key] = options[key].parse(value.strip())
+        _put(out, key, options[key].parse(value.strip()), key)
     return out
+
+
+def _put(out: dict[str, Any], key: str, value: Any, shown: str) -> None:
+    """out[key] = value, refusing a second, different value (the later one won silently)."""
+    if key in out and not same_value(value, out[key]):
+        raise ValueError(f"--opt {shown} is given twice, as {out[key]!r} and {value!r}: give it once")
+    out[key] = value
 
 
 TRAIN_PREFIX = "train."
@@ -167,7 +174,7 @@ def parse_with_training(learner_cls: type, scorer: str, pairs: list[str]) -> tup
         if key not in train_options:
             known = ", ".join(train_options) or "none (it trains no network)"
             raise ValueError(f"--opt {key}: not a training option of scorer {scorer!r}; its training options: {known}")
-        train[key.removeprefix(TRAIN_PREFIX)] = train_options[key].parse(value.strip())
+        _put(train, key.removeprefix(TRAIN_PREFIX), train_options[key].parse(value.strip()), key)
     return parse(learner_cls, scorer, own), train
 
 

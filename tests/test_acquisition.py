@@ -491,3 +491,14 @@ def test_reusing_the_learners_posterior_variance_keeps_the_scores_and_the_rankin
     np.testing.assert_allclose(reused, computed, rtol=1e-4, atol=1e-9)
     top = lambda s: set(np.argsort(-s, kind="stable")[:50].tolist())  # noqa: E731
     assert top(reused) == top(computed)
+
+
+@pytest.mark.parametrize("strategy", ["margin", "entropy", "least-confident", "decision-flip"])
+def test_a_class_probability_strategy_is_refused_on_a_regression_project(strategy: str) -> None:
+    """`alkit run --strategy margin` on a regression project ranked by the epistemic score and was
+    named and plotted as margin."""
+    from alkit.runs import LoopError, resolve_acquisition
+
+    with pytest.raises(LoopError, match=f"strategy '{strategy}' ranks by {strategy}, which needs class probabilities"):
+        resolve_acquisition(strategy, None, "vbll", "regression", "topk")
+    assert resolve_acquisition("epistemic", None, "vbll", "regression", "power-sqrt")[0] == "epistemic"

@@ -35,6 +35,7 @@ def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
                   "--json", cwd=tmp_path)
     rows = json.loads(again.stdout)
     assert rows[0]["cycles"] == 4 and rows[0]["n_labeled"] == 30  # idempotent rerun
+    assert "run random-b10-s0 had nothing left to do: its budget of 30 labels is spent" in again.stderr
     st = json.loads(alkit("status", "--json", cwd=tmp_path).stdout)
     assert [r["seed"] for r in st] == [0, 1]
     for r in st:

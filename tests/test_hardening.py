@@ -424,7 +424,7 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
                  cwd=tmp_path).returncode == 0
     done = alkit("run", "--strategy", "margin", "--budget", "30", "-o", "train.steps=30", "-p", "p", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "every label run margin-b10-s0 learns from is class 'maj', so no model could be fitted" in " ".join(done.stderr.split())
+    assert "every label run margin-steps=30-b10-s0 learns from is class 'maj', so no model could be fitted" in " ".join(done.stderr.split())
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
 

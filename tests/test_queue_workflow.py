@@ -62,7 +62,7 @@ def test_the_hint_continues_the_run_that_queued_the_batch(tmp_path: Path) -> Non
     first = invoke("run", "--strategy", "topk", "--acquisition", "margin", "-o", "width=32", "--budget", "30",
                    "--seed", "3", "-p", proj)
     assert first.exit_code == 0, first.text
-    name = "topk-margin-32-b10-s3"
+    name = "topk-margin-width=32-b10-s3"
     assert f"alkit run --resume {name} --project {proj}`" in first.text
     _fill(Path(proj) / "queue.csv", truth)
     assert invoke("queue", "import", str(Path(proj) / "queue.csv"), "-p", proj).exit_code == 0

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from alkit.config import load_project
-from alkit.loop import ActiveLoop, RunRequest
+from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.models.train import TrainConfig
 from alkit.pools.store import RunSpec
 from alkit.registry import SCORERS, learner_class, make_learner
@@ -32,8 +32,8 @@ def _state(value: Any, depth: int = 0) -> Any:
 
 def test_every_option_given_at_its_declared_default_makes_the_same_learner() -> None:
     """The property that lets a run drop such options from its name and record (without_defaults):
-    for every scorer, task and declared option whose default is a value (not None = chosen by the
-    data), the learner made with it equals the one made without it."""
+    for every scorer, task and declared option (a default of None included: `-o depth=none`), the
+    learner made with it equals the one made without it."""
     checked = 0
     for scorer in SCORERS:
         if scorer in ("sklearn", "bayesvlm"):  # need the user's estimator / a model folder
@@ -41,8 +41,6 @@ def test_every_option_given_at_its_declared_default_makes_the_same_learner() -> 
         for task, n_classes in (("classification", 3), ("regression", None)):
             base = _state(make_learner(scorer, task, n_classes, train=TrainConfig()))
             for name, option in declared(learner_class(scorer)).items():
-                if option.default is None:
-                    continue
                 given = make_learner(scorer, task, n_classes, train=TrainConfig(), **{name: option.default})
                 assert _state(given) == base, (scorer, task, name, option.default)
                 checked += 1
@@ -72,7 +70,32 @@ def test_a_default_option_value_continues_the_default_run(digits_project: Path) 
     assert same.options["learner"] == {} and same.options["train"] == {}
     other = loop.resolve(RunRequest(strategy="epistemic", scorer="laplace", budget=20,
                                     learner_options={"mc_samples": 32})).spec
-    assert other.name == "epistemic-laplace-32-b10-s0"
+    assert other.name == "epistemic-laplace-mc_samples=32-b10-s0"
+    unset = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"depth": None},
+                                    train={"prior_l2": None})).spec
+    assert unset.name == "epistemic-b10-s0" and unset.options["learner"] == {} and unset.options["train"] == {}
+
+
+def test_two_options_of_one_value_name_two_runs(digits_project: Path) -> None:
+    """-o width=64 and -o rff_dim=64 were both 'epistemic-64', the second refused as a clash."""
+    loop = _loop(digits_project)
+    names = {loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options=opts,
+                                     train=train)).spec.name
+             for opts, train in (({"width": 64}, {}), ({"rff_dim": 64}, {}), ({"cov": "dense"}, {}),
+                                 ({"train_cov": "dense"}, {}), ({}, {"prior_l2": 30.0}))}
+    assert names == {"epistemic-width=64-b10-s0", "epistemic-rff_dim=64-b10-s0", "epistemic-dense-b10-s0",
+                     "epistemic-train_cov=dense-b10-s0", "epistemic-prior_l2=30-b10-s0"}
+
+
+def test_an_option_given_twice_with_two_values_is_refused() -> None:
+    from alkit.scorer_options import parse_with_training
+
+    vbll = learner_class("vbll")
+    with pytest.raises(ValueError, match="--opt width is given twice, as 64 and 32: give it once"):
+        parse_with_training(vbll, "vbll", ["width=64", "width=32"])
+    with pytest.raises(ValueError, match="--opt train.steps is given twice, as 300 and 200"):
+        parse_with_training(vbll, "vbll", ["train.steps=300", "train.steps=200"])
+    assert parse_with_training(vbll, "vbll", ["train.lr=0.01", "train.lr=1e-2"]) == ({}, {"lr": 0.01})
 
 
 def test_training_settings_name_their_own_run(digits_project: Path) -> None:
@@ -87,24 +110,60 @@ def test_training_settings_name_their_own_run(digits_project: Path) -> None:
     assert runs["random-b10-s0"].config["train"] == {}
 
 
+def _earlier_run(loop: ActiveLoop, name: str, curve: str, scorer: str = "vbll", seed: int = 0,
+                 learner: dict | None = None, train: dict | None = None) -> None:
+    """A run as alkit recorded it before 2026-12-05 (3bb988d): option values alone in its name and
+    curve, training settings in neither, options given at their defaults kept, no "naming" key."""
+    options = {"candidates": None, "stratify_by": None, "learner": learner or {}, "train": train or {},
+               "engine": "local", "ray_address": None, "acquisition": "decision-flip", "initial_selector": "coldstart",
+               "stop": [], "curve": curve, "code": {}}
+    loop.store.get_or_create_run(RunSpec(name, "epistemic", scorer, seed, 30, 10, 10, options))
+
+
 def test_runs_recorded_under_the_earlier_names_are_continued(digits_project: Path) -> None:
-    """A store written before this change holds "epistemic-b10-s0" with train {"steps": 30} and
-    "epistemic-laplace-16-b10-s0" with mc_samples 16: the same commands continue them."""
+    """A store written by the earlier alkit: the same commands continue its runs; a setting at its
+    default (lr 0.003) is the default run; a new seed of an old run's settings joins its curve."""
+    from alkit.report import curve_groups
+
     loop = _loop(digits_project)
-    legacy_train = RunRequest(strategy="epistemic", budget=30, train={"steps": 30})
-    legacy_default = RunRequest(strategy="epistemic", scorer="laplace", budget=30, learner_options={"mc_samples": 16})
-    for req, scorer in ((legacy_train, "vbll"), (legacy_default, "laplace")):
-        name = run_name(req, scorer, legacy=True)
-        options = {"learner": dict(req.learner_options), "train": dict(req.train),
-                   "curve": curve_name(req, scorer, legacy=True)}
-        loop.store.get_or_create_run(RunSpec(name, req.strategy, scorer, 0, 30, 10, 10, options))
-    assert loop.resolve(legacy_train).spec.name == "epistemic-b10-s0"
-    assert loop.resolve(legacy_default).spec.name == "epistemic-laplace-16-b10-s0"
-    assert loop.resolve(legacy_default).spec.options["learner"] == {"mc_samples": 16}
-    # a legacy run of other settings under that name is not taken: the new name is
+    _earlier_run(loop, "epistemic-b10-s0", "epistemic", train={"steps": 30})
+    _earlier_run(loop, "epistemic-laplace-16-b10-s0", "epistemic-laplace-16", "laplace", learner={"mc_samples": 16})
+    _earlier_run(loop, "epistemic-64-b10-s0", "epistemic-64", learner={"width": 64})
+    _earlier_run(loop, "epistemic-b10-s1", "epistemic", seed=1, train={"lr": 0.003})
+    steps = RunRequest(strategy="epistemic", budget=30, train={"steps": 30})
+    assert loop.resolve(steps).spec.name == "epistemic-b10-s0"
+    mc16 = RunRequest(strategy="epistemic", scorer="laplace", budget=30, learner_options={"mc_samples": 16})
+    assert loop.resolve(mc16).spec.name == "epistemic-laplace-16-b10-s0"
+    assert loop.resolve(mc16).spec.options["learner"] == {"mc_samples": 16}  # as recorded: the store's check passes
+    assert loop.resolve(RunRequest(strategy="epistemic", budget=30, learner_options={"width": 64})).spec.name == \
+        "epistemic-64-b10-s0"
+    assert loop.resolve(RunRequest(strategy="epistemic", budget=30, seed=1)).spec.name == "epistemic-b10-s1"
+    # other settings are a run of their own
     assert loop.resolve(RunRequest(strategy="epistemic", budget=30, train={"steps": 40})).spec.name == \
         "epistemic-steps=40-b10-s0"
-    # and running continues the recorded run rather than starting one
+    # running continues the recorded run rather than starting one
     loop.run(RunRequest(strategy="epistemic", budget=30, train={"steps": 30}, max_cycles=1))
     names = [r.name for r in loop.store.runs()]
     assert names.count("epistemic-b10-s0") == 1 and "epistemic-steps=30-b10-s0" not in names
+    # the default run, whose name the earlier run holds, is refused with the reason and the ways out
+    with pytest.raises(LoopError, match=r"run 'epistemic-b10-s0' was recorded by an earlier alkit with the training "
+                                        r"settings steps=30 .*run with those settings to continue it, or give this run "
+                                        r"another --name"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=30))
+    # curves: the earlier runs on today's curves of their settings, new seeds beside them
+    loop.run(RunRequest(strategy="epistemic", budget=20, seed=2, learner_options={"width": 64}, max_cycles=1))
+    loop.run(RunRequest(strategy="epistemic", budget=20, seed=2, train={"steps": 30}, max_cycles=1))
+    runs = loop.store.runs()
+    groups = {r.name: curve_groups(runs)[r.id] for r in runs}
+    assert groups == {"epistemic-b10-s0": "epistemic-steps=30", "epistemic-laplace-16-b10-s0": "epistemic-laplace",
+                      "epistemic-64-b10-s0": "epistemic-width=64", "epistemic-b10-s1": "epistemic",
+                      "epistemic-width=64-b10-s2": "epistemic-width=64", "epistemic-steps=30-b10-s2": "epistemic-steps=30"}
+
+
+def test_a_named_run_keeps_its_curve_whatever_its_training_settings(digits_project: Path) -> None:
+    from alkit.report import curve_label
+
+    loop = _loop(digits_project)
+    for seed, name in ((0, "foo"), (1, "foo-b10-s1")):
+        loop.run(RunRequest(strategy="random", budget=10, seed=seed, name=name, train={"steps": 50}))
+    assert {r.name: curve_label(r) for r in loop.store.runs()} == {"foo": "foo", "foo-b10-s1": "foo"}

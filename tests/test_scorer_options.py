@@ -161,3 +161,21 @@ def test_cli_training_option_is_recorded_and_a_bad_one_refused(tmp_path: Path, d
         ["--strategy", "topk", "-o", "train.prior_l2=3"])
     assert config["train"] == {"prior_l2": 3.0}
     assert "train.prior_l2" in listing and "float|none" in listing
+
+
+def test_a_flag_and_an_opt_setting_one_option_twice_are_refused(tmp_path: Path, digits_csv: Path) -> None:
+    """--max-epochs 50 -o train.max_epochs=60 ran with 50 and said nothing of the 60."""
+    config, _ = _refused_then_recorded(
+        tmp_path, digits_csv, ["--max-epochs", "50", "-o", "train.max_epochs=60"],
+        "--max-epochs 50 and -o train.max_epochs=60 set one option twice: give it once",
+        ["--max-epochs", "50", "-o", "train.max_epochs=50", "--cov", "dense", "-o", "cov=dense"])
+    assert config["train"] == {"max_epochs": 50} and config["learner"] == {"cov": "dense"}
+
+
+def test_a_flag_and_its_own_opt_of_another_value_are_refused(tmp_path: Path, digits_csv: Path) -> None:
+    """-o module=a:f --backbone b:g ran with b:g; -o cov=dense --cov diagonal with diagonal."""
+    alkit = _cli_project(tmp_path, digits_csv)
+    for args, message in ((["--backbone", "b.py:g", "-o", "module=a.py:f"], "--backbone b.py:g and -o module=a.py:f"),
+                          (["--cov", "diagonal", "-o", "cov=dense"], "--cov diagonal and -o cov=dense")):
+        out = alkit("run", "--strategy", "epistemic", "--budget", "20", *args)
+        assert out.returncode == 2 and f"{message} set one option twice: give it once" in out.stderr, out.stderr
