@@ -106,9 +106,12 @@ def test_query_decides_acquisitions_as_alkit_run_does(digits) -> None:
 
     reg = pool_learner(X, "regression", train=TrainConfig(**FAST))
     reg.fit(X[labeled], y[labeled].astype(float), seed=0)
+    with pytest.raises(ValueError, match="ranks by margin, which needs class probabilities"):  # as run: refused
+        query(reg, X, 5, labeled=labeled, strategy="margin", seed=0)
+    grad = _fitted(X, y, labeled, scorer="gradnorm")  # no Gaussian posterior for the flip probability
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = query(reg, X, 5, labeled=labeled, strategy="margin", seed=0)
+        got = query(grad, X, 5, labeled=labeled, strategy="decision-flip", seed=0)
     assert len(got) == 5
     assert any(issubclass(w.category, Note) and "uses the scorer's own epistemic score" in str(w.message) for w in caught)
     with pytest.raises(ValueError, match="picks without a score"):
