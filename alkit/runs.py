@@ -356,11 +356,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
     ident = run_identity(req, scorer, stored)
-    recorded_name = ident.name
-    unlabeled, held = n_pool_for(recorded_name)
+    unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
-        raise LoopError(f"--budget {req.budget} is more than run {recorded_name!r} can spend: it holds {held} "
+        raise LoopError(f"--budget {req.budget} is more than run {ident.name!r} can spend: it holds {held} "
                         f"pool items (its picks) and {unlabeled} are left unlabelled (labels from other runs count too); pass "
                         f"--budget {n_pool} or less")
     if req.budget > n_pool:
@@ -436,7 +435,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: 2, "code": _code_digests(req.learner_options)}
-    spec = RunSpec(recorded_name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
+    spec = RunSpec(ident.name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
     train, learner_options = TrainConfig(**ident.train), dict(ident.learner)
 
     def fresh_learner(input_spec: InputSpec | None) -> Learner:
