@@ -121,9 +121,8 @@ class ActiveLoop:
     # ----------------------------------------------------------------- plan
     def resolve(self, req: RunRequest) -> RunPlan:
         """The run's plan (alkit/runs.py): names turned into objects and validated, nothing written."""
-        configs = {r.name: r.config or {} for r in self.store.runs()}
         return plan_run(req, self.cfg, lambda name: (int(self.store.counts().get("pool:unlabeled", 0)),
-                                                     self.oracle.pool_held(name)), configs.get)
+                                                     self.oracle.pool_held(name)), self.store.runs())
 
     # ----------------------------------------------------------------- run
     def run(self, req: RunRequest) -> list[CycleResult]:

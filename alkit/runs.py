@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -187,28 +187,43 @@ class RunIdentity:
     train: dict[str, Any]
 
 
-def run_identity(req: RunRequest, scorer: str, stored: Callable[[str], dict[str, Any] | None]) -> RunIdentity:
-    """The run ``req`` names: a run an earlier alkit recorded for these settings (option values
-    alone in its name, training settings left out, options at their defaults kept) under the name
-    it has, so that repeating a command continues it; else today's (``without_defaults``,
-    ``curve_name``).  Where an earlier run of other training settings holds today's name, the
-    request is refused with the way to continue it.  ``stored(name)``: a recorded run's config, or None."""
+def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = ()) -> RunIdentity:
+    """The run ``req`` names among the recorded ``runs`` (store rows): today's (``without_defaults``,
+    ``curve_name``) where it exists; else a run an earlier alkit recorded for these settings (option
+    values alone in its name, training settings left out, options at their defaults kept) under
+    the name it has, so that a command of the same settings continues it; else today's, new.
+    Where an earlier run of other training settings holds today's name, the request is refused
+    with the way to continue it."""
     current = without_defaults(req, scorer)
     wanted = _as_json((current.learner_options, current.train))
+    by_name = {r.name: r for r in runs}
 
-    def settings(config: dict[str, Any]) -> Any:
+    def settings(run: Any) -> Any:
+        config = run.config or {}
         return _as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}))
 
-    earlier = (req.name,) if req.name else (run_name(req, scorer, legacy=True), run_name(current, scorer, legacy=True))
-    for old in dict.fromkeys(earlier):
-        config = stored(old)
-        if config is not None and NAMING not in config and settings(config) == wanted:
-            return RunIdentity(old, str(config.get("curve") or curve_name(req, scorer, legacy=True)),
-                               dict(config.get("learner") or {}), dict(config.get("train") or {}))
+    def earlier(run: Any) -> RunIdentity:
+        config = run.config or {}
+        return RunIdentity(run.name, str(config.get("curve") or ""), dict(config.get("learner") or {}),
+                           dict(config.get("train") or {}))
+
     name = run_name(current, scorer)
-    config = stored(name)
-    if config is not None and NAMING not in config and not req.name and settings(config) != wanted:
-        learner, train = settings(config)
+    today = by_name.get(name)
+    if today is not None and NAMING in (today.config or {}):
+        return RunIdentity(name, curve_name(current, scorer), current.learner_options, current.train)
+    if req.name:
+        old = by_name.get(req.name)
+        if old is not None and settings(old) == wanted:
+            return earlier(old)
+    else:
+        curve = curve_name(current, scorer)
+        for old in runs:  # an earlier alkit's run of these settings, whatever it was named
+            if (NAMING not in (old.config or {}) and (old.strategy, old.scorer, old.seed, old.batch_size)
+                    == (req.strategy, scorer, req.seed, req.batch_size) and current_curve(old) == curve
+                    and settings(old) == wanted):
+                return earlier(old)
+    if today is not None and not req.name and settings(today) != wanted:
+        learner, train = settings(today)
         if learner == wanted[0]:  # the training settings differ: today they would be in its name
             shown = ", ".join(f"{k}={value_text(v)}" for k, v in sorted(train.items())) or "the defaults"
             raise LoopError(f"run {name!r} was recorded by an earlier alkit with the training settings {shown} (run "
@@ -330,10 +345,10 @@ def _default_members() -> int:
 
 
 def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tuple[int, int]],
-             stored: Callable[[str], dict[str, Any] | None] = lambda name: None) -> RunPlan:
+             runs: Sequence[Any] = ()) -> RunPlan:
     """Validate ``req`` against the project and build its plan; ``n_pool_for(run_name)`` is the
     pool the run may still spend: (unlabeled items, items the run's own picks hold);
-    ``stored(run_name)`` a recorded run's options, or None (run_identity).  Every refusal is a
+    ``runs`` the store's runs (run_identity).  Every refusal is a
     LoopError naming the bad argument."""
     preset = get_preset(req.strategy)
     scorer = req.scorer or preset.default_scorer
@@ -355,7 +370,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if initial < 1:  # 0 was taken as --batch-size: a first batch is always picked
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
-    ident = run_identity(req, scorer, stored)
+    ident = run_identity(req, scorer, runs)
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool

@@ -130,6 +130,7 @@ def test_runs_recorded_under_the_earlier_names_are_continued(digits_project: Pat
     _earlier_run(loop, "epistemic-laplace-16-b10-s0", "epistemic-laplace-16", "laplace", learner={"mc_samples": 16})
     _earlier_run(loop, "epistemic-64-b10-s0", "epistemic-64", learner={"width": 64})
     _earlier_run(loop, "epistemic-b10-s1", "epistemic", seed=1, train={"lr": 0.003})
+    _earlier_run(loop, "epistemic-128-b10-s3", "epistemic-128", seed=3, learner={"width": 128})  # the default width
     steps = RunRequest(strategy="epistemic", budget=30, train={"steps": 30})
     assert loop.resolve(steps).spec.name == "epistemic-b10-s0"
     mc16 = RunRequest(strategy="epistemic", scorer="laplace", budget=30, learner_options={"mc_samples": 16})
@@ -138,6 +139,11 @@ def test_runs_recorded_under_the_earlier_names_are_continued(digits_project: Pat
     assert loop.resolve(RunRequest(strategy="epistemic", budget=30, learner_options={"width": 64})).spec.name == \
         "epistemic-64-b10-s0"
     assert loop.resolve(RunRequest(strategy="epistemic", budget=30, seed=1)).spec.name == "epistemic-b10-s1"
+    plain = RunRequest(strategy="epistemic", budget=30, seed=3)  # the default run is the one that spelled it out
+    assert loop.resolve(plain).spec.name == "epistemic-128-b10-s3"
+    assert loop.resolve(plain).spec.options["learner"] == {"width": 128}
+    assert loop.resolve(RunRequest(strategy="epistemic", scorer="laplace", budget=30)).spec.name == \
+        "epistemic-laplace-16-b10-s0"
     # other settings are a run of their own
     assert loop.resolve(RunRequest(strategy="epistemic", budget=30, train={"steps": 40})).spec.name == \
         "epistemic-steps=40-b10-s0"
@@ -157,6 +163,7 @@ def test_runs_recorded_under_the_earlier_names_are_continued(digits_project: Pat
     groups = {r.name: curve_groups(runs)[r.id] for r in runs}
     assert groups == {"epistemic-b10-s0": "epistemic-steps=30", "epistemic-laplace-16-b10-s0": "epistemic-laplace",
                       "epistemic-64-b10-s0": "epistemic-width=64", "epistemic-b10-s1": "epistemic",
+                      "epistemic-128-b10-s3": "epistemic",
                       "epistemic-width=64-b10-s2": "epistemic-width=64", "epistemic-steps=30-b10-s2": "epistemic-steps=30"}
 
 
