@@ -57,6 +57,7 @@ def run_summaries(store: Store) -> list[dict[str, Any]]:
         out.append({
             "id": run.id,
             "name": run.name,
+            "curve": curve_label(run),  # the learning curve plot and bench put it on
             "strategy": run.strategy,
             "scorer": run.scorer,
             "seed": run.seed,

@@ -174,3 +174,6 @@ def test_a_named_run_keeps_its_curve_whatever_its_training_settings(digits_proje
     for seed, name in ((0, "foo"), (1, "foo-b10-s1")):
         loop.run(RunRequest(strategy="random", budget=10, seed=seed, name=name, train={"steps": 50}))
     assert {r.name: curve_label(r) for r in loop.store.runs()} == {"foo": "foo", "foo-b10-s1": "foo"}
+    from alkit.report import run_summaries
+
+    assert {r["name"]: r["curve"] for r in run_summaries(loop.store)} == {"foo": "foo", "foo-b10-s1": "foo"}
