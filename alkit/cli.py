@@ -482,11 +482,13 @@ def strategies(
 
         t = Table(title=f"options of scorer {scorer} (alkit run --scorer {scorer} --opt KEY=VALUE)",
                   box=box.SIMPLE_HEAD, title_justify="left")
+        from alkit.runs import value_text
+
         t.add_column("option", no_wrap=True)
-        t.add_column("values", overflow="fold")
+        t.add_column("values", no_wrap=True)  # one token: folded, 'buckets|none' read 'buckets|non' / 'e'
         t.add_column("default", overflow="fold")
         for o in [*declared(learner_class(scorer)).values(), *training(learner_class(scorer)).values()]:
-            t.add_row(o.name, o.values(), repr(o.default))
+            t.add_row(o.name, o.values(), value_text(o.default))  # as -o takes it: none, true, 0.003
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)
         return

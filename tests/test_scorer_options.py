@@ -116,6 +116,7 @@ def test_cli_opt_is_recorded_with_the_run(tmp_path: Path, digits_csv: Path) -> N
         ["--strategy", "topk", "--scorer", "laplace", "-o", "epistemic=trace", "-o", "width=32", "--max-epochs", "5"])
     assert config["learner"] == {"epistemic": "trace", "width": 32} and config["train"] == {"max_epochs": 5}
     assert "epistemic" in listing and "trace|mi" in listing and "prior_precision" in listing
+    assert "None" not in listing and "'" not in listing.split("options of scorer")[1]  # defaults as -o takes them
 
 
 @pytest.mark.parametrize("pair", ["prior_scale=inf", "prior_scale=nan", "train.lr=nan", "train.prior_l2=inf",
