@@ -7,7 +7,6 @@ store keeps both; nothing parses them back).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -20,7 +19,7 @@ from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
 from alkit.models.backbone import InputSpec
 from alkit.models.train import TrainConfig
-from alkit.pools.store import RunSpec
+from alkit.pools.store import RunSpec, as_json
 from alkit.presets import get_preset
 from alkit.registry import check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
@@ -131,9 +130,9 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
     its name): the strategy with whatever differs from its defaults (-o values, then training
     settings, each as KEY=VALUE); for a run given its own --name, that name less its
-    "-b<batch>-s<seed>" ending when it has this run's one.  ``legacy``: the names of runs started
-    before training settings and option keys were part of them (continued under those names,
-    ``run_identity``)."""
+    "-b<batch>-s<seed>" ending when it has this run's one.  ``legacy``: the curves of runs started
+    before training settings and option keys were part of them (``current_curve`` recognises
+    those runs by it)."""
     if req.name:
         ending = f"-b{req.batch_size}-s{req.seed}"
         return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
@@ -147,11 +146,11 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
     return f"{base}{opts}" if legacy else f"{base}{opts}{training_parts(req.train)}"
 
 
-def run_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
+def run_name(req: RunRequest, scorer: str) -> str:
     """The run's unique name: its curve, batch size and seed (or the given --name)."""
     if req.name:
         return req.name
-    return f"{curve_name(req, scorer, legacy=legacy)}-b{req.batch_size}-s{req.seed}"
+    return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
 def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -195,41 +194,40 @@ def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = ()) -> RunI
     Where an earlier run of other training settings holds today's name, the request is refused
     with the way to continue it."""
     current = without_defaults(req, scorer)
-    wanted = _as_json((current.learner_options, current.train))
+    wanted = as_json((current.learner_options, current.train))
     by_name = {r.name: r for r in runs}
 
     def settings(run: Any) -> Any:
         config = run.config or {}
-        return _as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}))
+        return as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}))
 
     def earlier(run: Any) -> RunIdentity:
         config = run.config or {}
         return RunIdentity(run.name, str(config.get("curve") or ""), dict(config.get("learner") or {}),
                            dict(config.get("train") or {}))
 
-    name = run_name(current, scorer)
+    name, curve = run_name(current, scorer), curve_name(current, scorer)
     today = by_name.get(name)
     if today is not None and NAMING in (today.config or {}):
-        return RunIdentity(name, curve_name(current, scorer), current.learner_options, current.train)
+        return RunIdentity(name, curve, current.learner_options, current.train)
     if req.name:
         old = by_name.get(req.name)
         if old is not None and settings(old) == wanted:
             return earlier(old)
     else:
-        curve = curve_name(current, scorer)
         for old in runs:  # an earlier alkit's run of these settings, whatever it was named
             if (NAMING not in (old.config or {}) and (old.strategy, old.scorer, old.seed, old.batch_size)
                     == (req.strategy, scorer, req.seed, req.batch_size) and current_curve(old) == curve
                     and settings(old) == wanted):
                 return earlier(old)
-    if today is not None and not req.name and settings(today) != wanted:
-        learner, train = settings(today)
-        if learner == wanted[0]:  # the training settings differ: today they would be in its name
-            shown = ", ".join(f"{k}={value_text(v)}" for k, v in sorted(train.items())) or "the defaults"
+    if today is not None and not req.name:
+        held = settings(today)
+        if held != wanted and held[0] == wanted[0]:  # the training settings differ: today they would be in its name
+            shown = ", ".join(f"{k}={value_text(v)}" for k, v in sorted(held[1].items())) or "the defaults"
             raise LoopError(f"run {name!r} was recorded by an earlier alkit with the training settings {shown} (run "
                             "names did not include them then): run with those settings to continue it, or give "
                             "this run another --name")
-    return RunIdentity(name, curve_name(current, scorer), current.learner_options, current.train)
+    return RunIdentity(name, curve, current.learner_options, current.train)
 
 
 def current_curve(run: Any) -> str:
@@ -256,10 +254,6 @@ def current_curve(run: Any) -> str:
         return curve_name(without_defaults(req, run.scorer), run.scorer)
     except (ValueError, KeyError):  # a strategy or scorer this alkit no longer has
         return curve
-
-
-def _as_json(value: Any) -> Any:
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
 def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task: str, selector: str,

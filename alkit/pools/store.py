@@ -207,7 +207,7 @@ def curve_cycles(rows: Sequence[CycleRow], next_n_labeled: int | None = None) ->
 METHOD_OPTIONS = ("acquisition", "learner", "train", "candidates", "stratify_by", "initial_selector", "code")
 
 
-def _as_json(value: Any) -> Any:
+def as_json(value: Any) -> Any:
     """``value`` as the store's JSON column reads it back (tuples as lists), for comparison."""
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
@@ -438,7 +438,7 @@ class Store:
                     )
             stored = run.config or {}
             for k in METHOD_OPTIONS:  # how items are scored and picked: a continued run keeps its method
-                if k in stored and k in spec.options and _as_json(spec.options[k]) != _as_json(stored[k]):
+                if k in stored and k in spec.options and as_json(spec.options[k]) != as_json(stored[k]):
                     if k == "code":
                         flag = {"module": "--backbone", "estimator": "--learner"}
                         changed = [flag.get(c, c) for c in stored[k] if stored[k][c] != spec.options[k].get(c)]
