@@ -414,6 +414,14 @@ SETS: dict[str, Spec] = {
     "fashion_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
                         "rows default_rng(1).permutation(10000)[:3000] of the test file, otherwise as fashion; "
                         + STRAT.format(f=0.3), lambda: fashion("test", 1), (28, 28)),
+    "fashion10k_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
+                           "all 10,000 rows of the test file in default_rng(2).permutation(10000) order, otherwise "
+                           "as fashion (the schedule past 1,000 labels); " + STRAT.format(f=0.3),
+                           lambda: fashion("test", 2, 10000), (28, 28)),
+    "fashion10k": Spec("report", "classification", 0.3, "Fashion-MNIST train file (alkit.datasets.load_fashion_mnist)",
+                       "rows default_rng(0).permutation(60000)[:10000] of the train file (fashion's 3,000 among "
+                       "them), otherwise as fashion (the schedule past 1,000 labels); " + STRAT.format(f=0.3),
+                       lambda: fashion("train", 0, 10000), (28, 28)),
     "fashion8_dev": Spec("dev", "classification", 0.3, "Fashion-MNIST test file (alkit.datasets.load_fashion_mnist)",
                          "the rows of fashion_dev, each image area-averaged to 8 x 8 "
                          "(torch adaptive_avg_pool2d), px0..px63 as float32, id = test<row>; "

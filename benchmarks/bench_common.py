@@ -23,7 +23,8 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 # What `alkit init --image-shape` records for the benchmark data sets that are images, (H, W), and
 # the data sets read from another's file: "digits8" is digits declared as the 8 x 8 images they
 # are, so learners use the image backbone (al_data.py writes digits.parquet; its manifest notes 8 x 8).
-IMAGE_SHAPES: dict[str, tuple[int, int]] = {"fashion": (28, 28), "fashion_dev": (28, 28), "fashion8_dev": (8, 8),
+IMAGE_SHAPES: dict[str, tuple[int, int]] = {"fashion": (28, 28), "fashion_dev": (28, 28), "fashion10k": (28, 28),
+                                            "fashion10k_dev": (28, 28), "fashion8_dev": (8, 8),
                                             "mnist_dev": (28, 28), "mnist8_dev": (8, 8),
                                             "digits8": (8, 8)}
 DATA_FILE: dict[str, str] = {"digits8": "digits", "mnist8_flat_dev": "mnist8_dev"}  # flat: no image shape

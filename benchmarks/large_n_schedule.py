@@ -35,14 +35,30 @@ from alkit.models.train import TrainConfig  # noqa: E402
 from alkit.registry import make_learner  # noqa: E402
 from bench_common import emit, mean_std, ood_auroc_aupr, renumber  # noqa: E402
 
+_CONSTANT = replace(TrainConfig(), lr_decay=0.0)  # the schedule before schedule rule L1 (2026-12-05)
 SCHEDULES = {
-    "current (>= 300 steps, >= 10 epochs, patience 20)": TrainConfig(),
-    "early stop, patience 5, <= 60 epochs": replace(TrainConfig(), early_stop=True, patience=5, max_epochs=60),
-    "early stop, patience 10, <= 60 epochs": replace(TrainConfig(), early_stop=True, patience=10, max_epochs=60),
-    "30 epochs, best hold-out epoch kept": replace(TrainConfig(), early_stop=True, patience=10_000, max_epochs=30),
+    "current (>= 300 steps, >= 10 epochs, cosine decay to 0)": TrainConfig(),
+    "constant lr (>= 300 steps, >= 10 epochs, patience 20; before rule L1)": _CONSTANT,
+    "early stop, patience 5, <= 60 epochs": replace(_CONSTANT, early_stop=True, patience=5, max_epochs=60),
+    "early stop, patience 10, <= 60 epochs": replace(_CONSTANT, early_stop=True, patience=10, max_epochs=60),
+    "30 epochs, best hold-out epoch kept": replace(_CONSTANT, early_stop=True, patience=10_000, max_epochs=30),
     # 2026-12-05: the small-N recipe kept at any N (a long-run test found +2-4 points at 1,000-5,000 labels)
-    "full batch, no hold-out (the small-N recipe at any N)": replace(TrainConfig(), full_batch_max=10**9,
-                                                                     val_min_n=10**9),
+    "full batch, no hold-out (the small-N recipe at any N)": replace(_CONSTANT, full_batch_max=10**9, val_min_n=10**9),
+    # 2026-12-05 (sixth session): what in the minibatch schedule costs the accuracy
+    "minibatch, no hold-out": replace(_CONSTANT, val_min_n=10**9),
+    "minibatch, no clip": replace(_CONSTANT, grad_clip=None),
+    "minibatch, no hold-out, no clip": replace(_CONSTANT, val_min_n=10**9, grad_clip=None),
+    "full batch, 300 steps, no hold-out": replace(_CONSTANT, full_batch_max=10**9, val_min_n=10**9, steps=300),
+    "B0 minibatch at any N, no hold-out, no clip": replace(_CONSTANT, full_batch_max=0, val_min_n=10**9, grad_clip=None),
+    "B1 B0 + cosine decay": replace(_CONSTANT, full_batch_max=0, val_min_n=10**9, grad_clip=None, lr_decay=1.0),
+    "B2 B1, >= 20 epochs": replace(_CONSTANT, full_batch_max=0, val_min_n=10**9, grad_clip=None, lr_decay=1.0,
+                                   min_steps=10**9, max_epochs=20),
+    "B3 B1 + hold-out kept": replace(_CONSTANT, full_batch_max=0, grad_clip=None, lr_decay=1.0),
+    "B4 cosine decay alone (rule L1's candidate)": replace(_CONSTANT, lr_decay=1.0),
+    "B5 B0 + cosine decay to 0.3 lr": replace(_CONSTANT, full_batch_max=0, val_min_n=10**9, grad_clip=None,
+                                            lr_decay=0.7),
+    "B6 B0 + cosine decay to 0.1 lr": replace(_CONSTANT, full_batch_max=0, val_min_n=10**9, grad_clip=None,
+                                            lr_decay=0.9),
 }
 
 

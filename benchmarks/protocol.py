@@ -84,21 +84,22 @@ def parse_entry(entry: str) -> tuple[str, str | None, str | None, dict, dict]:
     return preset, scorer or None, acquisition or None, learner, train
 
 
-def request(entry: str, seed: int, budget: int, batch_size: int = 10) -> RunRequest:
+def request(entry: str, seed: int, budget: int, batch_size: int = 10, initial: int = 20) -> RunRequest:
     """The run of one entry and seed (``@candidates=m`` sets RunRequest.candidates)."""
     preset, scorer, acquisition, learner, train = parse_entry(entry)
     candidates = learner.pop("candidates", None)
     return RunRequest(strategy=preset, scorer=scorer, acquisition=acquisition, budget=budget, batch_size=batch_size,
-                      initial=20, initial_selector="random", seed=seed, name=f"{entry}-s{seed}",
+                      initial=initial, initial_selector="random", seed=seed, name=f"{entry}-s{seed}",
                       learner_options=learner, train=train, candidates=candidates)
 
 
-def run_all(name: str, entries: list[str], seeds: list[int], budget: int, batch_size: int = 10) -> None:
+def run_all(name: str, entries: list[str], seeds: list[int], budget: int, batch_size: int = 10,
+            initial: int = 20) -> None:
     loop = ActiveLoop(load_project(project_for(name)))
     for entry in entries:
         for seed in seeds:
             t0 = time.perf_counter()
-            loop.run(request(entry, seed, budget, batch_size))
+            loop.run(request(entry, seed, budget, batch_size, initial))
             print(f"{name} {entry} seed {seed}: {time.perf_counter() - t0:.1f} s", flush=True)
 
 
@@ -112,7 +113,7 @@ def curves(name: str) -> pl.DataFrame:
 
 
 def summarise(name: str, df: pl.DataFrame, budget: int, metric: str, at: list[int],
-              target: float | None) -> pl.DataFrame:
+              target: float | None, initial: int = 20) -> pl.DataFrame:
     higher = metric in HIGHER_IS_BETTER
     proj = load_project(project_for(name))
     n_pool = int(sum(v for k, v in ActiveLoop(proj).store.counts().items() if k.startswith("pool:")))
@@ -123,7 +124,7 @@ def summarise(name: str, df: pl.DataFrame, budget: int, metric: str, at: list[in
         for seed in sorted(sub["seed"].unique().to_list()):
             s = sub.filter((pl.col("seed") == seed) & pl.col(metric).is_not_null()).sort("n_labeled")
             n, v = s["n_labeled"].to_numpy(), s[metric].to_numpy()
-            keep = (n >= 20) & (n <= budget)
+            keep = (n >= initial) & (n <= budget)
             if keep.sum() < 2 or n[keep].max() < budget:
                 continue  # incomplete run
             per_seed.append((n[keep], v[keep], s))
@@ -144,7 +145,7 @@ def summarise(name: str, df: pl.DataFrame, budget: int, metric: str, at: list[in
         all_cycles = pl.concat([p[2] for p in per_seed])
         query_s = (all_cycles["score_s"] + all_cycles["select_s"]).sum() / max(len(per_seed), 1)
         queries = all_cycles.filter(pl.col("n_scored") > 0).height / len(per_seed)
-        row = {"strategy": entry, "seeds": len(per_seed), "from": int(grid[0]), "aulc": float(aulc.mean()), "aulc_std": float(aulc.std(ddof=0)),
+        row = {"strategy": entry, "seeds": len(per_seed), "from": int(grid[0]), "initial": initial, "aulc": float(aulc.mean()), "aulc_std": float(aulc.std(ddof=0)),
                f"labels_to_{target}": int(grid[reached[0]]) if len(reached) else None,
                "query_s_per_1k": float(query_s / max(queries, 1) / n_pool * 1000),
                "fit_s_per_cycle": float(all_cycles["fit_s"].mean())}
@@ -169,31 +170,31 @@ def markdown(table: pl.DataFrame, metric: str, at: list[int], target: float | No
         cells.append(f"{r['aulc']:.3f} ± {r['aulc_std']:.3f}")
         cells += [f"{r[f'{metric}@{a}']:.3f} ± {r[f'{metric}@{a}_std']:.3f}" for a in at]
         cells += [f"{r['query_s_per_1k']:.3f}", f"{r['fit_s_per_cycle']:.3f}", str(r["seeds"])]
-        if r["from"] > 20:  # some seed had no model before this count: AULC and curves start here
+        if r["from"] > r["initial"]:  # some seed had no model before this count: AULC and curves start here
             cells[0] += f" (from n = {r['from']})"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def checkpoint_gaps(df: pl.DataFrame, metric: str, budget: int, baseline: str) -> pl.DataFrame:
+def checkpoint_gaps(df: pl.DataFrame, metric: str, budget: int, baseline: str, initial: int = 20) -> pl.DataFrame:
     """Per strategy, its worst label count against the baseline: (mean - baseline mean) in
     baseline std units, signed so that negative is worse (the bar: never below -1)."""
     sign = 1.0 if metric in HIGHER_IS_BETTER else -1.0
-    agg = (df.filter(pl.col(metric).is_not_null() & (pl.col("n_labeled") >= 20) & (pl.col("n_labeled") <= budget))
+    agg = (df.filter(pl.col(metric).is_not_null() & (pl.col("n_labeled") >= initial) & (pl.col("n_labeled") <= budget))
            .group_by("entry", "n_labeled").agg(pl.col(metric).mean().alias("m"), pl.col(metric).std(ddof=0).alias("s")))
     base = agg.filter(pl.col("entry") == baseline).select("n_labeled", pl.col("m").alias("bm"), pl.col("s").alias("bs"))
     out = agg.join(base, on="n_labeled").with_columns((sign * (pl.col("m") - pl.col("bm")) / pl.col("bs").clip(1e-9)).alias("z"))
     return out.group_by("entry").agg(pl.col("z").min().alias("worst_z"), pl.col("n_labeled").sort_by("z").first().alias("at"))
 
 
-def paired_aulc(df: pl.DataFrame, metric: str, budget: int, ref: str) -> list[str]:
+def paired_aulc(df: pl.DataFrame, metric: str, budget: int, ref: str, initial: int = 20) -> list[str]:
     """Per strategy, its AULC minus ``ref``'s on the same seed (same split and initial labels):
     mean ± standard error over the seeds both finished, and on how many it is better (CRPS: lower)."""
     def per_seed(entry: str) -> dict[int, float]:
         out = {}
         for seed in df.filter(pl.col("entry") == entry)["seed"].unique().to_list():
             s = df.filter((pl.col("entry") == entry) & (pl.col("seed") == seed) & pl.col(metric).is_not_null()
-                          & (pl.col("n_labeled") >= 20) & (pl.col("n_labeled") <= budget)).sort("n_labeled")
+                          & (pl.col("n_labeled") >= initial) & (pl.col("n_labeled") <= budget)).sort("n_labeled")
             n, v = s["n_labeled"].to_numpy(), s[metric].to_numpy()
             if len(n) >= 2 and n.max() == budget:
                 out[seed] = float(np.trapezoid(v, n) / (n[-1] - n[0]))
@@ -218,6 +219,9 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=None)
     ap.add_argument("--batch-size", type=int, default=10,
                     help="labels per query (runs keep their names: give another batch size its own work folder)")
+    ap.add_argument("--initial", type=int, default=20,
+                    help="random labels of the first batch; curves and AULC start there (runs keep their names: "
+                         "give another value its own work folder)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--metric", default=None,
                     help="the cycles' metric to report (default accuracy, regression crps; e.g. balanced_accuracy)")
@@ -233,16 +237,17 @@ def main() -> None:
     with threadpool_limits(1):
         entries = a.strategies.split(",")
         if not a.report_only:
-            run_all(a.data, entries, seeds, budget, a.batch_size)
+            run_all(a.data, entries, seeds, budget, a.batch_size, a.initial)
         df = curves(a.data)
         df = df.filter(pl.col("entry").is_in(entries) & pl.col("seed").is_in(seeds))  # only what was asked for
         task = load_project(project_for(a.data)).config.task
         metric = a.metric or ("accuracy" if task == "classification" else "crps")
-        at = AT.get(a.data, [100, 200, budget])
+        span = budget - a.initial
+        at = AT.get(a.data, [100, 200, budget] if a.initial < 100 else [a.initial + span // 4, a.initial + span // 2, budget])
         target = TARGET.get(a.data) if task == "classification" else None
-        table = summarise(a.data, df, budget, metric, at, target)
-        gaps = checkpoint_gaps(df, metric, budget, a.baseline) if a.baseline in entries else None
-        paired = {ref: paired_aulc(df, metric, budget, ref) for ref in a.paired if ref in entries}
+        table = summarise(a.data, df, budget, metric, at, target, a.initial)
+        gaps = checkpoint_gaps(df, metric, budget, a.baseline, a.initial) if a.baseline in entries else None
+        paired = {ref: paired_aulc(df, metric, budget, ref, a.initial) for ref in a.paired if ref in entries}
     if gaps is not None:
         table = table.join(gaps.rename({"entry": "strategy"}), on="strategy", how="left")
     text = markdown(table, metric, at, target)

@@ -49,6 +49,35 @@ def test_early_stop_trains_until_the_hold_out_stalls_and_keeps_the_best_epoch() 
         assert abs(float(_loss(module)(X[val], y[val])) - report["val_loss"]) < 1e-5
 
 
+@pytest.mark.parametrize("decay", [0.0, 0.5, 1.0])
+def test_lr_decay_takes_that_share_of_the_step_away_along_a_half_cosine(decay: float) -> None:
+    """A loss of constant gradient: each Adam step moves the parameter by the learning rate of that
+    step, so the recorded moves are the schedule itself."""
+    p = nn.Parameter(torch.zeros(1))
+    module = nn.Module()
+    module.p = p
+    seen: list[float] = []
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        seen.append(float(p.detach()))
+        return p.sum() + 0.0 * x.sum()
+
+    X, y = torch.zeros(2000, 1), torch.zeros(2000)
+    cfg = TrainConfig(lr=0.01, batch_size=100, min_steps=1, val_frac=0.0, grad_clip=None, lr_decay=decay)
+    train_module(module, loss, X, y, seed=0, config=cfg)
+    moves = -torch.diff(torch.tensor(seen + [float(p.detach())], dtype=torch.float64))
+    assert len(moves) == 200  # 20 steps an epoch, 10 epochs
+    assert moves[0] == pytest.approx(0.01, rel=1e-3)
+    assert bool((torch.diff(moves) <= 1e-7).all())  # never rises (float32 steps)
+    assert moves[100] == pytest.approx(0.01 * (1 - decay / 2), rel=2e-2)  # half way: half the decay
+    assert moves[-1] == pytest.approx(0.01 * (1 - decay), abs=2e-5)
+
+
+def test_lr_decay_outside_zero_to_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="lr_decay"):
+        TrainConfig(lr_decay=1.5)
+
+
 def test_the_weight_prior_is_chosen_by_input_kind_unless_set() -> None:
     from alkit.models.train import PRIOR_L2, _l2
 
