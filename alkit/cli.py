@@ -334,7 +334,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries
 
-    rows = [r for r in run_summaries(loop.store) if r["name"] == spec.name]
+    rows = [r for r in run_summaries(loop.store, loop.project.config.task) if r["name"] == spec.name]
     one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
     if one_class:
         err.print(f"note: {escape(one_class)}", highlight=False)
@@ -372,7 +372,7 @@ def status(
         from alkit.report import capacity_text, run_summaries
 
         proj = load_project(project)
-        rows = run_summaries(_store(proj.store_url))
+        rows = run_summaries(_store(proj.store_url), proj.config.task)
     if json_out:
         print(json.dumps(rows, default=str))
         return
@@ -410,7 +410,7 @@ def plot(
 
         proj = load_project(project)
         store = _store(proj.store_url)
-        df = cycles_frame(store)
+        df = cycles_frame(store, proj.config.task)
         default = "accuracy" if proj.config.task == "classification" else "crps"
         if metric is None:  # without a test split, the --stop forecast runs log the cross-validated one
             metric = default if default in df.columns or f"cv_{default}" not in df.columns else f"cv_{default}"
@@ -459,7 +459,8 @@ def bench(
                         at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
                         console=console, command="alkit " + " ".join(sys.argv[1:]))
         png = res.summary_md.with_name("bench_curves.png")
-        df = cycles_frame(_store(load_project(project).store_url))
+        proj = load_project(project)
+        df = cycles_frame(_store(proj.store_url), proj.config.task)
         plot_learning_curves(df.filter(df["run"].is_in(res.runs)), res.metric, png, title=f"{res.metric} vs labels")
     for name, why in res.unavailable.items():
         console.print(f"[yellow]left out[/] {name}: {why}")
@@ -546,7 +547,8 @@ def demo(
                        strategies=_parse_csv(strategies_) or [], runner=_run_with_progress, console=console)
         from alkit.report import run_summaries
 
-        rows = run_summaries(_store(load_project(project).store_url))
+        proj = load_project(project)
+        rows = run_summaries(_store(proj.store_url), proj.config.task)
     print_table(console, summary_table(rows, f"demo runs in {project.resolve()}", wide), wide)
     console.print(f"[green]learning curves:[/] {png}")
 

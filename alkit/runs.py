@@ -153,27 +153,37 @@ def run_name(req: RunRequest, scorer: str) -> str:
     return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
-def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(learner options, training settings) less those at the value they take anyway."""
+def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any],
+                      task: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(learner options, training settings) less those at the value they take anyway: the declared
+    default, or, on a project of ``task``, the value the task gives an unset option (the learner
+    class's ``task_defaults``: vbll's ``cov`` is 'shared' on classification)."""
     from alkit.scorer_options import declared, same_value
 
-    options = declared(learner_class(scorer))
+    cls = learner_class(scorer)
+    defaults = {k: o.default for k, o in declared(cls).items()}
+    if task is not None and hasattr(cls, "task_defaults"):
+        defaults.update(cls.task_defaults(task, learner))
     fields = TrainConfig.__dataclass_fields__
-    return ({k: v for k, v in learner.items() if not (k in options and same_value(v, options[k].default))},
+    return ({k: v for k, v in learner.items() if not (k in defaults and same_value(v, defaults[k]))},
             {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k].default))})
 
 
-def without_defaults(req: RunRequest, scorer: str) -> RunRequest:
+def without_defaults(req: RunRequest, scorer: str, task: str | None = None) -> RunRequest:
     """``req`` less every option given at the value it takes anyway: -o options equal to the
     scorer's declared default (``none`` where that is None: chosen by the data) and training
     settings equal to TrainConfig's.  Why: ``-o module_norm=2.5`` named a second run
     identical to the default one.  A learner made with such an option equals one made without it
-    (tests/test_run_identity.py checks this for every scorer and option)."""
-    learner, train = _without_defaults(scorer, req.learner_options, req.train)
+    (tests/test_run_identity.py checks this for every scorer and option).  ``task``: also the
+    options given at the value the task gives them (``_without_defaults``)."""
+    learner, train = _without_defaults(scorer, req.learner_options, req.train, task)
     return replace(req, learner_options=learner, train=train)
 
 
-NAMING = "naming"  # in a run's config: named as today (KEY=VALUE options, training settings); earlier runs lack it
+NAMING = "naming"  # in a run's config: the naming rules it was named by (earlier runs lack it: 1)
+# 2: KEY=VALUE options and training settings in names, options at their declared defaults left out;
+# 3: also options at the value the project's task gives them (--cov shared on classification)
+NAMING_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -186,20 +196,20 @@ class RunIdentity:
     train: dict[str, Any]
 
 
-def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = ()) -> RunIdentity:
+def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = (), task: str | None = None) -> RunIdentity:
     """The run ``req`` names among the recorded ``runs`` (store rows): today's (``without_defaults``,
     ``curve_name``) where it exists; else a run an earlier alkit recorded for these settings (option
     values alone in its name, training settings left out, options at their defaults kept) under
     the name it has, so that a command of the same settings continues it; else today's, new.
     Where an earlier run of other training settings holds today's name, the request is refused
-    with the way to continue it."""
-    current = without_defaults(req, scorer)
+    with the way to continue it.  ``task``: the project's (see ``without_defaults``)."""
+    current = without_defaults(req, scorer, task)
     wanted = as_json((current.learner_options, current.train))
     by_name = {r.name: r for r in runs}
 
     def settings(run: Any) -> Any:
         config = run.config or {}
-        return as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}))
+        return as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}, task))
 
     def earlier(run: Any) -> RunIdentity:
         config = run.config or {}
@@ -216,8 +226,8 @@ def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = ()) -> RunI
             return earlier(old)
     else:
         for old in runs:  # an earlier alkit's run of these settings, whatever it was named
-            if (NAMING not in (old.config or {}) and (old.strategy, old.scorer, old.seed, old.batch_size)
-                    == (req.strategy, scorer, req.seed, req.batch_size) and current_curve(old) == curve
+            if (_naming(old) < NAMING_VERSION and (old.strategy, old.scorer, old.seed, old.batch_size)
+                    == (req.strategy, scorer, req.seed, req.batch_size) and current_curve(old, task) == curve
                     and settings(old) == wanted):
                 return earlier(old)
     if today is not None and not req.name:
@@ -230,14 +240,22 @@ def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = ()) -> RunI
     return RunIdentity(name, curve, current.learner_options, current.train)
 
 
-def current_curve(run: Any) -> str:
+def _naming(run: Any) -> int:
+    """The naming rules a recorded run was named by (NAMING_VERSION's list; 1 before they were recorded)."""
+    return int((run.config or {}).get(NAMING, 1))
+
+
+def current_curve(run: Any, task: str | None = None) -> str:
     """The curve a run belongs to today: its recorded one, except for a run an earlier alkit named
-    by its settings (names of option values alone, training settings left out), which gets the
-    curve today's names give those settings, so that it and today's runs of the same settings are
-    one curve (and a run of other training settings is not the default runs' curve)."""
+    by its settings, which gets the curve today's names give those settings, so that it and today's
+    runs of the same settings are one curve (and a run of other training settings is not the
+    default runs' curve): names of option values alone with training settings left out (rules 1),
+    or, on a project of ``task``, an option at the value the task gives it kept in the name (rules
+    2: `--cov shared` on classification)."""
     config = run.config or {}
     curve = str(config.get("curve") or "")
-    if NAMING in config or not curve:
+    version = _naming(run)
+    if version >= NAMING_VERSION or not curve or (version == 2 and task is None):
         return curve
     try:
         preset = get_preset(run.strategy)
@@ -249,9 +267,11 @@ def current_curve(run: Any) -> str:
                          acquisition=None if acquisition in (preset.acquisition, preset.regression_acquisition)
                          else acquisition,
                          initial_selector=None if initial_selector == preset.initial_selector else initial_selector)
-        if curve != curve_name(req, run.scorer, legacy=True) or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
+        named = curve_name(req, run.scorer, legacy=True) if version == 1 else curve_name(without_defaults(req, run.scorer),
+                                                                                         run.scorer)
+        if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
-        return curve_name(without_defaults(req, run.scorer), run.scorer)
+        return curve_name(without_defaults(req, run.scorer, task), run.scorer)
     except (ValueError, KeyError):  # a strategy or scorer this alkit no longer has
         return curve
 
@@ -364,7 +384,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if initial < 1:  # 0 was taken as --batch-size: a first batch is always picked
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
-    ident = run_identity(req, scorer, runs)
+    ident = run_identity(req, scorer, runs, cfg.task)
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
@@ -443,7 +463,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "learner": dict(ident.learner), "train": dict(ident.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
-               "curve": ident.curve, NAMING: 2, "code": _code_digests(req.learner_options)}
+               "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
     spec = RunSpec(ident.name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
     train, learner_options = TrainConfig(**ident.train), dict(ident.learner)
 

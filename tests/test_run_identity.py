@@ -111,12 +111,13 @@ def test_training_settings_name_their_own_run(digits_project: Path) -> None:
 
 
 def _earlier_run(loop: ActiveLoop, name: str, curve: str, scorer: str = "vbll", seed: int = 0,
-                 learner: dict | None = None, train: dict | None = None) -> None:
+                 learner: dict | None = None, train: dict | None = None, naming: int | None = None) -> None:
     """A run as alkit recorded it before 2026-12-05 (3bb988d): option values alone in its name and
-    curve, training settings in neither, options given at their defaults kept, no "naming" key."""
+    curve, training settings in neither, options given at their defaults kept, no "naming" key
+    (``naming`` 2: as recorded from then until 2026-12-05's sixth session)."""
     options = {"candidates": None, "stratify_by": None, "learner": learner or {}, "train": train or {},
                "engine": "local", "ray_address": None, "acquisition": "decision-flip", "initial_selector": "coldstart",
-               "stop": [], "curve": curve, "code": {}}
+               "stop": [], "curve": curve, "code": {}, **({"naming": naming} if naming else {})}
     loop.store.get_or_create_run(RunSpec(name, "epistemic", scorer, seed, 30, 10, 10, options))
 
 
@@ -177,3 +178,55 @@ def test_a_named_run_keeps_its_curve_whatever_its_training_settings(digits_proje
     from alkit.report import run_summaries
 
     assert {r["name"]: r["curve"] for r in run_summaries(loop.store)} == {"foo": "foo", "foo-b10-s1": "foo"}
+
+
+def test_an_option_at_the_value_the_task_gives_it_makes_the_same_learner() -> None:
+    """vbll's cov left unset is 'shared' on classification and follows a given regression head
+    (task_defaults): the learner made with that value equals the one made without it."""
+    vbll = learner_class("vbll")
+    cases = [("classification", 3, {})] + [("regression", None, {"head": h})
+                                           for h in ("gaussian", "hetero", "quantile", "buckets")]
+    for task, n_classes, given in cases:
+        implied = vbll.task_defaults(task, given)
+        assert set(implied) == {"cov"}
+        base = _state(make_learner("vbll", task, n_classes, train=TrainConfig(), **given))
+        assert _state(make_learner("vbll", task, n_classes, train=TrainConfig(), **given, **implied)) == base
+    # with the head unset a regression fit chooses it (and its covariance) from the labels
+    assert vbll.task_defaults("regression", {}) == {}
+
+
+def test_cov_shared_on_classification_is_the_default_run(digits_project: Path) -> None:
+    """--cov shared, the classification default, named a run of its own beside the default one."""
+    from alkit.runs import without_defaults
+
+    loop = _loop(digits_project)
+    shared = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"cov": "shared"})).spec
+    assert shared.name == "epistemic-b10-s0" and shared.options["learner"] == {}
+    dense = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"cov": "dense"})).spec
+    assert dense.name == "epistemic-dense-b10-s0"
+
+    def kept(options: dict) -> dict:
+        return without_defaults(RunRequest(strategy="epistemic", budget=20, learner_options=options), "vbll",
+                                "regression").learner_options
+
+    assert kept({"cov": "shared"}) == {"cov": "shared"}  # the head, and so the covariance, chosen per fit
+    assert kept({"head": "buckets", "cov": "shared"}) == {"head": "buckets"}
+    assert kept({"head": "gaussian", "cov": "dense"}) == {"head": "gaussian"}
+    assert kept({"head": "gaussian", "cov": "shared"}) == {"head": "gaussian", "cov": "shared"}
+
+
+def test_a_cov_shared_run_named_by_the_rules_before_is_continued(digits_project: Path) -> None:
+    """A run recorded as 'epistemic-shared-b10-s0' (naming rules 2) is the default run today: the
+    same command, and the plain one, continue it, and it is on the default runs' curve."""
+    from alkit.report import curve_groups
+
+    loop = _loop(digits_project)
+    _earlier_run(loop, "epistemic-shared-b10-s0", "epistemic-shared", learner={"cov": "shared"}, naming=2)
+    for options in ({"cov": "shared"}, {}):
+        spec = loop.resolve(RunRequest(strategy="epistemic", budget=30, learner_options=options)).spec
+        assert spec.name == "epistemic-shared-b10-s0" and spec.options["learner"] == {"cov": "shared"}
+    loop.run(RunRequest(strategy="epistemic", budget=20, seed=1, max_cycles=1))
+    runs = loop.store.runs()
+    assert {r.name: curve_groups(runs, "classification")[r.id] for r in runs} == {
+        "epistemic-shared-b10-s0": "epistemic", "epistemic-b10-s1": "epistemic"}
+    assert {r.name: curve_groups(runs)[r.id] for r in runs}["epistemic-shared-b10-s0"] == "epistemic-shared"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import numpy as np
 import torch
@@ -155,6 +155,17 @@ class VBLLLearner:
     # the backbone's fields this learner sets otherwise than BackboneConfig (`alkit strategies` lists these)
     backbone_defaults: dict[str, Any] = {"module_norm": MODULE_NORM}
 
+    @classmethod
+    def task_defaults(cls, task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The values of options left unset that the task decides, not the data: ``cov`` on
+        classification, and on regression once ``head`` is given (``default_cov``); with the head
+        unset a regression fit chooses it, and the covariance with it.  Why: `--cov shared` on
+        classification named a run of its own, identical to the default one (alkit/runs.py)."""
+        head = options.get("head")
+        if task == "classification" or head is not None:
+            return {"cov": default_cov(task, head or "gaussian")}
+        return {}
+
     def __init__(
         self,
         task: Task,
@@ -201,7 +212,9 @@ class VBLLLearner:
         if task == "classification" and (n_classes is None or n_classes < 2):
             raise ValueError("classification needs n_classes >= 2")
         self.auto_head = head is None and task == "regression"  # resolved per fit: regression_head_for
-        self.cov_choice, self.train_cov_choice = cov, train_cov
+        # the covariance a per-fit head choice pairs with; unread otherwise, so not kept (a learner made
+        # with cov='shared' on classification is the default one: task_defaults)
+        self.cov_choice, self.train_cov_choice = cov if self.auto_head else None, train_cov
         if head is None:
             head = "gaussian" if task == "classification" else "buckets"
         if task == "classification" and head != "gaussian":
