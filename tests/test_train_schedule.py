@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -71,6 +72,22 @@ def test_lr_decay_takes_that_share_of_the_step_away_along_a_half_cosine(decay: f
     assert bool((torch.diff(moves) <= 1e-7).all())  # never rises (float32 steps)
     assert moves[100] == pytest.approx(0.01 * (1 - decay / 2), rel=2e-2)  # half way: half the decay
     assert moves[-1] == pytest.approx(0.01 * (1 - decay), abs=2e-5)
+
+
+def test_lr_decay_left_unset_is_chosen_by_task_and_input_kind() -> None:
+    """Schedule rules L1 / L1b: regression keeps the constant rate; an explicit value is kept."""
+    from alkit.models.backbone import InputSpec
+    from alkit.models.train import LR_DECAY
+
+    image = InputSpec(mean_f=np.zeros(4), std_f=np.ones(4), image_shape=(1, 2, 2))
+    embedding = InputSpec(mean_f=np.zeros(4), std_f=np.ones(4), embedding=True)
+    assert TrainConfig().for_input(None, "regression").lr_decay == 0.0
+    assert TrainConfig().for_input(image, "regression").lr_decay == 0.0
+    assert TrainConfig().for_input(image, "classification").lr_decay == LR_DECAY["image"] == 1.0
+    assert TrainConfig().for_input(embedding, "classification").lr_decay == LR_DECAY["embedding"] == 1.0
+    assert TrainConfig().for_input(None, "classification").lr_decay == LR_DECAY["raw"]
+    assert TrainConfig(lr_decay=0.3).for_input(image, "regression").lr_decay == 0.3
+    assert TrainConfig(prior_l2=5.0).for_input(embedding).prior_l2 == 5.0  # the prior as before
 
 
 def test_lr_decay_outside_zero_to_one_is_refused() -> None:

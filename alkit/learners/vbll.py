@@ -367,7 +367,7 @@ class VBLLLearner:
         module = nn.ModuleDict({"backbone": backbone, "head": head})
         report = train_module(
             module, loss_fn, Z, y, seed=seed,
-            config=linear_lr(train_config, config.depth_for(self.input)).for_input(self.input),
+            config=linear_lr(train_config, config.depth_for(self.input)).for_input(self.input, self.task),
             no_decay=lambda n: n.startswith("head."),
         )
         report.update(chosen)

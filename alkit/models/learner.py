@@ -87,11 +87,12 @@ def linear_lr(config: TrainConfig, depth: int) -> TrainConfig:
 def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, depth: int) -> TrainConfig:
     """``config`` with an unset weight prior resolved for the MLP: for regression
     REGRESSION_PRIOR_L2_SHALLOW on a network of ``depth`` 0 and REGRESSION_PRIOR_L2 with blocks,
-    else by input kind (TrainConfig.for_input); a linear model's rate as ``linear_lr``."""
+    else by input kind, and the learning rate's decay by task and input (TrainConfig.for_input); a
+    linear model's rate as ``linear_lr``."""
     config = linear_lr(config, depth)
     if config.prior_l2 is None and task == "regression":
-        return dataclasses.replace(config, prior_l2=REGRESSION_PRIOR_L2_SHALLOW if depth == 0 else REGRESSION_PRIOR_L2)
-    return config.for_input(input)
+        config = dataclasses.replace(config, prior_l2=REGRESSION_PRIOR_L2_SHALLOW if depth == 0 else REGRESSION_PRIOR_L2)
+    return config.for_input(input, task)
 
 
 def training_arrays(X_n_f: Any, y_n: Any, task: str, n_classes: int | None) -> tuple[np.ndarray, np.ndarray]:
