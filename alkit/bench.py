@@ -260,7 +260,7 @@ def run_bench(
         bar.remove_task(current)  # the per-run bar is done; the total stays
 
     bench_runs = {n for _, n in plan}
-    df = cycles_frame(loop.store, loop.project.config.task)
+    df = cycles_frame(loop.store, loop.project.config)
     if df.height:
         df = df.filter(pl.col("run").is_in(list(bench_runs)) & (pl.col("n_labeled") <= budget))
     if df.height == 0 or metric not in df.columns:

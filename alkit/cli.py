@@ -334,7 +334,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries
 
-    rows = [r for r in run_summaries(loop.store, loop.project.config.task) if r["name"] == spec.name]
+    rows = [r for r in run_summaries(loop.store, loop.project.config) if r["name"] == spec.name]
     one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
     if one_class:
         err.print(f"note: {escape(one_class)}", highlight=False)
@@ -344,7 +344,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     if json_out:
         console.print_json(json.dumps(rows))
         return
-    print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide), wide)
+    print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide, console.width), wide)
 
 
 def _one_class_note(loop: "ActiveLoop", run_name: str) -> str | None:
@@ -372,14 +372,14 @@ def status(
         from alkit.report import capacity_text, run_summaries
 
         proj = load_project(project)
-        rows = run_summaries(_store(proj.store_url), proj.config.task)
+        rows = run_summaries(_store(proj.store_url), proj.config)
     if json_out:
         print(json.dumps(rows, default=str))
         return
     if not rows:
         console.print("no runs yet: start one with `alkit run --strategy random --budget N`")
         return
-    print_table(console, summary_table(rows, f"runs in {proj.root}", wide), wide)
+    print_table(console, summary_table(rows, f"runs in {proj.root}", wide, console.width), wide)
     for r in rows:
         if r.get("stopped"):
             st = r["stopped"]
@@ -410,7 +410,7 @@ def plot(
 
         proj = load_project(project)
         store = _store(proj.store_url)
-        df = cycles_frame(store, proj.config.task)
+        df = cycles_frame(store, proj.config)
         default = "accuracy" if proj.config.task == "classification" else "crps"
         if metric is None:  # without a test split, the --stop forecast runs log the cross-validated one
             metric = default if default in df.columns or f"cv_{default}" not in df.columns else f"cv_{default}"
@@ -460,7 +460,7 @@ def bench(
                         console=console, command="alkit " + " ".join(sys.argv[1:]))
         png = res.summary_md.with_name("bench_curves.png")
         proj = load_project(project)
-        df = cycles_frame(_store(proj.store_url), proj.config.task)
+        df = cycles_frame(_store(proj.store_url), proj.config)
         plot_learning_curves(df.filter(df["run"].is_in(res.runs)), res.metric, png, title=f"{res.metric} vs labels")
     for name, why in res.unavailable.items():
         console.print(f"[yellow]left out[/] {name}: {why}")
@@ -492,6 +492,9 @@ def strategies(
             t.add_row(o.name, o.values(), value_text(o.default))  # as -o takes it: none, true, 0.003
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)
+        console.print("default none: chosen from the project and its labels (e.g. train.lr_decay, the share of the "
+                      "learning rate taken away over a fit past 1,000 labels, 0-1: 1 on classification of images "
+                      "and encoder embeddings, 0 elsewhere; docs/learner.md)", highlight=False)
         return
     from alkit.presets import PRESETS
     from alkit.registry import SCORERS
@@ -548,8 +551,8 @@ def demo(
         from alkit.report import run_summaries
 
         proj = load_project(project)
-        rows = run_summaries(_store(proj.store_url), proj.config.task)
-    print_table(console, summary_table(rows, f"demo runs in {project.resolve()}", wide), wide)
+        rows = run_summaries(_store(proj.store_url), proj.config)
+    print_table(console, summary_table(rows, f"demo runs in {project.resolve()}", wide, console.width), wide)
     console.print(f"[green]learning curves:[/] {png}")
 
 

@@ -43,9 +43,41 @@ def print_table(console: Any, table: Table, wide: bool) -> None:
     console.print(table)
 
 
-def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) -> Table:
+def break_at_hyphens(name: str, limit: int) -> str:
+    """``name`` on lines of at most ``limit`` characters, broken after a hyphen (a part longer than
+    that stays whole, for the table to fold).  Why: run names are hyphenated settings, and a name
+    folded mid-word ('...-lr_d' / 'ecay=0-b100-s0') hid the setting it names."""
+    if len(name) <= limit:
+        return name
+    parts = name.split("-")
+    lines, line = [], parts[0]
+    for i, part in enumerate(parts[1:], start=1):
+        hyphen = 0 if i == len(parts) - 1 else 1  # every line but the last ends with its hyphen
+        if len(line) + 1 + len(part) + hyphen > limit:
+            lines.append(line + "-")
+            line = part
+        else:
+            line += "-" + part
+    return "\n".join([*lines, line])
+
+
+def _narrow_run_width(rows: list[dict[str, Any]], shown: list[str], width: int) -> int:
+    """The characters left for the run column of the narrow table at ``width`` columns."""
+    def longest(values: list[str], header: str, cap: int | None = None) -> int:
+        w = max([len(header), *(len(v) for v in values)])
+        return min(w, cap) if cap else w
+
+    others = [longest([str(r["cycles"]) for r in rows], "cycles"),
+              longest([f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}" for r in rows], "labels"),
+              longest([str(r["status"]) for r in rows], "status", 12)]
+    others += [longest([number(r["metrics"][m]) for r in rows if m in r["metrics"]], arrow(m)) for m in shown]
+    return width - sum(others) - 3 * len(others) - 4  # padding between columns and at the edges, with a margin
+
+
+def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, width: int | None = None) -> Table:
     """One row per run.  Narrow: run, labels spent/budget, status, the task's main metric and one
-    more; wide: identity columns and every metric too."""
+    more; wide: identity columns and every metric too.  ``width``: the terminal's, where a narrow
+    table breaks long run names after a hyphen (``break_at_hyphens``)."""
     metric_names: list[str] = []
     for r in rows:
         metric_names += [k for k in r["metrics"] if k not in metric_names]
@@ -60,7 +92,9 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) ->
         shown = [m for m in (main, SECONDARY.get(main or "")) if m and m in metric_names]
         # a run name is one token: kept whole up to 22 characters (the status wraps between words
         # instead); a longer one folds
-        longest = max((len(r["name"]) for r in rows), default=12)
+        limit = _narrow_run_width(rows, shown, width) if width else None
+        names = {r["id"]: break_at_hyphens(r["name"], max(limit, 12)) if limit is not None else r["name"] for r in rows}
+        longest = max((len(line) for n in names.values() for line in n.split("\n")), default=12)
         t.add_column("run", overflow="fold", min_width=min(max(12, longest), 22))
         for col in ("cycles", "labels"):
             t.add_column(col, justify="right", no_wrap=True)
@@ -79,7 +113,7 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False) ->
             t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]), labels,
                       r["status"], *values)
         else:
-            t.add_row(r["name"], str(r["cycles"]), labels, r["status"], *values)
+            t.add_row(names[r["id"]], str(r["cycles"]), labels, r["status"], *values)
     return t
 
 

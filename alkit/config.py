@@ -70,6 +70,13 @@ class ProjectConfig:
     one_hot: list[str] = field(default_factory=list)  # categorical columns one-hot encoded into the features
     imputed: list[str] = field(default_factory=list)  # columns whose missing cells got the pool's median (init --impute)
 
+    @property
+    def input_kind(self) -> str:
+        """'embedding' (a list column or an encoder's vectors), 'image' (pixel columns of --image-shape) or 'raw'."""
+        if self.feature_col or self.encoder:
+            return "embedding"
+        return "image" if self.image_shape else "raw"
+
     def __post_init__(self) -> None:
         for name, kind in _FIELD_TYPES.items():  # alkit.toml is hand-editable: check every field's type
             value = getattr(self, name)

@@ -68,5 +68,5 @@ def run_demo(project: Path, *, budget: int, batch_size: int, seeds: int, strateg
     for req in reqs:
         (runner or (lambda lp, rq: lp.run(rq)))(loop, req)
     png = project / "learning_curves.png"
-    plot_learning_curves(cycles_frame(loop.store, loop.project.config.task), "accuracy", png, title="digits: accuracy vs labels")
+    plot_learning_curves(cycles_frame(loop.store, loop.project.config), "accuracy", png, title="digits: accuracy vs labels")
     return png

@@ -505,7 +505,7 @@ class ActiveLoop:
             std = np.sqrt(np.maximum(s2 / max(n, 1) - mean**2, 0.0))
             shape = tuple(self.cfg.image_shape) if self.cfg.image_shape else None
             sample = np.concatenate(rows) if rows else np.zeros((0, self.source.n_features), np.float32)
-            embedding = bool(self.cfg.feature_col or self.cfg.encoder)  # a list column or an encoder's vectors
+            embedding = self.cfg.input_kind == "embedding"  # a list column or an encoder's vectors
             spec = pool_input_spec(sample, shape, mean_f=mean, std_f=std, embedding=embedding)
             self._source_input = dataclasses.replace(spec, pool_sample_n_f=sample)
         return self._source_input

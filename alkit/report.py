@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -12,17 +12,20 @@ from alkit.pools.leases import live_runs
 from alkit.pools.store import Store, curve_cycles
 from alkit.runs import current_curve
 
+if TYPE_CHECKING:
+    from alkit.config import ProjectConfig
 
-def curve_label(run: Any, task: str | None = None) -> str:
+
+def curve_label(run: Any, cfg: "ProjectConfig | None" = None) -> str:
     """The learning-curve group of a run: ``config['curve']``, written when the run was created
     (an earlier alkit's run named by its settings: the curve today's names give them,
     ``current_curve``; stores from before curves were recorded: the name without its batch and
-    seed suffix).  ``task``: the project's (``current_curve``)."""
-    curve = current_curve(run, task)
+    seed suffix).  ``cfg``: the project's config (its task and input kind, ``current_curve``)."""
+    curve = current_curve(run, cfg.task, cfg.input_kind) if cfg is not None else current_curve(run)
     return curve if curve else re.sub(r"-b\d+-s\d+$", "", run.name)
 
 
-def curve_groups(runs: list[Any], task: str | None = None) -> dict[int, str]:
+def curve_groups(runs: list[Any], cfg: "ProjectConfig | None" = None) -> dict[int, str]:
     """run id -> its learning-curve group: ``curve_label``; where the runs of a group differ in
     batch size or first-batch size (--initial), each setting is its own curve ("margin b20",
     "margin i50"), and runs still sharing a seed then go by their names: every curve averages
@@ -34,7 +37,7 @@ def curve_groups(runs: list[Any], task: str | None = None) -> dict[int, str]:
         return {r.id: f"{label_of[r.id]} {tag}{getattr(r, attr)}" if len(values[label_of[r.id]]) > 1
                 else label_of[r.id] for r in runs}
 
-    label_of = split_by(split_by({r.id: curve_label(r, task) for r in runs}, "batch_size", "b"), "initial", "i")
+    label_of = split_by(split_by({r.id: curve_label(r, cfg) for r in runs}, "batch_size", "b"), "initial", "i")
     seen: dict[tuple[str, int], int] = {}
     for r in runs:
         seen[(label_of[r.id], r.seed)] = seen.get((label_of[r.id], r.seed), 0) + 1
@@ -42,9 +45,9 @@ def curve_groups(runs: list[Any], task: str | None = None) -> dict[int, str]:
     return {r.id: r.name if label_of[r.id] in clash else label_of[r.id] for r in runs}
 
 
-def run_summaries(store: Store, task: str | None = None) -> list[dict[str, Any]]:
-    """One entry per run: identity, progress and the latest metrics by name (``task``: the
-    project's, for ``curve_label``)."""
+def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict[str, Any]]:
+    """One entry per run: identity, progress and the latest metrics by name (``cfg``: the
+    project's config, for ``curve_label``)."""
     cycles = store.cycles()
     by_run: dict[int, list] = {}
     for c in cycles:
@@ -58,7 +61,7 @@ def run_summaries(store: Store, task: str | None = None) -> list[dict[str, Any]]
         out.append({
             "id": run.id,
             "name": run.name,
-            "curve": curve_label(run, task),  # the learning curve plot and bench put it on
+            "curve": curve_label(run, cfg),  # the learning curve plot and bench put it on
             "strategy": run.strategy,
             "scorer": run.scorer,
             "seed": run.seed,
@@ -98,7 +101,7 @@ def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:
     return None if fc is None else {"metric": metric, **fc}
 
 
-def cycles_frame(store: Store, task: str | None = None) -> pl.DataFrame:
+def cycles_frame(store: Store, cfg: "ProjectConfig | None" = None) -> pl.DataFrame:
     """Every learning-curve point with metrics (``curve_cycles``: the last cycle of each label
     count): run_id, run, strategy (curve group), seed, n_labeled, cycle, timings, and one float
     column per metric."""
@@ -108,7 +111,7 @@ def cycles_frame(store: Store, task: str | None = None) -> pl.DataFrame:
     for c in store.cycles():
         by_run.setdefault(c.run_id, []).append(c)
     cycles = [c for rows in by_run.values() for c in curve_cycles(rows) if c.metrics]
-    groups = curve_groups([runs[i] for i in dict.fromkeys(c.run_id for c in cycles)], task)
+    groups = curve_groups([runs[i] for i in dict.fromkeys(c.run_id for c in cycles)], cfg)
     rows = []
     for c in cycles:
         r = runs[c.run_id]

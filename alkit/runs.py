@@ -18,7 +18,7 @@ from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
 from alkit.models.backbone import InputSpec
-from alkit.models.train import TrainConfig
+from alkit.models.train import TrainConfig, resolved_lr_decay
 from alkit.pools.store import RunSpec, as_json
 from alkit.presets import get_preset
 from alkit.registry import check_acquisition, get_scorer, learner_class, make_learner
@@ -153,37 +153,41 @@ def run_name(req: RunRequest, scorer: str) -> str:
     return f"{curve_name(req, scorer)}-b{req.batch_size}-s{req.seed}"
 
 
-def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any],
-                      task: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any], task: str | None = None,
+                      input_kind: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(learner options, training settings) less those at the value they take anyway: the declared
     default, or, on a project of ``task``, the value the task gives an unset option (the learner
-    class's ``task_defaults``: vbll's ``cov`` is 'shared' on classification)."""
+    class's ``task_defaults``: vbll's ``cov`` is 'shared' on classification), and with its
+    ``input_kind`` too, the learning rate's decay (``train.lr_decay``, resolved_lr_decay)."""
     from alkit.scorer_options import declared, same_value
 
     cls = learner_class(scorer)
     defaults = {k: o.default for k, o in declared(cls).items()}
     if task is not None and hasattr(cls, "task_defaults"):
         defaults.update(cls.task_defaults(task, learner))
-    fields = TrainConfig.__dataclass_fields__
+    fields = {k: f.default for k, f in TrainConfig.__dataclass_fields__.items()}
+    if task is not None and input_kind is not None:
+        fields["lr_decay"] = resolved_lr_decay(task, input_kind)
     return ({k: v for k, v in learner.items() if not (k in defaults and same_value(v, defaults[k]))},
-            {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k].default))})
+            {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k]))})
 
 
-def without_defaults(req: RunRequest, scorer: str, task: str | None = None) -> RunRequest:
+def without_defaults(req: RunRequest, scorer: str, task: str | None = None, input_kind: str | None = None) -> RunRequest:
     """``req`` less every option given at the value it takes anyway: -o options equal to the
     scorer's declared default (``none`` where that is None: chosen by the data) and training
     settings equal to TrainConfig's.  Why: ``-o module_norm=2.5`` named a second run
     identical to the default one.  A learner made with such an option equals one made without it
-    (tests/test_run_identity.py checks this for every scorer and option).  ``task``: also the
-    options given at the value the task gives them (``_without_defaults``)."""
-    learner, train = _without_defaults(scorer, req.learner_options, req.train, task)
+    (tests/test_run_identity.py checks this for every scorer and option).  ``task`` / ``input_kind``:
+    also the options given at the value the project gives them (``_without_defaults``)."""
+    learner, train = _without_defaults(scorer, req.learner_options, req.train, task, input_kind)
     return replace(req, learner_options=learner, train=train)
 
 
 NAMING = "naming"  # in a run's config: the naming rules it was named by (earlier runs lack it: 1)
 # 2: KEY=VALUE options and training settings in names, options at their declared defaults left out;
-# 3: also options at the value the project's task gives them (--cov shared on classification)
-NAMING_VERSION = 3
+# 3: also options at the value the project's task gives them (--cov shared on classification);
+# 4: also train.lr_decay at the value the task and input kind give it
+NAMING_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -196,20 +200,22 @@ class RunIdentity:
     train: dict[str, Any]
 
 
-def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = (), task: str | None = None) -> RunIdentity:
+def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = (), task: str | None = None,
+                 input_kind: str | None = None) -> RunIdentity:
     """The run ``req`` names among the recorded ``runs`` (store rows): today's (``without_defaults``,
     ``curve_name``) where it exists; else a run an earlier alkit recorded for these settings (option
     values alone in its name, training settings left out, options at their defaults kept) under
     the name it has, so that a command of the same settings continues it; else today's, new.
     Where an earlier run of other training settings holds today's name, the request is refused
-    with the way to continue it.  ``task``: the project's (see ``without_defaults``)."""
-    current = without_defaults(req, scorer, task)
+    with the way to continue it.  ``task``, ``input_kind``: the project's (see ``without_defaults``)."""
+    current = without_defaults(req, scorer, task, input_kind)
     wanted = as_json((current.learner_options, current.train))
     by_name = {r.name: r for r in runs}
 
     def settings(run: Any) -> Any:
         config = run.config or {}
-        return as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}, task))
+        return as_json(_without_defaults(scorer, config.get("learner") or {}, config.get("train") or {}, task,
+                                         input_kind))
 
     def earlier(run: Any) -> RunIdentity:
         config = run.config or {}
@@ -219,7 +225,10 @@ def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = (), task: s
     name, curve = run_name(current, scorer), curve_name(current, scorer)
     today = by_name.get(name)
     if today is not None and NAMING in (today.config or {}):
-        return RunIdentity(name, curve, current.learner_options, current.train)
+        # its options as recorded where they are these settings (a run named by earlier rules kept
+        # an option today's leave out: `--resume epistemic-shared-b10-s0`)
+        return earlier(today) if settings(today) == wanted else RunIdentity(name, curve, current.learner_options,
+                                                                              current.train)
     if req.name:
         old = by_name.get(req.name)
         if old is not None and settings(old) == wanted:
@@ -227,7 +236,7 @@ def run_identity(req: RunRequest, scorer: str, runs: Sequence[Any] = (), task: s
     else:
         for old in runs:  # an earlier alkit's run of these settings, whatever it was named
             if (_naming(old) < NAMING_VERSION and (old.strategy, old.scorer, old.seed, old.batch_size)
-                    == (req.strategy, scorer, req.seed, req.batch_size) and current_curve(old, task) == curve
+                    == (req.strategy, scorer, req.seed, req.batch_size) and current_curve(old, task, input_kind) == curve
                     and settings(old) == wanted):
                 return earlier(old)
     if today is not None and not req.name:
@@ -245,17 +254,18 @@ def _naming(run: Any) -> int:
     return int((run.config or {}).get(NAMING, 1))
 
 
-def current_curve(run: Any, task: str | None = None) -> str:
+def current_curve(run: Any, task: str | None = None, input_kind: str | None = None) -> str:
     """The curve a run belongs to today: its recorded one, except for a run an earlier alkit named
     by its settings, which gets the curve today's names give those settings, so that it and today's
     runs of the same settings are one curve (and a run of other training settings is not the
     default runs' curve): names of option values alone with training settings left out (rules 1),
-    or, on a project of ``task``, an option at the value the task gives it kept in the name (rules
-    2: `--cov shared` on classification)."""
+    or, on a project of ``task`` and ``input_kind``, an option at the value the project gives it
+    kept in the name (rules 2: `--cov shared` on classification; rules 3: `-o train.lr_decay=1` on
+    images)."""
     config = run.config or {}
     curve = str(config.get("curve") or "")
     version = _naming(run)
-    if version >= NAMING_VERSION or not curve or (version == 2 and task is None):
+    if version >= NAMING_VERSION or not curve or (version >= 2 and (task is None or input_kind is None)):
         return curve
     try:
         preset = get_preset(run.strategy)
@@ -267,11 +277,11 @@ def current_curve(run: Any, task: str | None = None) -> str:
                          acquisition=None if acquisition in (preset.acquisition, preset.regression_acquisition)
                          else acquisition,
                          initial_selector=None if initial_selector == preset.initial_selector else initial_selector)
-        named = curve_name(req, run.scorer, legacy=True) if version == 1 else curve_name(without_defaults(req, run.scorer),
-                                                                                         run.scorer)
+        then = {1: None, 2: without_defaults(req, run.scorer), 3: without_defaults(req, run.scorer, task)}[version]
+        named = curve_name(req, run.scorer, legacy=True) if then is None else curve_name(then, run.scorer)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
-        return curve_name(without_defaults(req, run.scorer, task), run.scorer)
+        return curve_name(without_defaults(req, run.scorer, task, input_kind), run.scorer)
     except (ValueError, KeyError):  # a strategy or scorer this alkit no longer has
         return curve
 
@@ -384,7 +394,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if initial < 1:  # 0 was taken as --batch-size: a first batch is always picked
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
-    ident = run_identity(req, scorer, runs, cfg.task)
+    ident = run_identity(req, scorer, runs, cfg.task, cfg.input_kind)
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool

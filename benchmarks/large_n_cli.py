@@ -70,7 +70,7 @@ def main() -> None:
                             "--seed", str(a.seed), *extra], check=True, stdout=subprocess.DEVNULL)
             print(f"{strategy} {' '.join(extra)}: {time.perf_counter() - t0:.0f} s wall", flush=True)
     proj = load_project(project)
-    df = cycles_frame(ActiveLoop(proj).store, proj.config.task).filter(pl.col("seed") == a.seed)
+    df = cycles_frame(ActiveLoop(proj).store, proj.config).filter(pl.col("seed") == a.seed)
     at = [int(x) for x in a.at.split(",")]
     lines = ["| run | " + " | ".join(f"accuracy@{n}" for n in at) + " | fit s / cycle | score s / cycle |",
              "|---|" + "---|" * (len(at) + 2)]

@@ -82,3 +82,34 @@ def test_status_shows_what_a_fit_chose_by_cross_validation(tmp_path: Path) -> No
     assert row["capacity"]["prior_l2"] in (10.0, 100.0, 1000.0) and row["capacity"]["n_labels"] >= 20
     wide = _alkit("status", "--wide", "-p", "p", cwd=tmp_path)
     assert f"cross-validated choice: weight prior {row['capacity']['prior_l2']:g}, chosen at" in " ".join(wide.split())
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from alkit.cli_tables import break_at_hyphens, summary_table  # noqa: E402
+
+_part = st.text(alphabet="abcdefghij=_0123456789", min_size=1, max_size=12)
+
+
+@given(st.lists(_part, min_size=1, max_size=8), st.integers(min_value=4, max_value=40))
+def test_a_long_run_name_breaks_only_after_hyphens_within_the_limit(parts: list[str], limit: int) -> None:
+    name = "-".join(parts)
+    lines = break_at_hyphens(name, limit).split("\n")
+    assert "".join(lines) == name  # nothing added or lost: the breaks sit after hyphens
+    assert all(ln.endswith("-") for ln in lines[:-1])
+    assert all(len(ln) <= limit or "-" not in ln[:-1] for ln in lines)  # over the limit: one part alone
+    if len(name) <= limit:
+        assert lines == [name]
+
+
+def test_the_narrow_status_table_keeps_each_setting_of_a_long_name_whole() -> None:
+    """At 80 columns 'epistemic-initrandom-lr_decay=0-b100-s0' was folded as '...-lr_d' / 'ecay=0-...'."""
+    from rich.console import Console
+
+    rows = [{"id": 1, "name": "epistemic-initrandom-lr_decay=0-b100-s0", "cycles": 22, "n_labeled": 3000,
+             "n_spent": 3000, "budget": 3000, "status": "complete", "metrics": {"accuracy": 0.871, "nll": 0.387}}]
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console.print(summary_table(rows, "runs", width=80))
+    text = console.export_text()
+    assert "lr_decay=0-" in text and "initrandom-" in text
+    assert max(len(ln.rstrip()) for ln in text.splitlines()) <= 80

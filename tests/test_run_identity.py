@@ -15,7 +15,7 @@ from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.models.train import TrainConfig
 from alkit.pools.store import RunSpec
 from alkit.registry import SCORERS, learner_class, make_learner
-from alkit.runs import curve_name, run_name
+from alkit.runs import curve_name, request_for_run, run_name
 from alkit.scorer_options import declared, parse
 
 
@@ -225,8 +225,33 @@ def test_a_cov_shared_run_named_by_the_rules_before_is_continued(digits_project:
     for options in ({"cov": "shared"}, {}):
         spec = loop.resolve(RunRequest(strategy="epistemic", budget=30, learner_options=options)).spec
         assert spec.name == "epistemic-shared-b10-s0" and spec.options["learner"] == {"cov": "shared"}
+    # and so does --resume, with the options as recorded (it was refused: "exists with learner={cov='shared'}")
+    stored = next(r for r in loop.store.runs() if r.name == "epistemic-shared-b10-s0")
+    resumed = loop.resolve(request_for_run(stored, "classification", 40)).spec
+    assert resumed.name == "epistemic-shared-b10-s0" and resumed.options["learner"] == {"cov": "shared"}
     loop.run(RunRequest(strategy="epistemic", budget=20, seed=1, max_cycles=1))
     runs = loop.store.runs()
-    assert {r.name: curve_groups(runs, "classification")[r.id] for r in runs} == {
+    assert {r.name: curve_groups(runs, loop.project.config)[r.id] for r in runs} == {
         "epistemic-shared-b10-s0": "epistemic", "epistemic-b10-s1": "epistemic"}
     assert {r.name: curve_groups(runs)[r.id] for r in runs}["epistemic-shared-b10-s0"] == "epistemic-shared"
+
+
+def test_the_learning_rate_decay_at_the_value_the_project_gives_it_is_the_default_run(digits_project: Path) -> None:
+    """train.lr_decay left unset is chosen by task and input kind (0 on raw features and regression,
+    1 on classification of images and embeddings); given at that value it names no second run."""
+    from alkit.runs import without_defaults
+
+    loop = _loop(digits_project)  # classification on raw pixel columns
+    assert loop.project.config.input_kind == "raw"
+    same = loop.resolve(RunRequest(strategy="random", budget=20, train={"lr_decay": 0.0})).spec
+    assert same.name == "random-b10-s0" and same.options["train"] == {}
+    assert loop.resolve(RunRequest(strategy="random", budget=20, train={"lr_decay": 1.0})).spec.name == \
+        "random-lr_decay=1-b10-s0"
+
+    def kept(task: str, kind: str, decay: float) -> dict:
+        return without_defaults(RunRequest(strategy="random", budget=20, train={"lr_decay": decay}), "vbll", task,
+                                kind).train
+
+    assert kept("classification", "image", 1.0) == {} and kept("classification", "embedding", 1.0) == {}
+    assert kept("classification", "image", 0.0) == {"lr_decay": 0.0}
+    assert kept("regression", "image", 0.0) == {} and kept("regression", "raw", 1.0) == {"lr_decay": 1.0}

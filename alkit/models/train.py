@@ -77,6 +77,11 @@ PRIOR_L2: dict[str, float] = {"raw": 10.0, "embedding": 30.0}
 LR_DECAY: dict[str, float] = {"image": 1.0, "embedding": 1.0, "raw": 0.0, "regression": 0.0}
 
 
+def resolved_lr_decay(task: str, kind: str) -> float:
+    """The decay an unset ``TrainConfig.lr_decay`` takes on a project of this task and input kind."""
+    return LR_DECAY["regression" if task == "regression" else kind]
+
+
 def input_kind(input: "InputSpec | None") -> str:
     """'image' (pixels or their stem features), 'embedding' (a pretrained encoder's vectors) or 'raw'."""
     if input is not None and input.embedding:
@@ -134,7 +139,7 @@ class TrainConfig:
         kind (PRIOR_L2), ``lr_decay`` by task and input kind (LR_DECAY); no InputSpec: raw features."""
         kind = input_kind(input)
         prior = self.prior_l2 if self.prior_l2 is not None else PRIOR_L2["embedding" if kind == "embedding" else "raw"]
-        decay = self.lr_decay if self.lr_decay is not None else LR_DECAY["regression" if task == "regression" else kind]
+        decay = self.lr_decay if self.lr_decay is not None else resolved_lr_decay(task, kind)
         return dataclasses.replace(self, prior_l2=prior, lr_decay=decay)
 
     def __post_init__(self) -> None:
