@@ -93,15 +93,15 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, wi
         # a run name is one token: kept whole up to 22 characters (the status wraps between words
         # instead); a longer one folds
         limit = _narrow_run_width(rows, shown, width) if width else None
-        names = {r["id"]: break_at_hyphens(r["name"], max(limit, 12)) if limit is not None else r["name"] for r in rows}
-        longest = max((len(line) for n in names.values() for line in n.split("\n")), default=12)
+        names = [break_at_hyphens(r["name"], max(limit, 12)) if limit is not None else r["name"] for r in rows]
+        longest = max((len(line) for n in names for line in n.split("\n")), default=12)
         t.add_column("run", overflow="fold", min_width=min(max(12, longest), 22))
         for col in ("cycles", "labels"):
             t.add_column(col, justify="right", no_wrap=True)
         t.add_column("status", max_width=12)
     for m in shown:
         t.add_column(arrow(m), justify="right", no_wrap=True, min_width=len(arrow(m)))
-    for r in rows:
+    for i, r in enumerate(rows):
         labels = f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}"
         if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):  # people's labels for other runs' picks, shared
             labels += f" (learns from {r['n_labeled']})"
@@ -113,7 +113,7 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, wi
             t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]), labels,
                       r["status"], *values)
         else:
-            t.add_row(names[r["id"]], str(r["cycles"]), labels, r["status"], *values)
+            t.add_row(names[i], str(r["cycles"]), labels, r["status"], *values)
     return t
 
 
