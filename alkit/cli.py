@@ -493,8 +493,9 @@ def strategies(
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)
         console.print("default none: chosen from the project and its labels (e.g. train.lr_decay, the share of the "
-                      "learning rate taken away over a fit past 1,000 labels, 0-1: 1 on classification of images "
-                      "and encoder embeddings, 0 elsewhere; docs/learner.md)", highlight=False)
+                      "learning rate taken away over a fit past 1,000 labels, 0-1, and train.min_steps: 1 and 300 "
+                      "on classification of images and encoder embeddings, 0 and 1,000 elsewhere; docs/learner.md)",
+                      highlight=False)
         return
     from alkit.presets import PRESETS
     from alkit.registry import SCORERS

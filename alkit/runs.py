@@ -18,7 +18,7 @@ from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
 from alkit.models.backbone import InputSpec
-from alkit.models.train import TrainConfig, resolved_lr_decay
+from alkit.models.train import TrainConfig, resolved_lr_decay, resolved_min_steps
 from alkit.pools.store import RunSpec, as_json
 from alkit.presets import get_preset
 from alkit.registry import check_acquisition, get_scorer, learner_class, make_learner
@@ -158,7 +158,8 @@ def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any
     """(learner options, training settings) less those at the value they take anyway: the declared
     default, or, on a project of ``task``, the value the task gives an unset option (the learner
     class's ``task_defaults``: vbll's ``cov`` is 'shared' on classification), and with its
-    ``input_kind`` too, the learning rate's decay (``train.lr_decay``, resolved_lr_decay)."""
+    ``input_kind`` too, the learning rate's decay and the minibatch steps (``train.lr_decay``,
+    ``train.min_steps``: resolved_lr_decay, resolved_min_steps)."""
     from alkit.scorer_options import declared, same_value
 
     cls = learner_class(scorer)
@@ -167,7 +168,7 @@ def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any
         defaults.update(cls.task_defaults(task, learner))
     fields = {k: f.default for k, f in TrainConfig.__dataclass_fields__.items()}
     if task is not None and input_kind is not None:
-        fields["lr_decay"] = resolved_lr_decay(task, input_kind)
+        fields["lr_decay"], fields["min_steps"] = resolved_lr_decay(task, input_kind), resolved_min_steps(task, input_kind)
     return ({k: v for k, v in learner.items() if not (k in defaults and same_value(v, defaults[k]))},
             {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k]))})
 
@@ -186,7 +187,7 @@ def without_defaults(req: RunRequest, scorer: str, task: str | None = None, inpu
 NAMING = "naming"  # in a run's config: the naming rules it was named by (earlier runs lack it: 1)
 # 2: KEY=VALUE options and training settings in names, options at their declared defaults left out;
 # 3: also options at the value the project's task gives them (--cov shared on classification);
-# 4: also train.lr_decay at the value the task and input kind give it
+# 4: also train.lr_decay and train.min_steps at the value the task and input kind give them
 NAMING_VERSION = 4
 
 

@@ -237,8 +237,9 @@ def test_a_cov_shared_run_named_by_the_rules_before_is_continued(digits_project:
 
 
 def test_the_learning_rate_decay_at_the_value_the_project_gives_it_is_the_default_run(digits_project: Path) -> None:
-    """train.lr_decay left unset is chosen by task and input kind (0 on raw features and regression,
-    1 on classification of images and embeddings); given at that value it names no second run."""
+    """train.lr_decay and train.min_steps left unset are chosen by task and input kind (on raw
+    features and regression 0 and 1,000, on classification of images and embeddings 1 and 300);
+    given at that value they name no second run."""
     from alkit.runs import without_defaults
 
     loop = _loop(digits_project)  # classification on raw pixel columns
@@ -247,6 +248,9 @@ def test_the_learning_rate_decay_at_the_value_the_project_gives_it_is_the_defaul
     assert same.name == "random-b10-s0" and same.options["train"] == {}
     assert loop.resolve(RunRequest(strategy="random", budget=20, train={"lr_decay": 1.0})).spec.name == \
         "random-lr_decay=1-b10-s0"
+    assert loop.resolve(RunRequest(strategy="random", budget=20, train={"min_steps": 1000})).spec.name == "random-b10-s0"
+    assert loop.resolve(RunRequest(strategy="random", budget=20, train={"min_steps": 300})).spec.name == \
+        "random-min_steps=300-b10-s0"
 
     def kept(task: str, kind: str, decay: float) -> dict:
         return without_defaults(RunRequest(strategy="random", budget=20, train={"lr_decay": decay}), "vbll", task,

@@ -74,8 +74,9 @@ def test_lr_decay_takes_that_share_of_the_step_away_along_a_half_cosine(decay: f
     assert moves[-1] == pytest.approx(0.01 * (1 - decay), abs=2e-5)
 
 
-def test_lr_decay_left_unset_is_chosen_by_task_and_input_kind() -> None:
-    """Schedule rules L1 / L1b: regression keeps the constant rate; an explicit value is kept."""
+def test_lr_decay_and_min_steps_left_unset_are_chosen_by_task_and_input_kind() -> None:
+    """Schedule rules L1 / L1b / L1c / L2: regression and raw features keep the constant rate and
+    take 1,000 steps; an explicit value is kept."""
     from alkit.models.backbone import InputSpec
     from alkit.models.train import LR_DECAY
 
@@ -87,6 +88,12 @@ def test_lr_decay_left_unset_is_chosen_by_task_and_input_kind() -> None:
     assert TrainConfig().for_input(embedding, "classification").lr_decay == LR_DECAY["embedding"] == 1.0
     assert TrainConfig().for_input(None, "classification").lr_decay == LR_DECAY["raw"]
     assert TrainConfig(lr_decay=0.3).for_input(image, "regression").lr_decay == 0.3
+    # schedule rule L2: raw features and regression take 1,000 minibatch steps, images and embeddings 300
+    assert TrainConfig().for_input(None, "classification").min_steps == 1000
+    assert TrainConfig().for_input(image, "regression").min_steps == 1000
+    assert TrainConfig().for_input(image, "classification").min_steps == 300
+    assert TrainConfig().for_input(embedding, "classification").min_steps == 300
+    assert TrainConfig(min_steps=50).for_input(None, "regression").min_steps == 50
     assert TrainConfig(prior_l2=5.0).for_input(embedding).prior_l2 == 5.0  # the prior as before
 
 
