@@ -61,6 +61,15 @@ def break_at_hyphens(name: str, limit: int) -> str:
     return "\n".join([*lines, line])
 
 
+def _labels_cell(r: dict[str, Any]) -> str:
+    """Labels spent / budget, and the labels the run learns from where people's labels for other
+    runs' picks add to them."""
+    labels = f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}"
+    if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):
+        labels += f" (learns from {r['n_labeled']})"
+    return labels
+
+
 def _narrow_run_width(rows: list[dict[str, Any]], shown: list[str], width: int) -> int:
     """The characters left for the run column of the narrow table at ``width`` columns."""
     def longest(values: list[str], header: str, cap: int | None = None) -> int:
@@ -68,7 +77,7 @@ def _narrow_run_width(rows: list[dict[str, Any]], shown: list[str], width: int) 
         return min(w, cap) if cap else w
 
     others = [longest([str(r["cycles"]) for r in rows], "cycles"),
-              longest([f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}" for r in rows], "labels"),
+              longest([_labels_cell(r) for r in rows], "labels"),
               longest([str(r["status"]) for r in rows], "status", 12)]
     others += [longest([number(r["metrics"][m]) for r in rows if m in r["metrics"]], arrow(m)) for m in shown]
     return width - sum(others) - 3 * len(others) - 4  # padding between columns and at the edges, with a margin
@@ -102,9 +111,7 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, wi
     for m in shown:
         t.add_column(arrow(m), justify="right", no_wrap=True, min_width=len(arrow(m)))
     for i, r in enumerate(rows):
-        labels = f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}"
-        if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):  # people's labels for other runs' picks, shared
-            labels += f" (learns from {r['n_labeled']})"
+        labels = _labels_cell(r)
         values = [number(r["metrics"][m]) if m in r["metrics"] else "" for m in shown]
         at = r.get("metrics_n_labeled")
         if values and values[0] and at is not None and at != r["n_labeled"]:  # the latest fit is older than the labels

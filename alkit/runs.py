@@ -278,8 +278,10 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
                          acquisition=None if acquisition in (preset.acquisition, preset.regression_acquisition)
                          else acquisition,
                          initial_selector=None if initial_selector == preset.initial_selector else initial_selector)
-        then = {1: None, 2: without_defaults(req, run.scorer), 3: without_defaults(req, run.scorer, task)}[version]
-        named = curve_name(req, run.scorer, legacy=True) if then is None else curve_name(then, run.scorer)
+        if version == 1:  # the name as those rules gave it, to tell an auto-named run from a --name one
+            named = curve_name(req, run.scorer, legacy=True)
+        else:
+            named = curve_name(without_defaults(req, run.scorer, task if version == 3 else None), run.scorer)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
         return curve_name(without_defaults(req, run.scorer, task, input_kind), run.scorer)

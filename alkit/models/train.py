@@ -208,8 +208,9 @@ def train_module(
 
     With a hold-out (n >= ``val_min_n``) the weights with the best held-out loss are kept; without,
     the last.  Parameters whose name satisfies ``no_decay`` get no weight decay (variational heads).
+    What a learner left unresolved (no ``for_input``) takes the values of raw classification features.
     """
-    cfg = config or TrainConfig()
+    cfg = (config or TrainConfig()).for_input(None)
     gen = seed_everything(seed)
     n = X_n_f.shape[0]
     if n <= cfg.full_batch_max and n < cfg.val_min_n:
@@ -223,24 +224,22 @@ def train_module(
     opt = _optimizer(module, cfg.lr, _l2(cfg, len(tr_idx)), no_decay, cfg.prior_decoupled, cfg.adam_eps)
     step = AdamStep(opt)
     bs = max(1, min(cfg.batch_size, len(tr_idx)))
-    min_steps = MIN_STEPS["raw"] if cfg.min_steps is None else cfg.min_steps  # unresolved: raw classification features
     steps_per_epoch = math.ceil(len(tr_idx) / bs)
     if cfg.early_stop and n_val:  # until the hold-out loss stops improving (at most max_epochs)
         epochs = cfg.max_epochs
     else:  # a fixed budget: min_steps steps, at least 10 epochs
-        epochs = max(1, min(cfg.max_epochs, max(math.ceil(min_steps / steps_per_epoch), 1)))
+        epochs = max(1, min(cfg.max_epochs, max(math.ceil(cfg.min_steps / steps_per_epoch), 1)))
         epochs = max(epochs, min(cfg.max_epochs, 10))
     best_val, best_state, best_epoch, bad = math.inf, None, 0, 0
     last_loss = math.nan
     epoch, t, total = 0, 0, epochs * steps_per_epoch
-    decay = LR_DECAY["raw"] if cfg.lr_decay is None else cfg.lr_decay  # unresolved: raw classification features
     for epoch in range(1, epochs + 1):
         module.train()
         order = torch.randperm(len(tr_idx), generator=gen)
         for start in range(0, len(order), bs):
-            if decay:
+            if cfg.lr_decay:
                 for g in opt.param_groups:
-                    g["lr"] = cfg.lr * (1.0 - decay * 0.5 * (1.0 - math.cos(math.pi * t / total)))
+                    g["lr"] = cfg.lr * (1.0 - cfg.lr_decay * 0.5 * (1.0 - math.cos(math.pi * t / total)))
                 t += 1
             b = order[start : start + bs]
             loss = loss_fn(X_tr[b], y_tr[b])
@@ -260,7 +259,7 @@ def train_module(
             best_state = copy.deepcopy(module.state_dict())
         else:
             bad += 1
-            if bad >= cfg.patience and epoch * steps_per_epoch >= min_steps:
+            if bad >= cfg.patience and epoch * steps_per_epoch >= cfg.min_steps:
                 break
     if best_state is not None:
         module.load_state_dict(best_state)
