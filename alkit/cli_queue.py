@@ -81,8 +81,9 @@ def import_cmd(
               if n]
     absent = ""
     if res.not_in_file:  # queued items the file does not name: the run waits for them
-        more = " ..." if len(res.not_in_file) == 5 else ""
-        absent = f"; not in this file: {', '.join(res.not_in_file)}{more}"
+        rest = len(res.not_in_file) - 5
+        more = f" and {rest} more" if rest > 0 else ""
+        absent = f"; not in this file: {', '.join(res.not_in_file[:5])}{more}"
     console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} "
                   f"item{'' if res.still_queued == 1 else 's'} still queued{absent}"
                   + ("" if res.still_queued else " — `alkit run` continues with the next cycle"), highlight=False)

@@ -182,3 +182,68 @@ def test_the_import_names_queued_items_the_file_leaves_out(tmp_path: Path) -> No
     assert res.still_queued == 2 and res.not_in_file == ids[2:]
     out = invoke("queue", "import", str(part), "-p", str(project.root))
     assert f"2 items still queued; not in this file: {ids[2]}, {ids[3]}" in out.text
+
+
+def test_every_left_out_item_is_listed_in_json_and_counted_in_text(tmp_path: Path) -> None:
+    """A black-box check found the JSON list cut at 5 of 8 and '...' printed after exactly 5."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 10)
+    part = tmp_path / "part.csv"
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids[:2]))
+    text = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
+    assert f"not in this file: {', '.join(ids[2:7])} and 3 more" in text
+    again = invoke("queue", "import", str(part), "-p", str(project.root), "--json")  # the same file: unchanged
+    assert json.loads(again.text)["not_in_file"] == ids[2:]
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids[:5]))
+    text = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
+    assert text.endswith(f"not in this file: {', '.join(ids[5:])}") and "..." not in text and "more" not in text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet", "label-studio"])
+def test_queue_files_are_readable_by_the_labeling_team(tmp_path: Path, fmt: str) -> None:
+    """They were written owner-only (mkstemp's 0600) whatever the umask; they are made to be handed on."""
+    import os
+
+    project, _ = _digits_human(tmp_path)
+    queue_batch(project, 3)
+    old = os.umask(0o022)
+    try:
+        res = export_queue(project, fmt=fmt)
+    finally:
+        os.umask(old)
+    assert res.path.stat().st_mode & 0o777 == 0o644
+
+
+def test_data_columns_named_like_the_queues_own_are_written_renamed_and_read_back_as_data(tmp_path: Path) -> None:
+    """A data column named score, annotator or label (the label column being another) made the first queue
+    file fail after its batch was recorded, so the run waited for a file that never came."""
+    df = digits_frame(160)
+    truth = {i: str(y) for i, y in zip(df["id"], df["label"])}
+    df = df.with_columns(
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("y"),
+        pl.format("note {}", pl.col("id")).alias("score"), pl.lit("a photographer").alias("annotator"),
+        pl.format("old {}", pl.col("id")).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", features=PX))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 4)
+    res = export_queue(project)
+    frame = pl.read_csv(res.path)
+    assert {"data_score", "data_annotator", "data_label"} <= set(frame.columns)
+    assert frame["data_score"].to_list() == [f"note {i}" for i in ids]
+    frame.with_columns(pl.Series("label", [truth[i] if i in ids[:2] else None for i in ids])).write_csv(res.path)
+    assert import_labels(project, res.path).labeled == 2
+    got = shared_labels(project)
+    assert {i: got[i][0] for i in ids[:2]} == {i: truth[i] for i in ids[:2]}
+    assert {got[i][2] for i in ids[:2]} != {"a photographer"}  # the data column is not the annotator
+    # Label Studio's flat export of tasks holding those columns and two numeric features (--include): the
+    # one field that is neither data nor Label Studio's own is the label, with no --label-field
+    tasks = json.loads(export_queue(project, tmp_path / "t.json", "label-studio",
+                                    include=["score", "annotator", "label", *PX[:2]]).path.read_text())
+    assert {"data_score", "data_annotator", "data_label", *PX[:2]} <= set(tasks[0]["data"])
+    flat = [{**t["data"], "id": 40 + n, "digit": truth[t["data"]["alkit_id"]], "annotator": "ls@example.org",
+             "annotation_id": 200 + n} for n, t in enumerate(tasks)]
+    (tmp_path / "min.json").write_text(json.dumps(flat))
+    assert import_labels(project, tmp_path / "min.json").labeled == 2
+    got = shared_labels(project)
+    assert {i: got[i][0] for i in ids} == {i: truth[i] for i in ids}

@@ -358,16 +358,46 @@ def _l2(cfg: TrainConfig, n: int) -> float:
     return prior / max(n, 1) + cfg.weight_decay
 
 
+# The full-batch fit keeps its last weights unless the objective had risen, by the last step, above
+# its best by more than this share of the fall from the first step to the best: then the best weights
+# seen.  Far above the plateau's wiggles (the last weights of a smooth fit are kept bit for bit), far below
+# the spikes it is for (a third to a quarter of the whole fall, benchmarks/results/adam_spike.md).
+SPIKE_RISE = 0.01
+
+
 def _train_full_batch(module: nn.Module, loss_fn: LossFn, X_n_f: torch.Tensor, y_n: torch.Tensor,
                       cfg: TrainConfig, no_decay: Callable[[str], bool] | None) -> dict[str, float]:
-    """``cfg.steps`` full-batch Adam steps, every label used for fitting, last weights kept."""
-    opt = _optimizer(module, cfg.full_batch_lr, _l2(cfg, X_n_f.shape[0]), no_decay, cfg.prior_decoupled, cfg.adam_eps)
+    """``cfg.steps`` full-batch Adam steps, every label used for fitting; the last weights kept, unless the
+    objective (the loss plus the weight prior's l2/2 ||W||^2) ended above its best (SPIKE_RISE): then the
+    weights of the best objective seen.
+
+    Why: full-batch Adam at a constant rate can spike near the end of its budget, as the second-moment
+    estimates of some weights have shrunk; on 210 Fashion-MNIST image labels 3 fit seeds of 40 ended on a
+    spike, at 0.53-0.67 test accuracy against 0.76 (benchmarks/results/adam_spike.md), and an active run
+    picks its next batch with that model.  A loss with dropout in it is a sample, not the objective, so
+    those fits (MC dropout) keep their last weights as before."""
+    n = X_n_f.shape[0]
+    l2 = _l2(cfg, n)
+    opt = _optimizer(module, cfg.full_batch_lr, l2, no_decay, cfg.prior_decoupled, cfg.adam_eps)
     step = AdamStep(opt)
     params = step.params
+    decayed = [p for p in opt.param_groups[0]["params"]] if l2 > 0 else []
+    watch = cfg.steps > 1 and not any(isinstance(m, nn.Dropout) and m.p > 0 for m in module.modules())
+    best = [p.detach().clone() for p in params] if watch else []
+    first = best_obj = obj = math.inf
+    best_step = cfg.steps
     module.train()
     loss = torch.tensor(math.nan)
-    for _ in range(cfg.steps):
+    for t in range(cfg.steps):
         loss = loss_fn(X_n_f, y_n)
+        if watch:  # the objective of the weights before this step's update
+            with torch.no_grad():
+                obj = float(loss) + (0.5 * l2 * float(torch.stack(torch._foreach_norm(decayed)).square().sum())
+                                     if decayed else 0.0)
+            first = obj if t == 0 else first
+            if obj < best_obj:
+                best_obj, best_step = obj, t
+                torch._foreach_copy_(best, [p.detach() for p in params])
         # grads cleared + backward, not gradients assigned from torch.autograd.grad: the assigned
         # tensors keep whatever layout autograd produced (a transposed view for a weight used as W^T),
         # and the fused Adam kernel reads a gradient in its parameter's layout, so SVE's member heads
@@ -379,9 +409,15 @@ def _train_full_batch(module: nn.Module, loss_fn: LossFn, X_n_f: torch.Tensor, y
         if cfg.full_batch_clip is not None:
             nn.utils.clip_grad_norm_(params, cfg.full_batch_clip)
         step()
+    report = {"epochs": float(cfg.steps), "best_epoch": float(cfg.steps), "train_loss": float(loss.detach()),
+              "val_loss": math.nan, "n_train": float(n)}
+    if watch and math.isfinite(best_obj) and (
+            not math.isfinite(obj) or obj - best_obj > SPIKE_RISE * max(first - best_obj, 0.0)):
+        with torch.no_grad():
+            torch._foreach_copy_([p.data for p in params], best)
+        report.update(best_epoch=float(best_step), spike_restored=1.0, spike_rise=obj - best_obj)
     module.eval()
-    return {"epochs": float(cfg.steps), "best_epoch": float(cfg.steps), "train_loss": float(loss.detach()),
-            "val_loss": math.nan, "n_train": float(X_n_f.shape[0])}
+    return report
 
 
 def to_tensor(X: np.ndarray) -> torch.Tensor:

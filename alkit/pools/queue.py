@@ -81,7 +81,7 @@ class ImportResult:
     kept: int
     pending: int
     still_queued: int
-    not_in_file: list[str] = field(default_factory=list)  # queued items the file does not name (first 5)
+    not_in_file: list[str] = field(default_factory=list)  # every queued item the file does not name
 
     @property
     def changed(self) -> int:
@@ -175,13 +175,26 @@ def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[l
             )
         cols = [c for c in named if c in available]
         features = [c for c in named if c not in available]
-    clash = [c for c in [*cols, *features] if c in RESERVED]
-    if clash:
-        raise QueueError(
-            f"columns {', '.join(clash)} clash with the queue's own columns "
-            f"({', '.join(RESERVED)}); leave them out with --include"
-        )
     return cols, features
+
+
+def written_names(columns: Sequence[str]) -> dict[str, str]:
+    """The name each data column gets in a queue file: its own, or ``data_<name>`` where it is one of the
+    queue's own columns (RESERVED: a data column named ``score`` or ``label`` beside the id).  Why: such a
+    column was refused only when the first queue was written, after its batch was recorded, so the run
+    waited for a file that never came; and written as it is, an ``annotator`` column would be read back as
+    the annotator.  Import ignores the renamed columns like any other data column."""
+    taken = set(columns) | set(RESERVED)
+    out = {}
+    for c in columns:
+        name = c
+        if c in RESERVED:
+            name, n = f"data_{c}", 2
+            while name in taken:
+                name, n = f"data_{c}_{n}", n + 1
+            taken.add(name)
+        out[c] = name
+    return out
 
 
 def _feature_values(project: Project, keys: list[int], names: list[str]) -> dict[str, list[float | None]]:
@@ -257,22 +270,25 @@ def export_queue(
                .filter(pl.col("key").is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
     by_key = {row["key"]: row for row in payload.to_dicts()}
     values = _feature_values(project, keys, feats)
+    name = written_names([*cols, *feats])
     records = []
     for i, q in enumerate(items):
         p = by_key.get(q.key, {})
-        records.append({"id": q.item_id, **{c: p.get(c) for c in cols}, **{c: values[c][i] for c in feats},
+        records.append({"id": q.item_id, **{name[c]: p.get(c) for c in cols}, **{name[c]: values[c][i] for c in feats},
                         "label": None, "skip": None,
                         # a model-free pick (cold start, random) has no score: empty, not a low 0.0
                         "score": None if q.selector in INITIAL_SELECTORS and q.score == 0 else _finite(q.score),
                         "rank": q.rank, "cycle": q.cycle, "run": q.run,
                         "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
-    schema: dict[str, Any] = {"id": pl.Utf8, **{c: payload.schema[c] for c in cols}, **dict.fromkeys(feats, pl.Float64),
+    schema: dict[str, Any] = {"id": pl.Utf8, **{name[c]: payload.schema[c] for c in cols},
+                              **{name[c]: pl.Float64 for c in feats},
                               "label": pl.Utf8,
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside = _set_aside_unimported(path, {q.item_id for q in items})
-    columns = labelfiles.get_format(fmt).write(path, records, frame, [*cols, *feats], escape_formulas=escape_formulas)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, [name[c] for c in [*cols, *feats]],
+                                               escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns, set_aside)
 
 
@@ -382,8 +398,10 @@ def import_labels(
     path = Path(path)
     store = store or Store(project.store_url)
     problems: list[str] = []
+    # every column an export may have written: payload and numeric feature columns (--include), as named in it
+    exportable = [*project.config.payload_cols, *project.config.data_feature_cols()]
     rows = labelfiles.read(path, problems, fmt, label_field=label_field,
-                           data_fields=[*project.config.payload_cols, *WHY_COLS])
+                           data_fields=[*exportable, *written_names(exportable).values(), *WHY_COLS])
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     refused: dict[str, str] = {}
@@ -400,7 +418,7 @@ def import_labels(
     named = {r.item_id for r in rows}
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
-    absent = [q.item_id for q in queued_items(store) if q.item_id not in named][:5] if still else []
+    absent = [q.item_id for q in queued_items(store) if q.item_id not in named] if still else []
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"], counts["kept"], pending, still, absent)
 

@@ -26,13 +26,23 @@ class QueueError(ValueError):
 
 
 # ---------------------------------------------------------------------------- typed results
+def _umask() -> int:
+    """The process's umask (read by setting it, the only way POSIX offers, and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, write: Any) -> None:
-    """Write through a temporary file in the same folder, so labelers never see half a file."""
+    """Write through a temporary file in the same folder, so labelers never see half a file.  The file gets
+    the permissions of any new file (0666 less the umask), not mkstemp's owner-only 0600: it is written to
+    be handed to other people."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
