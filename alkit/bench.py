@@ -157,6 +157,10 @@ def run_bench(
     Bad arguments raise LoopError/ValueError before anything runs.
     """
     proj = project if isinstance(project, Project) else load_project(project)
+    if not proj.config.hide_labels:  # before any run: each would queue a batch for people and wait
+        raise LoopError("alkit bench answers every batch from the pool's own labels, and this project's pool is "
+                        "labelled by people (alkit init without --hide-labels); bench a project made with "
+                        "--hide-labels from a file whose pool rows hold their labels")
     task = proj.config.task
     usable, unavailable = available_strategies(task, batch_size)
     # deduplicated after like_with_like too: 'random,random:vbll' are one strategy (counted twice in the bar)

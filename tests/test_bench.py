@@ -206,3 +206,16 @@ def test_a_run_another_process_holds_is_left_to_it_and_finished_after(digits_pro
     runs = {r.name: r for r in loop.store.runs()}
     assert all(r.status == "complete" and loop.store.n_spent(r.id) == 20 for r in runs.values())
     assert set(pl.read_csv(res.cycles_csv)["run"]) == {"random-b10-s0", "random-b10-s1"}
+
+
+def test_bench_refuses_a_project_labelled_by_people_before_queueing_anything(tmp_path: Path) -> None:
+    """It queued a batch per run for people and then refused for want of metrics (a black-box check)."""
+    from conftest import folder_snapshot
+    from test_queue import _digits_human, invoke
+
+    project, _ = _digits_human(tmp_path)
+    before = folder_snapshot(project.root)
+    out = invoke("bench", "--budget", "20", "--strategies", "random,epistemic", "--seeds", "1", "-p", str(project.root))
+    assert out.exit_code != 0 and "labelled by people" in out.text and "Traceback" not in out.text
+    assert folder_snapshot(project.root) == before
+    assert ActiveLoop(project).store.runs() == []

@@ -517,6 +517,27 @@ def test_blank_text_labels_are_missing_and_padding_is_stripped(tmp_path: Path) -
     assert Store(load_project(tmp_path / "q").store_url).counts() == {"pool:unlabeled": 10, "test:unlabeled": 30}
 
 
+def test_na_in_the_label_column_is_no_label_as_in_a_feature_column(tmp_path: Path) -> None:
+    """'NA' (R's and pandas' missing cell) became a class of its own, and kept a numeric target with gaps
+    from being read as numbers; a class may still be called 'none' (a black-box check)."""
+    rng = np.random.default_rng(0)
+    labels = ["a", "b", "none", "a"] * 5 + ["NA", "n/a", "NaN", "null"] * 5
+    lines = ["id,label,x0,x1"] + [f"r{i},{lab},{rng.normal():.4f},{rng.normal():.4f}" for i, lab in enumerate(labels)]
+    (tmp_path / "na.csv").write_text("\n".join(lines) + "\n")
+    cfg = init_project(tmp_path / "na.csv", tmp_path / "p", InitOptions(**OPTS))
+    assert cfg.classes == ["a", "b", "none"]
+    store = Store(load_project(tmp_path / "p").store_url)
+    assert store.counts() == {"pool:unlabeled": 20, "test:unlabeled": 20}
+    store.dispose()
+    # a numeric target written with NA for its gaps: regression found by itself, as with empty cells
+    reg = [f"{v:.3f}" for v in rng.gamma(2.0, 100.0, 30)] + ["NA"] * 10
+    lines = ["id,y,x0"] + [f"r{i},{v},{rng.normal():.4f}" for i, v in enumerate(reg)]
+    (tmp_path / "reg.csv").write_text("\n".join(lines) + "\n")
+    cfg = init_project(tmp_path / "reg.csv", tmp_path / "q", InitOptions(id_col="id", label_col="y"))
+    assert cfg.task == "regression"
+    assert Store(load_project(tmp_path / "q").store_url).counts() == {"pool:unlabeled": 10, "test:unlabeled": 30}
+
+
 def test_count_like_labels_flags_skewed_whole_numbers_not_balanced_class_codes() -> None:
     from alkit.pools.ingest import count_like_labels
 

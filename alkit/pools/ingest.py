@@ -653,15 +653,28 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
     return s.cast(pl.Utf8)
 
 
+# Cells of a label column that mean "no label": the missing-value markers that no class is named
+# (not 'none', '?' or '-', which a feature column also reads as missing but a class may be called).
+_MISSING_LABELS = ("na", "n/a", "nan", "null")
+
+
 def _blank_labels_missing(s: pl.Series) -> pl.Series:
     """Text labels as ``queue import`` reads them: surrounding whitespace stripped, and an empty or
-    blank cell missing (an unlabeled row), not a class named ''.  Why: a CSV writer that quotes
-    text (polars, some spreadsheets) writes a missing label as \"\", which reads back as an empty
-    string; taken as a class, every row counted as labeled.  Numbers and booleans pass unchanged."""
+    blank cell missing (an unlabeled row), not a class named ''; so is a missing-value marker
+    (_MISSING_LABELS: 'NA', as R and pandas write a missing cell), and a column whose other cells are
+    all numbers is then read as numbers, as the same file with empty cells would be.  Why: a CSV
+    writer that quotes text (polars, some spreadsheets) writes a missing label as \"\", which reads
+    back as an empty string; taken as a class, every row counted as labeled; and 'NA' became a class
+    of its own, or kept a numeric target from being read as one.  Numbers and booleans pass unchanged."""
     if s.dtype.is_numeric() or s.dtype == pl.Boolean:
         return s
     text = s.cast(pl.Utf8).str.strip_chars()
-    return text.set(text == "", None)
+    text = text.set((text == "") | text.str.to_lowercase().is_in(list(_MISSING_LABELS)), None)
+    numbers = text.cast(pl.Float64, strict=False)
+    if text.null_count() < len(text) and numbers.null_count() == text.null_count():
+        whole = text.drop_nulls().str.contains(r"^[+-]?\d+$").all()
+        return numbers.cast(pl.Int64) if whole else numbers  # as a CSV reader types the column
+    return text
 
 
 def _infer_task(s: pl.Series, max_classes: int) -> str:
