@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich import box
@@ -16,6 +16,9 @@ from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse
 from alkit.config import load_project
 from alkit.choices import ON_CONFLICT, SKIP_LABEL
 from alkit.choices import QUEUE_FORMATS as FORMATS
+
+if TYPE_CHECKING:
+    from alkit.pools.queue import ImportResult
 
 queue_app = typer_app("Label with people: export the queued items, import their labels, see progress.")
 
@@ -86,7 +89,18 @@ def import_cmd(
         absent = f"; not in this file: {', '.join(res.not_in_file[:5])}{more}"
     console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} "
                   f"item{'' if res.still_queued == 1 else 's'} still queued{absent}"
-                  + ("" if res.still_queued else " — `alkit run` continues with the next cycle"), highlight=False)
+                  + _next_step(res), highlight=False)
+
+
+def _next_step(res: ImportResult) -> str:
+    """What the import lets happen next: a waiting run's next cycle, or nothing (every run is done)."""
+    if res.still_queued:
+        return ""
+    if len(res.waiting_runs) == 1:
+        return f" — `alkit run --resume {res.waiting_runs[0]}` continues with the next cycle"
+    if res.waiting_runs:
+        return " — `alkit run --resume NAME` continues each waiting run (`alkit status` lists them)"
+    return " — no run waits for labels (a run whose budget is spent continues with a larger --budget)"
 
 
 @queue_app.command("status")

@@ -847,6 +847,11 @@ def test_numbers_with_thousands_separators_are_named_not_taken_as_classes(tmp_pa
     with pytest.raises(InputError, match=r"feature column 'income' holds numbers written with ','.*a thousands "
                                          r"separator \(\d+\) or a decimal comma \(\d+\.\d+\)\?"):
         init_project(tmp_path / "f.csv", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
+    # most values below 1,000 and so without a comma: the same message, not 'holds '1,065', text'
+    mixed = feats.with_columns(pl.Series("income", [f"{v:,}" for v in rng.choice([735, 520, 880, 1065], 60)]))
+    mixed.write_csv(tmp_path / "m.csv")
+    with pytest.raises(InputError, match=r"feature column 'income' holds numbers written with ','.*'1,065'"):
+        init_project(tmp_path / "m.csv", tmp_path / "r", InitOptions(**OPTS, hide_labels=True, progress=False))
 
 
 def test_commas_in_numbers_read_as_thousands_decimal_or_either() -> None:

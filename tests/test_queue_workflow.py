@@ -247,3 +247,19 @@ def test_data_columns_named_like_the_queues_own_are_written_renamed_and_read_bac
     assert import_labels(project, tmp_path / "min.json").labeled == 2
     got = shared_labels(project)
     assert {i: got[i][0] for i in ids} == {i: truth[i] for i in ids}
+
+
+def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) -> None:
+    """After every run's budget was spent the import still said `alkit run` continues (a black-box check)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2, run="r1")  # queue_batch leaves its run waiting
+    part = tmp_path / "part.csv"
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
+    out = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
+    assert "`alkit run --resume r1` continues with the next cycle" in out
+    from alkit.pools.store import Store
+
+    store = Store(project.store_url)
+    store.set_run_status(store.runs()[0].id, "complete")
+    again = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
+    assert "no run waits for labels" in again and "continues with the next cycle" not in again

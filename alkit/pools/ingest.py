@@ -316,7 +316,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
     mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
                    df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
-    comma = {c: example for c in mostly_text if (example := _comma_numbers(df[c])) is not None}
+    # numbers written with commas, even where most cells have none ('735' beside '1,065')
+    comma = {c: example for c in names if _is_text(schema[c]) and c not in gappy
+             and (example := _comma_numbers(df[c])) is not None}
     if comma:
         c, example = next(iter(comma.items()))
         raise InputError(_comma_message(f"feature column {c!r}", example)

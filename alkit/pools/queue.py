@@ -82,6 +82,7 @@ class ImportResult:
     pending: int
     still_queued: int
     not_in_file: list[str] = field(default_factory=list)  # every queued item the file does not name
+    waiting_runs: list[str] = field(default_factory=list)  # runs that wait for people's labels (status waiting)
 
     @property
     def changed(self) -> int:
@@ -419,8 +420,9 @@ def import_labels(
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
     absent = [q.item_id for q in queued_items(store) if q.item_id not in named] if still else []
+    waiting = [r.name for r in store.runs() if r.status == "waiting"]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
-                        counts["unchanged"], counts["kept"], pending, still, absent)
+                        counts["unchanged"], counts["kept"], pending, still, absent, waiting)
 
 
 # ---------------------------------------------------------------------------- status
