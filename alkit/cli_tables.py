@@ -128,7 +128,17 @@ def _pair(row: dict[str, Any], base: str) -> str:
     mean, std = row.get(f"{base}_mean"), row.get(f"{base}_std")
     if mean is None or (isinstance(mean, float) and math.isnan(mean)):
         return "—"
-    return number(mean) if std is None or (isinstance(std, float) and math.isnan(std)) else f"{number(mean)} ± {number(std)}"
+    return number(mean) if std is None or (isinstance(std, float) and math.isnan(std)) else mean_std(mean, std)
+
+
+def mean_std(mean: float, std: float) -> str:
+    """``mean ± std`` with the std at the mean's precision: '124 ± 3', '0.966 ± 0.000' (not '124 ± 3.198' or
+    '0.966 ± 1.2e-16', which a black-box check found side by side in one column)."""
+    m = number(mean)
+    if "e" in m or not math.isfinite(std):
+        return f"{m} ± {number(std)}"
+    decimals = len(m.partition(".")[2])
+    return f"{m} ± {std:.{decimals}f}"
 
 
 def _labels_to_target(row: dict) -> str:

@@ -113,3 +113,11 @@ def test_the_narrow_status_table_keeps_each_setting_of_a_long_name_whole() -> No
     text = console.export_text()
     assert "lr_decay=0-" in text and "initrandom-" in text
     assert max(len(ln.rstrip()) for ln in text.splitlines()) <= 80
+
+
+def test_a_std_is_shown_at_its_means_precision() -> None:
+    from alkit.cli_tables import mean_std
+
+    assert mean_std(147.2, 4.642) == "147 ± 5" and mean_std(124.0, 3.198) == "124 ± 3"
+    assert mean_std(0.966, 1.2e-16) == "0.966 ± 0.000" and mean_std(12.34, 0.456) == "12.3 ± 0.5"
+    assert mean_std(2.5e6, 1.5e5) == "2.5e+06 ± 1.5e+05"

@@ -109,7 +109,7 @@ def _ls_regression(tmp_path: Path) -> tuple[Project, list[str], dict[str, float]
     init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX,
                                                                task="regression"))
     project = load_project(tmp_path / "p")
-    return project, queue_batch(project, 4), truth
+    return project, queue_batch(project, 5), truth
 
 
 @pytest.mark.parametrize("shape", ["json-min", "csv"])
@@ -126,7 +126,7 @@ def test_label_studio_number_controls_in_flat_exports(tmp_path: Path, shape: str
     else:
         path = tmp_path / "export.json"
         path.write_text(json.dumps(records))
-    assert import_labels(project, path).labeled == 4
+    assert import_labels(project, path).labeled == len(ids)
     got = shared_labels(project)
     assert {i: float(got[i][0]) for i in ids} == {i: truth[i] for i in ids}
     assert {got[i][2] for i in ids} == {"label-studio user 7"}  # as the full JSON's completed_by 7 names them
@@ -152,6 +152,13 @@ def test_label_studio_full_json_skip_then_label_and_one_name_per_user(tmp_path: 
     assert (res.labeled, res.skipped) == (2, 1)
     got = shared_labels(project)
     assert got[ids[0]][2] == got[ids[1]][2] == "label-studio user 10"
+    # the newest by updated_at, whatever the list's order (a black-box check credited the last in the list)
+    later = [{"data": {"alkit_id": ids[4]}, "annotations": [
+        {**ann(5, truth[ids[4]]), "updated_at": "2026-12-01T11:00:00.000000Z"},
+        {**ann(1, truth[ids[4]]), "updated_at": "2026-12-01T10:00:00.000000Z"}]}]
+    (tmp_path / "later.json").write_text(json.dumps(later))
+    assert import_labels(project, tmp_path / "later.json").labeled == 1
+    assert shared_labels(project)[ids[4]][2] == "label-studio user 5"
     disagree = tmp_path / "disagree.json"
     disagree.write_text(json.dumps([{"data": {"alkit_id": ids[3]}, "annotations": [ann(9, 1.0), ann(10, 2.0)]}]))
     with pytest.raises(QueueError, match="conflicting labels in the file.*settle them in the file, or in Label Studio"):

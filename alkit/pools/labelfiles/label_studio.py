@@ -18,7 +18,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +183,9 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
             problems.append(f"{where} (id {item_id}): annotations is not a list")
             continue
         task_rows: list[Row] = []
-        # newest first (Label Studio lists them as made): an item is credited to its latest
-        # annotator, as the flat exports, which carry the latest annotation, credit it
-        for j, ann in reversed(list(enumerate(anns, start=1))):
+        # newest first, by updated_at (else created_at; else the list's order, as Label Studio makes it): an
+        # item is credited to its latest annotator, as the flat exports, which carry the latest annotation, do
+        for j, ann in sorted(enumerate(anns, start=1), key=lambda ja: _made_at(ja[1], ja[0]), reverse=True):
             w = f"{where} annotation {j}" if len(anns) > 1 else where
             if not isinstance(ann, dict):
                 problems.append(f"{w} (id {item_id}): annotation is not an object")
@@ -202,6 +204,18 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
             task_rows = [r for r in task_rows if not r.skip]
         rows.extend(task_rows)
     return rows
+
+
+def _made_at(ann: Any, position: int) -> tuple[float, int]:
+    """When an annotation was last changed (POSIX seconds; -inf where it says not or cannot be read), then
+    its place in the list: the sort key that puts the newest last."""
+    stamp = ann.get("updated_at") or ann.get("created_at") if isinstance(ann, dict) else None
+    try:
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        return when.timestamp(), position
+    except (TypeError, ValueError):
+        return -math.inf, position
 
 
 def _csv_records(path: Path, text: str) -> list[tuple[str, dict[str, Any]]]:
