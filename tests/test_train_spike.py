@@ -19,15 +19,32 @@ from alkit.models.train import TrainConfig, train_module
 STEPS = 60
 
 
+class Tally(nn.Module):
+    """A layer with a buffer every training forward moves (as a spectral norm's power iteration does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("seen", torch.zeros(16))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            self.seen.mul_(0.9).add_(h.detach().mean(0))
+        return h
+
+
 def _problem(dropout: float = 0.0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     X = torch.randn(80, 4, generator=g)
     y = (X[:, 0] - X[:, 1] > 0).long()
     torch.manual_seed(0)
-    layers: list[nn.Module] = [nn.Linear(4, 16), nn.ReLU()]
+    layers: list[nn.Module] = [nn.Linear(4, 16), nn.ReLU(), Tally()]
     if dropout:
         layers.append(nn.Dropout(dropout))
     return nn.Sequential(*layers, nn.Linear(16, 2)), X, y
+
+
+def _state(module: nn.Module) -> list[torch.Tensor]:
+    return [t.clone() for t in module.state_dict().values()]
 
 
 def _recording_loss(module: nn.Module, l2: float, kick_at: int | None = None, nan_from: int | None = None):
@@ -44,7 +61,7 @@ def _recording_loss(module: nn.Module, l2: float, kick_at: int | None = None, na
         if nan_from is not None and len(calls) >= nan_from:
             value = value * float("nan")
         prior = 0.5 * l2 * sum(float((p.detach() ** 2).sum()) for p in module.parameters() if p.ndim > 1)
-        calls.append((float(value) + prior, [p.detach().clone() for p in module.parameters()]))
+        calls.append((float(value) + prior, _state(module)))  # after the forward: as the fit snapshots it
         return value
 
     return loss, calls
@@ -64,10 +81,15 @@ def test_a_smooth_fit_keeps_its_last_weights_bit_for_bit() -> None:
                                   config=_config())
         finally:
             train.SPIKE_RISE = saved
-        results.append(([p.detach().clone() for p in module.parameters()], report))
+        results.append((_state(module), report))
     (with_guard, report), (without, _) = results
-    assert "spike_restored" not in report and report["best_epoch"] == STEPS
+    assert "spike_restored" not in report and report["best_epoch"] == STEPS  # the buffers too, untouched by the check
     assert all(torch.equal(a, b) for a, b in zip(with_guard, without))
+    # the check's own forward moved the buffer and put it back: it holds what the last training forward left
+    module, X, y = _problem()
+    loss, calls = _recording_loss(module, 1.0 / len(y))
+    train_module(module, loss, X, y, seed=0, config=_config())
+    assert len(calls) == STEPS + 1 and torch.equal(module.state_dict()["2.seen"], calls[STEPS - 1][1][2])
 
 
 def test_a_spike_at_the_end_restores_the_weights_of_the_best_objective_seen() -> None:
@@ -78,7 +100,7 @@ def test_a_spike_at_the_end_restores_the_weights_of_the_best_objective_seen() ->
     best = min(range(len(calls)), key=lambda i: calls[i][0])
     assert best < STEPS - 4 and calls[-1][0] > calls[best][0]  # the kick made the last objective worse
     assert report["spike_restored"] == 1.0 and report["best_epoch"] == best
-    assert all(torch.equal(p.detach(), w) for p, w in zip(module.parameters(), calls[best][1]))
+    assert all(torch.equal(v, w) for v, w in zip(_state(module), calls[best][1]))  # weights and buffers
     assert report["spike_rise"] == pytest.approx(calls[-1][0] - calls[best][0], rel=1e-5)
 
 
@@ -89,7 +111,17 @@ def test_a_fit_whose_loss_turns_nan_keeps_the_best_finite_weights() -> None:
     finite = [i for i, (v, _) in enumerate(calls) if math.isfinite(v)]
     best = min(finite, key=lambda i: calls[i][0])
     assert report["spike_restored"] == 1.0
-    assert all(torch.equal(p.detach(), w) for p, w in zip(module.parameters(), calls[best][1]))
+    assert all(torch.equal(v, w) for v, w in zip(_state(module), calls[best][1]))
+
+
+def test_a_spike_on_the_last_update_alone_is_caught() -> None:
+    """The loop's losses are those of the weights before each update; the last update's is read after it."""
+    module, X, y = _problem()
+    loss, calls = _recording_loss(module, 1.0 / len(y), kick_at=STEPS)  # the kick lands after the last update
+    report = train_module(module, loss, X, y, seed=0, config=_config())
+    assert len(calls) == STEPS + 1 and report["spike_restored"] == 1.0
+    best = min(range(STEPS), key=lambda i: calls[i][0])
+    assert all(torch.equal(v, w) for v, w in zip(_state(module), calls[best][1]))
 
 
 def test_a_loss_with_dropout_in_it_keeps_its_last_weights() -> None:
@@ -103,7 +135,7 @@ def test_a_loss_with_dropout_in_it_keeps_its_last_weights() -> None:
             report = train_module(module, loss, X, y, seed=0, config=_config())
         finally:
             train.SPIKE_RISE = saved
-        results.append(([p.detach().clone() for p in module.parameters()], report))
+        results.append((_state(module), report))
     (with_guard, report), (without, _) = results
     assert "spike_restored" not in report
     assert all(torch.equal(a, b) for a, b in zip(with_guard, without))
