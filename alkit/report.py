@@ -9,6 +9,7 @@ import polars as pl
 
 from alkit.choices import HIGHER_IS_BETTER
 from alkit.pools.leases import live_runs
+from alkit.pools.queue import n_waiting
 from alkit.pools.store import Store, curve_cycles
 from alkit.runs import current_curve
 
@@ -45,6 +46,19 @@ def curve_groups(runs: list[Any], cfg: "ProjectConfig | None" = None) -> dict[in
     return {r.id: r.name if label_of[r.id] in clash else label_of[r.id] for r in runs}
 
 
+def _status(store: Store, run: Any, live: set[str]) -> str:
+    """The run's status as a user acts on it: 'interrupted' for a run left 'running' that no live process
+    holds (killed or stopped mid-cycle), 'ready' for one left 'waiting' with nothing queued any more (people's
+    labels are in, or it was stopped mid-cycle after they were): `alkit run --resume NAME` continues both."""
+    if run.name in live:
+        return "running" if run.status in ("running", "waiting") else run.status
+    if run.status == "running":
+        return "interrupted"
+    if run.status == "waiting" and n_waiting(store, run.id) == 0:
+        return "ready"
+    return run.status
+
+
 def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict[str, Any]]:
     """One entry per run: identity, progress and the latest metrics by name (``cfg``: the
     project's config, for ``curve_label``)."""
@@ -67,8 +81,7 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "seed": run.seed,
             "batch_size": run.batch_size,
             "budget": run.budget,
-            # a run left 'running' that no live process holds was killed or interrupted: resumable
-            "status": "interrupted" if run.status == "running" and run.name not in live else run.status,
+            "status": _status(store, run, live),
             "cycles": len(rows),
             "n_labeled": len(store.labeled_set(run.id)[0]),
             "n_spent": store.n_spent(run.id),  # of its budget: the items it selected

@@ -574,6 +574,8 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     (tmp_path / "batch.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     imp = invoke("queue", "import", str(tmp_path / "batch.jsonl"), "--annotator", "script", "--project", proj)
     assert imp.exit_code == 0 and "10 labeled" in imp.text and "0 items still queued" in imp.text
+    # the labels are in and the run has not been resumed: it waits for nothing (a black-box check read 'waiting')
+    assert json.loads(invoke("status", "--json", "--project", proj).stdout)[0]["status"] == "ready"
 
     out = invoke("run", "--resume", "epistemic-b10-s0", "--project", proj)  # as the hint says: its own options
     assert out.exit_code == 0, out.text
