@@ -81,6 +81,7 @@ def init(
     image_shape: Optional[str] = typer.Option(None, "--image-shape", help="H,W or C,H,W: the features are the pixels of an image of that shape (row-major, channels first)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
     impute: bool = typer.Option(False, "--impute", help="Fill missing numeric feature cells (empty, NA, NaN) with the column's median over the pool rows and add a 0/1 feature COL=missing (default: refuse them)."),
+    classes: Optional[str] = typer.Option(None, "--classes", help="Comma-separated class names of a classification project, declared: for a pool no one has labelled yet, or classes its labels do not show yet (default: the label column's values)."),
     project: Path = ProjectOpt,
 ) -> None:
     """Create a project from a data file: alkit.toml, features as Parquet, the SQL store."""
@@ -96,7 +97,8 @@ def init(
                            task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
                            initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
                            cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
-                           image_shape=parse_image_shape(image_shape) if image_shape is not None else None)
+                           image_shape=parse_image_shape(image_shape) if image_shape is not None else None,
+                           classes=classes.split(",") if classes is not None else None)
         notes: list[str] = []
         cfg = init_project(data, project, opts, notes)
         external = store is not None and not store.startswith("sqlite")

@@ -775,3 +775,36 @@ def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
                                              "feature columns: age, fare"):
             export_queue(project, tmp_path / "x.csv", include=[bad])
         assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_team_starts_from_a_pool_no_one_has_labelled_with_declared_classes(tmp_path: Path) -> None:
+    """Without a label in the file, init refused ('at least 2 classes ... found 0'), and a class the file
+    did not show yet was refused at import (a black-box check)."""
+    df = digits_frame(160).filter(pl.col("label").is_in([0, 1, 2]))
+    truth = {i: str(y) for i, y in zip(df["id"], df["label"])}
+    df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("label")).write_csv(tmp_path / "pool.csv")
+    proj = str(tmp_path / "proj")
+    refused = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--project", proj)
+    assert refused.exit_code != 0 and "declare them with --classes" in refused.text
+    bad = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes", "0",
+                 "--project", proj)
+    assert bad.exit_code != 0 and "--classes needs at least 2 classes" in bad.text
+    out = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes", "0, 1,2",
+                 "--project", proj)
+    assert out.exit_code == 0, out.text
+    assert load_project(Path(proj)).config.classes == ["0", "1", "2"]
+    run_args = ("run", "--budget", "20", "--batch-size", "10", "--project", proj)
+    assert invoke(*run_args).exit_code == 0
+    queue = Path(proj) / "queue.csv"
+    frame = pl.read_csv(queue, schema_overrides={"id": pl.Utf8})
+    frame.with_columns(pl.Series("label", [truth[i] for i in frame["id"]])).write_csv(queue)
+    assert invoke("queue", "import", str(queue), "--project", proj).exit_code == 0
+    resumed = invoke("run", "--resume", "epistemic-b10-s0", "--project", proj)
+    assert resumed.exit_code == 0, resumed.text
+    assert queue_status(load_project(Path(proj))).labeled == 10 and queue_status(load_project(Path(proj))).queued == 10
+    # labels a file shows must be among the declared classes
+    df.with_columns(pl.when(pl.int_range(pl.len()) < 5).then(pl.lit("7")).otherwise(None).alias("label")) \
+        .write_csv(tmp_path / "seven.csv")
+    seven = invoke("init", str(tmp_path / "seven.csv"), "--id-col", "id", "--label-col", "label", "--classes", "0,1,2",
+                   "--project", str(tmp_path / "p7"))
+    assert seven.exit_code != 0 and "holds '7', not among --classes (0, 1, 2)" in seven.text

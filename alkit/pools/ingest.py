@@ -67,6 +67,7 @@ class InitOptions:
     exclude: list[str] | None = None  # columns that are no features (kept in the payload for exports)
     impute: bool = False  # missing numeric cells: the pool's median plus a 0/1 feature COL=missing, instead of refused
     progress: bool = True
+    classes: list[str] | None = None  # the classes, declared: a pool no one has labelled yet, or classes not yet seen
 
 
 DEFAULT_TEST_FRAC = 0.2
@@ -688,6 +689,16 @@ def _infer_task(s: pl.Series, max_classes: int) -> str:
     return "classification"
 
 
+def _declared_classes(values: list[str]) -> list[str]:
+    """--classes as given: stripped, each once, none empty (a class named '' is no label)."""
+    out = list(dict.fromkeys(v.strip() for v in values))
+    if "" in out:
+        raise InputError("--classes holds an empty class name")
+    if len(out) < 2:
+        raise InputError(f"--classes needs at least 2 classes, got {len(out)}")
+    return out
+
+
 def _sorted_classes(values: list[str]) -> list[str]:
     uniq = sorted(set(values))
     try:
@@ -1028,12 +1039,23 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
         if example is not None:
             raise InputError(_comma_message(f"label column {opts.label_col!r}", example)
                              + ("" if opts.task else "; if they are class names, pass --task classification"))
-    task = opts.task or _infer_task(label_raw, opts.max_classes)
+    if opts.classes is not None and opts.task == "regression":
+        raise InputError("--classes declares the classes of a classification project, not of --task regression")
+    task = "classification" if opts.classes is not None else opts.task or _infer_task(label_raw, opts.max_classes)
     labels = _label_strings(label_raw, task)
     has_label = labels.is_not_null().to_numpy()
     classes = _sorted_classes(labels.drop_nulls().to_list()) if task == "classification" else []
+    if opts.classes is not None:
+        declared = _declared_classes(opts.classes)
+        unknown = [c for c in classes if c not in declared]
+        if unknown:
+            raise InputError(f"label column {opts.label_col!r} holds {', '.join(map(repr, unknown[:5]))}"
+                             f"{' ...' if len(unknown) > 5 else ''}, not among --classes ({', '.join(declared)})")
+        classes = _sorted_classes(declared)
     if task == "classification" and len(classes) < 2:
-        raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}")
+        raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}"
+                         + ("" if opts.classes is not None else
+                            "; a pool no one has labelled yet: declare them with --classes a,b,c"))
     if task == "classification" and len(classes) > opts.max_classes:
         raise InputError(f"{len(classes)} classes in {opts.label_col!r}; pass --task regression for a numeric target")
 
