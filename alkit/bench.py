@@ -291,6 +291,13 @@ def run_bench(
                        unavailable={k: v for k, v in unavailable.items() if strategies is None})
 
 
+def _aulc_span(table: pl.DataFrame) -> str:
+    """Where every curve's AULC starts, when some run's curve starts later than the first batch."""
+    start = table["aulc_from"].drop_nulls()[0] if "aulc_from" in table.columns and table["aulc_from"].drop_nulls().len() else None
+    return (f" from {start} labels, the first count at which every run had a model (a run whose first labels "
+            "were all of one class has none before)") if start is not None else ""
+
+
 def _default_target(df: pl.DataFrame, metric: str, higher: bool) -> float | None:
     """random's mean final value if benched, else 95 % (105 %) of the best strategy's final mean."""
     last = df.sort("n_labeled").group_by("strategy", "run").agg(pl.col(metric).last())
@@ -315,7 +322,7 @@ def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, tar
         f"Task {proj.config.task}; budget {budget} labels in batches of {batch_size}; seeds "
         f"{', '.join(map(str, seeds))}; metric {metric} on the held-out test split ({direction} is better). "
         f"Columns: {metric} at {', '.join(map(str, at))} labels (the value at the largest evaluated "
-        f"label count not above it); AULC = mean {metric} over the learning curve; labels to target = "
+        f"label count not above it); AULC = mean {metric} over the learning curve{_aulc_span(table)}; labels to target = "
         f"first label count where {metric} reaches {target if target is None else f'{target:.4g}'} "
         "(over the seeds that reached it, n reached of n seeds); score s per 1k = scoring seconds per "
         "1,000 scored pool items; select s per run = selection seconds per run after the first, "

@@ -243,7 +243,10 @@ def summary_table(
     - ``n_seeds``;
     - ``{metric}@{n}_mean/_std`` for each n in ``at``: the metric at the largest label count
       <= n (``value_at``), over the seeds that have one;
-    - ``aulc_mean/_std``: normalised area under each seed's curve (``aulc``);
+    - ``aulc_mean/_std``: normalised area under each seed's curve (``aulc``), every curve from the
+      first label count all of them evaluated (``aulc_from``, the same in every row): a run whose first
+      labels were of one class has no model and no value there, and its area from a later label count
+      would not compare with the others' (None where every curve starts at the same count);
     - with ``target``: ``labels_to_target_mean/_std`` over the seeds that reached it and
       ``n_reached`` (how many did);
     - with ``reference`` (a strategy of ``df``, e.g. random picks, ``random_curve``), for every
@@ -255,6 +258,7 @@ def summary_table(
     Stds are sample stds (ddof=1), null with fewer than two seeds.
     """
     curves = _seed_curves(df, metric)
+    start = _common_start(curves)
     ref = curves.get(reference) if reference is not None else None
     rows = []
     for strategy in _strategy_order(list(curves)):
@@ -263,30 +267,45 @@ def summary_table(
         for n in at:
             vals = [v for v in (value_at(ns, vs, n) for ns, vs in seeds) if v is not None]
             row[f"{metric}@{n}_mean"], row[f"{metric}@{n}_std"] = _mean_std(vals)
-        row["aulc_mean"], row["aulc_std"] = _mean_std([aulc(ns, vs) for ns, vs in seeds])
+        row["aulc_mean"], row["aulc_std"] = _mean_std([aulc(*_from(ns, vs, start)) for ns, vs in seeds])
         if target is not None:
             hits = [labels_to_target(ns, vs, target, higher_is_better) for ns, vs in seeds]
             reached = [float(h) for h in hits if h is not None]
             row["labels_to_target_mean"], row["labels_to_target_std"] = _mean_std(reached)
             row["n_reached"] = len(reached)
         if ref is not None:  # the reference's own row: empty cells
-            row.update(_against(curves[strategy], ref, 1.0 if higher_is_better else -1.0) if strategy != reference
+            row.update(_against(curves[strategy], ref, 1.0 if higher_is_better else -1.0, start) if strategy != reference
                        else dict.fromkeys(("aulc_vs_ref_mean", "aulc_vs_ref_std", "better_seeds", "worst_vs_ref",
                                            "worst_vs_ref_at")))
+        row["aulc_from"] = start
         rows.append(row)
     schema: dict[str, pl.DataType] = {"strategy": pl.String(), "n_seeds": pl.Int64()}
     for k in rows[0]:
         if k not in schema:
-            schema[k] = pl.Int64() if k in ("n_reached", "better_seeds", "worst_vs_ref_at") else pl.Float64()
+            schema[k] = (pl.Int64() if k in ("n_reached", "better_seeds", "worst_vs_ref_at", "aulc_from")
+                         else pl.Float64())
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+def _common_start(curves: dict[str, dict[object, tuple[np.ndarray, np.ndarray]]]) -> int | None:
+    """The first label count every seed curve of every strategy has reached, where they start at different
+    counts (None where all start together, or there is no curve)."""
+    firsts = [int(ns[0]) for by_seed in curves.values() for ns, _ in by_seed.values() if ns.size]
+    return max(firsts) if len(set(firsts)) > 1 else None
+
+
+def _from(ns: np.ndarray, vs: np.ndarray, start: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """A curve from label count ``start`` on (the whole curve where that would leave nothing)."""
+    keep = ns >= start if start is not None else np.ones(ns.shape, dtype=bool)
+    return (ns[keep], vs[keep]) if keep.any() else (ns, vs)
+
+
 def _against(curves: dict[object, tuple[np.ndarray, np.ndarray]], ref: dict[object, tuple[np.ndarray, np.ndarray]],
-             sign: float) -> dict[str, object]:
+             sign: float, start: int | None = None) -> dict[str, object]:
     """A strategy's seed curves against the reference's (see summary_table): paired AULC
     differences over the seeds both have, and the worst label count in the reference's std units."""
     shared = [s for s in curves if s in ref]
-    diffs = [sign * (aulc(*curves[s]) - aulc(*ref[s])) for s in shared]
+    diffs = [sign * (aulc(*_from(*curves[s], start)) - aulc(*_from(*ref[s], start))) for s in shared]
     mean, std = _mean_std(diffs)
     out: dict[str, object] = {"aulc_vs_ref_mean": mean, "aulc_vs_ref_std": std,
                               "better_seeds": sum(d > 0 for d in diffs), "worst_vs_ref": None, "worst_vs_ref_at": None}

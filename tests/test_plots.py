@@ -200,3 +200,19 @@ def test_a_legend_of_many_curves_fits_without_a_warning(tmp_path) -> None:  # no
         assert head[:8] == b"\x89PNG\r\n\x1a\n"
         sizes[k] = struct.unpack(">II", head[16:24])  # width, height in pixels
     assert sizes[40][1] > sizes[3][1] and sizes[40][0] > sizes[3][0]
+
+
+def test_aulc_starts_where_every_curve_has_a_value():
+    """A run whose first labels were all of one class has no model, so no value, at the first counts; its
+    AULC over fewer, later counts was set beside the others' over all of them (a black-box check)."""
+    df, raw = _frame()
+    late = (pl.col("strategy") == "epistemic") & (pl.col("seed") == 0) & (pl.col("n_labeled") < GRID[1])
+    t = P.summary_table(df.filter(~late), "accuracy", reference="random")
+    for strategy in ("epistemic", "random"):
+        row = t.row(by_predicate=pl.col("strategy") == strategy, named=True)
+        aulcs = [M.aulc(GRID[1:], raw[(strategy, s)][1:]) for s in range(3)]
+        assert row["aulc_from"] == GRID[1] and row["aulc_mean"] == pytest.approx(np.mean(aulcs))
+    epi = t.row(by_predicate=pl.col("strategy") == "epistemic", named=True)
+    diffs = [M.aulc(GRID[1:], raw[("epistemic", s)][1:]) - M.aulc(GRID[1:], raw[("random", s)][1:]) for s in range(3)]
+    assert epi["aulc_vs_ref_mean"] == pytest.approx(np.mean(diffs))
+    assert P.summary_table(df, "accuracy")["aulc_from"].to_list() == [None] * 3  # all start together
