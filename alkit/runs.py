@@ -401,11 +401,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
-        raise LoopError(f"--budget {req.budget} is more than run {ident.name!r} can spend: it holds {held} "
+        raise LoopError(f"a budget of {req.budget} labels is more than run {ident.name!r} can spend: it holds {held} "
                         f"pool items (its picks) and {unlabeled} are left unlabelled (labels from other runs count too); pass "
                         f"--budget {n_pool} or less")
     if req.budget > n_pool:
-        raise LoopError(f"--budget {req.budget} is larger than the unlabeled pool ({n_pool} items)"
+        raise LoopError(f"a budget of {req.budget} labels is larger than the unlabeled pool ({n_pool} items)"
                         + ("; every pool item already has a label (`alkit init --hide-labels` simulates labelling them)"
                            if n_pool == 0 else ""))
     if initial > req.budget:

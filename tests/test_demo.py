@@ -30,7 +30,7 @@ def test_demo_runs_random_against_epistemic_and_draws_the_curves(tmp_path: Path)
 
 
 @pytest.mark.parametrize("args, says", [
-    (["--budget", "100000"], "--budget 100000 is larger than the unlabeled pool (1258 items)"),
+    (["--budget", "100000"], "a budget of 100000 labels is larger than the unlabeled pool (1258 items)"),
     (["--seeds", "0"], "--seeds must be at least 1, got 0"),
     (["--strategies", "nosuch"], "unknown strategy 'nosuch'"),
 ])

@@ -97,7 +97,7 @@ def test_a_budget_beyond_what_other_runs_left_says_what_is_left(tmp_path: Path) 
     assert invoke("run", "--strategy", "random", "--seed", "1", "--budget", "10", "-p", proj).exit_code == 0
     out = invoke("run", "--strategy", "random", "--seed", "1", "--budget", "20", "-p", proj)
     assert out.exit_code == 2
-    assert ("--budget 20 is more than run 'random-b10-s1' can spend: it holds 10 pool items (its picks) and 5 are "
+    assert ("a budget of 20 labels is more than run 'random-b10-s1' can spend: it holds 10 pool items (its picks) and 5 are "
             "left unlabelled (labels from other runs count too); pass --budget 15 or less") in out.text
 
 
@@ -270,3 +270,13 @@ def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) 
     store.set_run_status(store.runs()[0].id, "complete")
     again = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
     assert "no run waits for labels" in again and "continues with the next cycle" not in again
+
+
+def test_a_semicolon_separated_answer_file_is_named_as_such(tmp_path: Path) -> None:
+    """A spreadsheet in a comma-decimal locale saves ';'-separated CSV: the refusal said only 'missing column'."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    semi = tmp_path / "answers.csv"
+    semi.write_text("id;label\n" + "".join(f"{i};{truth[i]}\n" for i in ids))
+    with pytest.raises(QueueError, match="one column holding semicolons"):
+        import_labels(project, semi)

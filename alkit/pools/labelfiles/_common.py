@@ -123,8 +123,12 @@ def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> 
         raise refuse(path, [f"{where}: column {', '.join(twice)} given twice; which one holds the answer is ambiguous"])
     if "id" not in columns or not ({"label", "skip"} & set(columns)):
         need = [c for c in ("id", "label") if c not in columns]
+        one = columns[0] if len(columns) == 1 else ""
+        sep = next((w for c, w in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")) if c in one), None)
+        hint = (f"; the header is one column holding {sep}: alkit reads the queue file's own format (write it "
+                "back with commas, or as .tsv for tabs)") if sep else ""
         raise refuse(path, [f"{where}: missing column {', '.join(need)}; found: {', '.join(columns) or '(none)'} "
-                             "(a queue file needs id and label, optionally skip and annotator)"])
+                             f"(a queue file needs id and label, optionally skip and annotator){hint}"])
 
 
 def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[Row]:
