@@ -199,7 +199,7 @@ def written_names(columns: Sequence[str]) -> dict[str, str]:
 
 
 def _feature_values(project: Project, keys: list[int], names: list[str]) -> dict[str, list[float | None]]:
-    """The named feature columns of these items as in the data file: an imputed cell empty, not
+    """The named feature columns of these items as alkit stores them (float32, shortest text): an imputed cell empty, not
     the median it was given."""
     if not names or not keys:
         return {c: [] for c in names}
