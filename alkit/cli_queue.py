@@ -41,8 +41,12 @@ def export_cmd(
         res = export_queue(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas)
     where = "" if proj.root.resolve() == Path.cwd().resolve() else f" --project {proj.root}"
     if res.set_aside is not None:
-        console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}: "
-                      f"`alkit queue import {res.set_aside}{where}`", highlight=False)
+        if res.set_aside_unreadable:
+            console.print(f"[yellow]moved[/] {res.path}, which is no label file alkit can read, out of the way as "
+                          f"{res.set_aside}", highlight=False)
+        else:
+            console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}: "
+                          f"`alkit queue import {res.set_aside}{where}`", highlight=False)
     if res.n_items == 0:
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else

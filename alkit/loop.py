@@ -249,8 +249,10 @@ class ActiveLoop:
             self.on_event("phase", {"cycle": cycle, "phase": "budget spent and labeled: run complete"})
             return
         where = self._where()
-        kept = (f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import "
-                f"them too)" if out.set_aside is not None else "")
+        kept = ("" if out.set_aside is None else
+                f" ({out.path.name}, which was no label file alkit can read, was moved out of the way as {out.set_aside})"
+                if out.set_aside_unreadable else
+                f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import them too)")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "
                f"column (or export another format with `alkit queue export{where}`), then `alkit queue import "
                f"{out.path}{where}` and `alkit run --resume {name}{where}`")

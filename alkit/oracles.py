@@ -31,6 +31,7 @@ class Handoff:
     n_items: int
     path: Path
     set_aside: Path | None = None  # the file ``path`` held, with answers not yet imported, moved here
+    set_aside_unreadable: bool = False  # what was moved is no label file alkit can read (not answers)
 
 
 class Oracle(Protocol):
@@ -106,7 +107,7 @@ class HumanOracle:
         # the format its name gives, else CSV: the batch is already committed, so any name is written
         named = queue_file is not None and format_for_suffix(Path(queue_file)) is not None
         out = queue.export_queue(self.project, queue_file, None if named else "csv", store=self.store)
-        return Handoff(n_selected, out.path, out.set_aside)
+        return Handoff(n_selected, out.path, out.set_aside, out.set_aside_unreadable)
 
 
 def oracle_for(project: Project, store: Store) -> Oracle:

@@ -47,6 +47,10 @@ def test_answers_not_yet_imported_are_kept_when_the_queue_file_is_rewritten(tmp_
     data.write_text("a,b\n1,2\n")
     out = export_queue(project, data)
     assert out.set_aside is not None and out.set_aside.read_text() == "a,b\n1,2\n"
+    assert out.set_aside_unreadable and not again.set_aside_unreadable  # said as such, not as answers to import
+    data.write_text("notes\n")
+    said = invoke("queue", "export", "--out", str(data), "-p", str(project.root)).text.replace("\n", "")
+    assert "which is no label file alkit can read" in said and "answers not yet imported" not in said
 
 
 def test_the_hint_continues_the_run_that_queued_the_batch(tmp_path: Path) -> None:

@@ -66,6 +66,7 @@ class ExportResult:
     n_items: int
     columns: list[str]
     set_aside: Path | None = None  # the file ``path`` held, with people's unimported answers, moved here
+    set_aside_unreadable: bool = False  # what was moved aside is no label file alkit can read (not answers)
 
 
 @dataclass(frozen=True)
@@ -221,26 +222,26 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _set_aside_unimported(path: Path, queued_ids: set[str]) -> Path | None:
+def _set_aside_unimported(path: Path, queued_ids: set[str]) -> tuple[Path | None, bool]:
     """Move the file at ``path`` out of an export's way when it holds people's work not yet
     imported (a label or skip for an item still queued), or cannot be read as a label file at all
     (then it is not an export alkit wrote as it was); return where it went.  Why: `alkit run`
     rewrites queue.csv every cycle and an export reuses its name, so a file filled in place and
-    not yet imported was overwritten without a word."""
+    not yet imported was overwritten without a word.  The second value: whether the file could not be read."""
     if not path.is_file():
-        return None
+        return None, False
     try:
         rows = labelfiles.read(path, [])
     except (QueueError, OSError, ValueError):
         rows = None
     if rows is not None and not any(r.item_id in queued_ids and (r.skip or (r.label or "").strip()) for r in rows):
-        return None
+        return None, False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1, 1000):
         kept = path.with_name(f"{path.stem}.unimported-{stamp}{'' if n == 1 else f'-{n}'}{path.suffix}")
         if not kept.exists():
             path.rename(kept)
-            return kept
+            return kept, rows is None
     raise QueueError(f"{path} holds answers not yet imported and no free name was found to keep it: "
                      "import or move it first")
 
@@ -287,10 +288,10 @@ def export_queue(
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
-    set_aside = _set_aside_unimported(path, {q.item_id for q in items})
+    set_aside, unreadable = _set_aside_unimported(path, {q.item_id for q in items})
     columns = labelfiles.get_format(fmt).write(path, records, frame, [name[c] for c in [*cols, *feats]],
                                                escape_formulas=escape_formulas)
-    return ExportResult(path, fmt, len(items), columns, set_aside)
+    return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)
 
 
 # ---------------------------------------------------------------------------- import: checks
