@@ -362,7 +362,7 @@ def _l2(cfg: TrainConfig, n: int) -> float:
 # its best by more than this share of the fall from the first step to the best: then the best weights
 # seen.  Far above the plateau's wiggles (the last weights of a smooth fit are kept bit for bit), far below
 # the spikes it is for (a third to a quarter of the whole fall, benchmarks/results/adam_spike.md).
-SPIKE_RISE = 0.01
+SPIKE_RISE: float | None = 0.01  # None: no guard, the fit as before it (benchmarks/adam_spike.py times both)
 
 
 def _train_full_batch(module: nn.Module, loss_fn: LossFn, X_n_f: torch.Tensor, y_n: torch.Tensor,
@@ -382,7 +382,8 @@ def _train_full_batch(module: nn.Module, loss_fn: LossFn, X_n_f: torch.Tensor, y
     step = AdamStep(opt)
     params = step.params
     decayed = [p for p in opt.param_groups[0]["params"]] if l2 > 0 else []
-    watch = cfg.steps > 1 and not any(isinstance(m, nn.Dropout) and m.p > 0 for m in module.modules())
+    watch = SPIKE_RISE is not None and cfg.steps > 1 and not any(
+        isinstance(m, nn.Dropout) and m.p > 0 for m in module.modules())
     # the whole state, buffers too: a spectrally normalised block divides by the norm its power-iteration
     # buffers estimate, and the weights of one step beside the buffers of another left a broken network
     # (test accuracy 0.02 on 5 classes in a scratch check of the first version, which kept weights only)
