@@ -277,6 +277,9 @@ def run_bench(
     reference = random_curve(df["strategy"].unique().to_list())
     table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher, reference=reference)
     table = table.join(_timings(df), on="strategy", how="left")
+    span = _aulc_span(table)
+    if table["aulc_from"].null_count() == table.height:  # every curve starts at the first batch: nothing to say
+        table = table.drop("aulc_from")
 
     out = Path(out_dir) if out_dir is not None else proj.root / "bench"
     out.mkdir(parents=True, exist_ok=True)
@@ -284,7 +287,7 @@ def run_bench(
     escape_formulas(table).write_csv(paths[0])  # run names are the user's: no spreadsheet formulas
     escape_formulas(df.sort("run", "cycle")).write_csv(paths[2])
     paths[1].write_text(_markdown(proj, table, metric, higher, target, budget, batch_size, seed_list,
-                                  at_list, failed, command))
+                                  at_list, failed, command, span))
     return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan],
                        ran=result_runs["ran"],
                        skipped=result_runs["skipped"], failed=failed,
@@ -314,7 +317,7 @@ def _default_target(df: pl.DataFrame, metric: str, higher: bool) -> float | None
 
 def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, target: float | None,
               budget: int, batch_size: int, seeds: list[int], at: list[int], failed: dict[str, str],
-              command: str | None) -> str:
+              command: str | None, span: str = "") -> str:
     direction = "higher" if higher else "lower"
     lines = [
         f"# Label efficiency: {proj.root.name}",
@@ -322,7 +325,7 @@ def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, tar
         f"Task {proj.config.task}; budget {budget} labels in batches of {batch_size}; seeds "
         f"{', '.join(map(str, seeds))}; metric {metric} on the held-out test split ({direction} is better). "
         f"Columns: {metric} at {', '.join(map(str, at))} labels (the value at the largest evaluated "
-        f"label count not above it); AULC = mean {metric} over the learning curve{_aulc_span(table)}; labels to target = "
+        f"label count not above it); AULC = mean {metric} over the learning curve{span}; labels to target = "
         f"first label count where {metric} reaches {target if target is None else f'{target:.4g}'} "
         "(over the seeds that reached it, n reached of n seeds); score s per 1k = scoring seconds per "
         "1,000 scored pool items; select s per run = selection seconds per run after the first, "
