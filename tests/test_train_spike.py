@@ -47,8 +47,8 @@ def _state(module: nn.Module) -> list[torch.Tensor]:
     return [t.clone() for t in module.state_dict().values()]
 
 
-def _recording_loss(module: nn.Module, l2: float, kick_at: int | None = None, nan_from: int | None = None):
-    """The cross-entropy, recording (objective, weights) of every call; at call ``kick_at`` the weights are
+def _recording_loss(module: nn.Module, kick_at: int | None = None, nan_from: int | None = None):
+    """The cross-entropy, recording (loss, state) of every call; at call ``kick_at`` the weights are
     pushed far away first (a spike), from call ``nan_from`` on the loss is NaN (a diverged fit)."""
     calls: list[tuple[float, list[torch.Tensor]]] = []
 
@@ -60,8 +60,7 @@ def _recording_loss(module: nn.Module, l2: float, kick_at: int | None = None, na
         value = nn.functional.cross_entropy(module(x), y)
         if nan_from is not None and len(calls) >= nan_from:
             value = value * float("nan")
-        prior = 0.5 * l2 * sum(float((p.detach() ** 2).sum()) for p in module.parameters() if p.ndim > 1)
-        calls.append((float(value) + prior, _state(module)))  # after the forward: as the fit snapshots it
+        calls.append((float(value.detach()), _state(module)))  # after the forward: as the fit snapshots it
         return value
 
     return loss, calls
@@ -87,18 +86,17 @@ def test_a_smooth_fit_keeps_its_last_weights_bit_for_bit() -> None:
     assert all(torch.equal(a, b) for a, b in zip(with_guard, without))
     # the check's own forward moved the buffer and put it back: it holds what the last training forward left
     module, X, y = _problem()
-    loss, calls = _recording_loss(module, 1.0 / len(y))
+    loss, calls = _recording_loss(module)
     train_module(module, loss, X, y, seed=0, config=_config())
     assert len(calls) == STEPS + 1 and torch.equal(module.state_dict()["2.seen"], calls[STEPS - 1][1][2])
 
 
-def test_a_spike_at_the_end_restores_the_weights_of_the_best_objective_seen() -> None:
+def test_a_spike_at_the_end_restores_the_state_of_the_best_loss_seen() -> None:
     module, X, y = _problem()
-    l2 = 1.0 / len(y)  # TrainConfig.prior_l2 / N: the prior term of the objective
-    loss, calls = _recording_loss(module, l2, kick_at=STEPS - 4)
+    loss, calls = _recording_loss(module, kick_at=STEPS - 4)
     report = train_module(module, loss, X, y, seed=0, config=_config())
     best = min(range(len(calls)), key=lambda i: calls[i][0])
-    assert best < STEPS - 4 and calls[-1][0] > calls[best][0]  # the kick made the last objective worse
+    assert best < STEPS - 4 and calls[-1][0] > calls[best][0]  # the kick made the last loss worse
     assert report["spike_restored"] == 1.0 and report["best_epoch"] == best
     assert all(torch.equal(v, w) for v, w in zip(_state(module), calls[best][1]))  # weights and buffers
     assert report["spike_rise"] == pytest.approx(calls[-1][0] - calls[best][0], rel=1e-5)
@@ -106,7 +104,7 @@ def test_a_spike_at_the_end_restores_the_weights_of_the_best_objective_seen() ->
 
 def test_a_fit_whose_loss_turns_nan_keeps_the_best_finite_weights() -> None:
     module, X, y = _problem()
-    loss, calls = _recording_loss(module, 1.0 / len(y), nan_from=STEPS - 3)
+    loss, calls = _recording_loss(module, nan_from=STEPS - 3)
     report = train_module(module, loss, X, y, seed=0, config=_config())
     finite = [i for i, (v, _) in enumerate(calls) if math.isfinite(v)]
     best = min(finite, key=lambda i: calls[i][0])
@@ -117,7 +115,7 @@ def test_a_fit_whose_loss_turns_nan_keeps_the_best_finite_weights() -> None:
 def test_a_spike_on_the_last_update_alone_is_caught() -> None:
     """The loop's losses are those of the weights before each update; the last update's is read after it."""
     module, X, y = _problem()
-    loss, calls = _recording_loss(module, 1.0 / len(y), kick_at=STEPS)  # the kick lands after the last update
+    loss, calls = _recording_loss(module, kick_at=STEPS)  # the kick lands after the last update
     report = train_module(module, loss, X, y, seed=0, config=_config())
     assert len(calls) == STEPS + 1 and report["spike_restored"] == 1.0
     best = min(range(STEPS), key=lambda i: calls[i][0])
@@ -129,7 +127,7 @@ def test_a_loss_with_dropout_in_it_keeps_its_last_weights() -> None:
     results = []
     for rise in (train.SPIKE_RISE, None):
         module, X, y = _problem(dropout=0.5)
-        loss, _ = _recording_loss(module, 1.0 / len(y), kick_at=STEPS - 4)
+        loss, _ = _recording_loss(module, kick_at=STEPS - 4)
         saved, train.SPIKE_RISE = train.SPIKE_RISE, rise
         try:
             report = train_module(module, loss, X, y, seed=0, config=_config())
