@@ -126,18 +126,20 @@ def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
     return features
 
 
-def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False) -> str:
+def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none: bool = False) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
     its name): the strategy with whatever differs from its defaults (-o values, then training
     settings, each as KEY=VALUE); for a run given its own --name, that name less its
     "-b<batch>-s<seed>" ending when it has this run's one.  ``legacy``: the curves of runs started
     before training settings and option keys were part of them (``current_curve`` recognises
-    those runs by it)."""
+    those runs by it); ``hide_none``: the scorer ``none`` left out of the name whatever the preset's
+    own scorer (naming rules before 5: `--strategy margin --scorer none` took the default run's name)."""
     if req.name:
         ending = f"-b{req.batch_size}-s{req.seed}"
         return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
     preset = get_preset(req.strategy)
-    base = req.strategy if scorer in ("none", preset.default_scorer) else f"{req.strategy}-{scorer}"
+    hidden = (preset.default_scorer, "none") if hide_none or legacy else (preset.default_scorer,)
+    base = req.strategy if scorer in hidden else f"{req.strategy}-{scorer}"
     if req.acquisition and req.acquisition != preset.acquisition:
         base += f"-{req.acquisition}"
     if req.initial_selector and req.initial_selector != preset.initial_selector:
@@ -188,7 +190,9 @@ NAMING = "naming"  # in a run's config: the naming rules it was named by (earlie
 # 2: KEY=VALUE options and training settings in names, options at their declared defaults left out;
 # 3: also options at the value the project's task gives them (--cov shared on classification);
 # 4: also train.lr_decay and train.min_steps at the value the task and input kind give them
-NAMING_VERSION = 4
+# 5: the scorer none in the name where the preset's own scorer is another (margin-none-b10-s0: it was
+#    margin-b10-s0, the name of the default run with vbll, so the two collided)
+NAMING_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -281,7 +285,8 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
         if version == 1:  # the name as those rules gave it, to tell an auto-named run from a --name one
             named = curve_name(req, run.scorer, legacy=True)
         else:
-            named = curve_name(without_defaults(req, run.scorer, task if version == 3 else None), run.scorer)
+            named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
+                                                input_kind if version >= 4 else None), run.scorer, hide_none=True)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
         return curve_name(without_defaults(req, run.scorer, task, input_kind), run.scorer)

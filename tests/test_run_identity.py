@@ -259,3 +259,27 @@ def test_the_learning_rate_decay_at_the_value_the_project_gives_it_is_the_defaul
     assert kept("classification", "image", 1.0) == {} and kept("classification", "embedding", 1.0) == {}
     assert kept("classification", "image", 0.0) == {"lr_decay": 0.0}
     assert kept("regression", "image", 0.0) == {} and kept("regression", "raw", 1.0) == {"lr_decay": 1.0}
+
+
+def test_the_scorer_none_is_named_where_the_preset_trains_another(digits_project: Path) -> None:
+    """`--strategy margin --scorer none` took the default (vbll) run's name, so the two collided and a bench of
+    margin beside margin:none read one run for both (a black-box check); a store named by the rules before
+    is continued under its names."""
+    from alkit.presets import get_preset
+    from alkit.report import curve_groups
+
+    loop = _loop(digits_project)
+    assert loop.resolve(RunRequest(strategy="margin", budget=20, scorer="none")).spec.name == "margin-none-b10-s0"
+    assert loop.resolve(RunRequest(strategy="kcenter", budget=20, scorer="none")).spec.name == "kcenter-none-b10-s0"
+    assert loop.resolve(RunRequest(strategy="margin", budget=20)).spec.name == "margin-b10-s0"
+    assert loop.resolve(RunRequest(strategy="random", budget=20)).spec.name == "random-b10-s0"  # its own scorer
+    preset = get_preset("margin")
+    options = {"candidates": None, "stratify_by": None, "learner": {}, "train": {}, "engine": "local",
+               "ray_address": None, "acquisition": preset.acquisition, "initial_selector": preset.initial_selector,
+               "stop": [], "curve": "margin", "code": {}, "naming": 4}
+    loop.store.get_or_create_run(RunSpec("margin-b10-s0", "margin", "none", 0, 30, 10, 10, options))
+    assert loop.resolve(RunRequest(strategy="margin", budget=30, scorer="none")).spec.name == "margin-b10-s0"
+    runs = loop.store.runs()
+    assert curve_groups(runs, loop.project.config)[runs[0].id] == "margin-none"
+    with pytest.raises(Exception, match="exists with scorer='none', not 'vbll'"):  # the default run: refused, not mixed in
+        loop.run(RunRequest(strategy="margin", budget=30, max_cycles=1))
