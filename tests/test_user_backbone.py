@@ -80,6 +80,17 @@ def small_bn(n_features):
 
 def flat_only(shape):
     return nn.Linear(64, 8)  # takes (n, 64): given (n, 1, 8, 8) images it fails in its first matmul
+
+
+class _FailsInTraining(nn.Linear):
+    def forward(self, x):
+        if self.training and len(x) > 8:
+            raise RuntimeError("fails in training on a big batch")
+        return super().forward(x)
+
+
+def fails_in_training(n_features):
+    return _FailsInTraining(n_features, 8)  # passes the probe (2 rows, eval mode), fails at the first fit
 '''
 
 
@@ -214,6 +225,16 @@ def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path
     assert gone.returncode == 2 and "--backbone 'mynets:tiny_cnn' cannot be imported" in gone.stderr, gone.stderr
     assert "Traceback" not in gone.stderr and len(gone.stderr.strip().splitlines()) == 1, gone.stderr
     assert folder_snapshot(nets / "img") == before  # the run's budget stays 20, nothing selected
+
+
+def test_a_backbone_that_fails_in_training_is_named_in_one_line(nets: Path, digits_csv: Path) -> None:
+    """It came out as a 59-line traceback of alkit's loop, exit 1 (a black-box check)."""
+    assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                  "-p", "flat", cwd=nets).returncode == 0
+    bad = _alkit("run", "--backbone", "mynets:fails_in_training", "--budget", "30", "-p", "flat", cwd=nets)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+    assert "the backbone failed on a batch of" in bad.stderr and "fails in training on a big batch" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
 def test_a_run_resumed_with_an_edited_backbone_file_is_refused(nets: Path, digits_csv: Path) -> None:

@@ -116,7 +116,7 @@ class UserBackbone(nn.Module):
             was = net.training
             net.eval()
             try:
-                out = self._raw(torch.randn(2, len(mean_f), generator=torch.Generator().manual_seed(0)))
+                out = self._call(torch.randn(2, len(mean_f), generator=torch.Generator().manual_seed(0)))
             except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
                 raise BackboneImportError(f"the backbone failed on a probe batch: {type(exc).__name__}: {exc}") from None
             finally:
@@ -167,9 +167,18 @@ class UserBackbone(nn.Module):
     def trainable(self, z_n_f: torch.Tensor) -> torch.Tensor:
         return self._raw(z_n_f) * self.out_scale
 
-    def _raw(self, z_n_f: torch.Tensor, net: nn.Module | None = None) -> torch.Tensor:
-        """The user's module (or ``net``) on standardised inputs, image-shaped where the project is."""
+    def _call(self, z_n_f: torch.Tensor, net: nn.Module | None = None) -> torch.Tensor:
         return (self.net if net is None else net)(z_n_f.reshape(-1, *self.image_shape) if self.image_shape else z_n_f)
+
+    def _raw(self, z_n_f: torch.Tensor, net: nn.Module | None = None) -> torch.Tensor:
+        """The user's module (or ``net``) on standardised inputs, image-shaped where the project is.  An error
+        in it (in training or scoring, past the probe at initialisation) is named as the backbone's, in one line:
+        it came out as a traceback of alkit's loop."""
+        try:
+            return self._call(z_n_f, net)
+        except Exception as exc:  # noqa: BLE001 - the user's code
+            raise BackboneImportError(f"the backbone failed on a batch of {len(z_n_f)} inputs: "
+                                      f"{type(exc).__name__}: {exc}") from None
 
 
 def build_user_backbone(ref: str, n_features: int, image_shape: tuple[int, ...] | None, mean_f: Any,
