@@ -27,6 +27,7 @@ from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
 from alkit.models.backbone import InputSpec, pool_input_spec
 from alkit.models.capacity import CapacityHint, effective_mode
+from alkit.models.user_backbone import search_project
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
@@ -103,6 +104,7 @@ class ActiveLoop:
         self.project = project
         self.cfg = project.config
         project.require(project.features_path, why="the pool's features, which every learner reads")
+        search_project(project.root)  # --backbone / --learner modules kept in the project folder
         self.store = store or Store(project.store_url)
         # source: the features init stored (bayesvlm: its model's), whose pool statistics every learner's
         # InputSpec holds and which the model-free cold start reads; features: what learners read, the

@@ -227,6 +227,22 @@ def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path
     assert folder_snapshot(nets / "img") == before  # the run's budget stays 20, nothing selected
 
 
+def test_a_module_kept_in_the_project_folder_is_found_from_any_folder(nets: Path, digits_csv: Path) -> None:
+    """The README says importable from the current folder or the project's; the project's was not searched,
+    so a run started in the project could not be resumed from elsewhere (a black-box check)."""
+    assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                  "-p", "proj", cwd=nets).returncode == 0
+    (nets / "proj" / "projnets.py").write_text(NETS)
+    away = nets / "away"
+    away.mkdir()
+    for name, ref in (("by-module", "projnets:small_mlp"), ("by-file", "projnets.py:small_mlp")):
+        first = _alkit("run", "--strategy", "topk", "--backbone", ref, "--budget", "20", "--name", name,
+                       "-p", str(nets / "proj"), cwd=away)
+        assert first.returncode == 0, first.stderr
+        more = _alkit("run", "--resume", name, "--budget", "30", "-p", str(nets / "proj"), cwd=nets)
+        assert more.returncode == 0, more.stderr
+
+
 def test_a_backbone_that_fails_in_training_is_named_in_one_line(nets: Path, digits_csv: Path) -> None:
     """It came out as a 59-line traceback of alkit's loop, exit 1 (a black-box check)."""
     assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",

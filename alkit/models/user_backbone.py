@@ -36,9 +36,24 @@ class BackboneImportError(ValueError):
     """The user's backbone reference cannot be imported or called; the message says why."""
 
 
+# Folders a reference is also looked for in, after the current one: the project folder of the run being
+# driven (ActiveLoop adds it), so a module kept beside alkit.toml is found from any folder, as the README
+# says, and a run started in the project resumes from elsewhere.  Like sys.path, which import reads.
+PROJECT_DIRS: list[Path] = []
+
+
+def search_project(root: Path) -> None:
+    """Look for --backbone / --learner references in ``root`` too (after the current folder)."""
+    root = Path(root).resolve()
+    if root not in PROJECT_DIRS:
+        PROJECT_DIRS.append(root)
+
+
 def load_factory(ref: str, search: tuple[Path, ...] = (), flag: str = "--backbone") -> Callable[..., Any]:
     """The function a ``MODULE:FUNCTION`` or ``FILE.py:FUNCTION`` reference names (``flag``: the
-    option the user gave it with, for the messages)."""
+    option the user gave it with, for the messages), looked for in the current folder, then ``search``
+    and the PROJECT_DIRS."""
+    search = (*search, *PROJECT_DIRS)
     target, sep, func = ref.rpartition(":")
     if not sep or not target or not func:
         raise BackboneImportError(f"{flag} {ref!r}: write it as module:function or path/to/file.py:function")
@@ -79,6 +94,7 @@ def source_digest(ref: str, search: tuple[Path, ...] = ()) -> str:
     is refused instead of continuing, silently, with another model (seen: a layer of width 32 became 7)."""
     import hashlib
 
+    search = (*search, *PROJECT_DIRS)
     target = ref.rpartition(":")[0]
     try:
         if target.endswith(".py"):
