@@ -52,6 +52,15 @@ class Boom(LogisticRegression):
 
 def boom():
     return Boom()
+
+
+class NanProba(LogisticRegression):
+    def predict_proba(self, X):
+        return super().predict_proba(X) * float("nan")
+
+
+def nan_proba():
+    return NanProba(max_iter=500)
 '''
 
 
@@ -95,6 +104,20 @@ def test_regressor_gives_a_predictive_distribution(models: Path) -> None:
     assert pred.mean_n.shape == (142,) and (pred.epistemic_n >= 0).all() and pred.dist is not None
     rmse = float(np.sqrt(np.mean((pred.mean_n.numpy() - y[300:]) ** 2)))
     assert rmse < 70  # a ridge on diabetes: ~55-60; the label std is ~77
+
+
+def test_a_classifier_on_regression_and_nan_probabilities_are_named(models: Path) -> None:
+    """A classifier on a regression project failed at the first fit, after the first batch was spent; NaN
+    probabilities surfaced as the acquisition's undefined score, after sklearn warnings (a black-box check)."""
+    from alkit.learners.sklearn_adapter import SklearnLearner
+
+    with pytest.raises(ValueError, match="returned Pipeline, a classifier, on a regression project"):
+        SklearnLearner("regression", estimator=f"{models / 'mymodels.py'}:logreg")
+    X, y = load_digits(return_X_y=True)
+    learner = SklearnLearner("classification", 10, estimator=f"{models / 'mymodels.py'}:nan_proba", members=1)
+    learner.fit(X[:200], y[:200], seed=0)
+    with pytest.raises(ValueError, match="nan_proba' returned NaN or infinite probabilities from predict_proba"):
+        learner.predict(X[300:])
 
 
 def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:

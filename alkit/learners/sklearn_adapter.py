@@ -25,6 +25,16 @@ from alkit.models.user_backbone import load_factory
 from alkit.types import GaussianLastLayer, Prediction, Task
 
 
+def _is_classifier(est: Any) -> bool:
+    """scikit-learn's own test (its estimator tags: a Pipeline ending in a classifier is one)."""
+    try:
+        from sklearn.base import is_classifier
+
+        return bool(is_classifier(est))
+    except Exception:  # noqa: BLE001 - not a scikit-learn estimator: its methods are checked below
+        return False
+
+
 class SklearnLearner:
     """A scikit-learn estimator behind alkit's Learner protocol (see the module docstring)."""
 
@@ -55,6 +65,9 @@ class SklearnLearner:
         if isinstance(est, type):
             raise ValueError(f"--learner {self.ref!r} returned the class {est.__name__}, not an estimator: "
                              f"return {est.__name__}(...)")
+        if self.task == "regression" and _is_classifier(est):  # it failed at the first fit, a batch spent
+            raise ValueError(f"--learner {self.ref!r} returned {type(est).__name__}, a classifier, on a regression "
+                             "project: return a regressor (fit, predict)")
         need = ("fit", "predict_proba" if self.task == "classification" else "predict")
         missing = [m for m in need if not callable(getattr(est, m, None))]
         if missing:
@@ -99,8 +112,12 @@ class SklearnLearner:
                 if not hasattr(est, "predict_proba"):
                     raise ValueError(f"--learner {self.ref!r}: a classifier needs predict_proba")
                 probs[:, m, np.asarray(est.classes_, dtype=np.int64)] = est.predict_proba(X_n_f)
+            if not np.isfinite(probs).all():  # named here: it surfaced as an acquisition's undefined score
+                raise ValueError(f"--learner {self.ref!r} returned NaN or infinite probabilities from predict_proba")
             return classification_prediction(torch.as_tensor(probs, dtype=torch.float32), emb)
         means = np.stack([est.predict(X_n_f) for est in self.members_], 1)
+        if not np.isfinite(means).all():
+            raise ValueError(f"--learner {self.ref!r} returned NaN or infinite predictions from predict")
         var = np.broadcast_to(np.asarray(self.resid_var_)[None, :], means.shape)
         return regression_prediction(torch.as_tensor(means), torch.as_tensor(var.copy()), emb)
 
