@@ -47,8 +47,8 @@ def _state(module: nn.Module) -> list[torch.Tensor]:
     return [t.clone() for t in module.state_dict().values()]
 
 
-def _recording_loss(module: nn.Module, kick_at: int | None = None, nan_from: int | None = None):
-    """The cross-entropy, recording (loss, state) of every call; at call ``kick_at`` the weights are
+def _recording_loss(module: nn.Module, kick_at: int | None = None, nan_from: int | None = None, l2: float = 1 / 80):
+    """The cross-entropy, recording (objective: the loss plus the prior l2/2 ||W||^2, state) of every call; at call ``kick_at`` the weights are
     pushed far away first (a spike), from call ``nan_from`` on the loss is NaN (a diverged fit)."""
     calls: list[tuple[float, list[torch.Tensor]]] = []
 
@@ -60,7 +60,8 @@ def _recording_loss(module: nn.Module, kick_at: int | None = None, nan_from: int
         value = nn.functional.cross_entropy(module(x), y)
         if nan_from is not None and len(calls) >= nan_from:
             value = value * float("nan")
-        calls.append((float(value.detach()), _state(module)))  # after the forward: as the fit snapshots it
+        prior = 0.5 * l2 * sum(float((p.detach() ** 2).sum()) for p in module.parameters() if p.ndim > 1)
+        calls.append((float(value.detach()) + prior, _state(module)))  # after the forward: as the fit snapshots it
         return value
 
     return loss, calls
@@ -91,12 +92,12 @@ def test_a_smooth_fit_keeps_its_last_weights_bit_for_bit() -> None:
     assert len(calls) == STEPS + 1 and torch.equal(module.state_dict()["2.seen"], calls[STEPS - 1][1][2])
 
 
-def test_a_spike_at_the_end_restores_the_state_of_the_best_loss_seen() -> None:
+def test_a_spike_at_the_end_restores_the_state_of_the_best_objective_seen() -> None:
     module, X, y = _problem()
     loss, calls = _recording_loss(module, kick_at=STEPS - 4)
     report = train_module(module, loss, X, y, seed=0, config=_config())
     best = min(range(len(calls)), key=lambda i: calls[i][0])
-    assert best < STEPS - 4 and calls[-1][0] > calls[best][0]  # the kick made the last loss worse
+    assert best < STEPS - 4 and calls[-1][0] > calls[best][0]  # the kick made the last objective worse
     assert report["spike_restored"] == 1.0 and report["best_epoch"] == best
     assert all(torch.equal(v, w) for v, w in zip(_state(module), calls[best][1]))  # weights and buffers
     assert report["spike_rise"] == pytest.approx(calls[-1][0] - calls[best][0], rel=1e-5)
