@@ -94,7 +94,7 @@ def test_runs_of_one_strategy_and_seed_at_two_batch_sizes_are_two_curves(digits_
     df = cycles_frame(loop.store)
     curves = dict(df.select("run", "strategy").unique().iter_rows())
     assert curves == {"random-b10-s0": "random b10", "random-b10-s1": "random b10",
-                      "random-b5-s0": "random b5", "kcenter-b10-s0": "kcenter"}
+                      "random-b5-s0": "random b5", "kcenter-none-b10-s0": "kcenter-none"}
     stats = curve_stats(df, "accuracy")
     assert stats["random b10"].n_seeds == 2 and stats["random b5"].n_seeds == 1
 
