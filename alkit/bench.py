@@ -277,8 +277,9 @@ def run_bench(
     reference = random_curve(df["strategy"].unique().to_list())
     table = summary_table(df, metric, at=at_list, target=target, higher_is_better=higher, reference=reference)
     table = table.join(_timings(df), on="strategy", how="left")
-    span = _aulc_span(table)
-    if table["aulc_from"].null_count() == table.height:  # every curve starts at the first batch: nothing to say
+    start = table["aulc_from"][0] if table.height else None  # the same in every row (summary_table)
+    span = _aulc_span(start)
+    if start is None:  # every curve starts at the first batch: nothing to say
         table = table.drop("aulc_from")
 
     out = Path(out_dir) if out_dir is not None else proj.root / "bench"
@@ -294,9 +295,8 @@ def run_bench(
                        unavailable={k: v for k, v in unavailable.items() if strategies is None})
 
 
-def _aulc_span(table: pl.DataFrame) -> str:
+def _aulc_span(start: int | None) -> str:
     """Where every curve's AULC starts, when some run's curve starts later than the first batch."""
-    start = table["aulc_from"].drop_nulls()[0] if "aulc_from" in table.columns and table["aulc_from"].drop_nulls().len() else None
     return (f" from {start} labels, the first count at which every run had a model (a run whose first labels "
             "were all of one class has none before)") if start is not None else ""
 

@@ -443,8 +443,8 @@ def _objective(loss: torch.Tensor, decayed: list[torch.Tensor], l2: float) -> fl
 
 
 def _copy_all(dst: list[torch.Tensor], src: list[torch.Tensor]) -> None:
-    """dst[i] <- src[i] for every tensor, in one fused call where torch has it (the snapshot is taken at
-    most steps of a fit, whose steps take a fraction of a millisecond on small networks)."""
+    """dst[i] <- src[i] for every tensor, in one fused call where torch has it (a snapshot is taken at up to a
+    third of a fit's steps, which take a fraction of a millisecond each on small networks)."""
     try:
         torch._foreach_copy_(dst, src)
     except (AttributeError, RuntimeError, TypeError):
