@@ -90,7 +90,26 @@ class _FailsInTraining(nn.Linear):
 
 
 def fails_in_training(n_features):
-    return _FailsInTraining(n_features, 8)  # passes the probe (2 rows, eval mode), fails at the first fit
+    return _FailsInTraining(n_features, 8)  # passes the eval-mode probe (2 rows), fails in training mode
+
+
+class _NoBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("no backward here")
+
+
+class _FailsBackward(nn.Linear):
+    def forward(self, x):
+        return _NoBackward.apply(super().forward(x))
+
+
+def fails_backward(n_features):
+    return _FailsBackward(n_features, 8)  # every forward passes; the first gradient step fails
 '''
 
 
@@ -244,13 +263,17 @@ def test_a_module_kept_in_the_project_folder_is_found_from_any_folder(nets: Path
 
 
 def test_a_backbone_that_fails_in_training_is_named_in_one_line(nets: Path, digits_csv: Path) -> None:
-    """It came out as a 59-line traceback of alkit's loop, exit 1 (a black-box check)."""
+    """It came out as a 59-line traceback of alkit's loop, exit 1 (a black-box check); a backward that
+    fails is caught by the same probe, before the first batch is recorded."""
     assert _alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
                   "-p", "flat", cwd=nets).returncode == 0
-    bad = _alkit("run", "--backbone", "mynets:fails_in_training", "--budget", "30", "-p", "flat", cwd=nets)
-    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
-    assert "the backbone failed on a batch of" in bad.stderr and "fails in training on a big batch" in bad.stderr
-    assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    for ref, step, message in (("mynets:fails_in_training", "forward", "fails in training on a big batch"),
+                               ("mynets:fails_backward", "backward", "no backward here")):
+        bad = _alkit("run", "--backbone", ref, "--budget", "30", "-p", "flat", cwd=nets)
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+        assert f"the backbone failed in training mode ({step})" in bad.stderr and message in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert "no runs yet" in _alkit("status", "-p", "flat", cwd=nets).stdout
 
 
 def test_a_run_resumed_with_an_edited_backbone_file_is_refused(nets: Path, digits_csv: Path) -> None:

@@ -156,22 +156,31 @@ class UserBackbone(nn.Module):
         if norm > 0:
             self.out_scale.fill_(norm / mean)
 
-    @torch.no_grad()
     def _mean_norm(self, probe_n_f: torch.Tensor) -> float:
         """The mean feature norm of the user's module at initialisation on ``probe_n_f`` (raw inputs),
         in training mode, as the first training steps see it (batch norm at initialisation in
         evaluation mode does not normalise: its running statistics are 0 and 1), on a copy, so that no
         running statistic moves, in chunks of near-equal size (at most 64 rows; batch norm in training
         mode refuses a chunk of one), with the global random state restored afterwards (dropout draws
-        from it)."""
+        from it).  The first chunk also goes backward (on the copy), so that a module whose backward
+        fails is named here, before a run spends labels, not at its first fit."""
         net = copy.deepcopy(self.net).train()
         chunks = torch.tensor_split(probe_n_f, max(1, math.ceil(len(probe_n_f) / 64)))
+        outs = []
         with torch.random.fork_rng(devices=[]):
-            try:
-                out = torch.cat([self._raw(self.fixed(b.float()), net) for b in chunks])
-            except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
-                raise BackboneImportError(f"the backbone failed in training mode on {len(probe_n_f)} inputs: "
-                                          f"{type(exc).__name__}: {exc}") from None
+            for i, b in enumerate(chunks):
+                step = "forward"
+                try:
+                    with torch.set_grad_enabled(i == 0):
+                        out = self._call(self.fixed(b.float()), net)
+                        if i == 0 and out.requires_grad:
+                            step = "backward"
+                            out.sum().backward()
+                except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
+                    raise BackboneImportError(f"the backbone failed in training mode ({step}) on {len(b)} inputs: "
+                                              f"{type(exc).__name__}: {exc}") from None
+                outs.append(out.detach())
+        out = torch.cat(outs) if outs else torch.zeros(0, 1)
         return float(out.norm(dim=1).mean()) if len(out) else 0.0
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:
