@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +142,9 @@ def cycles_frame(store: Store, cfg: "ProjectConfig | None" = None) -> pl.DataFra
 
 
 def capacity_text(capacity: dict[str, Any]) -> str:
-    """What a fit chose by cross-validation, in words: 'weight prior 1000, chosen at 40 labels'."""
+    """What a fit chose by cross-validation, in words: 'weight prior 1000, chosen at 40 labels'.  A
+    choice is kept by later fits until the labels have grown by CV_GROWTH (and past CV_MAX_N for good),
+    so the label count is when it was made, not the latest fit's."""
     parts = [f"weight prior {float(capacity['prior_l2']):g}"] if capacity.get("prior_l2") else []
     if int(capacity.get("depth", -1)) >= 0:
         parts.append(f"{int(capacity['depth'])} residual block{'s' if int(capacity['depth']) != 1 else ''}")
@@ -148,4 +152,9 @@ def capacity_text(capacity: dict[str, Any]) -> str:
         parts.append(f"{capacity['head']} head")
     if capacity.get("ridge", "off") != "off":
         parts.append(f"ridge {capacity['ridge']}")
-    return f"{', '.join(parts) or 'the defaults'}, chosen at {int(capacity['n_labels'])} labels"
+    from alkit.models.capacity import CV_GROWTH, CV_MAX_N
+
+    n = int(capacity["n_labels"])
+    again = (f"chosen again at {math.ceil(n * CV_GROWTH)} labels" if n * CV_GROWTH <= CV_MAX_N
+             else "kept from here on")
+    return f"{', '.join(parts) or 'the defaults'}, chosen at {n} labels ({again})"

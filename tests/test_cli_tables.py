@@ -81,7 +81,9 @@ def test_status_shows_what_a_fit_chose_by_cross_validation(tmp_path: Path) -> No
     (row,) = json.loads(_alkit("status", "--json", "-p", "p", cwd=tmp_path))
     assert row["capacity"]["prior_l2"] in (10.0, 100.0, 1000.0) and row["capacity"]["n_labels"] >= 20
     wide = _alkit("status", "--wide", "-p", "p", cwd=tmp_path)
-    assert f"cross-validated choice: weight prior {row['capacity']['prior_l2']:g}, chosen at" in " ".join(wide.split())
+    n = row["capacity"]["n_labels"]
+    assert (f"cross-validated choice in use: weight prior {row['capacity']['prior_l2']:g}, chosen at {n} labels "
+            f"(chosen again at {2 * n} labels)") in " ".join(wide.split())
 
 
 from hypothesis import given, strategies as st  # noqa: E402
