@@ -101,9 +101,9 @@ def test_lazy_power_diverse_refreshes_few_candidates() -> None:
 
     cands, post = _case("decision-flip", 2, n=1000)
     make_full, lazy = _decision_paths(cands, np.asarray(cands.embedding_n_d, dtype=np.float64), post)
-    from alkit.strategies._common import key_tied_gumbel
+    from alkit.strategies._common import KeyTiedGumbelRows
 
-    order, _ = lazy.run(100, make_full, key_tied_gumbel(cands.keys_n, 0, rows=100))
+    order, _ = lazy.run(100, make_full, KeyTiedGumbelRows(cands.keys_n, 0, 100))
     assert lazy.n_refreshed < 0.5 * 1000 * 100
     ref = SampledDiverseStrategy(lazy=False).select(cands, 100, SelectionContext(seed=0, posterior=post))
     np.testing.assert_array_equal(cands.keys_n[order], ref.keys)
@@ -140,3 +140,21 @@ def test_lazy_greedy_refreshes_few_candidates_and_settles_ties_by_a_full_rescore
     assert lazy.n_rescored >= 1
     ref = DiverseStrategy(lazy=False).select(cands, 100, SelectionContext(seed=0, posterior=post))
     np.testing.assert_array_equal(cands.keys_n[order], ref.keys)
+
+
+def test_gumbel_rows_are_the_seeded_matrix_row_by_row() -> None:
+    """The rows a sampled batch reads one pick at a time are those of the whole (b, n) matrix drawn
+    at once and assigned by sorted key (what the runs before recorded), without holding it."""
+    from alkit.strategies._common import KeyTiedGumbelRows, key_tied_gumbel
+
+    keys_n = np.random.default_rng(1).permutation(50) * 7
+    full_b_n = np.empty((6, 50))
+    full_b_n[:, np.argsort(keys_n, kind="stable")] = np.random.default_rng(3).gumbel(size=(6, 50))
+    rows = KeyTiedGumbelRows(keys_n, 3, 6)
+    for t in (0, 0, 2, 3, 5):  # in order; the current row again; a skipped row
+        np.testing.assert_array_equal(rows[t], full_b_n[t])
+    np.testing.assert_array_equal(key_tied_gumbel(keys_n, 3), full_b_n[0])
+    with pytest.raises(IndexError):
+        rows[4]  # behind the current row
+    with pytest.raises(IndexError):
+        KeyTiedGumbelRows(keys_n, 3, 6)[6]

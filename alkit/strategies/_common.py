@@ -33,14 +33,33 @@ def require_embedding(candidates: Candidates, strategy: str) -> np.ndarray:
     return emb_n_d
 
 
-def key_tied_gumbel(keys_n: np.ndarray, seed: int, rows: int | None = None) -> np.ndarray:
-    """Standard Gumbel noise, (n,) or (rows, n), seeded by ``seed`` and assigned to the items by
-    sorted key, so a draw belongs to the items, not to the order the engine listed them in."""
-    n = len(keys_n)
-    shape = (n,) if rows is None else (rows, n)
-    out = np.empty(shape)
-    out[..., np.argsort(keys_n, kind="stable")] = np.random.default_rng(seed).gumbel(size=shape)
-    return out
+def key_tied_gumbel(keys_n: np.ndarray, seed: int) -> np.ndarray:
+    """Standard Gumbel noise (n,), seeded by ``seed`` and assigned to the items by sorted key, so a
+    draw belongs to the items, not to the order the engine listed them in."""
+    return KeyTiedGumbelRows(keys_n, seed, 1)[0]
+
+
+class KeyTiedGumbelRows:
+    """Rows of standard Gumbel noise, (rows, n) by index, each like key_tied_gumbel (the stream of
+    ``seed`` row after row, assigned by sorted key), made when the batch reaches it: a sampled
+    batch of b picks from n candidates needs one row per pick, and the (b, n) array at once took
+    26 GB for b = 20,000 from 175,000 candidates (a black-box check).  Rows are read in order; the
+    current one may be read again."""
+
+    def __init__(self, keys_n: np.ndarray, seed: int, rows: int) -> None:
+        self.shape = (int(rows), len(keys_n))
+        self._order = np.argsort(keys_n, kind="stable")
+        self._rng = np.random.default_rng(seed)
+        self._t, self._row = -1, np.empty(0)
+
+    def __getitem__(self, t: int) -> np.ndarray:
+        if not 0 <= t < self.shape[0] or t < self._t:
+            raise IndexError(f"row {t} of {self.shape[0]}, read in order (the current one is {self._t})")
+        while self._t < t:
+            row = np.empty(self.shape[1])
+            row[self._order] = self._rng.gumbel(size=self.shape[1])
+            self._t, self._row = self._t + 1, row
+        return self._row
 
 
 def log_weights(w_n: np.ndarray) -> np.ndarray:

@@ -49,7 +49,7 @@ import numpy as np
 import torch
 from threadpoolctl import ThreadpoolController
 
-from alkit.strategies._common import check_batch, key_tied_gumbel, log_weights, require_embedding, scores_or_zeros
+from alkit.strategies._common import KeyTiedGumbelRows, check_batch, log_weights, require_embedding, scores_or_zeros
 from alkit.types import Candidates, GaussianLastLayer, Selection, SelectionContext
 
 _ROWS = 8192  # row chunk for the initial variances: memory O(_ROWS * d) on top of Phi
@@ -175,8 +175,8 @@ class DiverseStrategy:
                 return lazy.run(b, make_full, gumbel_b_n)
         return _full_greedy(make_full(), b, gumbel_b_n)
 
-    def _noise(self, b: int, candidates: Candidates, ctx: SelectionContext) -> np.ndarray | None:
-        """Gumbel noise (b, n) that turns each step's argmax into a draw; None: the greedy takes."""
+    def _noise(self, b: int, candidates: Candidates, ctx: SelectionContext) -> KeyTiedGumbelRows | None:
+        """Gumbel noise, a row of n per step, that turns each step's argmax into a draw; None: the greedy takes."""
         return None
 
 
@@ -195,8 +195,8 @@ class SampledDiverseStrategy(DiverseStrategy):
 
     name = "power-diverse"
 
-    def _noise(self, b: int, candidates: Candidates, ctx: SelectionContext) -> np.ndarray | None:
-        return key_tied_gumbel(candidates.keys_n, ctx.seed, rows=b)
+    def _noise(self, b: int, candidates: Candidates, ctx: SelectionContext) -> KeyTiedGumbelRows | None:
+        return KeyTiedGumbelRows(candidates.keys_n, ctx.seed, b)
 
 
 def _paths(candidates: Candidates, emb_n_d: np.ndarray, post: GaussianLastLayer | None
@@ -234,7 +234,7 @@ def _best(gain_n: np.ndarray, picked_n: np.ndarray, held_n: np.ndarray) -> int:
     return int(np.argmax(masked))
 
 
-def _full_greedy(full: _FullUpdate, b: int, gumbel_b_n: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _full_greedy(full: _FullUpdate, b: int, gumbel_b_n: KeyTiedGumbelRows | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The greedy with every candidate's gain recomputed after every pick: O(n d) per pick and output.
     With ``gumbel_b_n`` step t draws its pick with p proportional to the gains (argmax of log gain +
     gumbel_b_n[t]) instead of taking the largest."""
@@ -544,7 +544,7 @@ class _LazyGreedy:
     n_refreshed: int = 0  # candidates brought up to date (what the lazy path computed instead of n per pick)
     n_rescored: int = 0  # near ties settled by a full re-score
 
-    def run(self, b: int, make_full: Callable[[], _FullUpdate], gumbel_b_n: np.ndarray | None = None
+    def run(self, b: int, make_full: Callable[[], _FullUpdate], gumbel_b_n: KeyTiedGumbelRows | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
         """b picks and their gains; with ``gumbel_b_n`` the draws of ``_full_greedy`` with that noise."""
         n, G = self.var_n_G.shape
