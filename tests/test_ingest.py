@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +114,37 @@ def test_existing_project_refused(tmp_path: Path, digits_csv: Path) -> None:
     with pytest.raises(InputError, match="already holds a project"):
         init_project(digits_csv, root, InitOptions(**OPTS, hide_labels=True))
     assert folder_snapshot(root) == before  # every file, and the store's rows, as they were
+
+
+@pytest.mark.parametrize("hook", ["feature_hints", "write_config"])  # before its store is built / before its commit
+def test_an_init_that_finishes_first_wins_and_the_other_changes_nothing(
+        tmp_path: Path, digits_csv: Path, monkeypatch: pytest.MonkeyPatch, hook: str) -> None:
+    """Two inits into one folder at once had both said "created project", the second one's files
+    replacing the first's (a black-box check): here a second init completes while the first is
+    between its checks and its commit; the first is refused and leaves the second's project as it was."""
+    import alkit.pools.ingest as ingest
+
+    root, other = tmp_path / "p", tmp_path / "other.csv"
+    pl.read_csv(digits_csv).head(150).write_csv(other)
+    original, seen = getattr(ingest, hook), {}
+
+    def meanwhile(*args, **kwargs):  # noqa: ANN002, ANN003
+        if not seen:  # another process: an init removes its own process's temp folders as a killed one's
+            done = subprocess.run([sys.executable, "-m", "alkit.cli", "init", str(other), "--id-col", "id",
+                                   "--label-col", "label", "--hide-labels", "-p", str(root)],
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr
+            seen["snapshot"] = folder_snapshot(root)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ingest, hook, meanwhile)
+    with pytest.raises(InputError, match="another init created a project in this directory"):
+        init_project(digits_csv, root, InitOptions(**OPTS, hide_labels=True))
+    def project_files(snapshot: dict[str, str]) -> dict[str, str]:  # without the refused init's temp folder
+        return {k: v for k, v in snapshot.items() if not k.startswith(".alkit-init-")}
+
+    assert folder_snapshot(root) == project_files(seen["snapshot"])
+    assert load_project(root).config.n_items == 150
 
 
 def _split_frame(n: int = 120) -> tuple[pl.DataFrame, list[str]]:

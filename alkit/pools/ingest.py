@@ -37,7 +37,7 @@ from alkit.config import (
 from alkit.pools.commas import comma_hint, comma_kind
 from alkit.pools.feature_hints import feature_hints
 from alkit.pools.features import FeatureWriter, write_features
-from alkit.pools.procs import pid_alive
+from alkit.pools.procs import file_lock, pid_alive
 from alkit.pools.store import Store
 from alkit.pools.tables import InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
 
@@ -823,9 +823,23 @@ def _pid_of(folder: Path) -> int | None:
     return int(head) if head.isdigit() else None
 
 
-def _commit_moves(tmp: Path, moves: list[tuple[Path, Path]]) -> None:
-    """Move the built files into the project, journaling each target first, so an init killed
-    between two moves is rolled back by the next one (``remove_stale_inits``)."""
+def _commit_moves(tmp: Path, root: Path, moves: list[tuple[Path, Path]]) -> None:
+    """Move the built files into the project ``root``, journaling each target first, so an init
+    killed between two moves is rolled back by the next one (``remove_stale_inits``).  Under a lock
+    on the folder, where alkit.toml is checked again: two inits into one folder at once had both
+    said "created project", the second one's files replacing the first's."""
+    with file_lock(root):
+        _refuse_if_created_meanwhile(root)
+        _journaled_moves(tmp, moves)
+
+
+def _refuse_if_created_meanwhile(root: Path) -> None:
+    if (root / CONFIG_NAME).exists():
+        raise InputError(f"{root / CONFIG_NAME} already exists: another init created a project in this "
+                         "directory while this one was reading its data")
+
+
+def _journaled_moves(tmp: Path, moves: list[tuple[Path, Path]]) -> None:
     with (tmp / _JOURNAL).open("a") as journal:
         for src, dst in moves:
             journal.write(f"{dst}\n")
@@ -985,6 +999,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None and db_file.exists():
+            _refuse_if_created_meanwhile(root)
             raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
         # the embedded store is built in the temp folder too, and moved in with the rest
         build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
@@ -999,7 +1014,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         moves = [(tmp / FEATURES_NAME, root / FEATURES_NAME), (tmp / PAYLOAD_NAME, root / PAYLOAD_NAME)]
         if db_file is not None:
             moves.append((tmp / db_file.name, db_file))
-        _commit_moves(tmp, [*moves, (tmp / CONFIG_NAME, root / CONFIG_NAME)])  # alkit.toml last
+        _commit_moves(tmp, root, [*moves, (tmp / CONFIG_NAME, root / CONFIG_NAME)])  # alkit.toml last
     except BaseException:
         if store is not None:
             store.dispose()

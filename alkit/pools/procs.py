@@ -36,15 +36,19 @@ def _zombie(pid: int) -> bool:
 @contextlib.contextmanager
 def file_lock(lock_path: Path) -> Iterator[None]:
     """An exclusive lock across processes (POSIX flock; elsewhere none): the others wait in the
-    kernel, and a holder that dies, even by kill -9, releases it (no stale lock to take over)."""
+    kernel, and a holder that dies, even by kill -9, releases it (no stale lock to take over).
+    ``lock_path`` a folder: the lock is on the folder itself, so no lock file is left in it."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(lock_path, "a+b") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+    fd = os.open(lock_path, os.O_RDONLY) if lock_path.is_dir() else os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
