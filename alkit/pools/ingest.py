@@ -929,6 +929,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
     source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [])
+    if source.empty_rows and notes is not None:
+        notes.append(f"note: {source.empty_rows} empty row{'s' if source.empty_rows > 1 else ''} of {data.name} left out "
+                     "(blank lines, or lines of separators only)")
     row_ids = not opts.id_col  # ids made from the row numbers, kept in the payload as a column of their own
     if row_ids:
         opts = replace(opts, id_col=next((c for c in ROW_ID_NAMES if c not in source.columns), ""))
