@@ -126,14 +126,16 @@ def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
     return features
 
 
-def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none: bool = False) -> str:
+def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none: bool = False,
+               with_initial: bool = True) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
     its name): the strategy with whatever differs from its defaults (-o values, then training
     settings, each as KEY=VALUE); for a run given its own --name, that name less its
     "-b<batch>-s<seed>" ending when it has this run's one.  ``legacy``: the curves of runs started
     before training settings and option keys were part of them (``current_curve`` recognises
     those runs by it); ``hide_none``: the scorer ``none`` left out of the name whatever the preset's
-    own scorer (naming rules before 5: `--strategy margin --scorer none` took the default run's name)."""
+    own scorer (naming rules before 5: `--strategy margin --scorer none` took the default run's name);
+    ``with_initial`` False: a first batch of another size than --batch-size left out (rules before 6)."""
     if req.name:
         ending = f"-b{req.batch_size}-s{req.seed}"
         return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
@@ -144,6 +146,8 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none:
         base += f"-{req.acquisition}"
     if req.initial_selector and req.initial_selector != preset.initial_selector:
         base += f"-init{req.initial_selector}"
+    if with_initial and not legacy and req.initial is not None and req.initial != req.batch_size:
+        base += f"-i{req.initial}"
     opts = "".join(f"-{_name_part(k, v, legacy)}" for k, v in sorted(req.learner_options.items()))
     return f"{base}{opts}" if legacy else f"{base}{opts}{training_parts(req.train)}"
 
@@ -192,7 +196,10 @@ NAMING = "naming"  # in a run's config: the naming rules it was named by (earlie
 # 4: also train.lr_decay and train.min_steps at the value the task and input kind give them
 # 5: the scorer none in the name where the preset's own scorer is another (margin-none-b10-s0: it was
 #    margin-b10-s0, the name of the default run with vbll, so the two collided)
-NAMING_VERSION = 5
+# 6: a first batch of another size than the batch in the name (margin-i20-b10-s0: the run of --initial 20
+#    took the name margin-b10-s0, so the default run beside it was refused, and the README's two curves
+#    `margin i10` / `margin i20` could not be made without --name)
+NAMING_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -277,7 +284,7 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
         acquisition = config.get("acquisition")
         initial_selector = config.get("initial_selector")
         req = RunRequest(strategy=run.strategy, budget=run.budget, batch_size=run.batch_size, seed=run.seed,
-                         scorer=run.scorer, learner_options=dict(config.get("learner") or {}),
+                         scorer=run.scorer, initial=run.initial, learner_options=dict(config.get("learner") or {}),
                          train=dict(config.get("train") or {}),
                          acquisition=None if acquisition in (preset.acquisition, preset.regression_acquisition)
                          else acquisition,
@@ -286,7 +293,8 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
             named = curve_name(req, run.scorer, legacy=True)
         else:
             named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
-                                                input_kind if version >= 4 else None), run.scorer, hide_none=True)
+                                                input_kind if version >= 4 else None), run.scorer,
+                               hide_none=version < 5, with_initial=version >= 6)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
         return curve_name(without_defaults(req, run.scorer, task, input_kind), run.scorer)

@@ -283,3 +283,30 @@ def test_the_scorer_none_is_named_where_the_preset_trains_another(digits_project
     assert curve_groups(runs, loop.project.config)[runs[0].id] == "margin-none"
     with pytest.raises(Exception, match="exists with scorer='none', not 'vbll'"):  # the default run: refused, not mixed in
         loop.run(RunRequest(strategy="margin", budget=30, max_cycles=1))
+
+
+def test_a_first_batch_of_another_size_is_named(digits_project: Path) -> None:
+    """`--initial 20` beside the default first batch took one name, so the second run was refused and the
+    README's curves `margin i10` / `margin i20` needed --name (a black-box check): rules 6 name it; a run
+    an earlier alkit named without it is continued under its name, on the curve of its first batch."""
+    from alkit.presets import get_preset
+    from alkit.report import curve_groups
+
+    loop = _loop(digits_project)
+    assert loop.resolve(RunRequest(strategy="margin", budget=30, initial=20)).spec.name == "margin-i20-b10-s0"
+    assert loop.resolve(RunRequest(strategy="margin", budget=30, initial=10)).spec.name == "margin-b10-s0"
+    assert loop.resolve(RunRequest(strategy="margin", budget=30, initial=5, batch_size=5)).spec.name == "margin-b5-s0"
+    loop.run(RunRequest(strategy="margin", budget=30, initial=20, max_cycles=1))
+    loop.run(RunRequest(strategy="margin", budget=30, max_cycles=1))
+    names = {r.name: r for r in loop.store.runs()}
+    assert set(names) == {"margin-i20-b10-s0", "margin-b10-s0"} and names["margin-i20-b10-s0"].initial == 20
+    groups = curve_groups(list(names.values()), loop.project.config)
+    assert {groups[r.id] for r in names.values()} == {"margin-i20", "margin"}
+    preset = get_preset("margin")
+    options = {"candidates": None, "stratify_by": None, "learner": {}, "train": {}, "engine": "local",
+               "ray_address": None, "acquisition": preset.acquisition, "initial_selector": preset.initial_selector,
+               "stop": [], "curve": "margin", "code": {}, "naming": 5}
+    loop.store.get_or_create_run(RunSpec("margin-b10-s1", "margin", "vbll", 1, 30, 10, 30, options))  # rules 5
+    assert loop.resolve(RunRequest(strategy="margin", budget=30, initial=30, seed=1)).spec.name == "margin-b10-s1"
+    old = next(r for r in loop.store.runs() if r.name == "margin-b10-s1")
+    assert curve_groups(loop.store.runs(), loop.project.config)[old.id] == "margin-i30"
