@@ -895,3 +895,18 @@ def test_commas_in_numbers_read_as_thousands_decimal_or_either() -> None:
         ["either", "thousands", "thousands", "either", "decimal", "decimal", "decimal", None, None, None]
     assert comma_hint("1,300") == "a thousands separator (1300) or a decimal comma (1.300)?"
     assert comma_hint("18,000.5") == "thousands separators? write 18000.5" and comma_hint("x") == ""
+
+
+def test_more_than_a_hundred_text_classes_take_task_classification(tmp_path: Path) -> None:
+    """150 text classes were refused with "pass --task regression", and --task classification did not
+    lift the cap (a black-box check)."""
+    n = 600
+    df = pl.DataFrame({"id": [f"r{i}" for i in range(n)], "a": np.arange(n, dtype=np.float32) % 7,
+                       "label": [f"c{i % 150}" for i in range(n)]})
+    path = tmp_path / "many.csv"
+    df.write_csv(path)
+    with pytest.raises(InputError, match="150 classes in 'label', more than 100: pass --task classification") as err:
+        init_project(path, tmp_path / "p", InitOptions(**OPTS, hide_labels=True))
+    assert "regression" not in str(err.value)
+    cfg = init_project(path, tmp_path / "q", InitOptions(**OPTS, hide_labels=True, task="classification"))
+    assert cfg.task == "classification" and len(cfg.classes) == 150

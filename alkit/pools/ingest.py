@@ -1074,8 +1074,11 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
         raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}"
                          + ("" if opts.classes is not None else
                             "; a pool no one has labelled yet: declare them with --classes a,b,c"))
-    if task == "classification" and len(classes) > opts.max_classes:
-        raise InputError(f"{len(classes)} classes in {opts.label_col!r}; pass --task regression for a numeric target")
+    if task == "classification" and len(classes) > opts.max_classes and opts.task != "classification":
+        numeric = label_raw.dtype.is_numeric()  # only a numeric column can be a regression target
+        raise InputError(f"{len(classes)} classes in {opts.label_col!r}, more than {opts.max_classes}: pass --task "
+                         + ("classification to keep them as classes, or --task regression for a numeric target"
+                            if numeric else "classification to keep them all as classes"))
 
     rng = np.random.default_rng(opts.seed)
     n = df.height
