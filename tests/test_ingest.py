@@ -910,3 +910,11 @@ def test_more_than_a_hundred_text_classes_take_task_classification(tmp_path: Pat
     assert "regression" not in str(err.value)
     cfg = init_project(path, tmp_path / "q", InitOptions(**OPTS, hide_labels=True, task="classification"))
     assert cfg.task == "classification" and len(cfg.classes) == 150
+
+
+def test_every_feature_column_with_missing_values_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "gaps.csv"
+    path.write_text("id,a,b,c,d,label\nr1,1,,3,1,x\nr2,2,3,,1,y\nr3,,1,2,1,x\nr4,1,1,1,1,y\nr5,5,2,2,1,x\nr6,2,2,2,2,y\n")
+    with pytest.raises(InputError, match=r"'a' has missing values \(ids: r3\); also b, c \(3 columns in all\).*"
+                                         r"--exclude a,b,c leaves them out"):
+        init_project(path, tmp_path / "p", InitOptions(**OPTS, hide_labels=True))

@@ -497,11 +497,14 @@ class FeatureValues:
 
     def check(self, ids: pl.Series) -> None:
         """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow."""
-        for c in self.numeric:
-            if self.null_rows.get(c) and not self.vector_col:
-                raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}); "
-                                 f"--impute fills them with the pool's median (and adds a feature {c}=missing), "
-                                 f"--exclude {c} leaves the column out")
+        missing = [c for c in self.numeric if self.null_rows.get(c)] if not self.vector_col else []
+        if missing:  # every such column named: naming the first alone sent the user back once per column
+            c = missing[0]
+            more = (f"; also {', '.join(missing[1:6])}{' ...' if len(missing) > 6 else ''}"
+                    f" ({len(missing)} columns in all)" if len(missing) > 1 else "")
+            raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}){more}; "
+                             f"--impute fills them with the pool's median (and adds a feature COLUMN=missing), "
+                             f"--exclude {','.join(missing[:6])} leaves {'them' if len(missing) > 1 else 'the column'} out")
         if self.nonfinite_rows:
             raise InputError(f"NaN or infinite feature values in {', '.join(self._named(self.nonfinite_f))} "
                              f"(ids: {_ids_of(ids, self.nonfinite_rows)})"
