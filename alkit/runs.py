@@ -426,7 +426,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                         f"--batch-size {req.batch_size} is larger than --budget {req.budget} (the first batch is "
                         "--batch-size items unless --initial sets it)")
     if req.stratify_by and req.stratify_by not in cfg.payload_cols:
-        raise LoopError(f"--stratify-by {req.stratify_by!r} is not a column of the data; columns: {', '.join(cfg.payload_cols)}")
+        feature = req.stratify_by in cfg.feature_cols
+        raise LoopError(f"--stratify-by {req.stratify_by!r} is "
+                        + ("a feature column; it stratifies by a column kept beside the features (payload)"
+                           if feature else "not a column of the data")
+                        + f"; those columns: {', '.join(cfg.payload_cols)}")
     initial_selector = req.initial_selector or preset.initial_selector
     for name in (preset.selector_for(cfg.task, req.batch_size), initial_selector):
         get_selector(name)
