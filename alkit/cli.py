@@ -116,9 +116,10 @@ def init(
         console.print("note: every pool item already has a label, so there is nothing left to select; to simulate "
                       "labelling the pool from those labels, init again with --hide-labels")
     if 0 < test < SMALL_TEST:
-        console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so its accuracy moves in steps of "
-                      f"1/{test} and the learning curves mostly show that noise; give it more rows (--test-frac, "
-                      "--split-col or more labelled rows)")
+        noise = (f"its accuracy moves in steps of 1/{test}" if cfg.task == "classification"
+                 else "its error figures (CRPS, RMSE) rest on that few targets")
+        console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so {noise} and the learning "
+                      "curves mostly show that noise; give it more rows (--test-frac, --split-col or more labelled rows)")
     for note in notes:
         console.print(note, highlight=False)
     if test == 0:

@@ -759,15 +759,15 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
     """(H, W) or (C, H, W) -> [C, H, W], checked against the feature count (row-major, channels first)."""
     if len(shape) not in (2, 3) or any(int(v) != v or v < 1 for v in shape):
         raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {','.join(map(str, shape))}")
+    dims = [1, *map(int, shape)] if len(shape) == 2 else list(map(int, shape))
+    size = int(np.prod(dims))
+    if size != n_features:
+        raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
     if len(shape) == 3 and shape[2] <= 4 < shape[0]:  # 28,28,3 was read as 28 channels of 28 x 3 images
         raise InputError(f"--image-shape {','.join(map(str, shape))} looks channels-last (H,W,C); alkit reads C,H,W "
                          f"with each channel's image stored in turn: pass {shape[2]},{shape[0]},{shape[1]} if the "
                          "columns are laid out so, and reorder columns that interleave the channels (R,G,B of each "
                          "pixel) to channels first before init")
-    dims = [1, *map(int, shape)] if len(shape) == 2 else list(map(int, shape))
-    size = int(np.prod(dims))
-    if size != n_features:
-        raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
     if min(dims[1:]) < MIN_IMAGE_SIDE:  # every run failed in the image stem's patch extraction
         raise InputError(f"--image-shape {','.join(map(str, shape))}: an image side below {MIN_IMAGE_SIDE} pixels is too "
                          f"small for the image stem's {MIN_IMAGE_SIDE} x {MIN_IMAGE_SIDE} filters; leave --image-shape out "
