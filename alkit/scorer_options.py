@@ -135,6 +135,9 @@ def parse(learner_cls: type, scorer: str, pairs: list[str]) -> dict[str, Any]:
         if key not in options:
             raise ValueError(f"--opt {key}: not an option of scorer {scorer!r}; its options: {', '.join(options)}")
         _put(out, key, options[key].parse(value.strip()), key)
+    check = getattr(learner_cls, "check_options", None)  # options that only matter beside another one
+    if check is not None:
+        check(out)
     return out
 
 

@@ -180,3 +180,14 @@ def test_a_flag_and_its_own_opt_of_another_value_are_refused(tmp_path: Path, dig
                           (["--cov", "diagonal", "-o", "cov=dense"], "--cov diagonal and -o cov=dense")):
         out = alkit("run", "--strategy", "epistemic", "--budget", "20", *args)
         assert out.returncode == 2 and f"{message} set one option twice: give it once" in out.stderr, out.stderr
+
+
+def test_a_distillation_setting_needs_the_distilled_solver() -> None:
+    """`-o csd.steps=500` under the default closed form named a second run that scored exactly like the
+    first (a black-box check)."""
+    with pytest.raises(ValueError, match="csd.steps sets the distilled network.*-o csd.solver=distilled"):
+        parse(CSDLearner, "csd", ["csd.steps=500"])
+    assert parse(CSDLearner, "csd", ["csd.solver=distilled", "csd.steps=500"]) == {"csd.solver": "distilled",
+                                                                                  "csd.steps": 500}
+    assert parse(CSDLearner, "csd", ["csd.x_tower=mlp", "csd.hidden=16"])["csd.hidden"] == 16
+    assert parse(CSDLearner, "csd", ["csd.ridge=0.1"]) == {"csd.ridge": 0.1}  # the closed form reads it

@@ -58,7 +58,7 @@ import copy
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -290,6 +290,22 @@ class CSDLearner(PostHocLearner):
     the ``input`` InputSpec's pool sample (what the loop passes every learner), ``contexts=`` or
     ``set_pool(X_sample)``; without any, the contexts are the labeled inputs and their
     Gaussian-noise copies (CSD-Aug)."""
+
+    # the distillation network's settings: they act only where g is trained (solver 'distilled', or a
+    # tower other than 'features'); under the default closed form a run of them named a second run
+    # that scored exactly like the first (a black-box check)
+    DISTILL_ONLY = ("steps", "batch_x", "batch_c", "lr", "hidden", "n_noise", "noise_scale", "whiten")
+
+    @classmethod
+    def check_options(cls, options: dict[str, Any]) -> None:
+        """Refuse a distillation setting where nothing is distilled."""
+        defaults = CSDConfig()
+        solver = options.get("csd.solver", defaults.solver)
+        tower = options.get("csd.x_tower", defaults.x_tower)
+        idle = [k for k in cls.DISTILL_ONLY if f"csd.{k}" in options]
+        if idle and solver == "closed" and tower == "features":
+            raise ValueError(f"--opt csd.{idle[0]} sets the distilled network, and the default solver scores its target "
+                             "in closed form (nothing is distilled): add -o csd.solver=distilled, or leave it out")
 
     def __init__(self, task: str, n_classes: int | None = None, *, csd: CSDConfig | None = None,
                  contexts: np.ndarray | None = None, max_contexts: int = 4096, **mlp_options: object) -> None:
