@@ -132,6 +132,33 @@ def test_member_epig_equals_brute_force() -> None:
     np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-14)
 
 
+def test_member_decision_epig_is_the_information_about_each_members_top_two_decision() -> None:
+    """epig-decision on ensemble members gave the class EPIG (a black-box check): now it is the
+    information about which of each target's top-two classes (under the mean) a member favours,
+    brute force over the joint of the item's class and the members' decisions."""
+    from alkit.acquisition.epig import member_decisions_M_S_2
+
+    g = torch.Generator().manual_seed(9)
+    P = torch.softmax(torch.randn(4, 6, 4, generator=g, dtype=torch.float64), -1)  # 4 items, 6 members, 4 classes
+    T = torch.softmax(2 * torch.randn(5, 6, 4, generator=g, dtype=torch.float64), -1)  # 5 targets
+    D = member_decisions_M_S_2(T)
+    got = member_epig_n(P, D).numpy()
+    ref = []
+    for i in range(4):
+        infos = []
+        for j in range(5):
+            a, b = np.argsort(-T[j].mean(0).numpy())[:2]
+            joint = np.zeros((4, 2))
+            for s in range(6):
+                joint[:, 0 if T[j, s, a] >= T[j, s, b] else 1] += P[i, s].numpy() / 6
+            px, pt = joint.sum(1), joint.sum(0)
+            infos.append(sum(joint[c, e] * math.log(joint[c, e] / (px[c] * pt[e]))
+                             for c in range(4) for e in range(2) if joint[c, e] > 0))
+        ref.append(np.mean(infos))
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-14)
+    assert not np.allclose(got, member_epig_n(P, T).numpy())
+
+
 def test_classification_epig_closed_form_tracks_monte_carlo() -> None:
     """The linearised EPIG against the Monte-Carlo EPIG of the same Gaussian-logit posterior
     (correlated weight samples, categorical labels): rank agreement and the same scale."""

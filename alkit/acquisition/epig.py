@@ -74,22 +74,36 @@ def decision_epig_n(phi_n_d: torch.Tensor, var_n_K: torch.Tensor, sign_n_K: torc
 
 def member_epig_n(member_probs_n_S_C: torch.Tensor, target_probs_M_S_C: torch.Tensor) -> torch.Tensor:
     """mean_j I(y; y*_j) with p(y, y*) = mean_s p_s(y) p_s(y*): the paper's sample estimator,
-    float64 (n,).  Uses H[y] + H[y*] - H[y, y*] with the joint as one (C, M C) product per item."""
+    float64 (n,).  Uses H[y] + H[y*] - H[y, y*] with the joint as one (C, M C') product per item.  The
+    targets' outcomes need not be the items' classes (C' columns: two for the top-two decisions)."""
     P = member_probs_n_S_C.double()
     T = target_probs_M_S_C.double()
     n, S, C = P.shape
-    M = T.shape[0]
-    T_S_MC = T.permute(1, 0, 2).reshape(S, M * C)
+    M, Ct = T.shape[0], T.shape[2]
+    T_S_MC = T.permute(1, 0, 2).reshape(S, M * Ct)
     h_targets = entropy_n(T.mean(1)).mean()
     out = torch.empty(n, dtype=torch.float64)
-    rows = max(1, _ROWS * 16 // max(M * C, 1))
+    rows = max(1, _ROWS * 16 // max(M * Ct, 1))
     for lo in range(0, n, rows):
         blk = P[lo:lo + rows]  # (b, S, C)
         joint = torch.einsum("bsc,sm->bcm", blk, T_S_MC) / S  # (b, C, M*C)
-        joint = joint.reshape(blk.shape[0], C, M, C)
+        joint = joint.reshape(blk.shape[0], C, M, Ct)
         h_joint = -torch.special.xlogy(joint, joint).sum((1, 3)).mean(1)
         out[lo:lo + rows] = entropy_n(blk.mean(1)) + h_targets - h_joint
     return out.clamp_min(0.0)
+
+
+def member_decisions_M_S_2(target_probs_M_S_C: torch.Tensor) -> torch.Tensor:
+    """Each member's decision between each target's two most probable classes under the members'
+    mean (a, b), one-hot (M, S, 2): [1, 0] where member s puts at least as much on a as on b.  The
+    members' analogue of the Gaussian head's decision variable: ``epig-decision`` on ensembles is
+    the information a label gives about these decisions (it was the class EPIG, unsaid)."""
+    T = target_probs_M_S_C.double()
+    top2 = T.mean(1).topk(2, dim=1).indices  # (M, 2): a, b
+    p_a = T.gather(2, top2[:, None, :1].expand(-1, T.shape[1], 1))[..., 0]
+    p_b = T.gather(2, top2[:, None, 1:].expand(-1, T.shape[1], 1))[..., 0]
+    a = (p_a >= p_b).double()
+    return torch.stack([a, 1.0 - a], dim=-1)
 
 
 def epig_mc_n(logits_n_C: torch.Tensor, embedding_n_d: torch.Tensor, target_logits_M_C: torch.Tensor,
@@ -131,6 +145,8 @@ class EPIGAcquisition:
         if targets.member_probs_M_S_C is not None:
             if members is None:
                 raise AcquisitionError("the epig targets are ensemble members but this Prediction has none")
+            if self.decision and targets.member_probs_M_S_C.shape[-1] > 2:
+                return Scores(member_epig_n(members, member_decisions_M_S_2(targets.member_probs_M_S_C)))
             return Scores(member_epig_n(members, targets.member_probs_M_S_C))
         if ctx.posterior is None:
             raise AcquisitionError("the epig acquisition needs a Gaussian last-layer posterior (scorers vbll, "
