@@ -43,9 +43,13 @@ def get_acquisition(name: str) -> Acquisition:
 
 
 def summary(name: str) -> str:
-    """The first line of an acquisition's docstring, for `alkit strategies`."""
-    doc = (ACQUISITIONS[name].__doc__ or "").strip().splitlines()
-    return doc[0] if doc else ""
+    """The first sentence of an acquisition's docstring (its first paragraph up to a full stop, over
+    as many lines as it takes), for `alkit strategies`: the first line alone cut some mid-sentence."""
+    import re
+
+    para = " ".join((ACQUISITIONS[name].__doc__ or "").strip().split("\n\n")[0].split())
+    m = re.search(r"\.(\s|$)", para)
+    return para[: m.start() + 1] if m else para
 
 
 __all__ = ["ACQUISITIONS", "BASELINE_ACQUISITIONS", "AcquisitionError", "EPIGTargets", "get_acquisition", "summary"]
