@@ -76,10 +76,13 @@ def _read_cache(path: Path, dim: int, *, quiet: bool = False) -> dict[str, np.nd
         keys = t.column("h").to_pylist()
     except Exception as exc:  # noqa: BLE001 - any failure means the file is not a cache alkit can use
         if not quiet:
-            warnings.warn(Note(f"the embedding cache {path} could not be read ({str(exc).splitlines()[0][:120]}); "
+            warnings.warn(Note(f"the embedding cache {path} could not be read ({str(exc).splitlines()[0][:240]}); "
                                "its items are encoded again and it is rewritten"), stacklevel=3)
         return {}
     finite = np.isfinite(vecs).all(1)
+    if not quiet and not finite.all():
+        warnings.warn(Note(f"{int((~finite).sum())} vectors of the embedding cache {path} are not finite; their items "
+                           "are encoded again and the cache rewritten"), stacklevel=3)
     return {k: vec for k, vec, ok in zip(keys, vecs, finite) if ok and isinstance(k, str)}
 
 

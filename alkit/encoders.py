@@ -107,15 +107,26 @@ def encode_texts(texts: Sequence[str], *, batch_size: int = 64, progress: bool =
     if not rows:
         return out_n_d
     model = _text_model()
+    limit = int(getattr(model, "max_seq_length", 0) or 0)
+    cut = 0
     with progress_bar(len(rows), "encoding texts", progress) as advance, torch.inference_mode():
         for start in range(0, len(rows), batch_size):
             chunk = rows[start : start + batch_size]
+            if limit:  # the encoder reads the first `limit` word pieces of a text and drops the rest
+                ids = model.tokenizer(chunk, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+                cut += sum(len(t) > limit for t in ids)
             emb = model.encode(
                 chunk, batch_size=len(chunk), convert_to_numpy=True,
                 show_progress_bar=False, normalize_embeddings=True,
             )
             out_n_d[start : start + len(chunk)] = emb
             advance(len(chunk))
+    if cut:
+        from alkit.errors import Note
+
+        warnings.warn(Note(f"{cut} of {len(rows)} texts are longer than the text encoder's {limit - 2} word pieces "
+                           f"(about {int((limit - 2) * 0.75)} words); each is embedded from its beginning only"),
+                      stacklevel=2)
     return out_n_d
 
 
