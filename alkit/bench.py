@@ -59,6 +59,7 @@ class BenchResult:
     skipped: list[str] = field(default_factory=list)  # complete before this call
     failed: dict[str, str] = field(default_factory=dict)  # run name -> error message
     unavailable: dict[str, str] = field(default_factory=dict)  # strategy -> why it was left out
+    notes: list[str] = field(default_factory=list)  # what the table alone does not say (shown under it)
 
 
 def available_strategies(task: str, batch_size: int = 10) -> tuple[list[str], dict[str, str]]:
@@ -289,10 +290,27 @@ def run_bench(
     escape_formulas(df.sort("run", "cycle")).write_csv(paths[2])
     paths[1].write_text(_markdown(proj, table, metric, higher, target, budget, batch_size, seed_list,
                                   at_list, failed, command, span))
-    return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan],
+    notes = [f"AULC{span}"] if span else []
+    majority = _majority_share(loop.store) if proj.config.task == "classification" and metric == "accuracy" else None
+    if majority is not None and majority[1] >= MAJORITY_NOTE:
+        notes.append(f"the test split is {majority[1]:.0%} {majority[0]!r}: predicting that class alone scores "
+                     f"{majority[1]:.3f} accuracy; compare with --metric balanced_accuracy or macro_f1 (the runs are reused)")
+    return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan], notes=notes,
                        ran=result_runs["ran"],
                        skipped=result_runs["skipped"], failed=failed,
                        unavailable={k: v for k, v in unavailable.items() if strategies is None})
+
+
+MAJORITY_NOTE = 0.8  # a test split this much one class: accuracy mostly measures predicting it
+
+
+def _majority_share(store: Any) -> tuple[str, float] | None:
+    """The test split's most common class and its share (None without a labelled test split)."""
+    _, labels = store.test_set()
+    if not labels:
+        return None
+    values, counts = np.unique(np.asarray(labels, dtype=object).astype(str), return_counts=True)
+    return str(values[counts.argmax()]), float(counts.max() / counts.sum())
 
 
 def _aulc_span(start: int | None) -> str:

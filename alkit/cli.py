@@ -470,6 +470,8 @@ def bench(
     for name, why in res.failed.items():
         err.print(f"[bold red]failed[/] {name}: {why}")
     print_table(console, bench_table(res.table, res.metric, wide), wide)
+    for note in res.notes:
+        console.print(f"note: {note}", highlight=False)
     console.print(f"[green]wrote[/] {res.summary_csv}, {res.summary_md}, {res.cycles_csv}, {png}")
     if res.failed:
         raise typer.Exit(code=1)

@@ -169,7 +169,7 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
         t.add_column(f"{p} {direction}", justify="right", no_wrap=True)
     t.add_column(f"AULC {direction}", justify="right", no_wrap=True)
     if "labels_to_target_mean" in cols:
-        t.add_column("labels to target", justify="right")
+        t.add_column("labels to target", justify="right", no_wrap=True)  # "27 (3/10)" was cut to "27 (3/1…"
     if "aulc_vs_ref_mean" in cols:
         t.add_column("vs random", justify="right", no_wrap=True)
     for e in extra:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -219,3 +221,23 @@ def test_bench_refuses_a_project_labelled_by_people_before_queueing_anything(tmp
     assert out.exit_code != 0 and "labelled by people" in out.text and "Traceback" not in out.text
     assert folder_snapshot(project.root) == before
     assert ActiveLoop(project).store.runs() == []
+
+
+def test_an_imbalanced_test_split_gets_a_note_on_accuracy(tmp_path: Path) -> None:
+    """On a 95 % majority table every strategy's accuracy sat at the majority rate while balanced accuracy
+    showed the difference (a black-box check): bench says so under the table."""
+    from alkit.pools.ingest import InitOptions, init_project
+
+    rng = np.random.default_rng(0)
+    n = 400
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    y = np.where(X[:, 0] > 1.0, "bad", "good")  # 84 % good
+    pl.DataFrame({"id": [f"r{i}" for i in range(n)], **{f"x{j}": X[:, j] for j in range(4)}, "label": y}).write_csv(
+        tmp_path / "imb.csv")
+    init_project(tmp_path / "imb.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True))
+    res = run_bench(tmp_path / "p", strategies=["random:none"], **{**ARGS, "seeds": 1, "budget": 30})
+    assert any(re.match(r"the test split is 8\d% 'good': predicting that class alone scores 0\.8\d\d accuracy", note)
+               and "balanced_accuracy" in note for note in res.notes), res.notes
+    balanced = run_bench(tmp_path / "p", strategies=["random:none"],
+                         **{**ARGS, "seeds": 1, "budget": 30, "metric": "balanced_accuracy"})
+    assert not any("test split is" in note for note in balanced.notes)
