@@ -584,6 +584,12 @@ def main() -> None:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    import signal
+
+    def terminate(signum, frame):  # noqa: ANN001, ANN202 - SIGTERM (a scheduler's stop, `timeout`) as Ctrl-C:
+        raise KeyboardInterrupt  # the same message and clean-up; it ended the process without a word
+
+    signal.signal(signal.SIGTERM, terminate)
     usage_error = typer.BadParameter.__bases__[0]  # click's UsageError (typer may vendor its own click)
     command = typer.main.get_command(app)
     try:
