@@ -3,10 +3,12 @@ that names every bad row, cell decoding, and the atomic write (labelers never se
 
 from __future__ import annotations
 
+import glob
 import math
 import re
 import os
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +35,27 @@ def _umask() -> int:
     return mask
 
 
+STALE_TEMP_S = 600.0  # a temporary file this old was left by a writer that was killed (a write takes seconds)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files of earlier writes of ``path`` that were killed mid-write (they piled up
+    in the project folder, 0-byte and owner-only); a recent one may be another writer's, at work now."""
+    now = time.time()
+    for old in path.parent.glob(f".{glob.escape(path.name)}.*"):
+        try:
+            if old.is_file() and now - old.stat().st_mtime > STALE_TEMP_S:
+                old.unlink()
+        except OSError:
+            pass
+
+
 def atomic_write(path: Path, write: Any) -> None:
     """Write through a temporary file in the same folder, so labelers never see half a file.  The file gets
     the permissions of any new file (0666 less the umask), not mkstemp's owner-only 0600: it is written to
     be handed to other people."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
