@@ -50,6 +50,9 @@ class Oracle(Protocol):
     def hand_off(self, n_selected: int, queue_file: str | None) -> Handoff | None:
         """After a committed cycle: give the selections to whoever answers them."""
 
+    def hand_off_again(self, n_waiting: int, queue_file: str | None) -> Handoff | None:
+        """While answers are awaited: the queue file written again where it is gone (None: nothing to do)."""
+
 
 class SimulatedOracle:
     """Answers from the hidden labels of the pool, at once."""
@@ -80,6 +83,9 @@ class SimulatedOracle:
     def hand_off(self, n_selected: int, queue_file: str | None) -> Handoff | None:
         return None
 
+    def hand_off_again(self, n_waiting: int, queue_file: str | None) -> Handoff | None:
+        return None
+
 
 class HumanOracle:
     """People answer: selections are queued, exported, and imported back between runs."""
@@ -108,6 +114,13 @@ class HumanOracle:
         named = queue_file is not None and format_for_suffix(Path(queue_file)) is not None
         out = queue.export_queue(self.project, queue_file, None if named else "csv", store=self.store)
         return Handoff(n_selected, out.path, out.set_aside, out.set_aside_unreadable)
+
+    def hand_off_again(self, n_waiting: int, queue_file: str | None) -> Handoff | None:
+        """A waiting run found its default queue file deleted: it says "import FILE" of a file that
+        is not there (a black-box check), so the queue is written again, as the cycle wrote it."""
+        if queue_file is not None or queue.default_queue_path(self.project).exists():
+            return None
+        return self.hand_off(n_waiting, None)
 
 
 def oracle_for(project: Project, store: Store) -> Oracle:

@@ -284,3 +284,21 @@ def test_a_semicolon_separated_answer_file_is_named_as_such(tmp_path: Path) -> N
     semi.write_text("id;label\n" + "".join(f"{i};{truth[i]}\n" for i in ids))
     with pytest.raises(QueueError, match="one column holding semicolons"):
         import_labels(project, semi)
+
+
+def test_a_waiting_run_writes_a_deleted_queue_file_again(tmp_path: Path) -> None:
+    """After `rm queue.csv`, `alkit run --resume` said "queue import FILE" of a file that was not there
+    (a black-box check): the waiting run writes the queue again, with a note."""
+    project, _ = _digits_human(tmp_path)
+    root = str(project.root)
+    first = invoke("run", "--strategy", "random", "--budget", "20", "-p", root)
+    assert first.exit_code == 0, first.text
+    path = project.root / "queue.csv"
+    rows = pl.read_csv(path)
+    path.unlink()
+    again = invoke("run", "--resume", "random-b10-s0", "-p", root)
+    assert again.exit_code == 0 and "queue.csv was missing: the 10 queued items written to it again" in again.text, again.text
+    assert pl.read_csv(path)["id"].to_list() == rows["id"].to_list()
+    before = path.stat().st_mtime_ns
+    assert "was missing" not in invoke("run", "--resume", "random-b10-s0", "-p", root).text  # present: left alone
+    assert path.stat().st_mtime_ns == before
