@@ -123,9 +123,12 @@ def init(
     for note in notes:
         console.print(note, highlight=False)
     if test == 0:
+        unlabelled = not any(v for k, v in counts.items() if k in ("pool:labeled", "pool:shared"))
+        how = ("label a few hundred rows in the file (without --hide-labels the labelled rows are the test split, "
+               "or mark them test with --split-col)" if unlabelled and not cfg.hide_labels
+               else "give one with --test-frac, --split-col or labelled rows")
         console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
-                      "draw (give one with --test-frac, --split-col or labelled rows; `--stop forecast` "
-                      "estimates a curve by cross-validation instead)")
+                      f"draw ({how}; `--stop forecast` estimates a curve by cross-validation instead)")
     if not id_col:
         console.print(f"no --id-col: the items are named by their row number (1 = the first data row; column "
                       f"'{cfg.id_col}' in the payload), and queue files use these numbers: keep the file's row order")
@@ -419,9 +422,10 @@ def plot(
             metric = default if default in df.columns or f"cv_{default}" not in df.columns else f"cv_{default}"
         if df.height == 0:
             if store.cycles() and len(store.test_set()[0]) == 0:
-                raise ValueError("the project has no test split, so its runs record no metric to plot; "
-                                 "make one with `alkit init --test-frac F` (or --split-col), or run with "
-                                 "`--stop forecast` for a cross-validated curve")
+                how = ("`alkit init --hide-labels --test-frac F` on a fully labelled file" if proj.config.hide_labels
+                       else "labelled rows in the data file, which `alkit init` makes the test split (or --split-col)")
+                raise ValueError(f"the project has no test split, so its runs record no metric to plot; make one "
+                                 f"with {how}, or run with `--stop forecast` for a cross-validated curve")
             if store.cycles():  # runs exist, none fitted a model (a classification run's labels all of one class)
                 raise ValueError("no cycle has metrics yet: no run has fitted a model (a classification run needs "
                                  "labels of two classes; `alkit run` says which class its labels all are)")

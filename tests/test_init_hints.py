@@ -124,3 +124,19 @@ def test_numeric_columns_beside_a_text_column_are_named(tmp_path: Path) -> None:
     code, out, _ = _init(tmp_path, df, "--label-col", "label", "--text-col", "text")
     assert code == 0 and ("note: the features are the text embedding; numeric column stars stays in the payload "
                           "(add them with --features stars)") in out
+
+
+def test_a_pool_no_one_has_labelled_is_told_how_to_get_a_test_split(tmp_path: Path) -> None:
+    """--test-frac needs --hide-labels, which needs every row labelled: the note sent an unlabelled pool
+    to two options that refuse it (a black-box check)."""
+    df = pl.DataFrame({"id": [f"r{i}" for i in range(30)], "a": np.arange(30.0), "b": np.arange(30.0) % 7,
+                       "label": [None] * 30}, schema_overrides={"label": pl.Utf8})
+    df.write_csv(tmp_path / "data.csv")
+    proj = tmp_path / "p"
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "data.csv"), "-p", str(proj), "--id-col", "id",
+                                   "--label-col", "label", "--classes", "x,y"])
+    code, out = res.exit_code, " ".join(res.output.split())
+    assert code == 0 and "no test split" in out and "label a few hundred rows in the file" in out, out
+    assert "--test-frac" not in out
+    res = CliRunner().invoke(app, ["plot", "-p", str(proj)], env={"COLUMNS": "200"})
+    assert res.exit_code != 0
