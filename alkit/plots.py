@@ -47,6 +47,7 @@ _BASELINE_STYLE: dict[str, tuple[str, object]] = {
 _VARIANT_MARKERS = ("s", "^", "v", "D")
 _ANALYTIC_COLORS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple",
                     "tab:cyan", "tab:brown", "tab:pink", "tab:olive")
+_LAP_STYLES = ("-", "-.", ":")
 _REQUIRED = ("run_id", "strategy", "seed", "n_labeled")
 
 
@@ -190,7 +191,12 @@ def plot_learning_curves(
         base = _baseline_key(strategy)
         marker = "o" if len(s.n_labeled) == 1 else None
         if base is None:
-            color, style, width = _ANALYTIC_COLORS[n_analytic % len(_ANALYTIC_COLORS)], "-", 2.0
+            # past the palette, the colours come round again with another line style and a marker, so no
+            # two curves look alike (20 strategies drew pairs in one solid colour: a black-box check)
+            lap, hue = divmod(n_analytic, len(_ANALYTIC_COLORS))
+            color, style, width = _ANALYTIC_COLORS[hue], _LAP_STYLES[lap % len(_LAP_STYLES)], 2.0
+            if lap and marker is None:
+                marker = _VARIANT_MARKERS[(lap - 1) % len(_VARIANT_MARKERS)]
             n_analytic += 1
         else:
             (color, style), width = _BASELINE_STYLE[base], 1.6

@@ -216,3 +216,22 @@ def test_aulc_starts_where_every_curve_has_a_value():
     diffs = [M.aulc(GRID[1:], raw[("epistemic", s)][1:]) - M.aulc(GRID[1:], raw[("random", s)][1:]) for s in range(3)]
     assert epi["aulc_vs_ref_mean"] == pytest.approx(np.mean(diffs))
     assert P.summary_table(df, "accuracy")["aulc_from"].to_list() == [None] * 3  # all start together
+
+
+def test_twenty_analytic_curves_never_share_a_look(tmp_path):
+    """Past the palette the colours came round in the same solid line (a black-box check: badge / power
+    drawn alike): each curve's colour, dash pattern and marker together are its own."""
+    names = [f"s{i:02d}" for i in range(20)]
+    rows = [dict(run_id=f"{s}-0", strategy=s, seed=0, n_labeled=n, accuracy=0.5 + 0.01 * i + 0.001 * n)
+            for i, s in enumerate(names) for n in GRID]
+    out = P.plot_learning_curves(pl.DataFrame(rows), "accuracy", tmp_path / "many.svg")
+    root = ET.parse(out).getroot()
+    looks = set()
+    for g in root.iter():
+        if g.get("id", "").startswith("curve-"):
+            path = next(e for e in g.iter() if e.tag.endswith("path"))
+            style = dict(kv.split(":", 1) for kv in path.get("style", "").replace(" ", "").split(";") if ":" in kv)
+            markers = sum(1 for e in g.iter() if e.tag.endswith("use"))  # a marker is a <use> of its glyph
+            looks.add((style.get("stroke"), style.get("stroke-dasharray", "solid"), markers > 0,
+                       next((e.get("{http://www.w3.org/1999/xlink}href") for e in g.iter() if e.tag.endswith("use")), None)))
+    assert len(looks) == 20, looks
