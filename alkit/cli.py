@@ -497,14 +497,16 @@ def strategies(
         t.add_column("option", no_wrap=True)
         t.add_column("values", no_wrap=True)  # one token: folded, 'buckets|none' read 'buckets|non' / 'e'
         t.add_column("default", overflow="fold")
-        for o in [*declared(learner_class(scorer)).values(), *training(learner_class(scorer)).values()]:
+        options = [*declared(learner_class(scorer)).values(), *training(learner_class(scorer)).values()]
+        for o in options:
             t.add_row(o.name, o.values(), value_text(o.default))  # as -o takes it: none, true, 0.003
         console.print(get_scorer(scorer).summary, highlight=False)
         console.print(t)
-        console.print("default none: chosen from the project and its labels (e.g. train.lr_decay, the share of the "
-                      "learning rate taken away over a fit past 1,000 labels, 0-1, and train.min_steps: 1 and 300 "
-                      "on classification of images and encoder embeddings, 0 and 1,000 elsewhere; docs/learner.md)",
-                      highlight=False)
+        if any(o.name.startswith("train.") for o in options):  # the footnote is about the training settings
+            console.print("default none: chosen from the project and its labels (e.g. train.lr_decay, the share of "
+                          "the learning rate taken away over a fit past 1,000 labels, 0-1, and train.min_steps: 1 and "
+                          "300 on classification of images and encoder embeddings, 0 and 1,000 elsewhere; "
+                          "docs/learner.md)", highlight=False)
         return
     from alkit.presets import PRESETS
     from alkit.registry import SCORERS
