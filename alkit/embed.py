@@ -190,7 +190,8 @@ def embed_file(data: Path, out: Path, *, text_col: str | None = None, image_col:
         raise ValueError(f"--out {out}: the folder {out.parent} does not exist")
     if out.resolve() == Path(data).resolve():  # the data file was overwritten by its own embedding
         raise ValueError(f"--out {out} is the input file; write the embedded copy to another file")
-    df = read_table(Path(data), text_cols=[id_col] if id_col else [], codes_as_text=True)  # carried through as written
+    df = read_table(Path(data), text_cols=[id_col] if id_col else [], codes_as_text=True,  # carried through as written
+                    encoded=text_col or image_col)
     if "embedding" in df.columns:  # a second column of that name made a file nothing could read
         raise ValueError(f"{Path(data).name} already has a column 'embedding' (an earlier `alkit embed` output?): "
                          "embed the original file, or drop or rename that column")

@@ -161,3 +161,16 @@ def test_embed_carries_zero_padded_codes_and_ids_as_written(tmp_path: Path) -> N
 
     store = Store(load_project(tmp_path / "p").store_url)
     assert sorted(store.ids_for_keys(list(range(cfg.n_items))).values()) == ["0000", "0001", "0002"]
+
+
+def test_a_json_lines_text_column_holding_a_list_or_a_number_is_refused(tmp_path: Path) -> None:
+    """The reader turned ["a", "b"] and 5 into their JSON text, which was embedded as the item's text
+    (a black-box check)."""
+    data = tmp_path / "mix.jsonl"
+    data.write_text('{"id": "a", "t": "hello there", "label": "x"}\n{"id": "b", "t": null, "label": "y"}\n'
+                    '{"id": "c", "t": 5, "label": "x"}\n')
+    with pytest.raises(ValueError, match=r"mix.jsonl: line 3 holds a number in 't', not text"):
+        embed_file(data, tmp_path / "e.parquet", text_col="t", progress=False)
+    with pytest.raises(InputError, match=r"mix.jsonl: line 3 holds a number in 't', not text"):
+        init_project(data, tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="t", hide_labels=True))
+    assert not (tmp_path / "p").exists() and not (tmp_path / "e.parquet").exists()

@@ -18,10 +18,14 @@ class InputError(ValueError):
     """The input data cannot become a project; the message names the column/row at fault."""
 
 
-def read_table(path: Path, text_cols: Sequence[str] = (), codes_as_text: bool = False) -> pl.DataFrame:
+def read_table(path: Path, text_cols: Sequence[str] = (), codes_as_text: bool = False,
+               encoded: str | None = None) -> pl.DataFrame:
     """The whole file as a frame (the embedding command and init's encoder path); ``text_cols``
-    and ``codes_as_text`` as in TableSource."""
+    and ``codes_as_text`` as in TableSource; ``encoded``: a column that must hold text (TableSource.non_text)."""
     source = TableSource(path, text_cols, codes_as_text)
+    problem = source.non_text(encoded) if encoded else None
+    if problem:
+        raise InputError(f"{path.name}: {problem}")
     return source.frame(source.columns)
 
 
@@ -106,6 +110,25 @@ class TableSource:
         raw = pl.scan_csv(self.path, separator=self.sep, infer_schema=False, quote_char='"').select(ints)
         padded = raw.select(pl.col(c).str.contains(r"^\s*[+-]?0[0-9]").any() for c in ints).collect().row(0)
         return {c: pl.Utf8 for c, hit in zip(ints, padded) if hit}
+
+    def non_text(self, column: str) -> str | None:
+        """Where a JSON Lines file first holds something other than a string (or null) in ``column``,
+        e.g. 'line 2 holds a list': the reader turns a list or a number into its JSON text, which
+        would be embedded as if it were the item's text.  None for other formats (typed columns)."""
+        if self.path.suffix.lower() not in JSON_LINES:
+            return None
+        with self.path.open(encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line).get(column)
+                except (json.JSONDecodeError, AttributeError):
+                    return None  # the reader names a bad line
+                if value is not None and not isinstance(value, str):
+                    kind = {list: "a list", dict: "an object", bool: "true/false"}.get(type(value), "a number")
+                    return f"line {number} holds {kind} in {column!r}, not text"
+        return None
 
     def frame(self, columns: list[str | pl.Expr]) -> pl.DataFrame:
         """These columns (or expressions of them) of every row in file order; a file without rows is refused."""
