@@ -139,7 +139,7 @@ def test_curves_split_by_batch_and_first_batch_sizes(digits_project: Path) -> No
                 _req(budget=30, seed=3, strategy="epistemic", train={"steps": 50}), _req(budget=30, seed=4, strategy="epistemic")):
         loop.run(req)
     curves = {r["run"]: r["strategy"] for r in cycles_frame(loop.store).iter_rows(named=True)}
-    assert curves == {"random-b10-s0": "random b10 i10", "random-b10-s1": "random b10 i20",
+    assert curves == {"random-b10-s0": "random b10", "random-i20-b10-s1": "random-i20",  # naming rules 6
                       "random-b20-s2": "random b20", "epistemic-steps=50-b10-s3": "epistemic-steps=50",
                       "epistemic-b10-s4": "epistemic"}  # a training setting is another curve
 

@@ -43,6 +43,7 @@ def file_lock(lock_path: Path) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows
         yield
         return
+    lock_path = Path(lock_path)
     fd = os.open(lock_path, os.O_RDONLY) if lock_path.is_dir() else os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
