@@ -460,11 +460,16 @@ def bench(
         from alkit.plots import plot_learning_curves
         from alkit.report import cycles_frame
 
-        res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
-                        batch_size=batch_size, initial=initial,
-                        train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
-                        at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
-                        console=console, command="alkit " + " ".join(sys.argv[1:]))
+        try:
+            res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
+                            batch_size=batch_size, initial=initial,
+                            train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
+                            at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
+                            console=console, command="alkit " + " ".join(sys.argv[1:]))
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: it ended without a word
+            err.print("interrupted: the bench's runs keep every finished cycle; run the same command to continue",
+                      highlight=False)
+            raise typer.Exit(code=130) from None
         png = res.summary_md.with_name("bench_curves.png")
         proj = load_project(project)
         df = cycles_frame(_store(proj.store_url), proj.config)

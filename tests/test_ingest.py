@@ -918,3 +918,25 @@ def test_every_feature_column_with_missing_values_is_named(tmp_path: Path) -> No
     with pytest.raises(InputError, match=r"'a' has missing values \(ids: r3\); also b, c \(3 columns in all\).*"
                                          r"--exclude a,b,c leaves them out"):
         init_project(path, tmp_path / "p", InitOptions(**OPTS, hide_labels=True))
+
+
+def test_many_feature_columns_with_missing_values_get_one_complete_refusal(tmp_path: Path) -> None:
+    """Eight such columns: the refusal named six and an --exclude of six, so following it met a second
+    refusal (a black-box check); up to MISSING_LISTED are all named with an --exclude of them all."""
+    from alkit.pools.ingest import MISSING_LISTED
+
+    rng = np.random.default_rng(0)
+    for k in (8, MISSING_LISTED + 3):
+        X = rng.normal(size=(30, k + 1))
+        X[np.arange(k), np.arange(k)] = np.nan
+        df = pl.DataFrame({"id": [f"r{i}" for i in range(30)], **{f"f{j}": X[:, j] for j in range(k + 1)},
+                           "label": [f"c{i % 2}" for i in range(30)]}).fill_nan(None)  # empty cells
+        df.write_csv(tmp_path / f"m{k}.csv")
+        with pytest.raises(InputError) as err:
+            init_project(tmp_path / f"m{k}.csv", tmp_path / f"p{k}", InitOptions(**OPTS, hide_labels=True))
+        text = str(err.value)
+        assert f"({k} columns in all)" in text
+        if k <= MISSING_LISTED:
+            assert f"--exclude {','.join(f'f{j}' for j in range(k))} leaves them out" in text, text
+        else:
+            assert f"and {k - MISSING_LISTED} more" in text and "--exclude" not in text, text

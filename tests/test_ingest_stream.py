@@ -119,9 +119,14 @@ def test_short_rows_are_refused_and_empty_rows_left_out(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="line 6 has 3 fields, the header 4"):
         init_project(short, tmp_path / "p", InitOptions(id_col="id", label_col="label"))
     assert not (tmp_path / "p").exists()
-    blank = tmp_path / "blank.csv"
-    blank.write_text("\n".join(["id,a,b,label", *rows[:20], "", *rows[20:], ",,,", ""]) + "\n\n")
+    blank = tmp_path / "blank.csv"  # blank, whitespace, separators, spaced separators, quoted empties
+    blank.write_text("\n".join(["id,a,b,label", *rows[:20], "", "   ", " , , , ", *rows[20:], ",,,", '"","","",""',
+                                "\t", ""]) + "\n\n")
     notes: list[str] = []
     cfg = init_project(blank, tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True), notes)
-    assert cfg.n_items == 40
-    assert any("4 empty rows of blank.csv left out" in n for n in notes), notes
+    assert cfg.n_items == 40 and cfg.feature_cols == ["a", "b"]  # the spaced row made every column text
+    assert any("8 empty rows of blank.csv left out" in n for n in notes), notes
+    long = tmp_path / "long.csv"  # separators only, more of them than the header: named like a long row
+    long.write_text("\n".join(["id,a,b,label", *rows, ",,,,,,"]) + "\n")
+    with pytest.raises(InputError, match="line 42 has 7 fields, the header 4"):
+        init_project(long, tmp_path / "r", InitOptions(id_col="id", label_col="label", hide_labels=True))

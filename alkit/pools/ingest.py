@@ -499,12 +499,14 @@ class FeatureValues:
         """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow."""
         missing = [c for c in self.numeric if self.null_rows.get(c)] if not self.vector_col else []
         if missing:  # every such column named: naming the first alone sent the user back once per column
-            c = missing[0]
-            more = (f"; also {', '.join(missing[1:6])}{' ...' if len(missing) > 6 else ''}"
+            c, listed = missing[0], MISSING_LISTED
+            more = (f"; also {', '.join(missing[1:listed])}"
+                    f"{f' and {len(missing) - listed} more' if len(missing) > listed else ''}"
                     f" ({len(missing)} columns in all)" if len(missing) > 1 else "")
+            exclude = (f", --exclude {','.join(missing)} leaves {'them' if len(missing) > 1 else 'the column'} out"
+                       if len(missing) <= listed else "")
             raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}){more}; "
-                             f"--impute fills them with the pool's median (and adds a feature COLUMN=missing), "
-                             f"--exclude {','.join(missing[:6])} leaves {'them' if len(missing) > 1 else 'the column'} out")
+                             f"--impute fills them with the pool's median (and adds a feature COLUMN=missing){exclude}")
         if self.nonfinite_rows:
             raise InputError(f"NaN or infinite feature values in {', '.join(self._named(self.nonfinite_f))} "
                              f"(ids: {_ids_of(ids, self.nonfinite_rows)})"
@@ -782,6 +784,7 @@ INIT_PREFIX = ".alkit-init-"  # temp folder of an init in progress: .alkit-init-
 _JOURNAL = "moved.txt"  # inside it: every file already moved into the project, one path per line
 
 
+MISSING_LISTED = 20  # feature columns with missing values named in one refusal (and an --exclude of them all)
 PROGRESS_MIN_ROWS = 100_000  # files at least this long show init's progress (500,000 rows took ~8 s)
 PROGRESS_MIN_CELLS = 5_000_000  # so do files this wide and long (60,000 images of 784 pixels took 32 s, unsaid)
 
