@@ -213,9 +213,10 @@ def test_a_failed_init_on_postgres_drops_the_tables_it_created(tmp_path: Path, d
     assert not (tmp_path / "p").exists()
 
 
-@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: str) -> None:
-    """Ctrl-C prints where the run stopped and how to go on; after Ctrl-C or a kill, `alkit status`
+    """Ctrl-C and SIGTERM (which ended the process without a word) print where the run stopped and how
+    to go on; after either or a kill, `alkit status`
     shows the run as interrupted (no live process holds it), and the same command finishes it."""
     import json
     import signal
@@ -233,7 +234,7 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
         time.sleep(0.2)
     proc.send_signal(getattr(signal, how))
     _, err = proc.communicate(timeout=120)
-    if how == "SIGINT":
+    if how in ("SIGINT", "SIGTERM"):
         assert proc.returncode == 130 and "Traceback" not in err, err
         assert "interrupted at cycle" in err and "run the same command (or `alkit run --resume epistemic-b10-s0`) to continue" in err
     status = json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)
