@@ -270,8 +270,10 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     _bad(tmp_path, df, r"--image-shape 2,32: an image side below 3 pixels", image_shape=(2, 32))
     _bad(tmp_path, df, r"--image-shape 4,16,1: an image side below 3", image_shape=(4, 16, 1))
     # 28,28,3 was read as 28 channels of 28 x 3 images without a word (accuracy 0.633 against 0.708)
-    _bad(tmp_path, df, r"--image-shape 16,4,1 looks channels-last \(H,W,C\); alkit reads C,H,W.*pass 1,16,4",
-         image_shape=(16, 4, 1))
+    _bad(tmp_path, df, r"--image-shape 8,8,1 looks channels-last \(H,W,C\); alkit reads C,H,W.*pass 1,8,8",
+         image_shape=(8, 8, 1))
+    # a column of pixels is no channels-last image (the hint suggested 1,64,1): its sides are too small
+    _bad(tmp_path, df, r"--image-shape 64,1,1: an image side below 3", image_shape=(64, 1, 1))
     # --impute's COL=missing features broke the layout ('the data has 785 features')
     _bad(tmp_path, df, r"--impute adds a 0/1 feature after each column it fills, which would break the pixel layout",
          image_shape=(8, 8), impute=True)

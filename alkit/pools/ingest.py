@@ -765,7 +765,7 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
     size = int(np.prod(dims))
     if size != n_features:
         raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
-    if len(shape) == 3 and shape[2] <= 4 < shape[0]:  # 28,28,3 was read as 28 channels of 28 x 3 images
+    if len(shape) == 3 and shape[2] <= 4 < min(shape[0], shape[1]):  # 28,28,3 was read as 28 channels of 28 x 3 images
         raise InputError(f"--image-shape {','.join(map(str, shape))} looks channels-last (H,W,C); alkit reads C,H,W "
                          f"with each channel's image stored in turn: pass {shape[2]},{shape[0]},{shape[1]} if the "
                          "columns are laid out so, and reorder columns that interleave the channels (R,G,B of each "
