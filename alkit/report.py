@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 import re
 from typing import TYPE_CHECKING, Any
 

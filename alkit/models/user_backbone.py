@@ -180,7 +180,7 @@ class UserBackbone(nn.Module):
                     raise BackboneImportError(f"the backbone failed in training mode ({step}) on {len(b)} inputs: "
                                               f"{type(exc).__name__}: {exc}") from None
                 outs.append(out.detach())
-        out = torch.cat(outs) if outs else torch.zeros(0, 1)
+        out = torch.cat(outs)  # one chunk at least (tensor_split), maybe of no rows
         return float(out.norm(dim=1).mean()) if len(out) else 0.0
 
     def forward(self, x_n_f: torch.Tensor) -> torch.Tensor:

@@ -936,9 +936,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
     source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [])
-    problem = source.non_text(opts.text_col or opts.image_col) if (opts.text_col or opts.image_col) else None
-    if problem:
-        raise InputError(f"{data.name}: {problem}")
+    if opts.text_col or opts.image_col:
+        source.require_text(opts.text_col or opts.image_col)
     if source.empty_rows and notes is not None:
         notes.append(f"note: {source.empty_rows} empty row{'s' if source.empty_rows > 1 else ''} of {data.name} left out "
                      "(blank lines, or lines of separators only)")

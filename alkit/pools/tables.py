@@ -21,11 +21,10 @@ class InputError(ValueError):
 def read_table(path: Path, text_cols: Sequence[str] = (), codes_as_text: bool = False,
                encoded: str | None = None) -> pl.DataFrame:
     """The whole file as a frame (the embedding command and init's encoder path); ``text_cols``
-    and ``codes_as_text`` as in TableSource; ``encoded``: a column that must hold text (TableSource.non_text)."""
+    and ``codes_as_text`` as in TableSource; ``encoded``: a column that must hold text (TableSource.require_text)."""
     source = TableSource(path, text_cols, codes_as_text)
-    problem = source.non_text(encoded) if encoded else None
-    if problem:
-        raise InputError(f"{path.name}: {problem}")
+    if encoded:
+        source.require_text(encoded)
     return source.frame(source.columns)
 
 
@@ -115,7 +114,7 @@ class TableSource:
                 out.open("w", newline="", encoding="utf-8") as dst:
             writer = csv.writer(dst, delimiter=self.sep, quoting=csv.QUOTE_MINIMAL)
             for fields in csv.reader(src, delimiter=self.sep):
-                if any(field.strip() for field in fields):
+                if not _empty_row(fields):
                     writer.writerow(fields)
         return out
 
@@ -128,12 +127,13 @@ class TableSource:
         padded = raw.select(pl.col(c).str.contains(r"^\s*[+-]?0[0-9]").any() for c in ints).collect().row(0)
         return {c: pl.Utf8 for c, hit in zip(ints, padded) if hit}
 
-    def non_text(self, column: str) -> str | None:
-        """Where a JSON Lines file first holds something other than a string (or null) in ``column``,
-        e.g. 'line 2 holds a list': the reader turns a list or a number into its JSON text, which
-        would be embedded as if it were the item's text.  None for other formats (typed columns)."""
+    def require_text(self, column: str) -> None:
+        """Refuse a JSON Lines file that holds something other than a string (or null) in ``column``,
+        naming the first such line ('line 2 holds a list'): the reader turns a list or a number into
+        its JSON text, which would be embedded as if it were the item's text.  Other formats have
+        typed columns, checked where they are read."""
         if self.path.suffix.lower() not in JSON_LINES:
-            return None
+            return
         with self.path.open(encoding="utf-8", errors="replace") as f:
             for number, line in enumerate(f, start=1):
                 if not line.strip():
@@ -141,11 +141,10 @@ class TableSource:
                 try:
                     value = json.loads(line).get(column)
                 except (json.JSONDecodeError, AttributeError):
-                    return None  # the reader names a bad line
+                    return  # the reader names a bad line
                 if value is not None and not isinstance(value, str):
                     kind = {list: "a list", dict: "an object", bool: "true/false"}.get(type(value), "a number")
-                    return f"line {number} holds {kind} in {column!r}, not text"
-        return None
+                    raise InputError(f"{self.path.name}: line {number} holds {kind} in {column!r}, not text")
 
     def frame(self, columns: list[str | pl.Expr]) -> pl.DataFrame:
         """These columns (or expressions of them) of every row in file order; a file without rows is refused."""
@@ -178,7 +177,7 @@ class TableSource:
             utf8 = _utf8_error(path)
             if utf8:
                 return utf8
-        if self.sep:
+        if self.sep:  # ragged rows were refused before reading, but for a file whose first line is blank
             where = _ragged_line(path, self.sep)
             if where:
                 return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
@@ -273,6 +272,11 @@ def _ragged_line(path: Path, sep: str) -> str | None:
     return _scan_rows(path, sep)[0]
 
 
+def _empty_row(fields: list[str]) -> bool:
+    """A row with no value: a blank or whitespace line, separators only, quoted empties."""
+    return not any(field.strip() for field in fields)
+
+
 def _scan_rows(path: Path, sep: str) -> tuple[str | None, int]:
     """One pass over a delimited file's rows (the csv module: quotes and quoted newlines as the
     reader takes them): where it first has a row with another number of fields than its header,
@@ -287,7 +291,7 @@ def _scan_rows(path: Path, sep: str) -> tuple[str | None, int]:
                 return None, 0
             start = reader.line_num + 1
             for fields in reader:
-                if not any(field.strip() for field in fields) and len(fields) <= len(header):
+                if _empty_row(fields) and len(fields) <= len(header):
                     empty += 1
                 elif len(fields) != len(header):
                     if reader.line_num > start:  # a quote left open runs the row on over the next lines
