@@ -685,6 +685,26 @@ def test_impute_treats_parquet_nan_as_missing_and_runs_end_to_end(tmp_path: Path
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.parametrize("impute", [False, True])
+def test_numbers_the_csv_reader_keeps_as_text_are_read_as_numbers(tmp_path: Path, impute: bool) -> None:
+    """A column of signed numbers ('+7', as some exports write them) or of numbers with outer spaces is
+    text to the CSV reader; every cell a number, it is a numeric feature with those values (it was
+    refused as a non-numeric column), in the streamed init and beside --impute alike; a word among
+    such numbers is still refused by its row."""
+    n = 60
+    rows = [f"r{i:02d},{i - 30:+d}, {i / 4} ,{i % 2}" for i in range(n)]
+    (tmp_path / "d.csv").write_text("id,a,b,label\n" + "\n".join(rows) + "\n")
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "q",
+                       InitOptions(**OPTS, hide_labels=True, impute=impute, progress=False))
+    assert cfg.feature_cols == ["a", "b"] and not cfg.imputed
+    X = FeatureReader(load_project(tmp_path / "q").features_path).take(np.arange(n))
+    assert X[:, 0].tolist() == [float(i - 30) for i in range(n)]
+    assert X[:, 1].tolist() == [i / 4 for i in range(n)]
+    rows[7] = "r07,+7x, 1.75 ,1"
+    _bad(tmp_path, None, "feature column 'a' is not numeric: row 8 \\(id r07\\) holds '\\+7x', text",
+         raw="id,a,b,label\n" + "\n".join(rows) + "\n", impute=impute)
+
+
 def test_ids_with_commas_are_quoted_in_messages(tmp_path: Path) -> None:
     """Names used as ids ('Allen, Miss. Elisabeth') are quoted where a message lists them, so one id
     does not read as two; plain ids stay bare."""

@@ -316,7 +316,7 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     # numbers whose missing cells are written as text ('NA', '?'): with --impute, numbers like any other
     gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
     mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
-                   df[c].cast(pl.Utf8).cast(pl.Float64, strict=False).is_null().mean() > 0.5]
+                   df[c].cast(pl.Utf8).str.strip_chars().cast(pl.Float64, strict=False).is_null().mean() > 0.5]
     # numbers written with commas, even where most cells have none ('735' beside '1,065')
     comma = {c: example for c in names if _is_text(schema[c]) and c not in gappy
              and (example := _comma_numbers(df[c])) is not None}
@@ -336,7 +336,7 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
         if schema[c] == pl.Utf8:
             text = df[c]
             missing = _is_gap(text)
-            bad = missing | text.cast(pl.Float64, strict=False).is_null()
+            bad = missing | text.str.strip_chars().cast(pl.Float64, strict=False).is_null()
             i = int(bad.arg_true()[0]) if bad.any() else None
             if i is not None:
                 rid = df[opts.id_col][i]
@@ -344,6 +344,8 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                         if missing[i] else "text; features must be numbers")
                 raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
                                  f"{text[i]!r}, {kind}")
+    # every cell a number the CSV reader kept as text ('+7', ' 5'): read as numbers (FeatureValues.text)
+    non_numeric = [c for c in non_numeric if schema[c] != pl.Utf8]
     if non_numeric:
         kinds = ", ".join(f"{c} ({schema[c]})" for c in non_numeric)
         out = "" if opts.features else f"leave them out with --exclude {','.join(non_numeric)}, "
@@ -437,7 +439,7 @@ class FeatureValues:
                  text: Iterable[str] = ()) -> None:
         self.levels = levels or {}  # categorical column -> its levels, one indicator feature each
         self.fill = fill or {}  # imputed column -> the value of its missing cells (and an indicator feature)
-        self.text = set(text)  # imputed columns written as text ('NA' among numbers)
+        self.text = set(text)  # number columns written as text ('+7'; imputed: 'NA' among numbers)
         self.names, self.vector_col, self.n_features = names, vector_col, n_features
         self.numeric = [c for c in names if c not in self.levels and c not in self.fill]
         self.n_rows = 0
@@ -491,7 +493,7 @@ class FeatureValues:
             value = _number(c, c in self.text)
             return [value.fill_null(self.fill[c]), value.is_null().cast(pl.Float64).alias(missing_indicator(c))]
         if c not in self.levels:
-            return [pl.col(c).cast(pl.Float64)]
+            return [_number(c, True).fill_null(float("nan")) if c in self.text else pl.col(c).cast(pl.Float64)]
         text = _category(c)
         return [(text == lv).cast(pl.Float64).alias(f"{c}={lv}") for lv in self.levels[c]]
 
@@ -607,7 +609,7 @@ def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, o
         return FeatureValues(names, opts.feature_col, n_vector)
     fill = pool_medians(read, schema, names, levels, pool_n) if opts.impute else {}
     return FeatureValues(names, None, len(one_hot_names(names, levels, fill)), levels, fill,
-                         [c for c in fill if _is_text(schema[c])])
+                         [c for c in names if c not in levels and _is_text(schema[c])])
 
 
 def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, path: Path, pool_n: np.ndarray,
