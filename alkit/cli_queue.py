@@ -104,6 +104,10 @@ def _next_step(res: ImportResult) -> str:
         return f" — `alkit run --resume {res.waiting_runs[0]}` continues with the next cycle"
     if res.waiting_runs:
         return " — `alkit run --resume NAME` continues each waiting run (`alkit status` lists them)"
+    if res.running_runs:
+        one = len(res.running_runs) == 1
+        return (f" — {', '.join(res.running_runs)} {'is' if one else 'are'} running now and "
+                f"{'trains on them from its' if one else 'train on them from their'} next cycle")
     return " — no run waits for labels (a run whose budget is spent continues with a larger --budget)"
 
 

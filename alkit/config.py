@@ -131,6 +131,16 @@ class Project:
     def store_url(self) -> str:
         return resolve_store_url(self.config.store, self.root)
 
+    def own_files(self) -> list[Path]:
+        """The files `alkit init` wrote and the SQLite store's companions (-wal, -shm, -journal), resolved:
+        what no command may write over (a queue exported onto features.parquet or alkit.db replaced it)."""
+        files = [self.root / CONFIG_NAME, self.features_path, self.payload_path]
+        url = self.store_url
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            db = Path(url[len("sqlite:///"):])
+            files += [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal"))]
+        return [f.resolve() for f in files]
+
     def require(self, *paths: Path, why: str) -> None:
         """Refuse, naming the file, where a file `alkit init` wrote is gone: checked before a command
         changes anything, so a damaged project fails at once instead of after a batch is committed."""

@@ -213,8 +213,9 @@ class ActiveLoop:
                 self.store.set_run_status(run.id, "waiting")
                 again = self.oracle.hand_off_again(waiting, req.queue_file)
                 if again is not None:
-                    self.on_event("note", {"message": f"{again.path.name} was missing: the queue (every run's "
-                                                      "queued items) written to it again"})
+                    kept = "" if again.set_aside is None else f" (what it held kept as {again.set_aside.name})"
+                    self.on_event("note", {"message": f"{again.path.name} {again.why}: the queue (every run's "
+                                                      f"queued items) written to it again{kept}"})
                 where = self._where()
                 msg = (f"waiting: {waiting} item{'' if waiting == 1 else 's'} still queued; `alkit queue import FILE{where}`, "
                        f"then `alkit run --resume {run.name}{where}`")

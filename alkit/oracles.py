@@ -10,7 +10,7 @@ committed cycle writes and whether the run goes on in this call (small-text's qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ class Handoff:
     path: Path
     set_aside: Path | None = None  # the file ``path`` held, with answers not yet imported, moved here
     set_aside_unreadable: bool = False  # what was moved is no label file alkit can read (not answers)
+    why: str = ""  # why a waiting run wrote the queue file again (hand_off_again)
 
 
 class Oracle(Protocol):
@@ -116,11 +117,20 @@ class HumanOracle:
         return Handoff(n_selected, out.path, out.set_aside, out.set_aside_unreadable)
 
     def hand_off_again(self, n_waiting: int, queue_file: str | None) -> Handoff | None:
-        """A waiting run found its default queue file deleted: it says "import FILE" of a file that
-        is not there (a black-box check), so the queue is written again, as the cycle wrote it."""
-        if queue_file is not None or queue.default_queue_path(self.project).exists():
+        """A waiting run found its default queue file deleted, or listing another batch (a run killed
+        between recording its batch and writing the file left the previous one): it would say
+        "import FILE" of a file that is not there or holds other items (black-box checks), so the
+        queue is written again, as the cycle wrote it (answers the old file held, not yet imported,
+        kept beside it by ``export_queue``)."""
+        path = queue.default_queue_path(self.project)
+        if queue_file is not None:
             return None
-        return self.hand_off(n_waiting, None)
+        why = "was missing" if not path.exists() else "" if queue.lists_every_queued(self.store, path) else \
+            "listed other items than the queued ones"
+        if not why:
+            return None
+        out = self.hand_off(n_waiting, None)
+        return None if out is None else replace(out, why=why)
 
 
 def oracle_for(project: Project, store: Store) -> Oracle:

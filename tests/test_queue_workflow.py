@@ -302,3 +302,164 @@ def test_a_waiting_run_writes_a_deleted_queue_file_again(tmp_path: Path) -> None
     before = path.stat().st_mtime_ns
     assert "was missing" not in invoke("run", "--resume", "random-b10-s0", "-p", root).text  # present: left alone
     assert path.stat().st_mtime_ns == before
+
+
+def _label_studio_tasks(ids: list[str], truth: dict[str, str], results) -> list[dict]:
+    return [{"data": {"alkit_id": i}, "annotations": [{"completed_by": 1, "result": results(i, truth[i])}]}
+            for i in ids]
+
+
+def test_label_studio_full_json_takes_the_named_control_and_refuses_a_guess_between_several(tmp_path: Path) -> None:
+    """A rating control listed before the class was read as the label (every item stored as class 5, a
+    black-box check) and --label-field was ignored for the full JSON: several controls are now refused
+    unless one is named, as in the flat exports, and the named one is read."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 4)
+    tasks = _label_studio_tasks(ids, truth, lambda i, y: [
+        {"from_name": "confidence", "type": "rating", "value": {"rating": 5}},
+        {"from_name": "digit", "type": "choices", "value": {"choices": [y]}}])
+    path = tmp_path / "two_controls.json"
+    path.write_text(json.dumps(tasks))
+    before = snapshot(project)
+    with pytest.raises(QueueError, match=r"several controls could be the label \(confidence, digit\); name the labeling "
+                                         "control with --label-field"):
+        import_labels(project, path)
+    with pytest.raises(QueueError, match="--label-field 'class' is not a control of the export; controls: confidence, digit"):
+        import_labels(project, path, label_field="class")
+    assert snapshot(project) == before
+    assert import_labels(project, path, label_field="digit").labeled == 4
+    assert {i: shared_labels(project)[i][0] for i in ids} == {i: truth[i] for i in ids}
+
+
+@pytest.mark.parametrize("result, said", [
+    ([{"from_name": "digit", "value": None}], "the value of result digit is null, not an object"),
+    ([{"from_name": "digit", "value": ["choices"]}], "the value of result digit is a list, not an object"),
+    (["7"], "a result is text, not an object"),
+    ([{"from_name": "digit", "value": {"choices": None}}], "the choices of digit is null, not a label"),
+])
+def test_label_studio_results_that_are_not_annotations_are_refused_by_task(tmp_path: Path, result: list, said: str) -> None:
+    """A null or list value crashed the import with a traceback; a result that is a bare string, or
+    choices that are null, was counted as 'without a label yet' (black-box checks)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(_label_studio_tasks(ids[:1], truth, lambda i, y: result)))
+    with pytest.raises(QueueError, match=rf"task 1 \(id {ids[0]}\): {said}"):
+        import_labels(project, path)
+
+
+@pytest.mark.parametrize("spelling", ["spaces", "zeros"])
+def test_a_filled_queue_whose_ids_import_refuses_is_kept_not_overwritten(tmp_path: Path, spelling: str) -> None:
+    """Answers were kept aside only where their ids matched a queued id exactly: a filled queue.csv
+    whose ids had spaces around them, or had lost their leading zeros in a spreadsheet, was overwritten
+    by the next export or run (black-box checks).  Any answer for an id the store does not hold as
+    already labelled now keeps the file."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    path = export_queue(project).path
+    if spelling == "spaces":
+        written = [f"{i} " for i in ids]
+    else:
+        written = [i.lstrip("d0") for i in ids]
+    path.write_text("id,label\n" + "".join(f"{w},{truth[i]}\n" for w, i in zip(written, ids)))
+    out = export_queue(project)
+    assert out.set_aside is not None and out.set_aside.read_text().startswith("id,label\n")
+    if spelling == "spaces":  # the kept file imports as it is
+        assert import_labels(project, out.set_aside).labeled == 3
+        out.set_aside.rename(path)  # filled and imported: overwriting it loses nothing
+        assert export_queue(project).set_aside is None
+
+
+def test_an_export_onto_the_projects_own_files_is_refused(tmp_path: Path) -> None:
+    """`queue export --out features.parquet` moved the features aside and wrote the queue in their
+    place (the next run failed); --out alkit.db did the same to the store (a black-box check)."""
+    project, _ = _digits_human(tmp_path)
+    queue_batch(project, 2)
+    def files() -> tuple[list[tuple[str, int]], dict]:  # the store by its rows: SQLite touches its files on open
+        return (sorted((p.name, p.stat().st_mtime_ns) for p in project.root.iterdir() if not p.name.startswith("alkit.db")),
+                snapshot(project))
+
+    for name in ("features.parquet", "payload.parquet", "alkit.db", "alkit.db-wal", "alkit.toml"):
+        before = files()
+        out = invoke("queue", "export", "--format", "csv", "--out", str(project.root / name), "-p", str(project.root))
+        assert out.exit_code != 0 and f"{name} is one of the project's own files" in out.text, out.text
+        assert "Traceback" not in out.text and files() == before
+
+
+def test_a_waiting_run_rewrites_a_queue_file_that_lists_another_batch(tmp_path: Path) -> None:
+    """A run killed between recording its batch and writing queue.csv left the previous batch's file,
+    and the resumed run only said "import FILE" of it (a black-box check): the waiting run writes the
+    queue again, with a note; a file that lists every queued item is left alone."""
+    project, truth = _digits_human(tmp_path)
+    root = str(project.root)
+    assert invoke("run", "--strategy", "random", "--budget", "20", "-p", root).exit_code == 0
+    path = project.root / "queue.csv"
+    queued = pl.read_csv(path)["id"].to_list()
+    stale = "id,label\n" + "".join(f"{i}," + "\n" for i in ["d9999", *queued[:3]])
+    path.write_text(stale)
+    again = invoke("run", "--resume", "random-b10-s0", "-p", root)
+    assert "queue.csv listed other items than the queued ones: the queue (every run's queued items) written to it again" \
+        in again.text, again.text
+    assert pl.read_csv(path)["id"].to_list() == queued
+
+
+def test_a_truncated_last_label_is_noted_and_equal_answers_under_two_spellings_are_one(tmp_path: Path) -> None:
+    """An id,label file cut inside its last label imported '21' for '21.5' without a word; the same
+    answer under two spellings of one id (spaces) was refused as a duplicate, while exact duplicates
+    are taken (black-box checks)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    cut = tmp_path / "cut.csv"
+    cut.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids[:2]) + f"{ids[2]},{truth[ids[2]]}")
+    with pytest.warns(UserWarning, match=rf"cut.csv does not end with a line break.*line 4, id {ids[2]}"):
+        assert import_labels(project, cut).labeled == 3
+    ids = queue_batch(project, 2, cycle=1)
+    twice = tmp_path / "twice.csv"
+    twice.write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\n{ids[0]} ,{truth[ids[0]]}\n{ids[1]},{truth[ids[1]]}\n")
+    assert import_labels(project, twice).labeled == 2
+    other = "0" if truth[ids[0]] != "0" else "1"
+    ids = queue_batch(project, 1, cycle=2)
+    clash = tmp_path / "clash.csv"
+    clash.write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\n {ids[0]},{other}\n")
+    with pytest.raises(QueueError, match="ids differ only in spaces"):
+        import_labels(project, clash)
+
+
+def test_labels_given_at_init_take_no_import(tmp_path: Path) -> None:
+    """An item labelled in the data file at init was never queued, yet `--on-conflict replace`
+    overwrote its label (a black-box check); the README says a not-queued id refuses the file."""
+    df = digits_frame(120)
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 70).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX,
+                                                                 initial_labeled=20))
+    project = load_project(tmp_path / "p")
+    given = {i: v[0] for i, v in shared_labels(project).items() if v[1] == "init"}
+    assert len(given) == 20
+    some = sorted(given)[:2]
+    path = tmp_path / "fix.csv"
+    path.write_text("id,label\n" + "".join(f"{i},{'1' if given[i] != '1' else '2'}\n" for i in some))
+    before = snapshot(project)
+    with pytest.raises(QueueError, match="label was given at init .* only queued items take labels"):
+        import_labels(project, path, on_conflict="replace")
+    assert snapshot(project) == before
+
+
+def test_the_import_does_not_send_people_to_resume_a_run_that_is_running(tmp_path: Path) -> None:
+    """A resumed run keeps 'waiting' in the store until its cycle ends: the import told people to resume
+    it while it ran (a black-box check).  A run a live process drives is said to take the labels."""
+    from alkit.pools import leases
+    from alkit.pools.store import Store
+
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2, run="r1")
+    part = tmp_path / "part.csv"
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
+    store = Store(project.store_url)
+    lease = leases.acquire(store, "r1")
+    try:
+        out = invoke("queue", "import", str(part), "-p", str(project.root)).text
+    finally:
+        leases.release(store, lease)
+    assert "r1 is running now and trains on them from its next cycle" in out, out
+    assert "alkit run --resume r1" not in out

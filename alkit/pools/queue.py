@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 
 from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
 from alkit.config import REGRESSION_LABEL_MAX, Project, missing_indicator
-from alkit.pools import labelfiles
+from alkit.pools import labelfiles, leases
 from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
@@ -84,6 +84,7 @@ class ImportResult:
     still_queued: int
     not_in_file: list[str] = field(default_factory=list)  # every queued item the file does not name
     waiting_runs: list[str] = field(default_factory=list)  # runs that wait for people's labels (status waiting)
+    running_runs: list[str] = field(default_factory=list)  # runs a live process drives now (they take the labels)
 
     @property
     def changed(self) -> int:
@@ -144,6 +145,16 @@ def queued_items(store: Store) -> list[QueuedItem]:
             .order_by(SelectionRow.cycle, Run.id, SelectionRow.rank)
         ).all()
     return [QueuedItem(int(r[0]), r[1], r[2], r[3], r[4], r[5], int(r[6]), int(r[7]), float(r[8])) for r in rows]
+
+
+def lists_every_queued(store: Store, path: Path) -> bool:
+    """Whether the label file at ``path`` names every queued item (False where it cannot be read): a
+    queue file that does not is stale, written for an earlier batch."""
+    try:
+        ids = {r.item_id for r in labelfiles.read(path, [])}
+    except (QueueError, OSError, ValueError):
+        return False
+    return all(q.item_id in ids for q in queued_items(store))
 
 
 # ---------------------------------------------------------------------------- export
@@ -222,20 +233,27 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _set_aside_unimported(path: Path, queued_ids: set[str]) -> tuple[Path | None, bool]:
+def _set_aside_unimported(path: Path, store: Store) -> tuple[Path | None, bool]:
     """Move the file at ``path`` out of an export's way when it holds people's work not yet
-    imported (a label or skip for an item still queued), or cannot be read as a label file at all
-    (then it is not an export alkit wrote as it was); return where it went.  Why: `alkit run`
-    rewrites queue.csv every cycle and an export reuses its name, so a file filled in place and
-    not yet imported was overwritten without a word.  The second value: whether the file could not be read."""
+    imported, or cannot be read as a label file at all (then it is not an export alkit wrote as it
+    was); return where it went.  Work not yet imported: a label or skip for any id but an item
+    already labelled or skipped (an item still queued, and also an id the store does not hold as
+    written: spaces around it, leading zeros a spreadsheet dropped, another project's file).  Why:
+    `alkit run` rewrites queue.csv every cycle and an export reuses its name, so a file filled in
+    place and not yet imported was overwritten without a word; the ids were first matched exactly
+    against the queued ones, so answers whose ids import refused were overwritten too.  The second
+    value: whether the file could not be read."""
     if not path.is_file():
         return None, False
     try:
         rows = labelfiles.read(path, [])
     except (QueueError, OSError, ValueError):
         rows = None
-    if rows is not None and not any(r.item_id in queued_ids and (r.skip or (r.label or "").strip()) for r in rows):
-        return None, False
+    if rows is not None:
+        answered = {r.item_id for r in rows if r.skip or (r.label or "").strip()}
+        states = store.states_for_ids(sorted(answered | {i.strip() for i in answered}))
+        if all((states.get(i) or states.get(i.strip())) in ("labeled", "skipped") for i in answered):
+            return None, False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1, 1000):
         kept = path.with_name(f"{path.stem}.unimported-{stamp}{'' if n == 1 else f'-{n}'}{path.suffix}")
@@ -261,6 +279,8 @@ def export_queue(
     ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format.
     ``include``: the payload columns to write (default: all), which may also name numeric feature
     columns (``ProjectConfig.data_feature_cols``), written after them."""
+    if out is not None and Path(out).resolve() in project.own_files():
+        raise QueueError(f"{out} is one of the project's own files: write the queue to another name")
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
     project.require(project.payload_path, why="the queue file is written from it")
     store = store or Store(project.store_url)
@@ -288,7 +308,7 @@ def export_queue(
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
-    set_aside, unreadable = _set_aside_unimported(path, {q.item_id for q in items})
+    set_aside, unreadable = _set_aside_unimported(path, store)
     columns = labelfiles.get_format(fmt).write(path, records, frame, [name[c] for c in [*cols, *feats]],
                                                escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)
@@ -421,9 +441,10 @@ def import_labels(
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
     absent = [q.item_id for q in queued_items(store) if q.item_id not in named] if still else []
-    waiting = [r.name for r in store.runs() if r.status == "waiting"]
+    live = leases.live_runs(store)  # a resumed run keeps 'waiting' in the store until its cycle ends
+    waiting = [r.name for r in store.runs() if r.status == "waiting" and r.name not in live]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
-                        counts["unchanged"], counts["kept"], pending, still, absent, waiting)
+                        counts["unchanged"], counts["kept"], pending, still, absent, waiting, sorted(live))
 
 
 # ---------------------------------------------------------------------------- status

@@ -406,6 +406,14 @@ class Store:
                 out.update({i: int(k) for i, k in s.execute(select(Item.item_id, Item.key).where(Item.item_id.in_(chunk)))})
         return out
 
+    def states_for_ids(self, item_ids: Sequence[str]) -> dict[str, str]:
+        """The state (unlabeled|queued|labeled|skipped) of each of these ids the store holds."""
+        out: dict[str, str] = {}
+        with self.session() as s:
+            for chunk in _chunks(list(item_ids)):
+                out.update({i: st for i, st in s.execute(select(Item.item_id, Item.state).where(Item.item_id.in_(chunk)))})
+        return out
+
     def ids_for_keys(self, keys: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}
         keys = [int(k) for k in keys]
@@ -668,20 +676,27 @@ class Store:
                     select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
             conflicts: list[str] = []
             plan: list[tuple[str, Item, Any, str | None]] = []  # (action, item, decision, row annotator)
-            seen: dict[int, str] = {}  # item key -> where: two spellings of one id (a trimmed match)
+            seen: dict[int, tuple[str, Any]] = {}  # item key -> (where, answer): two spellings of one id (a trimmed match)
             for item_id, (decision, where, row_annotator) in decisions.items():
                 it = items.get(item_id)
                 if it is None:
                     problems.append(f"{where}: unknown id")
                     continue
-                if it.key in seen:
-                    problems.append(f"{where}: the same item as {seen[it.key]} (ids differ only in spaces)")
+                if it.key in seen:  # the same answer twice is one answer, as for rows with the same spelling
+                    first, answer = seen[it.key]
+                    if not (answer is decision or answer == decision):
+                        problems.append(f"{where}: the same item as {first} (ids differ only in spaces) with another "
+                                        f"answer, {show_decision(decision)} against {show_decision(answer)}")
                     continue
-                seen[it.key] = where
+                seen[it.key] = (where, decision)
                 if it.split != "pool":
                     problems.append(f"{where}: the item is in the {it.split} split, not the pool")
                     continue
                 existing: Any = None
+                if it.state == "labeled" and it.key in shared and shared[it.key].source == "init":
+                    problems.append(f"{where}: the item's label was given at init (from the data file), it was never "
+                                    "queued; only queued items take labels")
+                    continue
                 if it.state == "labeled" and it.key in shared:
                     existing = shared[it.key].value
                 elif it.state == "skipped":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -57,4 +58,21 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
             records.append((where, dict(zip(header, (unescape_formula(f) for f in fields)))))
     except csv.Error as exc:
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
+    _note_cut_label(path, text, header, records)
     return records_to_rows(path, records, problems)
+
+
+def _note_cut_label(path: Path, text: str, header: list[str], records: list[tuple[str, dict[str, str]]]) -> None:
+    """A file cut short inside its last label ('21.5' -> '21' of an id,label file) reads as a whole row:
+    where the label is the last column and the file does not end with a line break, say so beside the
+    import (a file a person saved without a final line break reads the same, so it is a note, not a
+    refusal)."""
+    if not records or header[-1] != "label" or text.endswith(("\n", "\r")):
+        return
+    where, last = records[-1]
+    if last.get("label", "").strip():
+        from alkit.errors import Note
+
+        warnings.warn(Note(f"{path.name} does not end with a line break: if the file was cut short, the label of its "
+                           f"last row ({where}, id {last.get('id')}: {last['label']!r}) may be cut too; check it"),
+                      stacklevel=2)

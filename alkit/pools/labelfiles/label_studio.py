@@ -51,23 +51,66 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
     return [ID_KEY, *cols]
 
 
-def _ls_label(result: Any) -> tuple[str | None, str | None]:
-    """(label text, problem) from one Label Studio annotation ``result`` list."""
+def _ls_results(result: Any) -> tuple[list[tuple[str, str, Any]], str | None]:
+    """((control name, value key, value) of every labelling result, problem) from one annotation's
+    ``result`` list: the controls alkit can read a label from (choices, labels, rating, ...); a
+    result that is not an object, or whose value is not one, is a problem (a hand-edited or
+    damaged export: it was taken for an annotation without a label, or crashed)."""
     if not isinstance(result, list):
-        return None, "annotation result is not a list"
+        return [], "annotation result is not a list"
+    found = []
     for r in result:
-        value = r.get("value", {}) if isinstance(r, dict) else {}
-        for key in _VALUE_KEYS:
-            if key not in value:
-                continue
-            v = value[key]
-            if isinstance(v, list):
-                flat = [x[0] if isinstance(x, list) and x else x for x in v]
-                if len(flat) != 1:
-                    return None, f"{len(flat)} {key} in one annotation, expected exactly one"
-                v = flat[0]
-            return as_text(v), None
-    return None, None
+        if not isinstance(r, dict):
+            return [], f"a result is {_json_kind(r)}, not an object"
+        name = as_text(r.get("from_name")) or ""
+        value = r.get("value", {})
+        if not isinstance(value, dict):
+            return [], f"the value of result {name or '(unnamed)'} is {_json_kind(value)}, not an object"
+        key = next((k for k in _VALUE_KEYS if k in value), None)
+        if key is not None:
+            found.append((name, key, value[key]))
+    return found, None
+
+
+def _json_kind(v: Any) -> str:
+    return ("null" if v is None else "a list" if isinstance(v, list) else "text" if isinstance(v, str)
+            else "true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else type(v).__name__)
+
+
+def _ls_label(result: Any, label_field: str | None) -> tuple[str | None, str | None]:
+    """(label text, problem) from one Label Studio annotation ``result`` list: the value of the control
+    ``label_field`` names, else of the one control there is (``_ls_controls`` refuses a file with several)."""
+    found, problem = _ls_results(result)
+    if problem:
+        return None, problem
+    if label_field is not None:
+        found = [f for f in found if f[0] == label_field]
+    if not found:
+        return None, None
+    name, key, v = found[0]
+    if isinstance(v, list):
+        flat = [x[0] if isinstance(x, list) and x else x for x in v]
+        if len(flat) != 1:
+            return None, f"{len(flat)} {key} in one annotation, expected exactly one"
+        v = flat[0]
+    if v is None or isinstance(v, (dict, list)):
+        return None, f"the {key} of {name or 'a result'} is {json.dumps(v)[:40]}, not a label"
+    return as_text(v), None
+
+
+def _ls_controls(path: Path, tasks: list[Any], label_field: str | None) -> None:
+    """Refuse a full JSON export whose annotations hold several labelling controls and no
+    ``--label-field`` to choose one (a rating beside the class was read as the label), or whose
+    controls do not include the one named; as the flat exports' field choice does."""
+    names = dict.fromkeys(
+        name for t in tasks if isinstance(t, dict) and isinstance(t.get("annotations"), list)
+        for a in t["annotations"] if isinstance(a, dict)
+        for name, _, _ in _ls_results(a.get("result", []))[0])
+    if label_field is None and len(names) > 1:
+        raise refuse(path, [f"several controls could be the label ({', '.join(names)}); name the labeling control "
+                            "with --label-field"])
+    if label_field is not None and names and label_field not in names:
+        raise refuse(path, [f"--label-field {label_field!r} is not a control of the export; controls: {', '.join(names)}"])
 
 
 def _ls_user(by: Any) -> str | None:
@@ -170,6 +213,7 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
             if "id" not in t or not ({"label", "skip"} & set(t)):
                 problems.append(f"record {i}: missing key {', '.join(k for k in ('id', 'label') if k not in t)}")
         return records_to_rows(path, ((f"record {i}", t) for i, t in enumerate(tasks, start=1)), problems)
+    _ls_controls(path, tasks, label_field)
     rows: list[Row] = []
     for i, task in enumerate(tasks, start=1):
         where = f"task {i}"
@@ -193,7 +237,7 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
             if ann.get("was_cancelled"):
                 task_rows.append(Row(w, item_id, None, True, _ls_user(ann.get("completed_by"))))
                 continue
-            label, problem = _ls_label(ann.get("result", []))
+            label, problem = _ls_label(ann.get("result", []), label_field)
             if problem:
                 problems.append(f"{w} (id {item_id}): {problem}")
                 continue
