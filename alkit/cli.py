@@ -526,7 +526,9 @@ def strategies(
     t.add_column("what it does", overflow="fold")
     for p in PRESETS.values():
         acq = p.acquisition + (f" (regression: {p.regression_acquisition})" if p.regression_acquisition else "")
-        t.add_row(p.name, p.default_scorer, acq if p.selector != "random" else "-", p.summary)
+        if p.selector in ("kcenter", "badge"):  # they pick from embeddings; the score only narrows a large pool
+            acq += " (only to choose candidates, pools over --candidates)"
+        t.add_row(p.name, p.default_scorer, acq if p.selector not in ("random", "coldstart") else "-", p.summary)
     console.print(t)
     t = Table(title="acquisitions (--acquisition)", box=box.SIMPLE_HEAD, title_justify="left")
     t.add_column("name")

@@ -12,3 +12,7 @@ class StoreError(RuntimeError):
 class Note(UserWarning):
     """Something the user should know that does not stop the command (an unreadable cache that is
     rebuilt, a cache folder that cannot be written); the CLI prints it as one 'note:' line."""
+
+
+class AcquisitionError(ValueError):
+    """The learner's Prediction cannot feed this acquisition; the message names what is missing."""

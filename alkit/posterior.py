@@ -1,7 +1,7 @@
 """The algebra of the Gaussian last-layer posterior, shared by the posterior-driven acquisitions
 (alkit/acquisition/) and the batch selectors (alkit/strategies/diverse.py): output covariances,
 the observation model of a label, the cycle's EPIG targets, the top-two decision, and the
-expected decision risk.  A leaf beside types.py and distributions.py: it imports only those.
+expected decision risk.  A leaf beside types.py and distributions.py: it imports only those (and errors.py).
 
 Every learner with ``posterior()`` (VBLL, Laplace, the dual encoder) describes output k of an item
 with last-layer features phi as z_k = w_k^T phi (+ noise), w_k ~ N(mu_k, scale_k S_g(k)), outputs
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from alkit.errors import AcquisitionError
 from alkit.types import GaussianLastLayer, Prediction
 
 MIN_FISHER = 1e-6  # p(1-p) floor: an r_k of at most 1e6 keeps the algebra finite at p = 0 or 1

@@ -35,6 +35,38 @@ from alkit.types import Candidates, Learner, SelectionContext
 POOL_SAMPLE = 4096  # pool rows kept in the InputSpec (image filters, CSD's contexts), as the loop keeps
 
 
+def pool_array(X_pool_n_f: Any) -> np.ndarray:
+    """The pool as the (n, f) float32 array the learners read, refused as `alkit init` refuses a file
+    where float32 would change it: NaN or inf, values beyond float32's range, and columns whose
+    variation float32 loses (a large offset, 1e9 + x, or a spread of at most MIN_FEATURE_SPREAD the
+    learners take for a constant).  Why: the library cast silently, so such a pool trained at chance
+    and picked its first rows."""
+    from alkit.pools.ingest import FLOAT32_MAX, MIN_FEATURE_SPREAD
+
+    X64 = np.asarray(X_pool_n_f, dtype=np.float64)
+    if X64.ndim != 2 or not len(X64):
+        raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X64.shape}")
+    if not np.isfinite(X64).all():
+        cols = np.flatnonzero(~np.isfinite(X64).all(0))
+        raise ValueError(f"X_pool_n_f holds NaN or inf (columns {_listed(cols)})")
+    if (np.abs(X64) > FLOAT32_MAX).any():
+        cols = np.flatnonzero((np.abs(X64) > FLOAT32_MAX).any(0))
+        raise ValueError(f"X_pool_n_f has values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in columns "
+                         f"{_listed(cols)}; rescale them (e.g. take logs)")
+    X = X64.astype(np.float32)
+    lo, hi = X64.min(0), X64.max(0)
+    lost = (hi > lo) & ((X.max(0) <= X.min(0)) | (hi - lo <= MIN_FEATURE_SPREAD))
+    if lost.any():
+        raise ValueError(f"X_pool_n_f columns {_listed(np.flatnonzero(lost))} vary too little for float32 (features "
+                         f"are float32, and a spread of at most {MIN_FEATURE_SPREAD:g} counts as constant): centre or "
+                         "rescale them")
+    return X
+
+
+def _listed(cols: np.ndarray, most: int = 10) -> str:
+    return ", ".join(map(str, cols[:most].tolist())) + (f" and {len(cols) - most} more" if len(cols) > most else "")
+
+
 def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None, *, scorer: str = "vbll",
                  image_shape: tuple[int, int, int] | None = None, embedding: bool = False, seed: int = 0,
                  **options: Any) -> Learner:
@@ -43,11 +75,10 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     any label is bought.  ``image_shape`` (C, H, W): the rows are pixels (the image backbone);
     ``embedding``: the rows are a pretrained encoder's vectors; ``options``: the scorer's options
     (`alkit strategies --scorer NAME`)."""
-    X = np.asarray(X_pool_n_f, dtype=np.float32)
-    if X.ndim != 2 or not len(X):
-        raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X.shape}")
-    if not np.isfinite(X).all():
-        raise ValueError("X_pool_n_f holds NaN or inf")
+    X = pool_array(X_pool_n_f)
+    if image_shape is not None and int(np.prod(image_shape)) != X.shape[1]:
+        raise ValueError(f"image_shape {tuple(image_shape)} holds {int(np.prod(image_shape))} pixels, the pool's rows "
+                         f"{X.shape[1]} features")
     rng = np.random.default_rng(seed)
     sample = X[np.sort(rng.choice(len(X), min(len(X), POOL_SAMPLE), replace=False))]
     X64 = X.astype(np.float64)
@@ -68,11 +99,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it);
     ``return_scores``: also return the picks' acquisition scores (batch_size,) float64 (0 where the
     selector reads none: random, the cold start)."""
-    X = np.asarray(X_pool_n_f, dtype=np.float32)
-    if X.ndim != 2 or not len(X):
-        raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X.shape}")
-    if not np.isfinite(X).all():
-        raise ValueError("X_pool_n_f holds NaN or inf")
+    X = pool_array(X_pool_n_f)
     mask = np.ones(len(X), dtype=bool)
     if labeled is not None:
         lab = np.asarray(labeled)
@@ -92,6 +119,10 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         raise ValueError(f"batch_size must be a whole number, got {batch_size!r}")
     if batch_size < 1 or batch_size > len(pool):
         raise ValueError(f"batch_size must be in 1..{len(pool)} (the unlabelled rows), got {batch_size}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):  # None drew other picks each call
+        raise ValueError(f"seed must be a whole number (vary it per cycle), got {seed!r}")
+    if candidates is not None and (isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer))):
+        raise ValueError(f"candidates must be a whole number, got {candidates!r}")
     if candidates is not None and (candidates < 1 or candidates < batch_size):
         raise ValueError(f"candidates must be at least batch_size ({batch_size}), got {candidates}")
     preset = get_preset(strategy)
@@ -116,7 +147,8 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         if registered is None:  # a learner of the user's own: its Prediction names what it lacks
             name = acquisition or preset.acquisition_for(task)
         else:  # as `alkit run` decides it: the preset's acquisition, or the scorer's own score where it cannot feed it
-            name, notes = resolve_acquisition(strategy, acquisition, registered, task, chosen.name)
+            single = registered == "sklearn" and getattr(learner, "M", None) == 1  # -o members=1: no epistemic part
+            name, notes = resolve_acquisition(strategy, acquisition, registered, task, chosen.name, single)
             if preset.default_scorer not in ("none", "vbll", registered):
                 notes.append(f"strategy {strategy!r} is meant for scorer {preset.default_scorer!r} "
                              f"(pool_learner(..., scorer={preset.default_scorer!r})); this learner is {registered!r}")
@@ -145,7 +177,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     keys = np.asarray(picked.keys, dtype=np.int64)
     if not return_scores:
         return keys
-    return keys, np.nan_to_num(np.asarray(picked.scores, dtype=np.float64))
+    return keys, np.asarray(picked.scores, dtype=np.float64)
 
 
 def _selector(name: str) -> Any:

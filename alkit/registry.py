@@ -196,13 +196,14 @@ def make_learner(scorer: str, task: Task, n_classes: int | None, *, class_names:
                  **options: Any) -> Learner:
     """A fresh learner; ``options`` as recorded with the run (``csd.steps`` style groups included);
     ``class_names`` reach only the scorers that read them (bayesvlm's prompts)."""
-    from alkit.scorer_options import to_kwargs
+    from alkit.scorer_options import check_values, to_kwargs
 
     if task not in ("classification", "regression"):  # 'classifier' became a regression learner unsaid
         raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
     if task == "classification" and (not isinstance(n_classes, (int, np.integer)) or n_classes < 2):
         raise ValueError(f"classification needs n_classes >= 2 (the number of classes), got {n_classes!r}")
     info = get_scorer(scorer)
+    check_values(learner_class(scorer), scorer, options)
     kwargs = to_kwargs(learner_class(scorer), options)
     if info.class_names:
         kwargs["class_names"] = list(class_names or [])

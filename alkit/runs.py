@@ -17,6 +17,7 @@ from alkit.acquisition import ACQUISITIONS, get_acquisition
 from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
+from alkit.engines.candidates import POOL_CANDIDATES
 from alkit.models.backbone import InputSpec
 from alkit.models.train import TrainConfig, resolved_lr_decay, resolved_min_steps
 from alkit.pools.store import RunSpec, as_json
@@ -309,7 +310,7 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     preset's (a note says so).  Random picks read no score (a requested one is refused: it was taken,
     named and ignored); BatchBALD needs ensemble members of a classification project."""
     preset = get_preset(strategy)
-    if requested and selector == "random":
+    if requested and selector in ("random", "coldstart"):
         raise LoopError(f"strategy {strategy!r} picks without a score: --acquisition {requested} would have "
                         "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
     acquisition = requested or preset.acquisition_for(task)
@@ -332,6 +333,10 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
     # strata: no score
     ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and task == "classification"))
+    if requested and not ranks:  # the score only chooses which items are candidates, beyond --candidates
+        notes.append(f"strategy {strategy!r} picks from embeddings, not by score: --acquisition {requested} only "
+                     f"chooses its candidates where the pool is larger than --candidates (default "
+                     f"{POOL_CANDIDATES:,}); a smaller pool is taken whole, and the acquisition changes nothing")
     try:
         check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member)
     except ValueError as exc:

@@ -18,6 +18,8 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+import numpy as np
+
 INTERNAL = {"self", "task", "n_classes", "train", "input", "backbone", "contexts", "seed", "class_names"}  # set by the loop
 SIMPLE = (bool, int, float, str)
 
@@ -139,6 +141,37 @@ def parse(learner_cls: type, scorer: str, pairs: list[str]) -> dict[str, Any]:
     if check is not None:
         check(out)
     return out
+
+
+def check_values(learner_cls: type, scorer: str, options: dict[str, Any]) -> None:
+    """Refuse options given as Python values (``pool_learner(..., epistemic="trace")``, a RunRequest's
+    ``learner_options``) that ``parse`` would refuse as text: an undeclared name, a value outside an
+    option's choices or of another type.  Why: the library passed them on unchecked, so a misspelt
+    choice ran on the default and was recorded with the run, and a wrong type failed deep in torch."""
+    known = declared(learner_cls)
+    for key, value in options.items():
+        if key in INTERNAL:  # set by alkit (the pool's InputSpec, the training settings), not a user's option
+            continue
+        option = known.get(key)
+        if option is None:
+            raise ValueError(f"{key}: not an option of scorer {scorer!r}; its options: {', '.join(known)}")
+        if value is None and option.optional:
+            continue
+        if option.choices is not None:
+            if value not in option.choices:
+                raise ValueError(f"option {key}={value!r}: must be one of {', '.join(option.choices)}")
+            continue
+        kind = option.kind
+        ok = (isinstance(value, bool) if kind is bool else
+              isinstance(value, (int, np.integer)) and not isinstance(value, bool) if kind is int else
+              isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+              and math.isfinite(value) if kind is float else isinstance(value, kind))
+        if not ok:
+            what = {bool: "True or False", int: "an integer", float: "a finite number", str: "text"}.get(kind, kind.__name__)
+            raise ValueError(f"option {key}={value!r}: must be {what}")
+    check = getattr(learner_cls, "check_options", None)
+    if check is not None:
+        check({k: v for k, v in options.items() if k not in INTERNAL})
 
 
 def _put(out: dict[str, Any], key: str, value: Any, shown: str) -> None:

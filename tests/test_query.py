@@ -162,3 +162,100 @@ def test_scores_of_the_picks_come_back_on_request(digits) -> None:
     p = learner.predict(X[picked]).probs_n_C.double().numpy()
     top2 = np.sort(p, axis=1)[:, -2:]
     assert np.allclose(scores, top2[:, 0] - top2[:, 1], atol=1e-6)  # margin's score: minus the top-two gap
+
+
+def test_library_options_pools_and_calls_are_checked_as_the_cli_checks_them(digits) -> None:
+    """Black-box checks of the library: option values passed as Python values ran on the default
+    (epistemic='bogus') or failed in torch (width='64'); a pool float32 cannot hold (1e9 + x, 1e-20 x)
+    trained at chance unsaid; a fit on no rows divided by zero; a predict of the wrong width failed in
+    torch; seed=None drew other picks on every call, candidates=25.5 failed in a slice."""
+    X, y = digits
+    labeled = np.arange(0, 600, 15)
+    with pytest.raises(ValueError, match="option epistemic='bogus': must be one of trace, mi"):
+        pool_learner(X, "classification", n_classes=10, scorer="laplace", epistemic="bogus")
+    with pytest.raises(ValueError, match="option width='64': must be an integer"):
+        pool_learner(X, "classification", n_classes=10, width="64")
+    with pytest.raises(ValueError, match="colour: not an option of scorer 'vbll'"):
+        pool_learner(X, "classification", n_classes=10, colour=1)
+    for bad, said in ((X.astype(np.float64) + 1e9, "vary too little for float32"),
+                      (X.astype(np.float64) * 1e-20, "vary too little for float32"),
+                      (X.astype(np.float64) * 1e39 + 1e39, "beyond float32's range")):
+        with pytest.raises(ValueError, match=said):
+            pool_learner(bad, "classification", n_classes=10)
+        with pytest.raises(ValueError, match=said):
+            query(None, bad, 5)
+    with pytest.raises(ValueError, match=r"image_shape \(1, 8, 9\) holds 72 pixels, the pool's rows 64 features"):
+        pool_learner(X, "classification", n_classes=10, image_shape=(1, 8, 9))
+    learner = _fitted(X, y, labeled)
+    with pytest.raises(ValueError, match="fit needs at least one labelled row"):
+        pool_learner(X, "classification", n_classes=10).fit(X[:0], y[:0], seed=0)
+    with pytest.raises(ValueError, match=r"the network takes inputs of shape \(n, 64\), got \(5, 60\)"):
+        learner.predict(X[:5, :60])
+    with pytest.raises(ValueError, match="seed must be a whole number"):
+        query(learner, X, 5, labeled=labeled, seed=None)
+    with pytest.raises(ValueError, match="candidates must be a whole number"):
+        query(learner, X, 5, labeled=labeled, candidates=25.5)
+
+
+class _BrokenProbs:
+    """A learner of the user's own whose every 7th probability row is NaN (or whose rows are logits)."""
+
+    task = "classification"
+    n_classes = 10
+
+    def __init__(self, inner, logits: bool = False) -> None:
+        self.inner, self.logits = inner, logits
+
+    def fit(self, X, y, *, seed: int):
+        return self.inner.fit(X, y, seed=seed)
+
+    def posterior(self):
+        return None
+
+    def predict(self, X):
+        from dataclasses import replace as dc_replace
+
+        pred = self.inner.predict(X)
+        p = pred.probs_n_C.clone()
+        if self.logits:
+            p = p * 3
+        else:
+            p[::7] = float("nan")
+        return dc_replace(pred, probs_n_C=p)
+
+
+@pytest.mark.parametrize("logits", [False, True])
+def test_query_refuses_probabilities_that_are_no_distribution(digits, logits: bool) -> None:
+    """NaN rows were never picked (sorted last) by margin and picked first by BADGE, and return_scores
+    turned NaN into 0; probabilities times 3 gave margins below -1: refused, as `alkit run` refuses NaN scores."""
+    X, y = digits
+    labeled = np.arange(0, 600, 15)
+    learner = _BrokenProbs(_fitted(X, y, labeled), logits=logits)
+    for acq in ("margin", "entropy", "least-confident"):
+        with pytest.raises(ValueError, match=f"the {acq} acquisition needs class probabilities: row .* is not a distribution"):
+            query(learner, X, 5, labeled=labeled, acquisition=acq, selector="topk")
+
+
+def test_one_member_and_scoreless_selectors_are_refused_or_said(digits, tmp_path: Path) -> None:
+    """query() skipped the members=1 check `alkit run` makes, so BALD ranked all-zero scores and took the
+    pool's first rows; an acquisition given to the cold-start selector changed nothing unsaid."""
+    X, y = digits
+    labeled = np.arange(0, 600, 15)
+    est = tmp_path / "mylr.py"
+    est.write_text("from sklearn.linear_model import LogisticRegression\n\ndef lr():\n    return LogisticRegression(max_iter=500)\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        one = pool_learner(X, "classification", n_classes=10, scorer="sklearn", estimator=f"{est}:lr", members=1)
+        one.fit(X[labeled], y[labeled], seed=0)
+        for strategy in ("bald", "epig"):
+            with pytest.raises(ValueError, match="members=1 has no epistemic score"):
+                query(one, X, 5, labeled=labeled, strategy=strategy)
+    finally:
+        sys.path.remove(str(tmp_path))
+    learner = _fitted(X, y, labeled)
+    with pytest.raises(ValueError, match="picks without a score: --acquisition bald would have no effect"):
+        query(learner, X, 5, labeled=labeled, selector="coldstart", acquisition="bald")
+    with pytest.warns(UserWarning, match="only chooses its candidates where the pool is larger than --candidates"):
+        query(learner, X, 5, labeled=labeled, selector="kcenter", acquisition="margin")

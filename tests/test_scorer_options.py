@@ -42,7 +42,7 @@ def test_values_are_parsed_by_type_and_refused_by_name() -> None:
 def test_options_reach_the_learner() -> None:
     kwargs = to_kwargs(CSDLearner, {"csd.steps": 50, "csd.hidden": 16, "width": 32})
     assert kwargs["csd"] == CSDConfig(steps=50, hidden=16) and kwargs["width"] == 32
-    learner = make_learner("csd", "classification", 3, **{"csd.steps": 50})
+    learner = make_learner("csd", "classification", 3, **{"csd.steps": 50, "csd.solver": "distilled"})
     assert learner.config.steps == 50
     lap = make_learner("laplace", "classification", 3, epistemic="trace", width=32)
     assert lap.epistemic == "trace" and lap.base.backbone_config.width == 32

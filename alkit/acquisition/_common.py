@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from alkit.errors import AcquisitionError  # noqa: F401 (re-exported: raised by every acquisition)
 from alkit.types import AcquisitionContext, GaussianLastLayer, Prediction
 
 
-class AcquisitionError(ValueError):
-    """The learner's Prediction cannot feed this acquisition; the message names what is missing."""
 
 
 def require_probs(pred: Prediction, acquisition: str) -> torch.Tensor:
@@ -16,7 +15,19 @@ def require_probs(pred: Prediction, acquisition: str) -> torch.Tensor:
     if pred.probs_n_C is None:
         raise AcquisitionError(f"the {acquisition} acquisition needs class probabilities (classification); "
                                "this learner predicts none")
-    return pred.probs_n_C.double()
+    p = pred.probs_n_C.double()
+    if p.ndim != 2 or p.shape[1] < 2:
+        raise AcquisitionError(f"the {acquisition} acquisition needs probabilities of shape (n, C) with C >= 2 "
+                               f"classes, got shape {tuple(p.shape)}")
+    # a learner of the user's own may hand over logits or a broken row: ranked as they were, margins fell
+    # below -1 and NaN rows were never picked (a black-box check)
+    bad = ~torch.isfinite(p).all(1) | (p < -1e-6).any(1) | (p > 1 + 1e-6).any(1) | ((p.sum(1) - 1).abs() > 1e-3)
+    if bad.any():
+        i = int(bad.nonzero()[0])
+        raise AcquisitionError(f"the {acquisition} acquisition needs class probabilities: row {i} of probs_n_C is "
+                               f"not a distribution (finite values in [0, 1] summing to 1), e.g. "
+                               f"{[round(float(v), 4) for v in p[i, :4]]}; {int(bad.sum())} such rows")
+    return p
 
 
 def require_posterior(ctx: AcquisitionContext, acquisition: str) -> GaussianLastLayer:

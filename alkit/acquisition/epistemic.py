@@ -1,5 +1,6 @@
 """epistemic: the learner's own epistemic score, ``Prediction.epistemic_n`` (what alkit ranked by
-before the Acquisition stage: VBLL's Laplace-bridge mutual information, Laplace's MI, CSD's
+before the Acquisition stage: on classification VBLL's feature variance phi^T S phi by default
+(``class_score``: mi, the Laplace-bridge mutual information, or logit_var), Laplace's MI, CSD's
 variance, the gradient norm, an ensemble's BALD)."""
 
 from __future__ import annotations

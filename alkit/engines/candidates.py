@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from alkit.engines import AcquisitionScorer, get_engine
+from alkit.engines.streaming import check_scores
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.types import Candidates, Learner
 
@@ -63,7 +64,7 @@ def in_memory_candidates(keys_n: np.ndarray, X_n_f: np.ndarray, learner: Learner
         cands = Candidates(keys_n=keys_n, scores_n=np.zeros(len(keys_n)), embedding_n_d=emb)
     else:
         scores, a = scorer(learner.predict(X_n_f))
-        cands = Candidates(keys_n=keys_n, scores_n=scores, embedding_n_d=a.pop("embedding_n_d"),
+        cands = Candidates(keys_n=keys_n, scores_n=check_scores(scores, len(keys_n)), embedding_n_d=a.pop("embedding_n_d"),
                            probs_n_C=a.pop("probs_n_C"), extras={k: v for k, v in a.items() if v is not None})
     cands.extras["features"] = X_n_f
     return cands

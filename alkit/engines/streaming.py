@@ -20,7 +20,7 @@ from alkit.types import Candidates
 _FIELDS = ("embedding_n_d", "probs_n_C", "strata_n")
 
 
-def _check_scores(scores_n: np.ndarray, n: int) -> np.ndarray:
+def check_scores(scores_n: np.ndarray, n: int) -> np.ndarray:
     scores_n = np.asarray(scores_n)
     if scores_n.shape != (n,):
         raise ValueError(f"scores_n must have shape ({n},) like keys_n, got {scores_n.shape}")
@@ -152,7 +152,7 @@ class TopM:
     def push(self, keys_n: np.ndarray, scores_n: np.ndarray, **arrays_n: np.ndarray | None) -> None:
         """Offer one chunk: keys (n,), scores (n,), and any arrays aligned with them."""
         keys_n = np.asarray(keys_n)
-        scores_n = _check_scores(scores_n, keys_n.shape[0])
+        scores_n = check_scores(scores_n, keys_n.shape[0])
         self._keep.push(keys_n, scores_n, arrays_n)
 
     def result(self) -> Candidates:

@@ -174,6 +174,9 @@ class PatchConv(nn.Module):
         if self.precomputed:
             return x_n_f
         c, h, w = self.image_shape
+        if x_n_f.ndim != 2 or x_n_f.shape[1] != c * h * w:
+            raise ValueError(f"the image network takes rows of {c} x {h} x {w} = {c * h * w} pixels, got inputs of "
+                             f"shape {tuple(x_n_f.shape)}")
         x = (x_n_f.reshape(-1, c, h, w) - self.pixel_mean[None, :, None, None]) / self.pixel_std[None, :, None, None]
         z = torch.nn.functional.conv2d(x, self.weight, padding=self.padding)
         # pool(relu(-z)) = pool(relu(z)) - pool(z): both signs from one ReLU, in place, and no
@@ -342,6 +345,8 @@ class ResidualMLP(nn.Module):
 
     def fixed(self, x_n_f: torch.Tensor) -> torch.Tensor:
         """The part with no trainable weights (input standardisation): computed once per fit."""
+        if x_n_f.ndim != 2 or x_n_f.shape[1] != self.x_mean.shape[0]:  # broadcasting failed deep in torch, or not at all
+            raise ValueError(f"the network takes inputs of shape (n, {self.x_mean.shape[0]}), got {tuple(x_n_f.shape)}")
         return (x_n_f - self.x_mean) / self.x_std
 
     def trainable(self, z_n_f: torch.Tensor) -> torch.Tensor:

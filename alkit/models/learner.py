@@ -106,6 +106,8 @@ def training_arrays(X_n_f: Any, y_n: Any, task: str, n_classes: int | None) -> t
         y = y[:, 0]
     if X.ndim != 2 or y.ndim != 1 or len(X) != len(y):
         raise ValueError(f"fit needs X of shape (n, f) and one label per row: X {X.shape}, y {y.shape}")
+    if not len(X):
+        raise ValueError("fit needs at least one labelled row, got none")
     if not np.isfinite(X).all():
         raise ValueError("the labelled inputs X hold NaN or inf")
     if task == "classification":

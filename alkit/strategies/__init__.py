@@ -31,7 +31,9 @@ SELECTORS: dict[str, type] = {
 
 
 def get_selector(name: str) -> Strategy:
-    """A strategy instance by name; an unknown name is a ValueError listing the known ones."""
+    """A strategy instance by name, with its default settings (a few take keyword settings of their own,
+    e.g. ``DiverseStrategy(lazy=...)``: build those directly); an unknown name is a ValueError listing
+    the known ones."""
     try:
         cls = SELECTORS[name]
     except KeyError:

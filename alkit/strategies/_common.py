@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from alkit.types import Candidates
+from alkit.types import Candidates, Selection
 
 
 def check_batch(batch_size: int, candidates: Candidates) -> int:
     """Batch size actually served: at most the number of candidates."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):  # 2.5 was cut to 2 unsaid
+        raise ValueError(f"batch size must be a whole number, got {batch_size!r}")
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
     return min(int(batch_size), len(candidates))
+
+
+def no_picks() -> Selection:
+    """The selection from no candidates (the greedy selectors indexed into an empty set)."""
+    return Selection(keys=np.empty(0, dtype=np.int64), scores=np.empty(0), utilities=np.empty(0))
 
 
 def scores_or_zeros(candidates: Candidates) -> np.ndarray:

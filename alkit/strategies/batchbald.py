@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from alkit.distributions import entropy_n
-from alkit.strategies._common import check_batch
+from alkit.strategies._common import check_batch, no_picks
 from alkit.types import Candidates, Selection, SelectionContext
 
 PROBS_KEY = "member_probs_n_M_C"
@@ -134,6 +134,8 @@ class BatchBALDStrategy:
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         k = check_batch(batch_size, candidates)
+        if k == 0:
+            return no_picks()
         p_m_K_C = _member_probs(candidates)
         ce_m = entropy_n(p_m_K_C).mean(1)
         table = _JointTable(p_m_K_C.shape[1], self.max_configs, self.num_samples, np.random.default_rng(ctx.seed))

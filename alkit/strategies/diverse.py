@@ -49,7 +49,7 @@ import numpy as np
 import torch
 from threadpoolctl import ThreadpoolController
 
-from alkit.strategies._common import KeyTiedGumbelRows, check_batch, log_weights, require_embedding, scores_or_zeros
+from alkit.strategies._common import KeyTiedGumbelRows, check_batch, log_weights, no_picks, require_embedding, scores_or_zeros
 from alkit.types import Candidates, GaussianLastLayer, Selection, SelectionContext
 
 _ROWS = 8192  # row chunk for the initial variances: memory O(_ROWS * d) on top of Phi
@@ -161,6 +161,8 @@ class DiverseStrategy:
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
         b = check_batch(batch_size, candidates)
+        if b == 0:
+            return no_picks()
         make_full, lazy = _paths(candidates, require_embedding(candidates, self.name), ctx.posterior)
         order, gains = self._picks(make_full, lazy, b, candidates, ctx)
         scores_n = scores_or_zeros(candidates)
