@@ -454,6 +454,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if scorer == "bayesvlm" and not cfg.image_col:  # the rest of its checks are the learner's own (below)
         raise LoopError("--scorer bayesvlm reads the images: this project has no image column (make it with "
                         "`alkit init DATA --image-col COL`)")
+    try:  # the library's RunRequest carries Python values that no -o parsing checked
+        from alkit.scorer_options import check_values
+
+        check_values(learner_class(scorer), scorer, req.learner_options)
+    except ValueError as exc:
+        raise LoopError(str(exc)) from None
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
