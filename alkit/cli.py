@@ -183,7 +183,7 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
             messages.append(("[bold yellow]stopped:[/]", p["message"]))
         elif kind == "cycle_end":
             m = p["metrics"]
-            main = next((f"{k}={m[k]:.3f}" for k in ("accuracy", "crps") if k in m), "")
+            main = next((f"{k}={m[k]:.3f}" if k == "accuracy" else f"{k}={m[k]:.4g}" for k in ("accuracy", "crps") if k in m), "")
             progress.update(task_ids[p["run"]], advance=p["n_selected"], info=f"cycle {p['cycle']} {main}")
             if not quiet and not console.is_terminal:  # a log file (nohup, CI) had nothing until the run ended
                 console.print(f"{p['run']}, cycle {p['cycle']}: {p['n_labeled']} labels{', ' + main if main else ''}, "

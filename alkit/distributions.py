@@ -46,6 +46,13 @@ def expected_entropy_n(member_probs_n_M_C: torch.Tensor) -> torch.Tensor:
     return member_parts(member_probs_n_M_C)[1]
 
 
+def positive(var: torch.Tensor) -> torch.Tensor:
+    """A variance kept above 0 by the dtype's smallest normal number, not by a floor in target units:
+    1e-12 was a standard deviation of 1e-6 whatever the target's unit, so a target in 1e-7 units had
+    its predictive spread, CRPS and NLL set by the floor (a black-box check)."""
+    return var.clamp_min(torch.finfo(var.dtype).tiny)
+
+
 @dataclass
 class GaussianPredictive:
     """y ~ N(mean_n, var_n) per item."""
@@ -57,10 +64,10 @@ class GaussianPredictive:
         return self.mean_n
 
     def std(self) -> torch.Tensor:
-        return self.var_n.clamp_min(1e-12).sqrt()
+        return positive(self.var_n).sqrt()
 
     def nll(self, y_n: torch.Tensor) -> torch.Tensor:
-        var = self.var_n.clamp_min(1e-12)
+        var = positive(self.var_n)
         return 0.5 * (_LOG_2PI + var.log() + (y_n - self.mean_n) ** 2 / var)
 
     def cdf(self, y_n: torch.Tensor) -> torch.Tensor:

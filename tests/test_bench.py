@@ -241,3 +241,21 @@ def test_an_imbalanced_test_split_gets_a_note_on_accuracy(tmp_path: Path) -> Non
     balanced = run_bench(tmp_path / "p", strategies=["random:none"],
                          **{**ARGS, "seeds": 1, "budget": 30, "metric": "balanced_accuracy"})
     assert not any("test split is" in note for note in balanced.notes)
+
+
+def test_bench_refuses_a_project_without_a_test_split_before_running(tmp_path: Path) -> None:
+    """A regression project made with --test-frac 0 spent every run's labels, then failed saying no run
+    had fitted a model, with a classification hint (a black-box check)."""
+    from conftest import digits_frame, folder_snapshot
+
+    from alkit.pools.ingest import InitOptions, init_project
+
+    df = digits_frame(200).with_columns(pl.col("label").cast(pl.Float64) + pl.col("px10") / 17)
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                 test_frac=0.0, task="regression", progress=False))
+    before = folder_snapshot(tmp_path / "p")
+    with pytest.raises(LoopError, match="bench compares strategies on the test split, and this project has none"):
+        run_bench(tmp_path / "p", strategies=["epistemic", "random"], **ARGS)
+    assert ActiveLoop(load_project(tmp_path / "p")).store.runs() == []
+    assert folder_snapshot(tmp_path / "p") == before

@@ -962,3 +962,23 @@ def test_many_feature_columns_with_missing_values_get_one_complete_refusal(tmp_p
             assert f"--exclude {','.join(f'f{j}' for j in range(k))} leaves them out" in text, text
         else:
             assert f"and {k - MISSING_LISTED} more" in text and "--exclude" not in text, text
+
+
+def test_regression_targets_float32_cannot_hold_and_stray_cells_are_named(tmp_path: Path) -> None:
+    """Black-box checks: y + 1e7 (spread 2) was rounded to whole numbers in the 32-bit fits and error
+    figures, which moved with the offset; one word among 200 numeric labels read as '200 classes, more
+    than 100' and sent the user to --task classification; a constant float target was told to declare
+    classes."""
+    rng = np.random.default_rng(0)
+    base = pl.DataFrame({"id": [f"r{i}" for i in range(200)], "a": rng.normal(size=200), "b": rng.normal(size=200),
+                         "label": rng.normal(10, 2, size=200)})
+    _bad(tmp_path, base.with_columns(pl.col("label") + 1e7),
+         r"label column 'label' varies by 2.* around 1\.000001e\+07: .* subtract a constant from the target first",
+         task="regression")
+    word = base.with_columns(pl.col("label").cast(pl.Utf8)).with_columns(
+        pl.when(pl.col("id") == "r3").then(pl.lit("abc")).otherwise(pl.col("label")).alias("label"))
+    _bad(tmp_path, word, r"label column 'label' holds numbers but row 4 \(id r3\) holds 'abc'")
+    _bad(tmp_path, base.with_columns(pl.lit(5.0).alias("label")),
+         r"found 1 \('5' in every row: a constant target; --task regression takes it\)")
+    init_project(tmp_path / "bad.csv", tmp_path / "ok", InitOptions(**OPTS, hide_labels=True, task="regression",
+                                                                    progress=False))  # and it does

@@ -281,3 +281,29 @@ def test_quantile_and_hetero_heads_choose_their_weight_prior_by_cross_validated_
     y = np.sin(3 * X[:, 0]) * 4 + X[:, 1] ** 2 * 4
     smooth = VBLLLearner("regression", head=head, input=pool_input_spec(X))
     assert smooth.fit(X[:200], y[:200], seed=0)["capacity_prior_l2"] == 10
+
+
+@pytest.mark.parametrize("head", [None, "quantile"])
+def test_the_predictive_follows_the_targets_unit(head) -> None:
+    """The same diabetes target in units 1e-7 and 1e-9 of the original: a variance floor of 1e-12 in
+    target units set every predictive spread to 1e-6 (CRPS doubled, NLL off), and a spread below 1e-8
+    was not standardised at all (black-box checks).  CRPS scales with the unit, NLL shifts by its log."""
+    d = DiabetesSplit()
+    idx = d.labels(40, 0)
+    crps, nll = {}, {}
+    for unit in (1.0, 1e-7, 1e-9):
+        learner = VBLLLearner("regression", head=head, input=d.spec)
+        learner.fit(d.X[idx], d.y[idx] * unit, seed=0)
+        dist = learner.predict(d.X[d.test]).dist
+        crps[unit] = metrics.crps(dist, d.y[d.test] * unit)
+        nll[unit] = float(dist.nll(torch.as_tensor(d.y[d.test] * unit, dtype=torch.float64)).mean())
+    for unit in (1e-7, 1e-9):
+        assert crps[unit] / unit == pytest.approx(crps[1.0], rel=1e-3)
+        assert nll[unit] - np.log(unit) == pytest.approx(nll[1.0], rel=3e-3)  # float32 fits of rounded targets
+
+
+def test_impossible_head_sizes_are_refused_before_a_fit() -> None:
+    """-o n_quantiles=0 ran the first batch, then failed with a ZeroDivisionError traceback."""
+    for name in ("n_quantiles", "n_buckets"):
+        with pytest.raises(ValueError, match=f"{name} must be at least 2, got 0"):
+            VBLLLearner("regression", **{name: 0})

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from alkit.distributions import GaussianPredictive
+from alkit.distributions import GaussianPredictive, positive
 from alkit.distributions import expected_entropy_n, member_bald_n, member_parts  # noqa: F401 (re-exported)
 from alkit.models.learner import TargetScaler
 from alkit.types import Prediction
@@ -42,7 +42,7 @@ def member_variance_n(member_means_n_M: torch.Tensor | np.ndarray) -> torch.Tens
 
 def _abs_moment(m: torch.Tensor, var: torch.Tensor) -> torch.Tensor:
     """E|Z| for Z ~ N(m, var), elementwise (used by the mixture CRPS)."""
-    s = var.clamp_min(1e-12).sqrt()
+    s = positive(var).sqrt()
     z = m / s
     pdf = torch.exp(-0.5 * z**2) / _SQRT_2PI
     return 2 * s * pdf + m * (2 * torch.special.ndtr(z) - 1)
@@ -72,12 +72,12 @@ class GaussianMixturePredictive:
         return self.mean_n
 
     def nll(self, y_n: torch.Tensor) -> torch.Tensor:
-        var = self.vars_n_M.clamp_min(1e-12)
+        var = positive(self.vars_n_M)
         log_pdf = -0.5 * (math.log(2 * math.pi) + var.log() + (y_n[:, None] - self.means_n_M) ** 2 / var)
         return -(torch.logsumexp(log_pdf, dim=1) - math.log(self.means_n_M.shape[1]))
 
     def cdf(self, y_n: torch.Tensor) -> torch.Tensor:
-        s = self.vars_n_M.clamp_min(1e-12).sqrt()
+        s = positive(self.vars_n_M).sqrt()
         return torch.special.ndtr((y_n[:, None] - self.means_n_M) / s).mean(1)
 
     def crps(self, y_n: torch.Tensor) -> torch.Tensor:

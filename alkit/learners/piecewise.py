@@ -59,7 +59,10 @@ class PiecewiseLinearMixture:
         return slope.sum(-1).mean(-1)
 
     def nll(self, y_n: torch.Tensor) -> torch.Tensor:
-        return -self.density(y_n).clamp_min(1e-12).log()
+        """-log density, floored at 1e-12 per unit of the item's knot span (a y outside the support has density
+        0): a floor in the span's terms keeps the NLL's shift by log(unit) when the target's unit changes."""
+        span = (self.x[..., -1].amax((-2, -1)) - self.x[..., 0].amin((-2, -1))).clamp_min(1e-300)
+        return -torch.maximum(self.density(y_n), 1e-12 / span).log()
 
     def quantile(self, tau: float) -> torch.Tensor:
         """Generalised inverse of the mixture CDF by bisection on the merged knots, (n,)."""

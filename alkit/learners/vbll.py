@@ -259,6 +259,9 @@ class VBLLLearner:
             prior_scale = 30.0 if task == "classification" else 1.0
         self.prior_scale, self.reg_weight = prior_scale, reg_weight
         self.class_score, self.cr_epistemic = class_score, cr_epistemic
+        for name, value in (("n_quantiles", n_quantiles), ("n_buckets", n_buckets)):  # 0 failed in the first fit
+            if value < 2:
+                raise ValueError(f"{name} must be at least 2, got {value}")
         self.n_quantiles, self.n_buckets, self.buckets = n_quantiles, n_buckets, buckets
         self.do_refit, self.learn_prior = refit, learn_prior
         if refit_mean and (task != "classification" or not refit):
@@ -355,7 +358,7 @@ class VBLLLearner:
                 self.train_cov = self.train_cov_choice if self.do_refit else self.cov
             self.shift = float(y.mean())
             std = float(y.std()) if N > 1 else 1.0
-            self.scale = std if std > 1e-8 else 1.0
+            self.scale = std if std > 1e-6 * abs(self.shift) and std > 0 else 1.0  # constant: no scale (relative: 1e-9 units are a scale)
             y = (y - self.shift) / self.scale
         else:
             y = y.long()

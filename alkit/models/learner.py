@@ -29,7 +29,7 @@ class TargetScaler:
     def __init__(self, y_n: torch.Tensor) -> None:
         self.shift = float(y_n.mean())
         std = float(y_n.std()) if y_n.numel() > 1 else 1.0
-        self.scale = std if std > 1e-8 else 1.0
+        self.scale = std if std > 1e-6 * abs(self.shift) and std > 0 else 1.0  # constant: no scale (relative: 1e-9 units are a scale)
 
     def forward(self, y_n: torch.Tensor) -> torch.Tensor:
         return (y_n - self.shift) / self.scale

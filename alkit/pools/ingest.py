@@ -654,6 +654,14 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
         if (f.abs() > REGRESSION_LABEL_MAX).any():
             raise InputError(f"label column {s.name!r} holds values beyond ±{REGRESSION_LABEL_MAX:.0e} (largest "
                              f"{f.abs().max():.3g}), which alkit's 32-bit fits cannot take: rescale the target")
+        given = f.drop_nulls()
+        spread = float(given.std() or 0.0) if len(given) > 1 else 0.0
+        if spread > 0 and float(given.abs().max()) > OFFSET_RATIO_MAX * spread:
+            # float32 keeps ~7 digits: 1e7 + y with y's spread 2 was rounded to whole numbers in the fits, the
+            # predictions and the test targets, so the error figures moved with the offset (a black-box check)
+            raise InputError(f"label column {s.name!r} varies by {spread:.3g} (standard deviation) around "
+                             f"{float(given.mean()):.7g}: alkit's 32-bit fits and error figures would round it; "
+                             f"subtract a constant from the target first (e.g. {float(given.mean()):.0f})")
         return f.map_elements(repr, return_dtype=pl.Utf8)
     if s.dtype.is_float():
         f = s.drop_nulls()
@@ -662,6 +670,10 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
         s = s.cast(pl.Int64)
     return s.cast(pl.Utf8)
 
+
+# A regression target whose largest |value| is more than this many standard deviations is refused: float32's
+# rounding there (6e-8 relative) reaches 0.6 % of the spread.
+OFFSET_RATIO_MAX = 1e5
 
 # Cells of a label column that mean "no label": the missing-value markers that no class is named
 # (not 'none', '?' or '-', which a feature column also reads as missing but a class may be called).
@@ -1083,11 +1095,21 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
                              f"{' ...' if len(unknown) > 5 else ''}, not among --classes ({', '.join(declared)})")
         classes = _sorted_classes(declared)
     if task == "classification" and len(classes) < 2:
+        constant = len(classes) == 1 and has_label.all() and opts.classes is None
         raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}"
                          + ("" if opts.classes is not None else
+                            f" ({classes[0]!r} in every row: a constant target; --task regression takes it)" if constant else
                             "; a pool no one has labelled yet: declare them with --classes a,b,c"))
     if task == "classification" and len(classes) > opts.max_classes and opts.task != "classification":
         numeric = label_raw.dtype.is_numeric()  # only a numeric column can be a regression target
+        if not numeric:  # numbers but for a few cells (a typo, a note): name the first, as for a feature column
+            text = label_raw.cast(pl.Utf8)
+            words = text.is_not_null() & text.str.strip_chars().cast(pl.Float64, strict=False).is_null()
+            if 0 < words.sum() <= max(5, 0.01 * text.is_not_null().sum()):
+                i = int(words.arg_true()[0])
+                raise InputError(f"label column {opts.label_col!r} holds numbers but row {i + 1} (id "
+                                 f"{df[opts.id_col][i]}) holds {text[i]!r}: correct or empty that cell (an empty "
+                                 "label is an unlabelled row)")
         raise InputError(f"{len(classes)} classes in {opts.label_col!r}, more than {opts.max_classes}: pass --task "
                          + ("classification to keep them as classes, or --task regression for a numeric target"
                             if numeric else "classification to keep them all as classes"))
