@@ -136,6 +136,7 @@ def run_bench(
     seeds: int | Sequence[int] = 3,
     batch_size: int = 10,
     initial: int | None = None,
+    initial_selector: str | None = None,
     train: dict[str, Any] | None = None,
     metric: str | None = None,
     at: Sequence[int] | None = None,
@@ -188,7 +189,8 @@ def run_bench(
             raise LoopError(f"strategy {name!r} cannot run here: {unavailable[name]}")
         for seed in seed_list:
             req = RunRequest(strategy=name, budget=budget, batch_size=batch_size, seed=seed,
-                             initial=initial, train=dict(train or {}), scorer=scorer or None)
+                             initial=initial, initial_selector=initial_selector, train=dict(train or {}),
+                             scorer=scorer or None)
             plan.append((req, loop.resolve(req).spec.name))  # validates every run before any starts
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
@@ -346,9 +348,10 @@ def _markdown(proj: Project, table: pl.DataFrame, metric: str, higher: bool, tar
         f"Task {proj.config.task}; budget {budget} labels in batches of {batch_size}; seeds "
         f"{', '.join(map(str, seeds))}; metric {metric} on the held-out test split ({direction} is better). "
         f"Columns: {metric} at {', '.join(map(str, at))} labels (the value at the largest evaluated "
-        f"label count not above it); AULC = mean {metric} over the learning curve{span}; labels to target = "
-        f"first label count where {metric} reaches {target if target is None else f'{target:.4g}'} "
-        "(over the seeds that reached it, n reached of n seeds); score s per 1k = scoring seconds per "
+        f"label count not above it); AULC = area under each seed's learning curve{span} (trapezoids) divided by "
+        f"its label span; labels to target curve = first label count where the mean curve over seeds reaches "
+        f"{target if target is None else f'{target:.4g}'} (labels to target = the mean over the seeds whose own "
+        "curve reaches it, n reached of n seeds); score s per 1k = scoring seconds per "
         "1,000 scored pool items; select s per run = selection seconds per run after the first, "
         "model-free batch. Values are mean ± sample std over seeds.",
         "",

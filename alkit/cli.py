@@ -443,6 +443,7 @@ def bench(
     seeds: int = typer.Option(3, "--seeds", help="Seeds per strategy (0..N-1)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),
+    initial_selector: Optional[InitialSelector] = typer.Option(None, "--initial-selector", help="Model-free selector of every run's first batch (default: each strategy's; random gives every strategy the same first batch of a seed)."),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on minibatch epochs per fit, read from 1,000 labels on (default 200); below that a fit is a fixed number of full-batch steps."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ...)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
@@ -462,7 +463,7 @@ def bench(
 
         try:
             res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
-                            batch_size=batch_size, initial=initial,
+                            batch_size=batch_size, initial=initial, initial_selector=initial_selector,
                             train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
                             at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
                             console=console, command="alkit " + " ".join(sys.argv[1:]))

@@ -253,8 +253,10 @@ def summary_table(
       first label count all of them evaluated (``aulc_from``, the same in every row): a run whose first
       labels were of one class has no model and no value there, and its area from a later label count
       would not compare with the others' (None where every curve starts at the same count);
-    - with ``target``: ``labels_to_target_mean/_std`` over the seeds that reached it and
-      ``n_reached`` (how many did);
+    - with ``target``: ``labels_to_target_curve``, the first label count where the mean curve over
+      seeds reaches it (the protocol's "labels to 90 %"; the mean over the seeds that reached it alone
+      made a strategy that most seeds never brought there look fast), ``labels_to_target_mean/_std``
+      over the seeds that reached it and ``n_reached`` (how many did);
     - with ``reference`` (a strategy of ``df``, e.g. random picks, ``random_curve``), for every
       strategy: ``aulc_vs_ref_mean/_std``, the AULC minus the reference's, seed by seed (positive
       = better, also for a lower-is-better metric); ``better_seeds``, on how many shared seeds it
@@ -279,6 +281,8 @@ def summary_table(
             reached = [float(h) for h in hits if h is not None]
             row["labels_to_target_mean"], row["labels_to_target_std"] = _mean_std(reached)
             row["n_reached"] = len(reached)
+            mean_ns, mean_vs = _mean_curve(seeds)
+            row["labels_to_target_curve"] = labels_to_target(mean_ns, mean_vs, target, higher_is_better) if mean_ns.size else None
         if ref is not None:  # the reference's own row: empty cells
             row.update(_against(curves[strategy], ref, 1.0 if higher_is_better else -1.0, start) if strategy != reference
                        else dict.fromkeys(("aulc_vs_ref_mean", "aulc_vs_ref_std", "better_seeds", "worst_vs_ref",
@@ -288,9 +292,17 @@ def summary_table(
     schema: dict[str, pl.DataType] = {"strategy": pl.String(), "n_seeds": pl.Int64()}
     for k in rows[0]:
         if k not in schema:
-            schema[k] = (pl.Int64() if k in ("n_reached", "better_seeds", "worst_vs_ref_at", "aulc_from")
+            schema[k] = (pl.Int64() if k in ("n_reached", "better_seeds", "worst_vs_ref_at", "aulc_from",
+                                      "labels_to_target_curve")
                          else pl.Float64())
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _mean_curve(seeds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The mean over seeds at each label count every seed's curve has (empty where none is shared)."""
+    shared = sorted(set.intersection(*(set(ns.tolist()) for ns, _ in seeds))) if seeds else []
+    means = [np.mean([vs[np.flatnonzero(ns == n)[0]] for ns, vs in seeds]) for n in shared]
+    return np.asarray(shared, dtype=float), np.asarray(means, dtype=float)
 
 
 def _common_start(curves: dict[str, dict[object, tuple[np.ndarray, np.ndarray]]]) -> int | None:

@@ -259,3 +259,14 @@ def test_bench_refuses_a_project_without_a_test_split_before_running(tmp_path: P
         run_bench(tmp_path / "p", strategies=["epistemic", "random"], **ARGS)
     assert ActiveLoop(load_project(tmp_path / "p")).store.runs() == []
     assert folder_snapshot(tmp_path / "p") == before
+
+
+def test_bench_gives_every_strategy_the_same_first_batch_on_request(digits_project: Path) -> None:
+    """`alkit bench` had no --initial-selector, so the epistemic rows always carried their cold-start first
+    batch against random's (a black-box check): with it, every run of a seed starts from the same batch."""
+    res = run_bench(digits_project, strategies=["epistemic", "random"], initial_selector="random",
+                    **{**ARGS, "budget": 20, "seeds": 1})
+    assert any("initrandom" in name for name in res.runs)
+    store = ActiveLoop(load_project(digits_project)).store
+    first = {r.name: set(store.selected_keys(r.id)[:10].tolist()) for r in store.runs()}
+    assert len({frozenset(v) for v in first.values()}) == 1, first

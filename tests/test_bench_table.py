@@ -20,11 +20,27 @@ def test_labels_to_target_names_the_seeds_that_reached_it() -> None:
     df = pl.DataFrame({"strategy": ["epistemic", "random", "margin"], "n_seeds": [2, 2, 2],
                        "crps@60_mean": [1.667, 1.614, 1.7], "crps@60_std": [0.124, 0.012, 0.1],
                        "aulc_mean": [1.715, 1.665, 1.7], "aulc_std": [0.193, 0.034, 0.1],
-                       "labels_to_target_mean": [20.0, 55.0, None], "n_reached": [1, 2, 0]})
+                       "labels_to_target_mean": [20.0, 55.0, None], "n_reached": [1, 2, 0],
+                       "labels_to_target_curve": [None, 55, None]})
     rows = {line.split()[0]: line for line in _render(df).splitlines() if line.strip().startswith(("epi", "ran", "mar"))}
-    assert "20 (1/2)" in rows["epistemic"]  # one seed of two reached it: not a plain "20"
+    # the mean curve never reached it, one seed of two did: not the "20" of that one seed (a black-box check)
+    assert "— (1/2)" in rows["epistemic"] and "20" not in rows["epistemic"].split("±")[-1]
     assert "55" in rows["random"] and "(2/2)" not in rows["random"]  # every seed reached it
-    assert "—" in rows["margin"]  # none did
+    assert "— (0/2)" in rows["margin"]  # none did
+
+
+def test_labels_to_target_is_read_off_the_mean_curve() -> None:
+    """Seeds reaching 0.9 at 30 and at 90 labels: the mean curve reaches it at 90, not at their mean of 60,
+    and a strategy with one fast seed of two and a mean curve that never gets there has none."""
+    from alkit.plots import summary_table
+
+    df = pl.DataFrame({"strategy": ["a"] * 6 + ["b"] * 6, "seed": [0, 0, 0, 1, 1, 1] * 2,
+                       "run_id": [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3],
+                       "n_labeled": [30, 60, 90] * 4,
+                       "accuracy": [0.90, 0.91, 0.92, 0.70, 0.80, 0.90, 0.95, 0.95, 0.95, 0.5, 0.6, 0.7]})
+    table = {r["strategy"]: r for r in summary_table(df, "accuracy", target=0.9).iter_rows(named=True)}
+    assert table["a"]["labels_to_target_curve"] == 90 and table["a"]["labels_to_target_mean"] == 60
+    assert table["b"]["labels_to_target_curve"] is None and table["b"]["n_reached"] == 1
 
 
 def test_status_labels_are_the_runs_spend_and_name_shared_labels() -> None:
