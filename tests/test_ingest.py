@@ -982,3 +982,17 @@ def test_regression_targets_float32_cannot_hold_and_stray_cells_are_named(tmp_pa
          r"found 1 \('5' in every row: a constant target; --task regression takes it\)")
     init_project(tmp_path / "bad.csv", tmp_path / "ok", InitOptions(**OPTS, hide_labels=True, task="regression",
                                                                     progress=False))  # and it does
+
+
+def test_a_bell_shaped_count_gets_the_regression_hint_and_balanced_codes_do_not() -> None:
+    """A Poisson(3) count 0..9 was taken as 10 classes with no hint: its peak is only 3.6x its median
+    frequency, below the skew rule (a black-box check)."""
+    from alkit.pools.ingest import regression_hint
+
+    poisson = [15, 48, 60, 72, 50, 25, 14, 7, 6, 3]
+    assert regression_hint([str(i) for i, k in enumerate(poisson) for _ in range(k)]) == \
+        "a bell-shaped spread over 0 to 9, as counts and scores have"
+    assert regression_hint([str(i) for i in range(10) for _ in range(40 + 3 * i)]) is None  # near-balanced codes
+    by_rank = [300, 200, 120, 80, 50, 30, 20, 12, 8, 5]  # codes numbered by frequency: a slope, no hump
+    assert regression_hint([str(i) for i, k in enumerate(by_rank) for _ in range(k)]) != \
+        "a bell-shaped spread over 0 to 9, as counts and scores have"
