@@ -310,7 +310,7 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     preset's (a note says so).  Random picks read no score (a requested one is refused: it was taken,
     named and ignored); BatchBALD needs ensemble members of a classification project."""
     preset = get_preset(strategy)
-    if requested and selector in ("random", "coldstart"):
+    if requested and selector == "random":
         raise LoopError(f"strategy {strategy!r} picks without a score: --acquisition {requested} would have "
                         "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
     acquisition = requested or preset.acquisition_for(task)
@@ -333,7 +333,10 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     # k-center reads only embeddings, BADGE (classification) embeddings and probabilities, cold start
     # strata: no score
     ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and task == "classification"))
-    if requested and not ranks:  # the score only chooses which items are candidates, beyond --candidates
+    if requested and selector == "coldstart":  # it composes (issue 12), and the note says what that means
+        notes.append(f"strategy {strategy!r} draws a stratified sample, not by score: --acquisition {requested} is "
+                     "recorded with the run but changes no pick")
+    elif requested and not ranks:  # the score only chooses which items are candidates, beyond --candidates
         notes.append(f"strategy {strategy!r} picks from embeddings, not by score: --acquisition {requested} only "
                      f"chooses its candidates where the pool is larger than --candidates (default "
                      f"{POOL_CANDIDATES:,}); a smaller pool is taken whole, and the acquisition changes nothing")
@@ -459,7 +462,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
 
         check_values(learner_class(scorer), scorer, req.learner_options)
     except ValueError as exc:
-        raise LoopError(str(exc)) from None
+        raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
     unknown = set(req.train) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")

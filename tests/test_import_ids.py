@@ -65,9 +65,11 @@ def test_a_trimmed_id_matches_and_two_spellings_of_one_item_are_refused(tmp_path
     padded = next(i for i in ids if i != i.strip())
     plain = next(i for i in ids if i == i.strip())
     before = snapshot(project)
-    both = tmp_path / "both.csv"
-    both.write_text(f"id,label\n{padded},{truth[padded]}\n{padded.strip()},{truth[padded]}\n")
-    with pytest.raises(QueueError, match=r"line 3 \(id d\d+\): the same item as line 2"):
+    both = tmp_path / "both.csv"  # two spellings of one item with two answers: refused
+    other = "1" if truth[padded] != "1" else "2"
+    both.write_text(f"id,label\n{padded},{truth[padded]}\n{padded.strip()},{other}\n")
+    with pytest.raises(QueueError, match=r"line 3 \(id d\d+\): the same item as line 2 .*\(ids differ only in spaces\) "
+                                         "with another answer"):
         import_labels(project, both)
     assert snapshot(project) == before
     typed = tmp_path / "typed.csv"  # a person typed the ids without the spaces, or added some

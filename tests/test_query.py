@@ -255,7 +255,8 @@ def test_one_member_and_scoreless_selectors_are_refused_or_said(digits, tmp_path
     finally:
         sys.path.remove(str(tmp_path))
     learner = _fitted(X, y, labeled)
-    with pytest.raises(ValueError, match="selector 'coldstart' picks without a score: acquisition='bald' would have no effect"):
+    with pytest.warns(UserWarning, match="selector 'coldstart' draws a stratified sample, not by score: acquisition='bald' is "
+                                         "recorded with the run but changes no pick"):
         query(learner, X, 5, labeled=labeled, selector="coldstart", acquisition="bald")
     with pytest.warns(UserWarning, match="only chooses its candidates where the pool is larger than candidates"):
         query(learner, X, 5, labeled=labeled, selector="kcenter", acquisition="margin")

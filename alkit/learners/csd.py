@@ -302,7 +302,7 @@ class CSDLearner(PostHocLearner):
         defaults = CSDConfig()
         solver = options.get("csd.solver", defaults.solver)
         tower = options.get("csd.x_tower", defaults.x_tower)
-        idle = [k for k in cls.DISTILL_ONLY if f"csd.{k}" in options]
+        idle = [k for k in cls.DISTILL_ONLY if f"csd.{k}" in options and options[f"csd.{k}"] != getattr(defaults, k)]
         if idle and solver == "closed" and tower == "features":
             raise ValueError(f"--opt csd.{idle[0]} sets the distilled network, and the default solver scores its target "
                              "in closed form (nothing is distilled): add -o csd.solver=distilled, or leave it out")
