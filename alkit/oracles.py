@@ -130,6 +130,8 @@ class HumanOracle:
         if not why:
             return None
         out = self.hand_off(n_waiting, None)
+        if out is not None and out.set_aside_unreadable:
+            why = "was no label file alkit can read"
         return None if out is None else replace(out, why=why)
 
 

@@ -703,6 +703,14 @@ def test_numbers_the_csv_reader_keeps_as_text_are_read_as_numbers(tmp_path: Path
     rows[7] = "r07,+7x, 1.75 ,1"
     _bad(tmp_path, None, "feature column 'a' is not numeric: row 8 \\(id r07\\) holds '\\+7x', text",
          raw="id,a,b,label\n" + "\n".join(rows) + "\n", impute=impute)
+    # codes stay text: a zero-padded value in the CSV, or any text column of a Parquet file (a zip '01003'
+    # became the number 1003 unsaid, a black-box check)
+    rows[7] = "r07,+07, 1.75 ,1"
+    _bad(tmp_path, None, "non-numeric feature columns: a", raw="id,a,b,label\n" + "\n".join(rows) + "\n", impute=impute)
+    pl.DataFrame({"id": [f"r{i}" for i in range(n)], "zip": [f"{90000 + i}" for i in range(n)],
+                  "b": [i / 4 for i in range(n)], "label": [i % 2 for i in range(n)]}).write_parquet(tmp_path / "z.parquet")
+    with pytest.raises(InputError, match="non-numeric|text with too many distinct values"):
+        init_project(tmp_path / "z.parquet", tmp_path / f"z{impute}", InitOptions(**OPTS, hide_labels=True, impute=impute))
 
 
 def test_ids_with_commas_are_quoted_in_messages(tmp_path: Path) -> None:

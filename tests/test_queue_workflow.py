@@ -368,6 +368,13 @@ def test_a_filled_queue_whose_ids_import_refuses_is_kept_not_overwritten(tmp_pat
         assert import_labels(project, out.set_aside).labeled == 3
         out.set_aside.rename(path)  # filled and imported: overwriting it loses nothing
         assert export_queue(project).set_aside is None
+        # a correction the import refused as a conflict is work not yet imported too (it was overwritten)
+        other = "1" if truth[ids[0]] != "1" else "2"
+        path.write_text(f"id,label\n{ids[0]},{other}\n")
+        with pytest.raises(QueueError, match="conflicts with the stored"):
+            import_labels(project, path)
+        kept = export_queue(project).set_aside
+        assert kept is not None and kept.read_text() == f"id,label\n{ids[0]},{other}\n"
 
 
 def test_an_export_onto_the_projects_own_files_is_refused(tmp_path: Path) -> None:

@@ -275,13 +275,16 @@ def _levels(s: pl.Series) -> list[str] | None:
 
 
 def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
-                  opts: InitOptions) -> tuple[list[str], dict[str, list[str]]]:
+                  opts: InitOptions, text_numbers: bool = False) -> tuple[list[str], dict[str, list[str]]]:
     """The feature columns, refused with a named problem when missing or not numbers, and the
     levels of the categorical ones among them (text columns with few distinct values, one-hot
     encoded by FeatureValues).
 
     ``columns``/``schema`` describe the whole file; ``df`` needs to hold only its non-numeric
     columns, whose cells the messages quote (the numeric ones are checked value by value later).
+    ``text_numbers``: the file is delimited text (CSV, TSV), whose reader leaves numbers it cannot type
+    as text ('+7', ' 5 '): such a column is read as numbers unless a value is zero-padded (a code such as
+    a zip '01003'); a Parquet or JSON Lines text column is text by the writer's choice, and stays so.
     """
     if opts.feature_col:
         col = opts.feature_col
@@ -359,7 +362,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                 raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
                                  f"{text[i]!r}, {kind}")
     # every cell a number the CSV reader kept as text ('+7', ' 5'): read as numbers (FeatureValues.text)
-    non_numeric = [c for c in non_numeric if schema[c] != pl.Utf8]
+    if text_numbers:
+        non_numeric = [c for c in non_numeric if schema[c] != pl.Utf8
+                       or df[c].str.strip_chars().str.contains(r"^[+-]?0\d").any()]
     if non_numeric:
         kinds = ", ".join(f"{c} ({schema[c]})" for c in non_numeric)
         out = "" if opts.features else f"leave them out with --exclude {','.join(non_numeric)}, "
@@ -1009,7 +1014,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             _encoder_column(df, opts)
         else:
             _check_exclude(opts)
-            columns = feature_names(df, source.columns, source.schema, opts)
+            columns = feature_names(df, source.columns, source.schema, opts,
+                                    text_numbers=source.path.suffix.lower() in (".csv", ".tsv", ".tab"))
         sp = _split(df, opts, test_frac, marked_test)
         pool_n = sp.split_n == "pool"
         if encoded:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -147,11 +148,27 @@ def queued_items(store: Store) -> list[QueuedItem]:
     return [QueuedItem(int(r[0]), r[1], r[2], r[3], r[4], r[5], int(r[6]), int(r[7]), float(r[8])) for r in rows]
 
 
+def _holds(project: Project, stored: tuple[str, str | None] | None, row: Row) -> bool:
+    """Whether the store already holds this row's answer as the item's: its skip, or its label (as the
+    import would store it)."""
+    if stored is None:
+        return False
+    state, value = stored
+    if row.label == SKIP_LABEL or (row.skip and not (row.label or "").strip()):
+        return state == "skipped"
+    try:
+        return state == "labeled" and canonical_label(project, (row.label or "").strip()) == value
+    except ValueError:
+        return False
+
+
 def lists_every_queued(store: Store, path: Path) -> bool:
     """Whether the label file at ``path`` names every queued item (False where it cannot be read): a
     queue file that does not is stale, written for an earlier batch."""
     try:
-        ids = {r.item_id for r in labelfiles.read(path, [])}
+        with warnings.catch_warnings():  # notes about a file about to be replaced are no news
+            warnings.simplefilter("ignore")
+            ids = {r.item_id for r in labelfiles.read(path, [])}
     except (QueueError, OSError, ValueError):
         return False
     return all(q.item_id in ids for q in queued_items(store))
@@ -233,26 +250,31 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _set_aside_unimported(path: Path, store: Store) -> tuple[Path | None, bool]:
+def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[Path | None, bool]:
     """Move the file at ``path`` out of an export's way when it holds people's work not yet
     imported, or cannot be read as a label file at all (then it is not an export alkit wrote as it
-    was); return where it went.  Work not yet imported: a label or skip for any id but an item
-    already labelled or skipped (an item still queued, and also an id the store does not hold as
-    written: spaces around it, leading zeros a spreadsheet dropped, another project's file).  Why:
+    was); return where it went.  Work not yet imported: any answer the store does not hold as it is
+    written: a label or skip for an item still queued, for an id the store does not hold as written
+    (spaces around it, leading zeros a spreadsheet dropped, another project's file), or one that
+    differs from the item's stored answer (a correction the import refused as a conflict).  Why:
     `alkit run` rewrites queue.csv every cycle and an export reuses its name, so a file filled in
-    place and not yet imported was overwritten without a word; the ids were first matched exactly
-    against the queued ones, so answers whose ids import refused were overwritten too.  The second
-    value: whether the file could not be read."""
+    place and not yet imported was overwritten without a word; matching the ids exactly against the
+    queued ones, and then only checking that an answered item was labelled, lost such answers too.
+    The second value: whether the file could not be read."""
     if not path.is_file():
         return None, False
     try:
-        rows = labelfiles.read(path, [])
+        with warnings.catch_warnings():  # a note about the old file's last row is no news before it is replaced
+            warnings.simplefilter("ignore")
+            rows = labelfiles.read(path, [])
     except (QueueError, OSError, ValueError):
         rows = None
     if rows is not None:
-        answered = {r.item_id for r in rows if r.skip or (r.label or "").strip()}
-        states = store.states_for_ids(sorted(answered | {i.strip() for i in answered}))
-        if all((states.get(i) or states.get(i.strip())) in ("labeled", "skipped") for i in answered):
+        answered = [r for r in rows if r.skip or (r.label or "").strip()]
+        ids = {i for r in answered if r.item_id is not None for i in (r.item_id, r.item_id.strip())}
+        stored = store.answers_for_ids(sorted(ids))
+        if all(r.item_id is not None and _holds(project, stored.get(r.item_id) or stored.get(r.item_id.strip()), r)
+               for r in answered):
             return None, False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1, 1000):
@@ -308,7 +330,7 @@ def export_queue(
                               "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
-    set_aside, unreadable = _set_aside_unimported(path, store)
+    set_aside, unreadable = _set_aside_unimported(path, project, store)
     columns = labelfiles.get_format(fmt).write(path, records, frame, [name[c] for c in [*cols, *feats]],
                                                escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)

@@ -406,12 +406,16 @@ class Store:
                 out.update({i: int(k) for i, k in s.execute(select(Item.item_id, Item.key).where(Item.item_id.in_(chunk)))})
         return out
 
-    def states_for_ids(self, item_ids: Sequence[str]) -> dict[str, str]:
-        """The state (unlabeled|queued|labeled|skipped) of each of these ids the store holds."""
-        out: dict[str, str] = {}
+    def answers_for_ids(self, item_ids: Sequence[str]) -> dict[str, tuple[str, str | None]]:
+        """(state, the shared label or None) of each of these ids the store holds: what people's answers
+        for them already are (state unlabeled|queued|labeled|skipped)."""
+        out: dict[str, tuple[str, str | None]] = {}
         with self.session() as s:
             for chunk in _chunks(list(item_ids)):
-                out.update({i: st for i, st in s.execute(select(Item.item_id, Item.state).where(Item.item_id.in_(chunk)))})
+                rows = s.execute(select(Item.item_id, Item.state, Label.value)
+                                 .outerjoin(Label, (Label.item_key == Item.key) & Label.run_id.is_(None))
+                                 .where(Item.item_id.in_(chunk)))
+                out.update({i: (st, v) for i, st, v in rows})
         return out
 
     def ids_for_keys(self, keys: Sequence[int]) -> dict[int, str]:
