@@ -177,6 +177,9 @@ def run_bench(
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")
     higher = metric in HIGHER_IS_BETTER
 
+    if at is not None and any(n > budget for n in at):  # the column held the budget's values under another count
+        raise LoopError(f"--at {max(at)} is beyond --budget {budget}: the label counts of the table's columns must be "
+                        "within the budget")
     loop = ActiveLoop(proj)
     if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "

@@ -462,7 +462,7 @@ def bench(
         from alkit.report import cycles_frame
 
         try:
-            res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_), seeds=seeds,
+            res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_, "strategy"), seeds=seeds,
                             batch_size=batch_size, initial=initial, initial_selector=initial_selector,
                             train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
                             at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
@@ -567,7 +567,7 @@ def demo(
         from alkit.demo import run_demo
 
         png = run_demo(project, budget=budget, batch_size=batch_size, seeds=seeds,
-                       strategies=_parse_csv(strategies_) or [], runner=_run_with_progress, console=console)
+                       strategies=_parse_csv(strategies_, "strategy") or [], runner=_run_with_progress, console=console)
         from alkit.report import run_summaries
 
         proj = load_project(project)

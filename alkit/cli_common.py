@@ -122,11 +122,11 @@ def parse_counts(value: str, option: str) -> list[int]:
     return counts
 
 
-def parse_csv(value: Optional[str]) -> Optional[list[str]]:
-    """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused."""
+def parse_csv(value: Optional[str], what: str = "column") -> Optional[list[str]]:
+    """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused, naming ``what`` it lists."""
     if value is None:
         return None
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
-        raise ValueError("an empty column list was given")
+        raise ValueError(f"an empty {what} list was given")
     return items

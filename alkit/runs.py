@@ -338,8 +338,8 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
                      "recorded with the run but changes no pick")
     elif requested and not ranks:  # the score only chooses which items are candidates, beyond --candidates
         notes.append(f"strategy {strategy!r} picks from embeddings, not by score: --acquisition {requested} only "
-                     f"chooses its candidates where the pool is larger than --candidates (default "
-                     f"{POOL_CANDIDATES:,}); a smaller pool is taken whole, and the acquisition changes nothing")
+                     f"chooses its candidates, the pool's best-scored --candidates items (default {POOL_CANDIDATES:,}); "
+                     "a pool no larger than that is taken whole, and the acquisition changes nothing")
     try:
         check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member)
     except ValueError as exc:
@@ -405,6 +405,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--batch-size must be at least 1, got {req.batch_size}")
     if not 0 <= req.seed <= SEED_MAX:
         raise LoopError(f"--seed must be in 0..{SEED_MAX}, got {req.seed}")
+    for field_, value in (("budget", req.budget), ("batch_size", req.batch_size), ("seed", req.seed),
+                          ("candidates", req.candidates), ("initial", req.initial)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise LoopError(f"--{field_.replace('_', '-')} must be a whole number, got {value!r}")  # 2.5 failed in numpy
     if req.budget < 1:
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.name is not None and not req.name.strip():  # a blank name was a blank row in status and plot legends
@@ -419,6 +423,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
     ident = run_identity(req, scorer, runs, cfg.task, cfg.input_kind)
+    if req.name and not any(r.name == req.name for r in runs):  # a new named run: its own curve, not another strategy's
+        from alkit.presets import PRESETS
+
+        mixed = sorted({f"{r.strategy}/{r.scorer}" for r in runs if (r.config or {}).get("curve") == ident.curve
+                        and (r.strategy, r.scorer) != (req.strategy, scorer)})
+        if mixed or (ident.curve in PRESETS and ident.curve != req.strategy):
+            whose = f"runs of {', '.join(mixed)}" if mixed else f"strategy {ident.curve!r}"
+            raise LoopError(f"--name {req.name!r} would draw this {req.strategy} run on the learning curve of {whose}, "
+                            "averaged with them: give it another name")
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
@@ -494,6 +507,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     except ValueError as exc:
         raise LoopError(str(exc)) from None
     on_scores = [r.name for r in stop_rules if r.name in ("max-uncertainty", "overall-uncertainty")]
+    if on_scores and selector in ("random", "coldstart"):  # no score is read: the rule could never fire
+        raise LoopError(f"--stop {on_scores[0]} reads the candidates' acquisition scores, and strategy {req.strategy!r} "
+                        "picks without one: use --stop forecast or kappa, or a strategy that ranks")
     if on_scores and getattr(get_acquisition(acquisition), "signed", False):  # it fired at the first model
         raise LoopError(f"--stop {on_scores[0]} compares the candidates' scores with a positive threshold, but the "
                         f"{acquisition} acquisition's scores are <= 0 (minus the top-two gap), always below it: use it "

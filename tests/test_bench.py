@@ -270,3 +270,10 @@ def test_bench_gives_every_strategy_the_same_first_batch_on_request(digits_proje
     store = ActiveLoop(load_project(digits_project)).store
     first = {r.name: set(store.selected_keys(r.id)[:10].tolist()) for r in store.runs()}
     assert len({frozenset(v) for v in first.values()}) == 1, first
+
+
+def test_bench_refuses_table_columns_beyond_its_budget(digits_project: Path) -> None:
+    """--at 500 with a budget of 30 made a column 'accuracy@500' of the 30-label values (a black-box check)."""
+    with pytest.raises(LoopError, match="--at 500 is beyond --budget 30"):
+        run_bench(digits_project, strategies=["random"], at=[30, 500], **{**ARGS, "budget": 30})
+    assert ActiveLoop(load_project(digits_project)).store.runs() == []

@@ -1004,3 +1004,12 @@ def test_a_bell_shaped_count_gets_the_regression_hint_and_balanced_codes_do_not(
     by_rank = [300, 200, 120, 80, 50, 30, 20, 12, 8, 5]  # codes numbered by frequency: a slope, no hump
     assert regression_hint([str(i) for i, k in enumerate(by_rank) for _ in range(k)]) != \
         "a bell-shaped spread over 0 to 9, as counts and scores have"
+
+
+def test_a_target_too_small_for_float32_is_refused() -> None:
+    """Targets in 1e-20 units fitted to twice the CRPS of the same target in units (a black-box check)."""
+    from alkit.pools.ingest import _label_strings
+
+    with pytest.raises(InputError, match=r"varies by only 8.16e-21 \(standard deviation\).* rescale the target"):
+        _label_strings(pl.Series("y", [0.0, 1e-20, 2e-20, 1e-20]), "regression")
+    assert _label_strings(pl.Series("y", [0.0, 1e-9, 2e-9]), "regression").to_list()[1] == "1e-09"

@@ -332,3 +332,16 @@ def test_run_summaries_count_the_test_evaluation_time(digits_project: Path) -> N
     (row,) = run_summaries(loop.store)
     per_cycle = [d["eval_s"] for d in loop.store.signals(row["id"]).values() if "eval_s" in d]
     assert row["eval_s"] > 0 and row["eval_s"] == pytest.approx(sum(per_cycle))
+
+
+def test_a_requests_counts_must_be_whole_numbers(digits_project) -> None:
+    """RunRequest(batch_size=2.5) failed in numpy after recording an interrupted run; seed=1.5 was recorded
+    as the run's seed (a black-box check of the library)."""
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, LoopError, RunRequest
+
+    loop = ActiveLoop(load_project(digits_project))
+    for kw in (dict(batch_size=2.5), dict(seed=1.5), dict(budget="20"), dict(candidates=50.5)):
+        with pytest.raises(LoopError, match="must be a whole number"):
+            loop.run(RunRequest(**{"strategy": "random", "budget": 20, **kw}))
+    assert loop.store.runs() == []

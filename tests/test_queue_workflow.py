@@ -470,3 +470,27 @@ def test_the_import_does_not_send_people_to_resume_a_run_that_is_running(tmp_pat
         leases.release(store, lease)
     assert "r1 is running now and trains on them from its next cycle" in out, out
     assert "alkit run --resume r1" not in out
+
+
+def test_a_named_run_keeps_off_another_strategys_curve(tmp_path: Path) -> None:
+    """`--name random` on an epistemic run put it on random's curve, averaged with the random runs (a
+    black-box check); --stop on uncertainty with a strategy that reads no score could never fire."""
+    project, _ = _digits_human(tmp_path)
+    root = str(project.root)
+    assert invoke("run", "--strategy", "random", "--budget", "10", "-p", root).exit_code == 0
+    out = invoke("run", "--strategy", "margin", "--budget", "10", "--seed", "2", "--name", "random", "-p", root)
+    assert out.exit_code == 2 and "--name 'random' would draw this margin run on the learning curve of" in out.text, out.text
+    out = invoke("run", "--strategy", "random", "--budget", "10", "--seed", "3", "--stop", "max-uncertainty:threshold=1",
+                 "-p", root)
+    assert out.exit_code == 2 and "picks without one" in out.text, out.text
+
+
+def test_label_studio_two_answers_of_one_control_in_one_annotation_are_refused(tmp_path: Path) -> None:
+    """Two 'digit' results in one annotation: the first was taken unsaid (a black-box check)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 1)
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(_label_studio_tasks(ids, truth, lambda i, y: [
+        {"from_name": "digit", "value": {"choices": ["1"]}}, {"from_name": "digit", "value": {"choices": ["2"]}}])))
+    with pytest.raises(QueueError, match="2 results of control digit in one annotation, expected one"):
+        import_labels(project, path)

@@ -55,7 +55,7 @@ class MCDropoutLearner(DelegatedCapacity):
         if T < 2:
             raise ValueError(f"MC dropout needs T >= 2 passes, got {T}")
         if not 0.0 < p < 1.0:
-            raise ValueError(f"dropout rate must be in (0, 1), got {p} (at 0 every mask is the same network: no epistemic score)")
+            raise ValueError(f"dropout rate must be in (0, 1), got {p}" + (" (at 0 every mask is the same network: no epistemic score)" if p == 0 else ""))
         config = BackboneConfig.of(backbone, **backbone_options, dropout=p)
         # The plain MLP's network (BackboneConfig.depth_for): dropout in its residual block where it has
         # one (raw features, 28 x 28 images), on its features where it has none (regression, an

@@ -132,13 +132,14 @@ def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
 
 
 def _bell_shaped(counts: np.ndarray) -> bool:
-    """Frequencies that rise to a peak inside the range and fall after it, with tails at most a tenth
-    of the peak: a Poisson(3) count (15/48/60/72/50/25/14/7/6/3) had no hint, its peak only 3.6x its
+    """Frequencies that rise to a peak inside the range and fall after it (up to bumps of a tenth of the
+    peak), with tails at most a tenth of the peak: a Poisson(3) count (15/48/60/72/50/25/14/7/6/3) had no hint, its peak only 3.6x its
     median (a black-box check); class codes are rarely ordered by a smooth hump."""
     peak = int(np.argmax(counts))
+    slack = 0.1 * counts[peak]  # a sample's bumps (pois 3: ... 7, 2, 3) are no second hump
     rising, falling = np.diff(counts[: peak + 1]), np.diff(counts[peak:])
-    return (0 < peak < len(counts) - 1 and bool((rising >= 0).all()) and bool((falling <= 0).all())
-            and min(counts[0], counts[-1]) <= 0.1 * counts[peak])
+    return (0 < peak < len(counts) - 1 and bool((rising >= -slack).all()) and bool((falling <= slack).all())
+            and min(counts[0], counts[-1]) <= slack)
 
 
 def label_values(data: Path, label_col: str) -> list[str]:
@@ -675,6 +676,9 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
                              f"{f.abs().max():.3g}), which alkit's 32-bit fits cannot take: rescale the target")
         given = f.drop_nulls()
         spread = float(given.std() or 0.0) if len(given) > 1 else 0.0
+        if 0 < spread < SPREAD_MIN:  # predictive variances below float32's smallest normal number (1e-20 units)
+            raise InputError(f"label column {s.name!r} varies by only {spread:.3g} (standard deviation): alkit's 32-bit "
+                             "fits cannot resolve it; rescale the target (e.g. multiply it by a power of ten)")
         if spread > 0 and float(given.abs().max()) > OFFSET_RATIO_MAX * spread:
             # float32 keeps ~7 digits: 1e7 + y with y's spread 2 was rounded to whole numbers in the fits, the
             # predictions and the test targets, so the error figures moved with the offset (a black-box check)
@@ -693,6 +697,9 @@ def _label_strings(s: pl.Series, task: str) -> pl.Series:
 # A regression target whose largest |value| is more than this many standard deviations is refused: float32's
 # rounding there (6e-8 relative) reaches 0.6 % of the spread.
 OFFSET_RATIO_MAX = 1e5
+# A regression target with a smaller spread is refused: predictive variances a thousandth of its square
+# underflow float32 (targets in 1e-20 units gave twice the CRPS of the same target in units; 1e-9 held).
+SPREAD_MIN = 1e-12
 
 # Cells of a label column that mean "no label": the missing-value markers that no class is named
 # (not 'none', '?' or '-', which a feature column also reads as missing but a class may be called).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from alkit.strategies._common import check_batch
 from alkit.types import Candidates, Selection, SelectionContext
 
 
@@ -15,12 +16,9 @@ class RandomStrategy:
     needs_model = False
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
-        if batch_size < 1:
-            raise ValueError(f"batch size must be at least 1, got {batch_size}")
-        n = len(candidates)
-        k = min(batch_size, n)
+        k = check_batch(batch_size, candidates)
         rng = np.random.default_rng(ctx.seed)
-        picked = rng.choice(n, size=k, replace=False)
+        picked = rng.choice(len(candidates), size=k, replace=False)
         keys = candidates.keys_n[picked]
         zeros = np.zeros(k, dtype=np.float64)
         return Selection(keys=keys, scores=zeros, utilities=zeros.copy())

@@ -87,6 +87,8 @@ def _ls_label(result: Any, label_field: str | None) -> tuple[str | None, str | N
         found = [f for f in found if f[0] == label_field]
     if not found:
         return None, None
+    if len({json.dumps(f[2], sort_keys=True, default=str) for f in found}) > 1:  # the first was taken unsaid
+        return None, f"{len(found)} results of control {found[0][0] or '(unnamed)'} in one annotation, expected one"
     name, key, v = found[0]
     if isinstance(v, list):
         flat = [x[0] if isinstance(x, list) and x else x for x in v]
