@@ -296,13 +296,20 @@ def run_bench(
     paths = out / "bench_summary.csv", out / "bench_summary.md", out / "bench_cycles.csv"
     escape_formulas(table).write_csv(paths[0])  # run names are the user's: no spreadsheet formulas
     escape_formulas(df.sort("run", "cycle")).write_csv(paths[2])
-    paths[1].write_text(_markdown(proj, table, metric, higher, target, budget, batch_size, seed_list,
-                                  at_list, failed, command, span))
     notes = [f"AULC{span}"] if span else []
+    ends = df.group_by("run").agg(pl.col("n_labeled").max().alias("last")).filter(pl.col("last") < budget).sort("run")
+    if ends.height:  # a run stopped by a rule, or reused from a smaller budget: its values were mixed in unsaid
+        shown = ", ".join(f"{r} at {n}" for r, n in ends.head(5).iter_rows()) + (" ..." if ends.height > 5 else "")
+        notes.append(f"{ends.height} run{'s' if ends.height > 1 else ''} end{'' if ends.height > 1 else 's'} before "
+                     f"{budget} labels ({shown}; stopped by a --stop rule, or run with a smaller budget): "
+                     "in the columns past their end they count with their last value, and their AULC covers "
+                     "their shorter curve")
     majority = _majority_share(loop.store) if proj.config.task == "classification" and metric == "accuracy" else None
     if majority is not None and majority[1] >= MAJORITY_NOTE:
         notes.append(f"the test split is {majority[1]:.0%} {majority[0]!r}: predicting that class alone scores "
                      f"{majority[1]:.3f} accuracy; compare with --metric balanced_accuracy or macro_f1 (the runs are reused)")
+    markdown = _markdown(proj, table, metric, higher, target, budget, batch_size, seed_list, at_list, failed, command, span)
+    paths[1].write_text(markdown + "".join(f"\nNote: {n}.\n" for n in notes if not n.startswith("AULC")))
     return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan], notes=notes,
                        ran=result_runs["ran"],
                        skipped=result_runs["skipped"], failed=failed,

@@ -277,3 +277,13 @@ def test_bench_refuses_table_columns_beyond_its_budget(digits_project: Path) -> 
     with pytest.raises(LoopError, match="--at 500 is beyond --budget 30"):
         run_bench(digits_project, strategies=["random"], at=[30, 500], **{**ARGS, "budget": 30})
     assert ActiveLoop(load_project(digits_project)).store.runs() == []
+
+
+def test_bench_says_which_runs_end_before_its_budget(digits_project: Path) -> None:
+    """A bench at 15 labels reusing runs given 20 (batches of 10) took their 10-label values for its
+    15-label column without a word (a black-box check; so did a run a --stop rule ended early)."""
+    run_bench(digits_project, strategies=["random:none"], **{**ARGS, "seeds": 1})
+    res = run_bench(digits_project, strategies=["random:none"], **{**ARGS, "seeds": 1, "budget": 15})
+    said = [n for n in res.notes if "end before 15 labels" in n or "ends before 15 labels" in n]
+    assert said and "random-b10-s0 at 10" in said[0], res.notes
+    assert "Note: 1 run ends before 15 labels" in res.summary_md.read_text()
