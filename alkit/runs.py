@@ -519,7 +519,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                         "uncertainty rule")
     if req.engine not in ENGINES:
         raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
-    options = {"candidates": req.candidates, "stratify_by": req.stratify_by,
+    from alkit.engines.candidates import candidate_count
+
+    # --candidates at its default is the default run's setting, not another (it was refused as "None, not 200")
+    default_m = candidate_count(get_selector(selector).candidate_source, req.batch_size, None)
+    candidates = None if req.candidates == default_m else req.candidates
+    options = {"candidates": candidates, "stratify_by": req.stratify_by,
                "learner": dict(ident.learner), "train": dict(ident.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),

@@ -345,3 +345,15 @@ def test_a_requests_counts_must_be_whole_numbers(digits_project) -> None:
         with pytest.raises(LoopError, match="must be a whole number"):
             loop.run(RunRequest(**{"strategy": "random", "budget": 20, **kw}))
     assert loop.store.runs() == []
+
+
+def test_candidates_at_their_default_are_the_default_run(digits_project) -> None:
+    """`--candidates 200` (20 x a batch of 10, the default) beside the default run was refused as
+    'exists with candidates=None, not 200' (a black-box check)."""
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, RunRequest
+
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(RunRequest(strategy="margin", budget=20, scorer="none"))
+    loop.run(RunRequest(strategy="margin", budget=20, scorer="none", candidates=200))
+    assert len(loop.store.runs()) == 1
