@@ -77,6 +77,10 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     ``embedding``: the rows are a pretrained encoder's vectors; ``options``: the scorer's options
     (`alkit strategies --scorer NAME`)."""
     X = pool_array(X_pool_n_f)
+    if isinstance(options.get("train"), dict):  # train={"steps": 30} failed at fit with an AttributeError
+        from alkit.models.train import TrainConfig
+
+        options["train"] = TrainConfig(**options["train"])
     if image_shape is not None and int(np.prod(image_shape)) != X.shape[1]:
         raise ValueError(f"image_shape {tuple(image_shape)} holds {int(np.prod(image_shape))} pixels, the pool's rows "
                          f"{X.shape[1]} features")

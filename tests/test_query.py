@@ -260,3 +260,17 @@ def test_one_member_and_scoreless_selectors_are_refused_or_said(digits, tmp_path
         query(learner, X, 5, labeled=labeled, selector="coldstart", acquisition="bald")
     with pytest.warns(UserWarning, match="only chooses its candidates where the pool is larger than candidates"):
         query(learner, X, 5, labeled=labeled, selector="kcenter", acquisition="margin")
+
+
+def test_training_settings_as_a_dict_and_an_estimators_width_are_taken_and_checked(digits, tmp_path: Path) -> None:
+    """pool_learner(train={"steps": 5}) failed at fit with an AttributeError; a scikit-learn learner
+    predicting on the wrong width failed with numpy's broadcast error (black-box checks)."""
+    X, y = digits
+    learner = pool_learner(X, "classification", n_classes=10, train={"steps": 5})
+    learner.fit(X[:40], y[:40], seed=0)
+    est = tmp_path / "mylr2.py"
+    est.write_text("from sklearn.linear_model import LogisticRegression\n\ndef lr():\n    return LogisticRegression(max_iter=300)\n")
+    sk = pool_learner(X, "classification", n_classes=10, scorer="sklearn", estimator=f"{est}:lr", members=2)
+    sk.fit(X[:60], y[:60], seed=0)
+    with pytest.raises(ValueError, match=r"the estimator was fitted on inputs of shape \(n, 64\), got \(5, 60\)"):
+        sk.predict(X[:5, :60])

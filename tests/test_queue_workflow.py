@@ -494,3 +494,18 @@ def test_label_studio_two_answers_of_one_control_in_one_annotation_are_refused(t
         {"from_name": "digit", "value": {"choices": ["1"]}}, {"from_name": "digit", "value": {"choices": ["2"]}}])))
     with pytest.raises(QueueError, match="2 results of control digit in one annotation, expected one"):
         import_labels(project, path)
+
+
+def test_an_export_to_a_folder_and_a_control_name_on_a_plain_list_are_refused(tmp_path: Path) -> None:
+    """`--out <folder>` printed a raw '[Errno 21]' with a temporary name; --label-field on a plain JSON list
+    of {id, label} records was ignored (black-box checks)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(QueueError, match="sub is a folder: give the queue file's name"):
+        export_queue(project, tmp_path / "sub")
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps([{"id": i, "label": truth[i]} for i in ids]))
+    with pytest.raises(QueueError, match="--label-field 'digit' names a Label Studio control; this is a plain list"):
+        import_labels(project, path, label_field="digit")
+    assert import_labels(project, path).labeled == 2

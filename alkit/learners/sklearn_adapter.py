@@ -105,6 +105,9 @@ class SklearnLearner:
     def predict(self, X_n_f: np.ndarray) -> Prediction:
         if not self.members_:
             raise RuntimeError("fit the learner before predicting")
+        width = getattr(self.members_[0], "n_features_in_", None)
+        if width is not None and (np.ndim(X_n_f) != 2 or np.shape(X_n_f)[1] != width):  # numpy's broadcast error
+            raise ValueError(f"the estimator was fitted on inputs of shape (n, {width}), got {tuple(np.shape(X_n_f))}")
         emb = self._embed(np.asarray(X_n_f, dtype=np.float64))
         if self.task == "classification":
             probs = np.zeros((len(X_n_f), self.M, int(self.n_classes or 0)))

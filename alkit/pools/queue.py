@@ -303,6 +303,8 @@ def export_queue(
     columns (``ProjectConfig.data_feature_cols``), written after them."""
     if out is not None and Path(out).resolve() in project.own_files():
         raise QueueError(f"{out} is one of the project's own files: write the queue to another name")
+    if out is not None and Path(out).is_dir():  # a raw '[Errno 21] Is a directory' with a temp name
+        raise QueueError(f"{out} is a folder: give the queue file's name (e.g. {Path(out) / 'queue.csv'})")
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
     project.require(project.payload_path, why="the queue file is written from it")
     store = store or Store(project.store_url)

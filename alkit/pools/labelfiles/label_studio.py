@@ -211,6 +211,9 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
     if flat and any(ID_KEY in t for t in tasks):  # JSON-MIN
         return _flat_rows(path, [(f"record {i}", t) for i, t in enumerate(tasks, start=1)], problems, label_field, fields)
     if flat:  # a plain JSON list of {id, label, ...} records
+        if label_field not in (None, "label"):  # it was ignored here, and refused for a CSV
+            raise refuse(path, [f"--label-field {label_field!r} names a Label Studio control; this is a plain list of "
+                                "{id, label} records: drop --label-field"])
         for i, t in enumerate(tasks, start=1):
             if "id" not in t or not ({"label", "skip"} & set(t)):
                 problems.append(f"record {i}: missing key {', '.join(k for k in ('id', 'label') if k not in t)}")
