@@ -81,6 +81,7 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "scorer": run.scorer,
             "seed": run.seed,
             "batch_size": run.batch_size,
+            "initial": run.initial,  # the first, model-free batch's size (--initial; it names the run's curve)
             "budget": run.budget,
             "status": _status(store, run, live),
             "cycles": len(rows),
