@@ -258,7 +258,7 @@ def test_one_member_and_scoreless_selectors_are_refused_or_said(digits, tmp_path
     with pytest.warns(UserWarning, match="selector 'coldstart' draws a stratified sample, not by score: acquisition='bald' is "
                                          "recorded with the run but changes no pick"):
         query(learner, X, 5, labeled=labeled, selector="coldstart", acquisition="bald")
-    with pytest.warns(UserWarning, match="only chooses its candidates where the pool is larger than candidates"):
+    with pytest.warns(UserWarning, match="only chooses its candidates, the pool.s best-scored candidates items"):
         query(learner, X, 5, labeled=labeled, selector="kcenter", acquisition="margin")
 
 
