@@ -211,7 +211,7 @@ def test_import_each_format_then_reimport_changes_nothing(human: tuple[Project, 
     res = import_labels(project, path, annotator="alice" if fmt != "label-studio" else None)
     assert (res.labeled, res.skipped, res.unchanged, res.pending, res.still_queued) == (8, 0, 0, 0, 0)
     got = shared_labels(project)
-    who = "ls@example.org" if fmt == "label-studio" else "alice"
+    who = "label-studio user 7" if fmt == "label-studio" else "alice"  # the id, as a bare completed_by 7 names them
     assert got == {i: (truth[i], "import", who) for i in ids}
     assert set(states(project, ids).values()) == {"labeled"}
     # shared labels: every run (and a new one) learns from them

@@ -119,8 +119,8 @@ def _ls_user(by: Any) -> str | None:
     """One name per Label Studio user whichever export it comes from: the full JSON's
     ``completed_by`` (a user id, or an object with email/username/id) and the flat exports'
     ``annotator`` (the same id, as a number or its digits, or an email)."""
-    if isinstance(by, dict):
-        by = by.get("email") or by.get("username") or by.get("id")
+    if isinstance(by, dict):  # the id first, as the flat exports and a bare completed_by give it (the email made a second name)
+        by = by.get("id") if by.get("id") is not None else by.get("email") or by.get("username")
     text = as_text(by)
     if text is None or not text.strip():
         return None
