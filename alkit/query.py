@@ -42,7 +42,7 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
     variation float32 loses (a large offset, 1e9 + x, or a spread of at most MIN_FEATURE_SPREAD the
     learners take for a constant).  Why: the library cast silently, so such a pool trained at chance
     and picked its first rows."""
-    from alkit.pools.ingest import FLOAT32_MAX, MIN_FEATURE_SPREAD
+    from alkit.pools.ingest import FLOAT32_MAX, MIN_FEATURE_SPREAD, float32_loses
 
     X64 = np.asarray(X_pool_n_f, dtype=np.float64)
     if X64.ndim != 2 or not len(X64):
@@ -55,8 +55,7 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
         raise ValueError(f"X_pool_n_f has values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in columns "
                          f"{_listed(cols)}; rescale them (e.g. take logs)")
     X = X64.astype(np.float32)
-    lo, hi = X64.min(0), X64.max(0)
-    lost = (hi > lo) & ((X.max(0) <= X.min(0)) | (hi - lo <= MIN_FEATURE_SPREAD))
+    lost = float32_loses(X64.min(0), X64.max(0), X.min(0), X.max(0))
     if lost.any():
         raise ValueError(f"X_pool_n_f columns {_listed(np.flatnonzero(lost))} vary too little for float32 (features "
                          f"are float32, and a spread of at most {MIN_FEATURE_SPREAD:g} counts as constant): centre or "

@@ -40,7 +40,7 @@ from alkit.learners.vbll_heads import (  # noqa: F401 (re-exported: the heads' p
 )
 from alkit.learners.csd import ridge_whitener
 from alkit.models.capacity import HEADS, NOISE_MIN_N, Capacity, CapacityHint, Mode, checked_mode, resolve_capacity
-from alkit.models.learner import capacity_scorer, linear_lr, training_arrays
+from alkit.models.learner import TargetScaler, capacity_scorer, linear_lr, training_arrays
 from alkit.models.backbone import (
     BackboneConfig, ConvBackbone, FeatureMap, InputSpec, LinearPath, ResidualMLP, build_backbone, linear_path_for,
 )
@@ -356,10 +356,9 @@ class VBLLLearner:
                 self.head_kind = HEADS[int(chosen["capacity_head"])] if "capacity_head" in chosen else rule_head
                 self.cov = self.cov_choice or default_cov(self.task, self.head_kind)
                 self.train_cov = self.train_cov_choice if self.do_refit else self.cov
-            self.shift = float(y.mean())
-            std = float(y.std()) if N > 1 else 1.0
-            self.scale = std if std > 1e-6 * abs(self.shift) and std > 0 else 1.0  # constant: no scale (relative: 1e-9 units are a scale)
-            y = (y - self.shift) / self.scale
+            scaler = TargetScaler(y)  # the plain learner's standardisation, one rule for both
+            self.shift, self.scale = scaler.shift, scaler.scale
+            y = scaler.forward(y)
         else:
             y = y.long()
         if self.uses_linear_path() and isinstance(self.backbone, ResidualMLP):

@@ -448,6 +448,13 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)  # features are stored as float32
 MIN_FEATURE_SPREAD = 2e-8  # a smaller range has a standard deviation below the learners' constant-column 1e-8
 
 
+def float32_loses(lo_f: np.ndarray, hi_f: np.ndarray, lo32_f: np.ndarray, hi32_f: np.ndarray) -> np.ndarray:
+    """(f,) bool: features whose range (float64 lo..hi) varies but is lost as stored: constant in float32
+    (1e12 + x), or a spread of at most MIN_FEATURE_SPREAD, which the learners' standardisation takes for a
+    constant.  One rule for `alkit init` and the library's pools."""
+    return (hi_f > lo_f) & ((hi32_f <= lo32_f) | (hi_f - lo_f <= MIN_FEATURE_SPREAD))
+
+
 class FeatureValues:
     """Feature blocks turned into float32 rows, the values checked on the way: missing cells,
     NaN/inf and float32 overflow are judged in float64, block by block, and ``check`` then
@@ -540,7 +547,7 @@ class FeatureValues:
         # variation alkit would lose without a word: a large offset float32 rounds away (1e12 + x), or a
         # spread so small (<= 2e-8) that the learners' standardisation takes the column for a constant.
         varies = self.hi_f > self.lo_f
-        lost_f = varies & ((self.hi32_f <= self.lo32_f) | (self.hi_f - self.lo_f <= MIN_FEATURE_SPREAD))
+        lost_f = float32_loses(self.lo_f, self.hi_f, self.lo32_f, self.hi32_f)
         if self.vector_col:
             # an encoder's vectors have a few dead dimensions of numerical noise (MiniLM: ~1e-33): a vector
             # column is refused when none of its dimensions is usable, or most of those that vary are lost

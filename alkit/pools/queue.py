@@ -165,13 +165,20 @@ def _holds(project: Project, stored: tuple[str, str | None] | None, row: Row) ->
 def lists_every_queued(store: Store, path: Path) -> bool:
     """Whether the label file at ``path`` names every queued item (False where it cannot be read): a
     queue file that does not is stale, written for an earlier batch."""
+    rows = _read_old_file(path)
+    ids = {r.item_id for r in rows} if rows is not None else set()
+    return rows is not None and all(q.item_id in ids for q in queued_items(store))
+
+
+def _read_old_file(path: Path) -> list[Row] | None:
+    """The rows of a label file about to be replaced, None where it is no label file alkit can read; its
+    notes (a last label cut short) are no news then, so they are not printed."""
     try:
-        with warnings.catch_warnings():  # notes about a file about to be replaced are no news
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ids = {r.item_id for r in labelfiles.read(path, [])}
+            return labelfiles.read(path, [])
     except (QueueError, OSError, ValueError):
-        return False
-    return all(q.item_id in ids for q in queued_items(store))
+        return None
 
 
 # ---------------------------------------------------------------------------- export
@@ -263,12 +270,7 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
     The second value: whether the file could not be read."""
     if not path.is_file():
         return None, False
-    try:
-        with warnings.catch_warnings():  # a note about the old file's last row is no news before it is replaced
-            warnings.simplefilter("ignore")
-            rows = labelfiles.read(path, [])
-    except (QueueError, OSError, ValueError):
-        rows = None
+    rows = _read_old_file(path)
     if rows is not None:
         answered = [r for r in rows if r.skip or (r.label or "").strip()]
         ids = {i for r in answered if r.item_id is not None for i in (r.item_id, r.item_id.strip())}
