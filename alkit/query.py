@@ -31,6 +31,7 @@ from alkit.errors import Note
 from alkit.registry import make_learner
 from alkit.runs import resolve_acquisition
 from alkit.strategies import get_selector
+from alkit.checks import is_whole_number
 from alkit.types import Candidates, Learner, SelectionContext
 
 POOL_SAMPLE = 4096  # pool rows kept in the InputSpec (image filters, CSD's contexts), as the loop keeps
@@ -119,13 +120,13 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                 raise ValueError(f"labeled must be row indices in 0..{len(X) - 1} (or a boolean mask of {len(X)} rows)")
             mask[lab.astype(np.int64)] = False
     pool = np.flatnonzero(mask)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+    if not is_whole_number(batch_size):
         raise ValueError(f"batch_size must be a whole number, got {batch_size!r}")
     if batch_size < 1 or batch_size > len(pool):
         raise ValueError(f"batch_size must be in 1..{len(pool)} (the unlabelled rows), got {batch_size}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):  # None drew other picks each call
+    if not is_whole_number(seed):  # None drew other picks each call
         raise ValueError(f"seed must be a whole number (vary it per cycle), got {seed!r}")
-    if candidates is not None and (isinstance(candidates, bool) or not isinstance(candidates, (int, np.integer))):
+    if candidates is not None and not is_whole_number(candidates):
         raise ValueError(f"candidates must be a whole number, got {candidates!r}")
     if candidates is not None and (candidates < 1 or candidates < batch_size):
         raise ValueError(f"candidates must be at least batch_size ({batch_size}), got {candidates}")

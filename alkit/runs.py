@@ -25,6 +25,7 @@ from alkit.presets import get_preset
 from alkit.registry import check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
 from alkit.strategies import get_selector
+from alkit.checks import is_whole_number
 from alkit.types import Acquisition, Learner, Strategy
 
 
@@ -407,8 +408,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--seed must be in 0..{SEED_MAX}, got {req.seed}")
     for field_, value in (("budget", req.budget), ("batch_size", req.batch_size), ("seed", req.seed),
                           ("candidates", req.candidates), ("initial", req.initial)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
-            raise LoopError(f"--{field_.replace('_', '-')} must be a whole number, got {value!r}")  # 2.5 failed in numpy
+        if value is not None and not is_whole_number(value):
+            raise LoopError(f"--{field_.replace('_', '-')} must be a whole number, got {value!r}")
     if req.budget < 1:
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.name is not None and not req.name.strip():  # a blank name was a blank row in status and plot legends

@@ -20,6 +20,8 @@ from typing import Any, Literal, Union
 
 import numpy as np
 
+from alkit.checks import is_whole_number
+
 INTERNAL = {"self", "task", "n_classes", "train", "input", "backbone", "contexts", "seed", "class_names"}  # set by the loop
 SIMPLE = (bool, int, float, str)
 
@@ -163,7 +165,7 @@ def check_values(learner_cls: type, scorer: str, options: dict[str, Any]) -> Non
             continue
         kind = option.kind
         ok = (isinstance(value, bool) if kind is bool else
-              isinstance(value, (int, np.integer)) and not isinstance(value, bool) if kind is int else
+              is_whole_number(value) if kind is int else
               isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
               and math.isfinite(value) if kind is float else isinstance(value, kind))
         if not ok:

@@ -150,8 +150,10 @@ def test_api_misuse_is_refused_by_name(digits) -> None:
         query(ok, X, 5, labeled=labeled, selector="kmeans")
     with pytest.raises(ValueError, match="built for 64 features .* this pool has 10"):
         query(ok, X[:, :10], 5)
-    with pytest.raises(ValueError, match="batch_size must be a whole number"):
-        query(ok, X, 10.0, labeled=labeled)
+    for bad in (10.0, True, np.bool_(True), "10", None):  # one predicate (alkit.checks) behind every count check
+        with pytest.raises(ValueError, match="batch_size must be a whole number"):
+            query(ok, X, bad, labeled=labeled)
+    assert len(query(ok, X, np.int32(4), labeled=labeled)) == 4
 
 
 def test_scores_of_the_picks_come_back_on_request(digits) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from alkit.checks import is_whole_number
 from alkit.types import Candidates, Selection
 
 
 def check_batch(batch_size: int, candidates: Candidates) -> int:
     """Batch size actually served: at most the number of candidates."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):  # 2.5 was cut to 2 unsaid
+    if not is_whole_number(batch_size):
         raise ValueError(f"batch size must be a whole number, got {batch_size!r}")
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, got {batch_size}")
