@@ -15,7 +15,6 @@ The candidates, acquisition context and selector are the loop's (``engines.candi
 
 from __future__ import annotations
 
-import re
 import warnings
 from dataclasses import replace
 from typing import Any
@@ -28,7 +27,7 @@ from alkit.engines.candidates import candidate_count, in_memory_candidates
 from alkit.models.backbone import pool_input_spec
 from alkit.presets import get_preset
 from alkit.errors import Note
-from alkit.registry import make_learner
+from alkit.registry import Terms, make_learner
 from alkit.runs import resolve_acquisition
 from alkit.strategies import get_selector
 from alkit.checks import is_whole_number
@@ -153,11 +152,9 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
             name = acquisition or preset.acquisition_for(task)
         else:  # as `alkit run` decides it: the preset's acquisition, or the scorer's own score where it cannot feed it
             single = registered == "sklearn" and getattr(learner, "M", None) == 1  # -o members=1: no epistemic part
-            try:
-                name, notes = resolve_acquisition(strategy, acquisition, registered, task, chosen.name, single)
-            except ValueError as exc:  # the run's words, in the call's terms
-                raise ValueError(_in_call_terms(str(exc), strategy, selector)) from None
-            notes = [_in_call_terms(n, strategy, selector) for n in notes]
+            terms = Terms(who=f"selector {selector!r}" if selector is not None else f"strategy {strategy!r}",
+                          library=True)  # 'strategy epistemic picks without a score' read wrong after selector='random'
+            name, notes = resolve_acquisition(strategy, acquisition, registered, task, chosen.name, single, terms)
             if preset.default_scorer not in ("none", "vbll", registered):
                 notes.append(f"strategy {strategy!r} is meant for scorer {preset.default_scorer!r} "
                              f"(pool_learner(..., scorer={preset.default_scorer!r})); this learner is {registered!r}")
@@ -187,15 +184,6 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     if not return_scores:
         return keys
     return keys, np.asarray(picked.scores, dtype=np.float64)
-
-
-def _in_call_terms(message: str, strategy: str, selector: str | None) -> str:
-    """A message `alkit run` words (--acquisition X, -o members=1, strategy S) as query's arguments name
-    them: 'strategy epistemic picks without a score' read wrong where selector='random' was given."""
-    if selector is not None:
-        message = message.replace(f"strategy {strategy!r}", f"selector {selector!r}")
-    message = re.sub(r"--acquisition ([\w-]+)", r"acquisition='\1'", message)
-    return message.replace("-o members=", "members=").replace("--scorer ", "scorer=").replace("--candidates", "candidates")
 
 
 def _selector(name: str) -> Any:

@@ -146,8 +146,28 @@ def get_scorer(name: str) -> ScorerInfo:
     return SCORERS[name]
 
 
+@dataclass(frozen=True)
+class Terms:
+    """How a refusal or note names the caller's arguments: `alkit run`'s options (the default) or the
+    keywords of a library call (``library=True``), whose user never typed ``--acquisition``.  ``who``
+    names what picks: ``strategy 'epistemic'``, or ``selector 'random'`` where a call chose one."""
+
+    who: str
+    library: bool = False
+
+    def acquisition(self, name: str) -> str:
+        return f"acquisition={name!r}" if self.library else f"--acquisition {name}"
+
+    def members(self, value: str) -> str:
+        return f"members={value}" if self.library else f"-o members={value}"
+
+    def option(self, name: str) -> str:
+        """A plain option of the run (scorer, candidates) by the caller's spelling."""
+        return name if self.library else f"--{name}"
+
+
 def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_score: bool = True,
-                      single_member: bool = False) -> None:
+                      single_member: bool = False, terms: Terms | None = None) -> None:
     """Refuse, by name, an acquisition the scorer's Predictions cannot feed (before a run starts).
     ``ranks_by_score`` False (a selector that never reads the scores: k-center, BADGE on classes):
     a scorer without an epistemic score may feed the score-based acquisitions, whose zeros go unread.
@@ -161,7 +181,8 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
     have = set(info.provides) | ({"epistemic_n"} if epistemic or not ranks_by_score else set())
     if single_member:
         have.discard("members")
-    who = f"scorer {scorer!r}" + (" with -o members=1" if single_member else "")
+    terms = terms or Terms(who="")
+    who = f"scorer {scorer!r}" + (f" with {terms.members('1')}" if single_member else "")
     if task == "classification":
         have.add("probs")
     else:
@@ -170,10 +191,10 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
         options = {alt.strip() for alt in need.split("|")}
         if not options & have:
             if options == {"epistemic_n"}:
-                instead = "-o members=2 or more" if single_member else "another --scorer"
+                instead = f"{terms.members('2')} or more" if single_member else f"another {terms.option('scorer')}"
                 raise ValueError(f"{who} has no epistemic score for the {acquisition} acquisition (every "
                                  f"score would be 0 and the batch the pool's first items): use {instead}, or "
-                                 "--acquisition margin, entropy or least-confident")
+                                 f"{terms.acquisition('margin')}, entropy or least-confident")
             if task == "regression" and "members" in options and "members" in info.provides:
                 raise ValueError(f"acquisition {acquisition!r} reads ensemble members' class probabilities; on a "
                                  f"regression project the members of {who} carry means only: use the epistemic "

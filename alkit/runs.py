@@ -22,7 +22,7 @@ from alkit.models.backbone import InputSpec
 from alkit.models.train import TrainConfig, resolved_lr_decay, resolved_min_steps
 from alkit.pools.store import RunSpec, as_json
 from alkit.presets import get_preset
-from alkit.registry import check_acquisition, get_scorer, learner_class, make_learner
+from alkit.registry import Terms, check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
 from alkit.strategies import get_selector
 from alkit.checks import is_whole_number
@@ -305,28 +305,31 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
 
 
 def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task: str, selector: str,
-                        single_member: bool = False) -> tuple[str, list[str]]:
+                        single_member: bool = False, terms: Terms | None = None) -> tuple[str, list[str]]:
     """(acquisition, notes) of a run or a query: ``requested``, refused by name when the scorer cannot
     feed it; else the preset's, or the scorer's own epistemic score where the scorer cannot feed the
     preset's (a note says so).  Random picks read no score (a requested one is refused: it was taken,
-    named and ignored); BatchBALD needs ensemble members of a classification project."""
+    named and ignored); BatchBALD needs ensemble members of a classification project.  ``terms``: how
+    the messages name the caller's arguments (default: `alkit run`'s options)."""
     preset = get_preset(strategy)
+    terms = terms or Terms(who=f"strategy {strategy!r}")
+    who = terms.who
     if requested and selector == "random":
-        raise LoopError(f"strategy {strategy!r} picks without a score: --acquisition {requested} would have "
+        raise LoopError(f"{who} picks without a score: {terms.acquisition(requested)} would have "
                         "no effect; drop it, or use a strategy that ranks (e.g. topk, diverse)")
     acquisition = requested or preset.acquisition_for(task)
     if acquisition not in ACQUISITIONS:
         raise LoopError(f"unknown acquisition {acquisition!r}; known: {', '.join(ACQUISITIONS)}")
     if task == "regression" and not requested and "probs" in ACQUISITIONS[acquisition].needs:
         # it ran, ranking by the epistemic score under the preset's name: a curve called margin that was not
-        raise LoopError(f"strategy {strategy!r} ranks by {acquisition}, which needs class probabilities: classification "
+        raise LoopError(f"{who} ranks by {acquisition}, which needs class probabilities: classification "
                         "projects only (on a regression project every strategy that ranks by the epistemic score, BALD "
                         "or EPIG runs; an earlier run continues with `alkit run --resume NAME`)")
     if selector == "batchbald" and task == "regression":  # found only after the first batch was spent
-        raise LoopError(f"strategy {strategy!r} selects by BatchBALD, which needs class probabilities: "
+        raise LoopError(f"{who} selects by BatchBALD, which needs class probabilities: "
                         "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
     if selector == "batchbald" and "members" not in get_scorer(scorer).provides:  # found after scoring the pool
-        raise LoopError(f"strategy {strategy!r} selects by BatchBALD over ensemble members: scorer {scorer!r} has "
+        raise LoopError(f"{who} selects by BatchBALD over ensemble members: scorer {scorer!r} has "
                         "none (use scorer ensemble, mc-dropout, sve or your --learner)")
     notes: list[str] = []
     if selector == "random":
@@ -335,24 +338,26 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     # strata: no score
     ranks = not (selector in ("kcenter", "coldstart") or (selector == "badge" and task == "classification"))
     if requested and selector == "coldstart":  # it composes (issue 12), and the note says what that means
-        notes.append(f"strategy {strategy!r} draws a stratified sample, not by score: --acquisition {requested} is "
+        notes.append(f"{who} draws a stratified sample, not by score: {terms.acquisition(requested)} is "
                      "recorded with the run but changes no pick")
     elif requested and not ranks:  # the score only chooses which items are candidates, beyond --candidates
-        notes.append(f"strategy {strategy!r} picks from embeddings, not by score: --acquisition {requested} only "
-                     f"chooses its candidates, the pool's best-scored --candidates items (default {POOL_CANDIDATES:,}); "
+        notes.append(f"{who} picks from embeddings, not by score: {terms.acquisition(requested)} only "
+                     f"chooses its candidates, the pool's best-scored {terms.option('candidates')} items (default {POOL_CANDIDATES:,}); "
                      "a pool no larger than that is taken whole, and the acquisition changes nothing")
     try:
-        check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member)
+        check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member,
+                          terms=terms)
     except ValueError as exc:
         if requested:
             raise LoopError(str(exc)) from None
-        notes.append(f"strategy {strategy!r} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
-                     f"this run uses the scorer's own epistemic score (--acquisition epistemic)")
+        notes.append(f"{who} ranks by {acquisition}, which scorer {scorer!r} cannot feed; "
+                     f"this run uses the scorer's own epistemic score ({terms.acquisition('epistemic')})")
         acquisition = "epistemic"
         try:
-            check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member)
+            check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member,
+                              terms=terms)
         except ValueError as exc2:
-            raise LoopError(f"strategy {strategy!r} ranks by a score; {exc2}") from None
+            raise LoopError(f"{who} ranks by a score; {exc2}") from None
     return acquisition, notes
 
 

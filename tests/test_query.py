@@ -252,8 +252,11 @@ def test_one_member_and_scoreless_selectors_are_refused_or_said(digits, tmp_path
         one = pool_learner(X, "classification", n_classes=10, scorer="sklearn", estimator=f"{est}:lr", members=1)
         one.fit(X[labeled], y[labeled], seed=0)
         for strategy in ("bald", "epig"):
-            with pytest.raises(ValueError, match="members=1 has no epistemic score"):
+            with pytest.raises(ValueError, match="members=1 has no epistemic score") as caught:
                 query(one, X, 5, labeled=labeled, strategy=strategy)
+            said = str(caught.value)  # in the call's keywords: no `alkit run` option spelling
+            assert "scorer 'sklearn' with members=1" in said and "use members=2 or more, or acquisition='margin'" in said
+            assert "--" not in said and "-o " not in said, said
     finally:
         sys.path.remove(str(tmp_path))
     learner = _fitted(X, y, labeled)
