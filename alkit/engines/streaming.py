@@ -24,12 +24,13 @@ def check_scores(scores_n: np.ndarray, n: int) -> np.ndarray:
     scores_n = np.asarray(scores_n)
     if scores_n.shape != (n,):
         raise ValueError(f"scores_n must have shape ({n},) like keys_n, got {scores_n.shape}")
-    if np.issubdtype(scores_n.dtype, np.floating) and np.isnan(scores_n).any():
-        bad = int(np.isnan(scores_n).sum())
-        raise ValueError(
-            f"scores contain NaN ({bad} of {n} in this chunk); the acquisition produced an "
-            "undefined score, refusing to rank it"
-        )
+    if np.issubdtype(scores_n.dtype, np.floating) and not np.isfinite(scores_n).all():
+        # NaN is an undefined score; an infinite one an overflow, which top-k ranked first, the power
+        # draws took or never took, and the greedy batches skipped: refused alike
+        nan, inf = int(np.isnan(scores_n).sum()), int(np.isinf(scores_n).sum())
+        what = " and ".join(f"{k} {w}" for k, w in ((nan, "NaN"), (inf, "infinite")) if k)
+        raise ValueError(f"scores contain {what} values ({nan + inf} of {n} in this chunk); the acquisition "
+                         "produced an undefined score, refusing to rank it")
     return scores_n
 
 
