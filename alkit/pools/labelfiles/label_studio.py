@@ -77,10 +77,11 @@ def _json_kind(v: Any) -> str:
             else "true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else type(v).__name__)
 
 
-def _ls_label(result: Any, label_field: str | None) -> tuple[str | None, str | None]:
-    """(label text, problem) from one Label Studio annotation ``result`` list: the value of the control
+def _ls_label(results: tuple[list[tuple[str, str, Any]], str | None],
+              label_field: str | None) -> tuple[str | None, str | None]:
+    """(label text, problem) from one annotation's ``_ls_results``: the value of the control
     ``label_field`` names, else of the one control there is (``_ls_controls`` refuses a file with several)."""
-    found, problem = _ls_results(result)
+    found, problem = results
     if problem:
         return None, problem
     if label_field is not None:
@@ -100,14 +101,12 @@ def _ls_label(result: Any, label_field: str | None) -> tuple[str | None, str | N
     return as_text(v), None
 
 
-def _ls_controls(path: Path, tasks: list[Any], label_field: str | None) -> None:
-    """Refuse a full JSON export whose annotations hold several labelling controls and no
-    ``--label-field`` to choose one (a rating beside the class was read as the label), or whose
-    controls do not include the one named; as the flat exports' field choice does."""
-    names = dict.fromkeys(
-        name for t in tasks if isinstance(t, dict) and isinstance(t.get("annotations"), list)
-        for a in t["annotations"] if isinstance(a, dict)
-        for name, _, _ in _ls_results(a.get("result", []))[0])
+def _ls_controls(path: Path, parsed: list[tuple[list[tuple[str, str, Any]], str | None]],
+                 label_field: str | None) -> None:
+    """Refuse a full JSON export whose annotations (``parsed``: their ``_ls_results``) hold several
+    labelling controls and no ``--label-field`` to choose one (a rating beside the class was read as the
+    label), or whose controls do not include the one named; as the flat exports' field choice does."""
+    names = dict.fromkeys(name for found, _ in parsed for name, _, _ in found)
     if label_field is None and len(names) > 1:
         raise refuse(path, [f"several controls could be the label ({', '.join(names)}); name the labeling control "
                             "with --label-field"])
@@ -218,7 +217,10 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
             if "id" not in t or not ({"label", "skip"} & set(t)):
                 problems.append(f"record {i}: missing key {', '.join(k for k in ('id', 'label') if k not in t)}")
         return records_to_rows(path, ((f"record {i}", t) for i, t in enumerate(tasks, start=1)), problems)
-    _ls_controls(path, tasks, label_field)
+    parsed = {(i, j): _ls_results(a.get("result", []))  # each annotation read once, for the controls and the label
+              for i, t in enumerate(tasks, start=1) if isinstance(t, dict) and isinstance(t.get("annotations"), list)
+              for j, a in enumerate(t["annotations"], start=1) if isinstance(a, dict)}
+    _ls_controls(path, list(parsed.values()), label_field)
     rows: list[Row] = []
     for i, task in enumerate(tasks, start=1):
         where = f"task {i}"
@@ -242,7 +244,7 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
             if ann.get("was_cancelled"):
                 task_rows.append(Row(w, item_id, None, True, _ls_user(ann.get("completed_by"))))
                 continue
-            label, problem = _ls_label(ann.get("result", []), label_field)
+            label, problem = _ls_label(parsed[(i, j)], label_field)
             if problem:
                 problems.append(f"{w} (id {item_id}): {problem}")
                 continue
