@@ -13,11 +13,21 @@ import tomli_w
 CONFIG_NAME = "alkit.toml"
 FEATURES_NAME = "features.parquet"
 PAYLOAD_NAME = "payload.parquet"
+# alkit's row key in payload.parquet, beside the data columns; projects made before 2026-12-06 call it
+# "key", which overwrote a data column of that name (its values were lost, the queue export crashed)
+PAYLOAD_KEY = "_alkit_key"
 DEFAULT_DB = "alkit.db"
 
 
 class ConfigError(ValueError):
     """The project configuration is missing or invalid."""
+
+
+def payload_key(path: Path) -> str:
+    """The name of alkit's row key in the payload file at ``path`` (PAYLOAD_KEY, or an older project's "key")."""
+    import pyarrow.parquet as pq
+
+    return PAYLOAD_KEY if PAYLOAD_KEY in pq.read_schema(path).names else "key"
 
 
 def missing_indicator(col: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from alkit.config import Project
+from alkit.config import Project, payload_key
 from alkit.embed import confine_paths
 from alkit.models.dual_encoder_dir import DualEncoderDir, ModelDirError
 from alkit.pools.features import write_features
@@ -34,7 +34,8 @@ def image_paths(project: Project) -> list[str]:
     if not col:
         raise ModelDirError("--scorer bayesvlm reads images: this project has no image column (make it with "
                             "`alkit init DATA --image-col COL`)")
-    payload = pl.read_parquet(project.payload_path, columns=[col, "key", project.config.id_col]).sort("key")
+    key = payload_key(project.payload_path)
+    payload = pl.read_parquet(project.payload_path, columns=list(dict.fromkeys([col, key, project.config.id_col]))).sort(key)
     base = Path(project.config.source).parent
     values, ids = payload[col].to_list(), payload[project.config.id_col].cast(pl.Utf8).to_list()
     paths = confine_paths(values, ids, base, allow_outside=True)  # init checked where they may lie

@@ -1013,3 +1013,56 @@ def test_a_target_too_small_for_float32_is_refused() -> None:
     with pytest.raises(InputError, match=r"varies by only 8.16e-21 \(standard deviation\).* rescale the target"):
         _label_strings(pl.Series("y", [0.0, 1e-20, 2e-20, 1e-20]), "regression")
     assert _label_strings(pl.Series("y", [0.0, 1e-9, 2e-9]), "regression").to_list()[1] == "1e-09"
+
+
+def test_black_box_init_files_of_2026_12_06(tmp_path: Path) -> None:
+    """A fuzzing round of init's input files: integers 10**18 + i (one value in float64 too) were said to be
+    constant, a 'NaN' label among numbers crashed init (once after the project was made), one-hot and
+    --impute names colliding with a column crashed in polars, a class named __skip__ could never be
+    imported, lone-CR line ends read as a header without rows, and JSON Lines NaN / a stray quote / an
+    empty file were refused in the reader's words."""
+    def write(name: str, text: str) -> Path:
+        path = tmp_path / name
+        path.write_bytes(text.encode())
+        return path
+
+    def refused(path: Path, match: str, **kw: object) -> None:
+        root = tmp_path / "p"
+        with pytest.raises(InputError, match=match):
+            init_project(path, root, InitOptions(**{**OPTS, "hide_labels": True, **kw}))
+        assert not root.exists(), "a refused init leaves no project"
+
+    big = "".join(f"{i},{10**18 + i},{i % 3}.5,{'xy'[i % 2]}\n" for i in range(1, 9))
+    refused(write("big.csv", "id,a,b,label\n" + big), r"feature a varies too little .*from 1000000000000000001 to "
+            r"1000000000000000008")
+    refused(write("oh.csv", "id,c,c=r,label\n" + "".join(f"{i},{'gr'[i % 2]},{i}.5,{'xy'[i % 2]}\n" for i in range(8))),
+            r"feature name 'c=r' would be made twice: by column 'c=r' and by a one-hot feature of categorical column 'c'")
+    imp = "".join(f"{i},{'' if i == 3 else i},{i % 2},{'xy'[i % 2]}\n" for i in range(8))
+    refused(write("imp.csv", "id,a,a=missing,label\n" + imp), "missing-value indicator of --impute's column 'a'",
+            impute=True)
+    refused(write("skip.csv", "id,a,label\n" + "".join(f"{i},{i}.5,{['__skip__', 'b'][i % 2]}\n" for i in range(8))),
+            "a class is named '__skip__'")
+    refused(write("key.csv", "id,_alkit_key,a,label\n" + "".join(f"{i},k,{i}.5,{'xy'[i % 2]}\n" for i in range(8))),
+            "column '_alkit_key' has the name alkit gives its row keys", exclude=["_alkit_key"])
+    refused(write("nan.jsonl", '{"id": 1, "a": 0.5, "label": "x"}\n{"id": 2, "a": NaN, "label": "y"}\n'),
+            r"line 2 holds NaN, which is not JSON")
+    refused(write("quote.csv", 'id,a,note,label\n1,0.5,5" tall,x\n2,0.7,short,y\n3,0.1,a,x\n'),
+            r"line 2 has a quote inside an unquoted field \(5\" tall\)", exclude=["note"])
+    refused(write("empty.jsonl", "\n\n"), "has no rows")
+    # accepted: 'NaN' in a numeric label column is no label (as NA is), in CSV and Parquet alike
+    rows = "".join(f"{i},{i}.25,{'NaN' if i % 4 == 3 else i % 2}\n" for i in range(12))
+    for path in (write("nanlab.csv", "id,a,label\n" + rows),):
+        root = tmp_path / path.stem
+        init_project(path, root, InitOptions(**OPTS))
+        assert Store(load_project(root).store_url).counts()["pool:unlabeled"] + \
+            Store(load_project(root).store_url).counts().get("test:unlabeled", 0) >= 3
+        assert load_project(root).config.classes == ["0", "1"]
+    frame = pl.DataFrame({"id": [f"r{i}" for i in range(12)], "a": [i * 0.5 for i in range(12)],
+                          "label": [float("nan") if i % 4 == 3 else float(i % 2) for i in range(12)]})
+    frame.write_parquet(tmp_path / "nanlab.parquet")
+    init_project(tmp_path / "nanlab.parquet", tmp_path / "pq", InitOptions(**OPTS))
+    assert load_project(tmp_path / "pq").config.classes == ["0", "1"]
+    # lone CR line ends: read as the rows they are
+    cr = write("cr.csv", "id,a,label\r" + "".join(f"{i},{i}.5,{'xy'[i % 2]}\r" for i in range(12)))
+    init_project(cr, tmp_path / "cr", InitOptions(**OPTS, hide_labels=True))
+    assert load_project(tmp_path / "cr").config.n_items == 12

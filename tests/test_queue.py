@@ -808,3 +808,28 @@ def test_a_team_starts_from_a_pool_no_one_has_labelled_with_declared_classes(tmp
     seven = invoke("init", str(tmp_path / "seven.csv"), "--id-col", "id", "--label-col", "label", "--classes", "0,1,2",
                    "--project", str(tmp_path / "p7"))
     assert seven.exit_code != 0 and "holds '7', not among --classes (0, 1, 2)" in seven.text
+
+
+def test_a_data_column_named_key_reaches_the_queue_file(tmp_path: Path) -> None:
+    """alkit's row key in payload.parquet was called 'key' and overwrote a data column of that name: every
+    `alkit run` and `queue export` then crashed in polars, after the batch was queued (a black-box check)."""
+    rng = np.random.default_rng(10)
+    lines = ["id,a,b,key,label"] + [f"i{i},{rng.normal():.3f},{rng.normal():.3f},{'CDE'[i % 3]},{'xy'[i % 2] if i < 10 else ''}"
+                                    for i in range(24)]
+    (tmp_path / "keycat.csv").write_text("\n".join(lines) + "\n")
+    root = tmp_path / "p"
+    res = invoke("init", str(tmp_path / "keycat.csv"), "-p", str(root), "--id-col", "id", "--label-col", "label")
+    assert res.exit_code == 0, res.text
+    res = invoke("run", "-p", str(root), "--strategy", "random", "--budget", "5", "--batch-size", "5")
+    assert res.exit_code == 0, res.text
+    queue = pl.read_csv(root / "queue.csv", infer_schema=False)
+    assert queue["key"].to_list() == ["CDE"[int(i[1:]) % 3] for i in queue["id"]]  # the user's values, not alkit's keys
+    res = invoke("queue", "export", "-p", str(root), "--out", str(tmp_path / "q.jsonl"))
+    assert res.exit_code == 0, res.text
+    assert {json.loads(line)["key"] for line in (tmp_path / "q.jsonl").read_text().splitlines()} <= set("CDE")
+    # a project made before the rename keeps alkit's key as "key" (its data column of that name was lost): still read
+    old = pl.read_parquet(root / "payload.parquet").drop("key").rename({"_alkit_key": "key"})
+    old.write_parquet(root / "payload.parquet")
+    res = invoke("queue", "export", "-p", str(root), "--out", str(tmp_path / "old.csv"))
+    assert res.exit_code == 0, res.text
+    assert sorted(pl.read_csv(tmp_path / "old.csv", infer_schema=False)["id"]) == sorted(queue["id"])

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from alkit.config import payload_key
 from alkit.engines import AcquisitionScorer, get_engine
 from alkit.engines.streaming import check_scores
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
@@ -49,7 +50,7 @@ def candidate_count(source: str, k: int, requested: int | None) -> int:
 
 def payload_codes(payload_path: Path, column: str, keys: np.ndarray) -> np.ndarray:
     """Integer codes of a payload column's values for ``keys`` (missing values share one code)."""
-    df = pl.read_parquet(payload_path, columns=["key", column])
+    df = pl.read_parquet(payload_path, columns=[payload_key(payload_path), column])
     codes = df[column].cast(pl.Utf8).fill_null("<missing>").cast(pl.Categorical).to_physical().to_numpy()
     return codes[keys].astype(np.int64)
 

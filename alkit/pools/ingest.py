@@ -20,11 +20,12 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from alkit.choices import SEED_MAX
+from alkit.choices import SEED_MAX, SKIP_LABEL
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
     FEATURES_NAME,
+    PAYLOAD_KEY,
     PAYLOAD_NAME,
     REGRESSION_LABEL_MAX,
     ProjectConfig,
@@ -143,9 +144,10 @@ def _bell_shaped(counts: np.ndarray) -> bool:
 
 
 def label_values(data: Path, label_col: str) -> list[str]:
-    """The non-empty values of a data file's label column, as text."""
-    col = TableSource(data).frame([pl.col(label_col).cast(pl.Utf8)])[label_col]
-    return [v for v in col.drop_nulls().to_list() if v.strip()]
+    """The values of a data file's label column, as text, without its empty and missing cells (as init
+    reads them: _blank_labels_missing; a 'NaN' among numbers crashed the hint that reads these)."""
+    col = TableSource(data).frame([pl.col(label_col)])[label_col]
+    return _blank_labels_missing(col).drop_nulls().cast(pl.Utf8).to_list()
 
 
 def pixel_shape_hint(feature_cols: list[str]) -> tuple[int, int] | None:
@@ -479,6 +481,9 @@ class FeatureValues:
         # each feature's range before and after float32, to find variation the stored float32 loses
         self.lo_f, self.hi_f = np.full(n_features, np.inf), np.full(n_features, -np.inf)
         self.lo32_f, self.hi32_f = np.full(n_features, np.inf), np.full(n_features, -np.inf)
+        # integer columns' exact ranges: 10**18 + i is one value in float64 as well, so its loss showed
+        # as "holds one value in every row" instead of being refused as the float32 loss it is
+        self.int_range: dict[str, tuple[int, int]] = {}
 
     def block(self, batch: pl.DataFrame) -> np.ndarray:
         """(b, f) float32 of one block of rows (columns named by ``names``, or the vector column)."""
@@ -492,6 +497,11 @@ class FeatureValues:
                     rows = self.null_rows.setdefault(c, [])
                     rows += (batch[c].is_null().arg_true().head(5 - len(rows)) + self.n_rows).to_list()
             X_b_f = batch.select([e for c in self.names for e in self._columns(c)]).to_numpy()
+            for c in self.numeric:
+                if c not in self.text and batch.schema[c].is_integer() and batch[c].null_count() < batch.height:
+                    lo, hi = int(batch[c].min()), int(batch[c].max())
+                    was = self.int_range.get(c, (lo, hi))
+                    self.int_range[c] = (min(lo, was[0]), max(hi, was[1]))
         finite_b_f = np.isfinite(X_b_f)
         if not finite_b_f.all():
             self._flag(~finite_b_f, self.nonfinite_f, self.nonfinite_rows)
@@ -559,10 +569,15 @@ class FeatureValues:
                                  f"{MIN_FEATURE_SPREAD:g} counts as constant); centre or rescale the vectors before "
                                  "init" + (" (every row holds the same vector)" if not varies.any() else ""))
             return
+        encoded = self.encoded
+        exact = {encoded.index(c): r for c, r in self.int_range.items() if r[1] > r[0]}
+        for j in exact:  # varies as integers, lost on the way to float32 (or already in float64)
+            lost_f[j] |= not self.hi32_f[j] > self.lo32_f[j]
         if lost_f.any():
             j = int(np.flatnonzero(lost_f)[0])
+            lo, hi = exact.get(j, (f"{self.lo_f[j]:.15g}", f"{self.hi_f[j]:.15g}"))
             raise InputError(f"feature {', '.join(self._named(lost_f))} varies too little for alkit to use (from "
-                             f"{self.lo_f[j]:.15g} to {self.hi_f[j]:.15g}: features are stored as float32 and a "
+                             f"{lo} to {hi}: features are stored as float32 and a "
                              f"spread of at most {MIN_FEATURE_SPREAD:g} counts as constant); subtract its mean or "
                              "rescale it before init, or leave it out with --exclude")
         if self.n_rows and not self.varies_stored().any():  # nothing to learn from: runs were at chance
@@ -635,7 +650,15 @@ def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, o
         assert n_vector is not None
         return FeatureValues(names, opts.feature_col, n_vector)
     fill = pool_medians(read, schema, names, levels, pool_n) if opts.impute else {}
-    return FeatureValues(names, None, len(one_hot_names(names, levels, fill)), levels, fill,
+    encoded = one_hot_names(names, levels, fill)
+    twice = next((n for n in encoded if encoded.count(n) > 1), None)
+    if twice is not None:  # polars failed with a DuplicateError traceback
+        made = ("the missing-value indicator of --impute's column " + repr(twice[: -len("=missing")])
+                if twice.endswith("=missing") and twice[: -len("=missing")] in fill else
+                "a one-hot feature of categorical column " + repr(next(c for c in levels if twice.startswith(f"{c}="))))
+        raise InputError(f"feature name {twice!r} would be made twice: by column {twice!r} and by {made}; rename "
+                         f"the column, or leave one out with --exclude")
+    return FeatureValues(names, None, len(encoded), levels, fill,
                          [c for c in names if c not in levels and _is_text(schema[c])])
 
 
@@ -721,6 +744,8 @@ def _blank_labels_missing(s: pl.Series) -> pl.Series:
     writer that quotes text (polars, some spreadsheets) writes a missing label as \"\", which reads
     back as an empty string; taken as a class, every row counted as labeled; and 'NA' became a class
     of its own, or kept a numeric target from being read as one.  Numbers and booleans pass unchanged."""
+    if s.dtype.is_float():  # a CSV's 'NaN' cell among numbers, or a Parquet NaN: a float NaN, not a null
+        return s.fill_nan(None)
     if s.dtype.is_numeric() or s.dtype == pl.Boolean:
         return s
     text = s.cast(pl.Utf8).str.strip_chars()
@@ -1057,6 +1082,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         cfg, items, shared_labels = _plan(df, columns_in_file, ids_str, marked_test, sp, feature_names_, n_features,
                                           opts, test_frac, data)
         cfg.one_hot, cfg.imputed = one_hot, imputed
+        if PAYLOAD_KEY in cfg.payload_cols:
+            raise InputError(f"column {PAYLOAD_KEY!r} has the name alkit gives its row keys in {PAYLOAD_NAME}: rename it")
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None and db_file.exists():
@@ -1064,7 +1091,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
         # the embedded store is built in the temp folder too, and moved in with the rest
         build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
-        df.select(cfg.payload_cols).with_columns(pl.Series("key", np.arange(cfg.n_items, dtype=np.int64))).write_parquet(
+        df.select(cfg.payload_cols).with_columns(pl.Series(PAYLOAD_KEY, np.arange(cfg.n_items, dtype=np.int64))).write_parquet(
             tmp / PAYLOAD_NAME)
         store = Store(build_url, create=True)
         created = store.created_tables
@@ -1128,6 +1155,8 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
             raise InputError(f"label column {opts.label_col!r} holds {', '.join(map(repr, unknown[:5]))}"
                              f"{' ...' if len(unknown) > 5 else ''}, not among --classes ({', '.join(declared)})")
         classes = _sorted_classes(declared)
+    if SKIP_LABEL in classes:  # an import reads it as "skip this item": that class could never be labelled
+        raise InputError(f"a class is named {SKIP_LABEL!r}, which label files use to skip an item: rename that class")
     if task == "classification" and len(classes) < 2:
         constant = len(classes) == 1 and has_label.all() and opts.classes is None
         raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}"

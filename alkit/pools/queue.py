@@ -30,7 +30,7 @@ import polars as pl
 from sqlalchemy import func, select
 
 from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
-from alkit.config import REGRESSION_LABEL_MAX, Project, missing_indicator
+from alkit.config import REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key
 from alkit.pools import labelfiles, leases
 from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
@@ -314,9 +314,10 @@ def export_queue(
     items = queued_items(store)
     path = Path(out) if out is not None else default_queue_path(project, fmt, max((q.cycle for q in items), default=None))
     keys = [q.key for q in items]
-    payload = (pl.scan_parquet(project.payload_path).select(["key", *cols])
-               .filter(pl.col("key").is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
-    by_key = {row["key"]: row for row in payload.to_dicts()}
+    key = payload_key(project.payload_path)
+    payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
+               .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
+    by_key = {row[key]: row for row in payload.to_dicts()}
     values = _feature_values(project, keys, feats)
     name = written_names([*cols, *feats])
     records = []

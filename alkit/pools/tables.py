@@ -77,8 +77,12 @@ class TableSource:
                 raise _utf8_error(path) or InputError(f"cannot read {path.name}: {ragged} (every row needs one "
                                                       "value per header column)")
         self.read_path = path  # what the reader scans: a copy without the empty rows where the file has some
-        if self.empty_rows:
+        if self.sep and header and (self.empty_rows or _lone_cr(path)):
+            # lone CR line ends (classic Mac OS, some exporters): the reader saw one line, a header without
+            # rows; the csv module reads them, as `queue import` does, and the copy ends its lines in CRLF
             self.read_path = self._without_empty_rows()
+        if suffix in JSON_LINES and not _has_content(path):
+            raise InputError(f"{path} has no rows")
         try:
             if self.sep:
                 # types from every row: inferred from the first 10,000, a column of whole numbers with
@@ -104,7 +108,8 @@ class TableSource:
 
     def _without_empty_rows(self) -> Path:
         """A copy of this delimited file without its empty rows (blank, whitespace or separators only,
-        quoted empties too), in a temporary folder that lives as long as this source: read in place,
+        quoted empties too) and with CRLF line ends (a file of lone CRs read as a header alone), in a
+        temporary folder that lives as long as this source: read in place,
         a blank line was a row of an empty id, and a row of spaces made every column text."""
         import tempfile
 
@@ -181,6 +186,9 @@ class TableSource:
             where = _ragged_line(path, self.sep)
             if where:
                 return InputError(f"cannot read {path.name}: {where} (every row needs one value per header column)")
+            where = _stray_quote(path, self.sep)
+            if where:
+                return InputError(f"cannot read {path.name}: {where}")
         elif path.suffix.lower() in JSON_LINES:
             where = _bad_json_line(path)
             if where:
@@ -259,11 +267,44 @@ def _bad_json_line(path: Path) -> str | None:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line.rstrip())
+                value = json.loads(line.rstrip(), parse_constant=_no_constant)
             except json.JSONDecodeError as exc:
                 return f"line {number} is not valid JSON ({exc.msg} at column {exc.colno})"
+            except ValueError as exc:  # NaN / Infinity: Python's json.dumps writes them, JSON has no such value
+                return (f"line {number} holds {exc}, which is not JSON (Python's json.dumps writes it for a float "
+                        "nan or inf): write null for a missing value")
             if not isinstance(value, dict):
                 return f"line {number} is a JSON {type(value).__name__}, not an object of column values"
+    return None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(name)
+
+
+def _lone_cr(path: Path) -> bool:
+    """Whether a text file's lines end in a lone carriage return (a CR and no LF in its first 64 KB)."""
+    with path.open("rb") as f:
+        head = f.read(65_536)
+    return b"\r" in head and b"\n" not in head
+
+
+def _has_content(path: Path) -> bool:
+    """Whether a JSON Lines file holds anything but blank lines (polars' message for one that does not
+    was about inferring types on an empty reader)."""
+    with path.open("rb") as f:
+        return any(line.strip() for line in f)
+
+
+def _stray_quote(path: Path, sep: str) -> str | None:
+    """The first line with a quote inside a field that does not start with one (5" tall), which the
+    reader refuses with a row count of an internal chunk; None where there is none."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as f:
+        for number, line in enumerate(f, start=1):
+            for field in line.rstrip("\r\n").split(sep):
+                if '"' in field.strip()[1:] and not field.strip().startswith('"'):
+                    return (f"line {number} has a quote inside an unquoted field ({field.strip()[:30]}): quote the "
+                            'field and double the quote ("5"" tall"), as spreadsheets write it')
     return None
 
 
