@@ -132,7 +132,7 @@ def test_bayesvlm_runs_from_the_command_line(vlm_home: Path, tmp_path: Path, kin
     from PIL import Image
     import polars as pl
 
-    paths = pl.read_parquet(work / "p" / "payload.parquet").sort("key")["path"].to_list()[:6]
+    paths = pl.read_parquet(work / "p" / "payload.parquet").sort("_alkit_key")["path"].to_list()[:6]
     pixels = processor(images=[Image.open(vlm_home / p).convert("RGB") for p in paths], return_tensors="pt")["pixel_values"]
     with torch.no_grad():
         ref = model.get_image_features(pixel_values=pixels)

@@ -158,7 +158,7 @@ def _split_frame(n: int = 120) -> tuple[pl.DataFrame, list[str]]:
 def _test_ids(root: Path) -> set[str]:
     proj = load_project(root)
     keys, _ = Store(proj.store_url).test_set()
-    ids = pl.read_parquet(proj.payload_path).sort("key")[proj.config.id_col].cast(pl.Utf8).to_list()
+    ids = pl.read_parquet(proj.payload_path).sort("_alkit_key")[proj.config.id_col].cast(pl.Utf8).to_list()
     return {ids[k] for k in keys}
 
 

@@ -284,6 +284,10 @@ def test_a_semicolon_separated_answer_file_is_named_as_such(tmp_path: Path) -> N
     semi.write_text("id;label\n" + "".join(f"{i};{truth[i]}\n" for i in ids))
     with pytest.raises(QueueError, match="one column holding semicolons"):
         import_labels(project, semi)
+    # Excel quotes each field ("id";"label", CRLF): the csv module stopped at the quote, saying only that
+    semi.write_bytes(("\ufeff\"id\";\"label\"\r\n" + "".join(f'"{i}";"{truth[i]}"\r\n' for i in ids)).encode())
+    with pytest.raises(QueueError, match="line 1: .*; the header is one column holding semicolons"):
+        import_labels(project, semi)
 
 
 def test_a_waiting_run_writes_a_deleted_queue_file_again(tmp_path: Path) -> None:

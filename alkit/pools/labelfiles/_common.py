@@ -133,6 +133,14 @@ def as_skip(v: Any, where: str, problems: list[str]) -> bool:
     return False
 
 
+def separator_hint(header: str) -> str:
+    """'; the header is one column holding semicolons: ...' where a delimited file's header line is
+    written with another separator than the file's (a spreadsheet's "id";"label"), else ''."""
+    sep = next((w for c, w in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")) if c in header), None)
+    return (f"; the header is one column holding {sep}: alkit reads the queue file's own format (write it "
+            "back with commas, or as .tsv for tabs)") if sep else ""
+
+
 def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
     """The file's columns hold id and label (or skip), each of the columns alkit reads once: a
     header with two label columns would have one of them read silently."""
@@ -141,10 +149,7 @@ def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> 
         raise refuse(path, [f"{where}: column {', '.join(twice)} given twice; which one holds the answer is ambiguous"])
     if "id" not in columns or not ({"label", "skip"} & set(columns)):
         need = [c for c in ("id", "label") if c not in columns]
-        one = columns[0] if len(columns) == 1 else ""
-        sep = next((w for c, w in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")) if c in one), None)
-        hint = (f"; the header is one column holding {sep}: alkit reads the queue file's own format (write it "
-                "back with commas, or as .tsv for tabs)") if sep else ""
+        hint = separator_hint(columns[0]) if len(columns) == 1 else ""
         raise refuse(path, [f"{where}: missing column {', '.join(need)}; found: {', '.join(columns) or '(none)'} "
                              f"(a queue file needs id and label, optionally skip and annotator){hint}"])
 

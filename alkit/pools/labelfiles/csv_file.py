@@ -13,7 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import Row, atomic_write, check_columns, decode, records_to_rows, refuse, unescape_formula
+from alkit.pools.labelfiles._common import (Row, atomic_write, check_columns, decode, records_to_rows, refuse,
+                                           separator_hint, unescape_formula)
 from alkit.pools.labelfiles._common import escape_formulas as escape_text
 
 NAME = "csv"
@@ -57,7 +58,9 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
                 continue
             records.append((where, dict(zip(header, (unescape_formula(f) for f in fields)))))
     except csv.Error as exc:
-        raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file)"]) from None
+        head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+        hint = separator_hint(head) if reader.line_num <= 1 and _separator(path) not in head else ""
+        raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file){hint}"]) from None
     _note_cut_label(path, text, header, records)
     return records_to_rows(path, records, problems)
 
