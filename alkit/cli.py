@@ -315,6 +315,30 @@ def run(
         _run_request(ActiveLoop(proj), req, json_out, wide)
 
 
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt lies behind ``exc``: Ctrl-C inside an import (scipy's compiled modules)
+    surfaces as an ImportError, which printed a traceback, or was swallowed by a library's optional import."""
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _preload_cycle_modules() -> None:
+    """Import what a cycle imports on first use (scikit-learn's k-means and metrics, SciPy's optimiser) before
+    the first cycle, so that Ctrl-C during the first cycles lands in alkit's code, not in an import: there
+    it was swallowed (the run went on to its budget) or turned into an ImportError traceback."""
+    import scipy.optimize  # noqa: F401
+    import scipy.stats  # noqa: F401
+    import sklearn.cluster  # noqa: F401
+    import sklearn.decomposition  # noqa: F401
+    import sklearn.linear_model  # noqa: F401
+    import sklearn.metrics  # noqa: F401
+    import sklearn.model_selection  # noqa: F401
+
+
 _RESUME_KEEPS = ("resume", "budget", "json_out", "wide", "project")  # what --resume may be given with
 
 
@@ -327,8 +351,11 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
     t0 = time.perf_counter()
     try:
+        _preload_cycle_modules()
         results = _run_with_progress(loop, req, quiet=json_out)
-    except KeyboardInterrupt:  # the lease is released and the unfinished cycle will be redone
+    except (KeyboardInterrupt, ImportError) as exc:  # the lease is released and the unfinished cycle will be redone
+        if isinstance(exc, ImportError) and not _from_interrupt(exc):
+            raise
         run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
         if run_id is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
             err.print(f"interrupted before run {spec.name} started (nothing was recorded); run the same command "
@@ -462,12 +489,15 @@ def bench(
         from alkit.report import cycles_frame
 
         try:
+            _preload_cycle_modules()
             res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_, "strategy"), seeds=seeds,
                             batch_size=batch_size, initial=initial, initial_selector=initial_selector,
                             train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
                             at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
                             console=console, command="alkit " + " ".join(sys.argv[1:]))
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: it ended without a word
+        except (KeyboardInterrupt, ImportError) as exc:  # Ctrl-C or SIGTERM: it ended without a word
+            if isinstance(exc, ImportError) and not _from_interrupt(exc):
+                raise
             err.print("interrupted: the bench's runs keep every finished cycle; run the same command to continue",
                       highlight=False)
             raise typer.Exit(code=130) from None

@@ -449,6 +449,23 @@ def test_ctrl_c_before_the_run_is_recorded_does_not_offer_a_resume(project: Path
     assert "interrupted before run random-b10-s0 started (nothing was recorded)" in res.output
     assert "--resume" not in res.output
 
+    def interrupted_in_an_import(self, req):  # noqa: ANN001 - Ctrl-C inside scipy's compiled import, as it surfaces
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    monkeypatch.setattr(ActiveLoop, "run", interrupted_in_an_import)  # was a traceback (a black-box check)
+    res = CliRunner().invoke(app, [*RUN, "-p", str(project)])
+    assert res.exit_code == 130 and "interrupted before run random-b10-s0 started" in res.output, res.output
+
+    def broken_import(self, req):  # noqa: ANN001 - an ImportError of its own stays one
+        raise ImportError("no module named nope")
+
+    monkeypatch.setattr(ActiveLoop, "run", broken_import)
+    res = CliRunner().invoke(app, [*RUN, "-p", str(project)])
+    assert res.exit_code != 130 and "interrupted" not in res.output
+
 
 def test_a_regression_head_on_a_classification_project_says_head_is_for_regression(project: Path) -> None:
     res = alkit(*RUN, "--scorer", "vbll", "--head", "quantile", "-p", str(project), cwd=project.parent)
