@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import time
@@ -231,7 +232,7 @@ def run(
     initial: Optional[int] = typer.Option(None, "--initial", help="Size of the first, model-free batch (default: --batch-size)."),
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="Epistemic scorer (default: the strategy's; see `alkit strategies`)."),
     opt: Optional[list[str]] = typer.Option(None, "--opt", "-o", help="Scorer option key=value, repeatable (e.g. -o epistemic=trace -o width=64; training settings as -o train.FIELD=VALUE, e.g. -o train.prior_l2=30 -o train.steps=200); `alkit strategies --scorer NAME` lists a scorer's options. Recorded with the run."),
-    stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]."),
+    stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]; with --resume NAME it replaces the run's rules, `--stop none` drops them."),
     learner: Optional[str] = typer.Option(None, "--learner", help="Your scikit-learn estimator instead of alkit's network: package.module:function or file.py:function returning an unfitted estimator (fit + predict_proba / predict); bootstrap members give BALD/EPIG (-o members=5). Pair it with a strategy whose acquisition it can feed (margin, entropy, bald, epig)."),
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
     model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
@@ -277,7 +278,9 @@ def run(
             from alkit.runs import request_for_run
 
             req = request_for_run(stored, proj.config.task, budget)
-            _run_request(loop, req, json_out, wide)
+            if stop:  # the rules are no part of what the run is: a continued run may watch with others, or none
+                req = dataclasses.replace(req, stop=_stop_rules(stop))
+            _run_request(loop, req, json_out, wide, keep_stop=bool(stop))
             return
         if budget is None:
             raise ValueError("--budget is required: the total labels the run may spend (or --resume NAME to continue "
@@ -311,7 +314,7 @@ def run(
                          learner_options=learner_options,
                          train=train_options,
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
-                         initial_selector=initial_selector, stop=list(stop or []))
+                         initial_selector=initial_selector, stop=_stop_rules(stop))
         _run_request(ActiveLoop(proj), req, json_out, wide)
 
 
@@ -339,15 +342,27 @@ def _preload_cycle_modules() -> None:
     import sklearn.model_selection  # noqa: F401
 
 
-_RESUME_KEEPS = ("resume", "budget", "json_out", "wide", "project")  # what --resume may be given with
+_RESUME_KEEPS = ("resume", "budget", "stop", "json_out", "wide", "project")  # what --resume may be given with
 
 
-def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bool) -> None:
-    """Plan, run with progress and print the run's summary (inside the caller's user_errors)."""
+def _stop_rules(given: list[str] | None) -> list[str]:
+    """--stop's rules; `--stop none` is none (it drops a resumed run's recorded rules)."""
+    rules = list(given or [])
+    if "none" in rules and len(rules) > 1:
+        raise ValueError("--stop none drops every stopping rule: give it alone")
+    return [] if rules == ["none"] else rules
+
+
+def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bool, keep_stop: bool = False) -> None:
+    """Plan, run with progress and print the run's summary (inside the caller's user_errors).
+    ``keep_stop``: record the request's stopping rules with its run (`--resume NAME --stop ...`)."""
     plan = loop.resolve(req)
     spec = plan.spec
+    if keep_stop:  # once the rules are checked: a later --resume watches with them too
+        loop.store.set_stop_rules(spec.name, list(req.stop))
     for note in plan.notes:
         err.print(f"note: {escape(note)}", highlight=False, style="dim")
+    loop.store.check_run(spec)  # a run refused for other settings encodes nothing (it wrote vlm-features/)
     loop.use_features(plan, progress=not json_out)  # bayesvlm: the model's image features, encoded once
     t0 = time.perf_counter()
     try:

@@ -198,7 +198,8 @@ class ActiveLoop:
         if run.status == "stopped":  # a rule ended it; a larger --budget would have reopened it
             stopped = run.config.get("stopped", {})
             msg = (f"run {run.name} was stopped by {stopped.get('rule')} at cycle {stopped.get('cycle')}: "
-                   f"{stopped.get('why')}; a larger --budget continues it (`alkit run --resume {run.name} --budget N`)")
+                   f"{stopped.get('why')}; a larger --budget continues it (`alkit run --resume {run.name} --budget N`, "
+                   "whose rules watch the new cycles; add `--stop none` to run to the budget)")
             self.on_event("stopped", {"run": run.name, **stopped, "message": msg})
             return []
         spent = self.store.n_spent(run.id)

@@ -382,13 +382,20 @@ def request_for_run(run: Any, task: str, budget: int | None = None) -> RunReques
 
 
 def _code_digests(learner_options: dict[str, Any]) -> dict[str, str]:
-    """The source hash of the user's code a run uses (--backbone, --learner), recorded with it."""
+    """The source hash of the user's code a run uses (--backbone, --learner) and the fingerprint of the
+    model directory it reads (--model-dir: a model replaced between cycles was taken on without a word),
+    recorded with it."""
+    out = {}
     refs = {key: str(learner_options[key]) for key in ("module", "estimator") if learner_options.get(key)}
-    if not refs:
-        return {}
-    from alkit.models.user_backbone import source_digest
+    if refs:
+        from alkit.models.user_backbone import source_digest
 
-    return {key: source_digest(ref) for key, ref in refs.items()}
+        out = {key: source_digest(ref) for key, ref in refs.items()}
+    if learner_options.get("model_dir") and Path(str(learner_options["model_dir"])).is_dir():
+        from alkit.models.dual_encoder_dir import fingerprint
+
+        out["model_dir"] = fingerprint(Path(str(learner_options["model_dir"])))
+    return out
 
 
 def _default_members() -> int:
@@ -473,6 +480,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         if scorer != owner:
             raise LoopError(f"--{option.replace('_', '-')} {what}; scorer {scorer!r} has no such option: drop it "
                             f"or use --scorer {owner}")
+    if req.learner_options.get("module") and scorer in ("mc-dropout", "sve", "bayesvlm"):  # before the option
+        # check, which named the internal option ('module: not an option of scorer bayesvlm'), not --backbone
+        raise LoopError(f"--backbone: scorer {scorer!r} " + (
+            "reads its own model's image features (--model-dir); drop --backbone" if scorer == "bayesvlm" else
+            "works on alkit's own residual blocks (dropout masks, their singular values); use vbll, laplace, csd, "
+            "gradnorm, ensemble or none"))
     if scorer == "bayesvlm" and not cfg.image_col:  # the rest of its checks are the learner's own (below)
         raise LoopError("--scorer bayesvlm reads the images: this project has no image column (make it with "
                         "`alkit init DATA --image-col COL`)")
@@ -490,9 +503,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if req.learner_options.get("module"):
         from alkit.models.user_backbone import BackboneImportError, build_user_backbone
 
-        if scorer in ("mc-dropout", "sve"):
-            raise LoopError(f"--backbone: scorer {scorer!r} works on alkit's own residual blocks (dropout masks, "
-                            "their singular values); use vbll, laplace, csd, gradnorm, ensemble or none")
         try:  # built and probed now: a backbone that cannot work is refused before a batch is spent
             shape = tuple(cfg.image_shape) if cfg.image_shape else None
             build_user_backbone(str(req.learner_options["module"]), cfg.n_features, shape,

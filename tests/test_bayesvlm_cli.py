@@ -256,3 +256,38 @@ def test_an_alkit_dual_encoder_over_the_frozen_encoders_runs(vlm_home: Path, tmp
     X_vlm = FeatureReader(vlm_file).take(keys)
     X_init = FeatureReader(proj.features_path).take(keys)  # what init stored: EfficientNet-Lite0 at 224 px
     np.testing.assert_allclose(X_vlm, (X_init - mean) / std, rtol=1e-4, atol=1e-4)
+
+
+def test_model_dir_black_box_cases(vlm_home: Path, tmp_path: Path) -> None:
+    """A directory without tokenizer files loaded an empty tokenizer (every class prompt the same tokens: a run
+    that never learned, NLL ln C); a run refused for another --model-dir had encoded the pool into vlm-features/
+    first; a model replaced between cycles was taken on without a word; a file given as --model-dir was called
+    missing, and --backbone beside bayesvlm named an option no one typed (black-box checks)."""
+    work = _project(vlm_home, tmp_path)
+    notok = work / "notok"
+    shutil.copytree(vlm_home / "models" / "clip", notok)
+    for f in notok.iterdir():
+        if "token" in f.name or f.name in ("vocab.json", "merges.txt", "special_tokens_map.json"):
+            f.unlink()
+    before = folder_snapshot(work / "p")
+    code, out = _invoke(work, "run", "--budget", "20", "--model-dir", "notok", "--class-prompts", PROMPT)
+    assert code == 2 and "as the same tokens" in out and out.strip().count("\n") == 0, out
+    code, out = _invoke(work, "run", "--budget", "20", "--model-dir", "p/alkit.toml")
+    assert code == 2 and "is a file" in out, out
+    code, out = _invoke(work, "run", "--budget", "20", "--model-dir", "models/clip", "--backbone", "x.py:net")
+    assert code == 2 and "--backbone: scorer 'bayesvlm' reads its own model's image features" in out, out
+    assert folder_snapshot(work / "p") == before
+    # a run of one model; the same name with another model is refused before any image is encoded
+    own = work / "own"
+    shutil.copytree(vlm_home / "models" / "clip", own)
+    code, out = _invoke(work, "run", "--budget", "10", "--model-dir", "own", "--class-prompts", PROMPT, "--name", "r")
+    assert code == 0, out
+    encoded = sorted(p.name for p in (work / "p" / "vlm-features").iterdir())
+    code, out = _invoke(work, "run", "--budget", "20", "--model-dir", "models/siglip", "--class-prompts", PROMPT,
+                        "--name", "r")
+    assert code == 2 and "exists with" in out, out
+    assert sorted(p.name for p in (work / "p" / "vlm-features").iterdir()) == encoded
+    # the model in the run's folder replaced: the resume stops, naming it
+    save_tiny_dual_encoder(own, "siglip")
+    code, out = _invoke(work, "run", "--resume", "r", "--budget", "20")
+    assert code == 2 and "another version of the model --model-dir names" in out, out

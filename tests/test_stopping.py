@@ -110,6 +110,23 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     assert len(sig["stop_preds"]) == 320 and 0 <= sig["score_max"] and sig["score_mean"] <= sig["score_max"]
     bad = alkit(*run, "--budget", "80", "--stop", "kappa:k=0")
     assert bad.returncode == 2 and "k at least 1" in bad.stderr
+    # the stop hint's own command, `--resume NAME --budget N`, re-ran the recorded rule, which fired again at
+    # once, and --resume refused any --stop (a black-box check): --stop replaces the rules, `none` drops them
+    name = st["name"]
+    alkit(*run, "--budget", "50", "--stop", "max-uncertainty:threshold=1e9", "--name", "w")
+    hint = " ".join(alkit(*run, "--budget", "50", "--name", "w").stdout.split())
+    assert "`alkit run --resume w --budget N`, whose rules watch the new cycles; add `--stop none`" in hint, hint
+    refused = alkit("run", "--resume", "w", "--budget", "60", "--stop", "bogus")
+    assert refused.returncode == 2 and "unknown stopping rule 'bogus'" in refused.stderr
+    again = alkit("run", "--resume", "w", "--budget", "60")  # the recorded rule watches the new cycles: fires again
+    assert json.loads(alkit("status", "--json").stdout)[1]["status"] == "stopped", again.stdout
+    done = alkit("run", "--resume", "w", "--budget", "60", "--stop", "none")
+    assert done.returncode == 0, done.stderr
+    w = next(r for r in json.loads(alkit("status", "--json").stdout) if r["name"] == "w")
+    assert w["status"] == "complete" and w["n_labeled"] == 60
+    assert alkit("run", "--resume", "w", "--budget", "70").returncode == 0  # `none` was recorded: runs to 70
+    w = next(r for r in json.loads(alkit("status", "--json").stdout) if r["name"] == "w")
+    assert w["status"] == "complete" and w["n_labeled"] == 70 and name != "w"
     # margin's scores are <= 0: the uncertainty rules' thresholds stopped every margin run at its first model
     signed = alkit("run", "--strategy", "margin", "--budget", "50", "--stop", "max-uncertainty", "--name", "m")
     assert signed.returncode == 2 and "the margin acquisition's scores are <= 0" in signed.stderr, signed.stderr

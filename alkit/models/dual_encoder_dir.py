@@ -151,6 +151,13 @@ def _hf(path: Path, fp: str) -> DualEncoderDir:
     @torch.no_grad()
     def text(texts: Sequence[str]) -> PreProjection:
         tok = tokenizer(list(texts), padding=padding, max_length=max_len, truncation=True, return_tensors="pt")
+        first: dict[tuple[int, ...], str] = {}
+        for t, row in zip(texts, tok["input_ids"].tolist()):
+            other = first.setdefault(tuple(row), t)
+            if other != t:  # a directory without tokenizer files loads an empty one: every class prompt the same
+                raise ModelDirError(f"--model-dir {path}: its tokenizer reads {other!r} and {t!r} as the same tokens "
+                                    f"(a vocabulary of {len(tokenizer)}), so their classes cannot be told apart; save "
+                                    "the model's own tokenizer there with tokenizer.save_pretrained")
         return adapter.text_inputs(tok["input_ids"], tok.get("attention_mask"))
 
     return DualEncoderDir(path, adapter.kind, fp, adapter.image_projection(), adapter.text_projection(),
@@ -193,6 +200,8 @@ def _alkit(path: Path, fp: str) -> DualEncoderDir:
 def check_model_dir(path: str | Path) -> Path:
     """The directory, resolved, if it holds one of the two layouts; else a ModelDirError naming it."""
     p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise ModelDirError(f"--model-dir {path} is a file: give the folder save_pretrained wrote the model into")
     if not p.is_dir():
         raise ModelDirError(f"--model-dir {path} does not exist (alkit never downloads a model: save one there "
                             "with save_pretrained)")

@@ -440,27 +440,7 @@ class Store:
                 s.add(run)
                 s.flush()
                 return run
-            fixed = {"strategy": spec.strategy, "scorer": spec.scorer, "seed": spec.seed,
-                     "batch_size": spec.batch_size, "initial": spec.initial}
-            for k, v in fixed.items():
-                if getattr(run, k) != v:
-                    raise StoreError(
-                        f"run {spec.name!r} exists with {k}={getattr(run, k)!r}, not {v!r}; "
-                        "use another --name or the original arguments"
-                    )
-            stored = run.config or {}
-            for k in METHOD_OPTIONS:  # how items are scored and picked: a continued run keeps its method
-                if k in stored and k in spec.options and as_json(spec.options[k]) != as_json(stored[k]):
-                    if k == "code":
-                        flag = {"module": "--backbone", "estimator": "--learner"}
-                        changed = [flag.get(c, c) for c in stored[k] if stored[k][c] != spec.options[k].get(c)]
-                        raise StoreError(f"run {spec.name!r} was started with another version of the code "
-                                         f"{' and '.join(changed) or 'it uses'} names (its file has changed since): "
-                                         "restore it, or start a new run with another --name")
-                    raise StoreError(
-                        f"run {spec.name!r} exists with {k}={_show_option(stored[k])}, not "
-                        f"{_show_option(spec.options[k])}; use another --name or the original arguments"
-                    )
+            _check_identity(run, spec)
             if spec.budget != run.budget:
                 spent = int(s.scalar(select(func.count()).select_from(SelectionRow)
                                      .where(SelectionRow.run_id == run.id)) or 0)
@@ -474,6 +454,14 @@ class Store:
                 if run.status == "complete" or (run.status == "stopped" and extended):
                     run.status = "running"
             return run
+
+    def check_run(self, spec: RunSpec) -> None:
+        """Refuse, as ``get_or_create_run`` would, a spec that changes what its stored run is; nothing is
+        written.  For work before the run starts (bayesvlm encodes the pool's images): a refused run did it."""
+        with self.session() as s:
+            run = s.scalar(select(Run).where(Run.name == spec.name))
+            if run is not None:
+                _check_identity(run, spec)
 
     def ensure_signals_table(self) -> None:
         """cycle_signals exists (stores made before stopping rules lack it)."""
@@ -511,6 +499,16 @@ class Store:
         with self.session() as s:
             rows = s.execute(q if where is None else q.where(where))
             return {(int(r), int(c)): dict(d) for r, c, d in rows}
+
+    def set_stop_rules(self, name: str, rules: list[str]) -> None:
+        """Record ``rules`` as the stopping rules of run ``name`` (if it exists), which its next --resume reads;
+        a run a rule stopped goes on under the new ones (the stop stays on record)."""
+        with self.session() as s:
+            run = s.scalar(select(Run).where(Run.name == name))
+            if run is not None and (run.config or {}).get("stop", []) != rules:
+                run.config = {**(run.config or {}), "stop": list(rules)}
+                if run.status == "stopped":
+                    run.status = "running"
 
     def stop_run(self, run_id: int, stopped: dict[str, Any]) -> None:
         """Mark a run stopped by a rule; ``stopped`` (rule, why, cycle) goes into its config."""
@@ -746,3 +744,32 @@ class Store:
             s.flush()
             still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
         return counts, still
+
+
+def _check_identity(run: Run, spec: RunSpec) -> None:
+    """Refuse ``spec`` for the stored ``run`` of its name where it would change what the run is: its
+    strategy, scorer, seed or batch sizes, or how it scores and picks (METHOD_OPTIONS, its code's hash)."""
+    fixed = {"strategy": spec.strategy, "scorer": spec.scorer, "seed": spec.seed,
+             "batch_size": spec.batch_size, "initial": spec.initial}
+    for k, v in fixed.items():
+        if getattr(run, k) != v:
+            raise StoreError(
+                f"run {spec.name!r} exists with {k}={getattr(run, k)!r}, not {v!r}; "
+                "use another --name or the original arguments"
+            )
+    stored = run.config or {}
+    for k in METHOD_OPTIONS:  # how items are scored and picked: a continued run keeps its method
+        if k in stored and k in spec.options and as_json(spec.options[k]) != as_json(stored[k]):
+            if k == "code":  # what a run recorded is compared (one recorded before a digest existed has none)
+                flag = {"module": "--backbone", "estimator": "--learner", "model_dir": "--model-dir"}
+                changed = [flag.get(c, c) for c in stored[k] if stored[k][c] != spec.options[k].get(c)]
+                if not changed:
+                    continue
+                what = ("the model --model-dir names (its files have changed since)" if changed == ["--model-dir"]
+                        else f"the code {' and '.join(changed)} names (its file has changed since)")
+                raise StoreError(f"run {spec.name!r} was started with another version of {what}: restore it, or "
+                                 "start a new run with another --name")
+            raise StoreError(
+                f"run {spec.name!r} exists with {k}={_show_option(stored[k])}, not "
+                f"{_show_option(spec.options[k])}; use another --name or the original arguments"
+            )
