@@ -121,6 +121,8 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     pool = np.flatnonzero(mask)
     if not is_whole_number(batch_size):
         raise ValueError(f"batch_size must be a whole number, got {batch_size!r}")
+    if len(pool) == 0:  # it said 'batch_size must be in 1..0'
+        raise ValueError(f"no unlabelled rows left: all {len(X)} rows of the pool are in labeled")
     if batch_size < 1 or batch_size > len(pool):
         raise ValueError(f"batch_size must be in 1..{len(pool)} (the unlabelled rows), got {batch_size}")
     if not is_whole_number(seed):  # None drew other picks each call

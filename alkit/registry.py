@@ -192,9 +192,10 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
         if not options & have:
             if options == {"epistemic_n"}:
                 instead = f"{terms.members('2')} or more" if single_member else f"another {terms.option('scorer')}"
+                scoreless = (f", or {terms.acquisition('margin')}, entropy or least-confident" if task == "classification"
+                             else "")  # those need class probabilities: refused on a regression project
                 raise ValueError(f"{who} has no epistemic score for the {acquisition} acquisition (every "
-                                 f"score would be 0 and the batch the pool's first items): use {instead}, or "
-                                 f"{terms.acquisition('margin')}, entropy or least-confident")
+                                 f"score would be 0 and the batch the pool's first items): use {instead}{scoreless}")
             if task == "regression" and "members" in options and "members" in info.provides:
                 raise ValueError(f"acquisition {acquisition!r} reads ensemble members' class probabilities; on a "
                                  f"regression project the members of {who} carry means only: use the epistemic "

@@ -324,13 +324,14 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
         # it ran, ranking by the epistemic score under the preset's name: a curve called margin that was not
         raise LoopError(f"{who} ranks by {acquisition}, which needs class probabilities: classification "
                         "projects only (on a regression project every strategy that ranks by the epistemic score, BALD "
-                        "or EPIG runs; an earlier run continues with `alkit run --resume NAME`)")
+                        "or EPIG runs" + ("" if terms.library else "; an earlier run continues with `alkit run --resume "
+                                          "NAME`") + ")")
     if selector == "batchbald" and task == "regression":  # found only after the first batch was spent
         raise LoopError(f"{who} selects by BatchBALD, which needs class probabilities: "
                         "classification projects only (regression: epistemic, bald, epig, badge, kcenter)")
     if selector == "batchbald" and "members" not in get_scorer(scorer).provides:  # found after scoring the pool
         raise LoopError(f"{who} selects by BatchBALD over ensemble members: scorer {scorer!r} has "
-                        "none (use scorer ensemble, mc-dropout, sve or your --learner)")
+                        f"none (use scorer ensemble, mc-dropout, sve or your {terms.option('learner')})")
     notes: list[str] = []
     if selector == "random":
         return acquisition, notes

@@ -193,6 +193,11 @@ def test_bald_and_epig_need_a_posterior_or_members() -> None:
     check_acquisition("epig", "vbll", "regression")
     with pytest.raises(ValueError):
         check_acquisition("bald", "ensemble", "regression")
+    # no score: classification is pointed to the scoreless acquisitions, regression (which refuses them) is not
+    with pytest.raises(ValueError, match="use another --scorer, or --acquisition margin, entropy or least-confident"):
+        check_acquisition("epistemic", "none", "classification")
+    with pytest.raises(ValueError, match=r"use another --scorer$"):
+        check_acquisition("epistemic", "none", "regression")
 
 
 def test_every_acquisition_is_listed_with_needs() -> None:

@@ -154,6 +154,10 @@ def test_api_misuse_is_refused_by_name(digits) -> None:
         with pytest.raises(ValueError, match="batch_size must be a whole number"):
             query(ok, X, bad, labeled=labeled)
     assert len(query(ok, X, np.int32(4), labeled=labeled)) == 4
+    with pytest.raises(ValueError, match=f"no unlabelled rows left: all {len(X)} rows of the pool are in labeled"):
+        query(ok, X, 1, labeled=np.arange(len(X)))
+    with pytest.raises(ValueError, match="BatchBALD over ensemble members: scorer 'vbll' has none .*or your learner\\)"):
+        query(ok, X, 4, labeled=labeled, strategy="batchbald")
 
 
 def test_scores_of_the_picks_come_back_on_request(digits) -> None:

@@ -434,6 +434,10 @@ def test_a_truncated_last_label_is_noted_and_equal_answers_under_two_spellings_a
     clash.write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\n {ids[0]},{other}\n")
     with pytest.raises(QueueError, match="ids differ only in spaces"):
         import_labels(project, clash)
+    ids = queue_batch(project, 2, cycle=3)  # cut right after the last id's comma: its answer is what was lost
+    cut.write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\n{ids[1]},")
+    with pytest.warns(UserWarning, match=rf"last row \(line 3, id {ids[1]}\) has no label: if the file was cut short"):
+        assert import_labels(project, cut).labeled == 1
 
 
 def test_labels_given_at_init_take_no_import(tmp_path: Path) -> None:

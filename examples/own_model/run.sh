@@ -3,7 +3,7 @@
 # bundled digits (8x8 images), 3 seeds, 20 random initial labels, batches of 10, to 200 labels.
 set -euo pipefail
 cd "$(dirname "$0")"
-ALKIT=../../.venv/bin/alkit
+ALKIT=${ALKIT:-../../.venv/bin/alkit}
 rm -rf project
 ../../.venv/bin/python -c "from pathlib import Path; from alkit.demo import write_digits_csv; write_digits_csv(Path('digits.csv'))"
 $ALKIT init digits.csv --id-col id --label-col label --hide-labels --test-frac 0.3 --image-shape 8,8 -p project

@@ -73,9 +73,13 @@ def _note_cut_label(path: Path, text: str, header: list[str], records: list[tupl
     if not records or header[-1] != "label" or text.endswith(("\n", "\r")):
         return
     where, last = records[-1]
-    if last.get("label", "").strip():
-        from alkit.errors import Note
+    from alkit.errors import Note
 
+    if last.get("label", "").strip():
         warnings.warn(Note(f"{path.name} does not end with a line break: if the file was cut short, the label of its "
                            f"last row ({where}, id {last.get('id')}: {last['label']!r}) may be cut too; check it"),
                       stacklevel=2)
+    elif not (last.get("skip") or "").strip():  # 'i27,' at the very end: its answer may be what was cut off
+        warnings.warn(Note(f"{path.name} does not end with a line break and its last row ({where}, id "
+                           f"{last.get('id')}) has no label: if the file was cut short, that answer was cut off; "
+                           "check it"), stacklevel=2)
