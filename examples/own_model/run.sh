@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ALKIT=${ALKIT:-../../.venv/bin/alkit}
+PY=${PY:-../../.venv/bin/python}
 rm -rf project
-../../.venv/bin/python -c "from pathlib import Path; from alkit.demo import write_digits_csv; write_digits_csv(Path('digits.csv'))"
+$PY -c "from pathlib import Path; from alkit.demo import write_digits_csv; write_digits_csv(Path('digits.csv'))"
 $ALKIT init digits.csv --id-col id --label-col label --hide-labels --test-frac 0.3 --image-shape 8,8 -p project
 for seed in 0 1 2; do
   common=(--budget 200 --initial 20 --initial-selector random --seed "$seed" -p project)
