@@ -454,8 +454,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                         f"--budget {n_pool} or less")
     if req.budget > n_pool:
         raise LoopError(f"a budget of {req.budget} labels is larger than the unlabeled pool ({n_pool} items)"
-                        + ("; every pool item already has a label (`alkit init --hide-labels` simulates labelling them)"
-                           if n_pool == 0 else ""))
+                        + ("; every pool item is labelled or waits in the labelers' queue (another run's picks: "
+                           "`alkit queue import FILE` brings their answers in; `alkit init --hide-labels` simulates "
+                           "labelling)" if n_pool == 0 else ""))
     if initial > req.budget:
         raise LoopError(f"--initial {initial} is larger than --budget {req.budget}" if req.initial is not None else
                         f"--batch-size {req.batch_size} is larger than --budget {req.budget} (the first batch is "

@@ -218,6 +218,7 @@ def test_split_col_refusals(tmp_path: Path) -> None:
     # (a polars DuplicateError traceback)
     _bad(tmp_path, df.drop("split"), "label column 'label' cannot also be a feature column", features=["px1", "label"])
     _bad(tmp_path, df.drop("split"), "--text-col 'label' is the label column", text_col="label")
+    _bad(tmp_path, df.drop("split"), "--text-col 'id' is the id column", text_col="id")  # embedded the ids (black-box)
     _bad(tmp_path, df.drop("split"), "--id-col and --label-col are both 'id'", label_col="id")
     _bad(tmp_path, df.drop("split"), "--features names px1 more than once", features=["px1", "px2", "px1"])
     # without --hide-labels the labelled rows are the test split: --test-frac would be ignored
@@ -1066,3 +1067,22 @@ def test_black_box_init_files_of_2026_12_06(tmp_path: Path) -> None:
     cr = write("cr.csv", "id,a,label\r" + "".join(f"{i},{i}.5,{'xy'[i % 2]}\r" for i in range(12)))
     init_project(cr, tmp_path / "cr", InitOptions(**OPTS, hide_labels=True))
     assert load_project(tmp_path / "cr").config.n_items == 12
+
+
+def test_half_a_surrogate_pair_in_json_lines_is_named(tmp_path: Path) -> None:
+    """A text cut inside an emoji, written by json.dumps ("\\ud83d"), was read as a NUL character without a
+    word (ids 'a\\ud800' and 'a\\ud801' became one, named as 'a\\x00'); a low half was refused in the reader's
+    words (a black-box check).  A whole pair, and an escaped backslash before 'ud83d', are text."""
+    def init(name: str, lines: list[str]) -> None:
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+        init_project(tmp_path / name, tmp_path / name.replace(".", "_"), InitOptions(**OPTS, hide_labels=True))
+
+    rows = [f'{{"id": "r{i}", "a": {i}.5, "label": "{"xy"[i % 2]}"}}' for i in range(10)]
+    for half in ("\\ud83d", "\\udc00"):
+        with pytest.raises(InputError, match=r"line 11: 'id' holds half of a UTF-16 surrogate pair"):
+            init("cut.jsonl", [*rows, f'{{"id": "a{half}", "a": 1.5, "label": "x"}}'])
+    assert not (tmp_path / "cut_jsonl").exists()
+    init("whole.jsonl", [*rows, '{"id": "smile \\ud83d\\ude00", "a": 1.5, "label": "x"}',
+                         '{"id": "esc \\\\ud83d", "a": 2.5, "label": "y"}'])
+    ids = set(pl.read_parquet(tmp_path / "whole_jsonl" / "payload.parquet")["id"])
+    assert {"smile \U0001F600", "esc \\ud83d"} <= ids

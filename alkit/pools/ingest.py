@@ -987,6 +987,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     for option, col in (("--feature-col", opts.feature_col), ("--text-col", opts.text_col), ("--image-col", opts.image_col)):
         if col is not None and col == opts.label_col:  # features made from the answer
             raise InputError(f"{option} {col!r} is the label column; the features must come from another column")
+        if col is not None and col == opts.id_col and option != "--image-col":  # learned from the ids (a path may be both)
+            raise InputError(f"{option} {col!r} is the id column; the features must come from another column")
     if opts.initial_labeled < 0:
         raise InputError(f"--initial-labeled must be >= 0, got {opts.initial_labeled}")
     if opts.initial_labeled and opts.hide_labels:

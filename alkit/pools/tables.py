@@ -83,6 +83,10 @@ class TableSource:
             self.read_path = self._without_empty_rows()
         if suffix in JSON_LINES and not _has_content(path):
             raise InputError(f"{path} has no rows")
+        if suffix in JSON_LINES:
+            where = _lone_surrogate(path)
+            if where:
+                raise InputError(f"cannot read {path.name}: {where}")
         try:
             if self.sep:
                 # types from every row: inferred from the first 10,000, a column of whole numbers with
@@ -294,6 +298,26 @@ def _has_content(path: Path) -> bool:
     was about inferring types on an empty reader)."""
     with path.open("rb") as f:
         return any(line.strip() for line in f)
+
+
+def _lone_surrogate(path: Path) -> str | None:
+    """The first line of a JSON Lines file holding half a UTF-16 surrogate pair ("\\ud83d": an emoji cut in
+    two, as json.dumps writes a text cut inside one), and where: the reader turned a high half into a NUL
+    character without a word (two ids became one) and refused a low half in words of its own."""
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if "\\ud" not in line.lower():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return None  # the reader names a bad line
+            values = record.items() if isinstance(record, dict) else ()
+            for key, value in values:
+                if isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
+                    return (f"line {number}: {key!r} holds half of a UTF-16 surrogate pair (an emoji or other "
+                            "character cut in two); repair or drop that character")
+    return None
 
 
 def _stray_quote(path: Path, sep: str) -> str | None:
