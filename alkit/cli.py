@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import json
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -367,7 +369,9 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     t0 = time.perf_counter()
     try:
         _preload_cycle_modules()
-        results = _run_with_progress(loop, req, quiet=json_out)
+        # --json: stdout holds the JSON alone; what the user's code prints (an estimator's fit) goes to stderr
+        with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
+            results = _run_with_progress(loop, req, quiet=json_out)
     except (KeyboardInterrupt, ImportError) as exc:  # the lease is released and the unfinished cycle will be redone
         if isinstance(exc, ImportError) and not _from_interrupt(exc):
             raise

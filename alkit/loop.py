@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from alkit import metrics
 from alkit.acquisition import AcquisitionError
@@ -135,6 +136,7 @@ class ActiveLoop:
         self.use_features(plan)
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
+        self._check_store_is_this_projects()
         lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
         self.store.ensure_signals_table()
         try:
@@ -172,6 +174,26 @@ class ActiveLoop:
         if Path(path or self.source.path) != Path(self.features.path):
             self.features = self.source if path is None else ArrayFeatureReader(path, n_items=self.cfg.n_items)
             self._input, self._stop_sets, self._test = None, {}, None
+
+    def _check_store_is_this_projects(self) -> None:
+        """The store must hold this project's items: as many as alkit.toml records, under the ids the payload
+        file holds for a few sampled keys.  Another project's store copied in ran without a word (its keys and
+        labels paired with these features: accuracy at chance) or crashed on a key beyond the features."""
+        n = sum(self.store.counts().values())
+        url = self.project.store_url
+        if n != self.cfg.n_items:
+            raise LoopError(f"the store ({url}) holds {n} items, alkit.toml records {self.cfg.n_items}: it is another "
+                            "project's store; restore this project's alkit.db (or its --store)")
+        payload = self.project.payload_path
+        if not payload.is_file() or self.cfg.id_col not in pl.read_parquet_schema(payload):
+            return
+        keys = sorted({0, n // 2, n - 1})
+        stored = self.store.ids_for_keys(keys)
+        ids = pl.read_parquet(payload, columns=[self.cfg.id_col])[self.cfg.id_col]
+        if not any(str(ids[k]) == stored.get(k) for k in keys):
+            k = keys[0]
+            raise LoopError(f"the store ({url}) names item {k} {stored.get(k)!r}, this project's data {str(ids[k])!r}: "
+                            "it is another project's store; restore this project's alkit.db (or its --store)")
 
     def _check_labels(self) -> None:
         """Every stored label must be one the project's alkit.toml knows, checked before any write."""

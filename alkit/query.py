@@ -44,7 +44,8 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
     and picked its first rows."""
     from alkit.pools.ingest import FLOAT32_MAX, MIN_FEATURE_SPREAD, float32_loses
 
-    X64 = np.asarray(X_pool_n_f, dtype=np.float64)
+    raw = X_pool_n_f.to_numpy() if hasattr(X_pool_n_f, "to_numpy") else np.asarray(X_pool_n_f)
+    X64 = np.asarray(raw, dtype=np.float64)
     if X64.ndim != 2 or not len(X64):
         raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X64.shape}")
     if not np.isfinite(X64).all():
@@ -56,6 +57,8 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
                          f"{_listed(cols)}; rescale them (e.g. take logs)")
     X = X64.astype(np.float32)
     lost = float32_loses(X64.min(0), X64.max(0), X.min(0), X.max(0))
+    if np.issubdtype(raw.dtype, np.integer):  # 10**18 + i is one value in float64 already: the exact range says
+        lost |= (raw.max(0) > raw.min(0)) & ~(X.max(0) > X.min(0))
     if lost.any():
         raise ValueError(f"X_pool_n_f columns {_listed(np.flatnonzero(lost))} vary too little for float32 (features "
                          f"are float32, and a spread of at most {MIN_FEATURE_SPREAD:g} counts as constant): centre or "

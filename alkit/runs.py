@@ -457,7 +457,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                         + ("; every pool item is labelled or waits in the labelers' queue (another run's picks: "
                            "`alkit queue import FILE` brings their answers in; `alkit init --hide-labels` simulates "
                            "labelling)" if n_pool == 0 else ""))
-    if initial > req.budget:
+    if initial > req.budget and ident.name not in {r.name for r in runs}:  # a recorded run spent its first
+        # batch: a budget below that is below what it spent, which the store refuses naming the labels spent
         raise LoopError(f"--initial {initial} is larger than --budget {req.budget}" if req.initial is not None else
                         f"--batch-size {req.batch_size} is larger than --budget {req.budget} (the first batch is "
                         "--batch-size items unless --initial sets it)")
@@ -482,10 +483,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         if scorer != owner:
             raise LoopError(f"--{option.replace('_', '-')} {what}; scorer {scorer!r} has no such option: drop it "
                             f"or use --scorer {owner}")
-    if req.learner_options.get("module") and scorer in ("mc-dropout", "sve", "bayesvlm"):  # before the option
-        # check, which named the internal option ('module: not an option of scorer bayesvlm'), not --backbone
+    if req.learner_options.get("module") and scorer in ("mc-dropout", "sve", "bayesvlm", "sklearn"):  # before the
+        # option check, which named the internal option ('module: not an option of scorer bayesvlm'), not --backbone
         raise LoopError(f"--backbone: scorer {scorer!r} " + (
             "reads its own model's image features (--model-dir); drop --backbone" if scorer == "bayesvlm" else
+            "is your --learner's estimator, a model of its own; drop --backbone" if scorer == "sklearn" else
             "works on alkit's own residual blocks (dropout masks, their singular values); use vbll, laplace, csd, "
             "gradnorm, ensemble or none"))
     if scorer == "bayesvlm" and not cfg.image_col:  # the rest of its checks are the learner's own (below)

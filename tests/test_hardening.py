@@ -3,6 +3,7 @@ whose labels alkit.toml does not know, a deleted database, secrets, an init kill
 
 from __future__ import annotations
 
+import re
 import json
 import os
 import sqlite3
@@ -481,3 +482,31 @@ def test_a_run_logged_to_a_file_names_its_run_on_every_cycle_line(project: Path)
     lines = [ln for ln in res.stdout.splitlines() if ", cycle " in ln]
     assert lines and all(ln.startswith("random-b10-s0, cycle ") for ln in lines)
     assert "random-b10-s0, cycle 1: 10 labels" in res.stdout
+
+
+def test_another_projects_store_is_refused(tmp_path: Path) -> None:
+    """A store copied in from another project of the same classes ran at chance without a word (its keys and
+    labels paired with this project's features), one with more items crashed on a key beyond the features
+    (a black-box check): refused by name, nothing changed."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+    from conftest import digits_frame
+
+    for name, n, seed in (("a", 300, 0), ("b", 200, 1), ("c", 300, 2)):
+        digits_frame(n, seed).write_csv(tmp_path / f"{name}.csv")
+        res = CliRunner().invoke(app, ["init", str(tmp_path / f"{name}.csv"), "--id-col", "id", "--label-col", "label",
+                                       "--hide-labels", "-p", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+    for other, says in (("b", "holds 200 items, alkit.toml records 300: it is another project's store"),
+                        ("c", "names item 0 .*, this project's data .*: it is another project's store")):
+        work = tmp_path / f"a_{other}"
+        shutil.copytree(tmp_path / "a", work)
+        shutil.copy(tmp_path / other / "alkit.db", work / "alkit.db")
+        before = folder_snapshot(work)
+        res = CliRunner().invoke(app, [*RUN, "-p", str(work)])
+        assert res.exit_code == 2 and re.search(says, " ".join(res.output.split())), res.output
+        assert folder_snapshot(work) == before
+    assert CliRunner().invoke(app, [*RUN, "-p", str(tmp_path / "a")]).exit_code == 0  # its own store runs

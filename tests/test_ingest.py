@@ -1037,10 +1037,14 @@ def test_black_box_init_files_of_2026_12_06(tmp_path: Path) -> None:
     refused(write("big.csv", "id,a,b,label\n" + big), r"feature a varies too little .*from 1000000000000000001 to "
             r"1000000000000000008")
     refused(write("oh.csv", "id,c,c=r,label\n" + "".join(f"{i},{'gr'[i % 2]},{i}.5,{'xy'[i % 2]}\n" for i in range(8))),
-            r"feature name 'c=r' would be made twice: by column 'c=r' and by a one-hot feature of categorical column 'c'")
+            r"feature name 'c=r' would be made twice: by the one-hot feature of column 'c' for its value 'r' and by "
+            r"column 'c=r'")
     imp = "".join(f"{i},{'' if i == 3 else i},{i % 2},{'xy'[i % 2]}\n" for i in range(8))
-    refused(write("imp.csv", "id,a,a=missing,label\n" + imp), "missing-value indicator of --impute's column 'a'",
+    refused(write("imp.csv", "id,a,a=missing,label\n" + imp), "by --impute's indicator of column 'a' and by column 'a=missing'",
             impute=True)
+    refused(write("bignull.csv", "id,big,label\n" + "".join(f"{i},{'' if i % 5 == 0 else 10**18 + i},{'xy'[i % 2]}\n"
+                                                             for i in range(1, 12))),
+            r"feature big varies too little .*from 1000000000000000001 to 1000000000000000011", impute=True)
     refused(write("skip.csv", "id,a,label\n" + "".join(f"{i},{i}.5,{['__skip__', 'b'][i % 2]}\n" for i in range(8))),
             "a class is named '__skip__'")
     refused(write("key.csv", "id,_alkit_key,a,label\n" + "".join(f"{i},k,{i}.5,{'xy'[i % 2]}\n" for i in range(8))),

@@ -185,7 +185,8 @@ def test_library_options_pools_and_calls_are_checked_as_the_cli_checks_them(digi
         pool_learner(X, "classification", n_classes=10, colour=1)
     for bad, said in ((X.astype(np.float64) + 1e9, "vary too little for float32"),
                       (X.astype(np.float64) * 1e-20, "vary too little for float32"),
-                      (X.astype(np.float64) * 1e39 + 1e39, "beyond float32's range")):
+                      (X.astype(np.float64) * 1e39 + 1e39, "beyond float32's range"),
+                      (X.astype(np.int64) + 10**18, "vary too little for float32")):  # one value in float64 too
         with pytest.raises(ValueError, match=said):
             pool_learner(bad, "classification", n_classes=10)
         with pytest.raises(ValueError, match=said):

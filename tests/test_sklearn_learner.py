@@ -61,6 +61,31 @@ class NanProba(LogisticRegression):
 
 def nan_proba():
     return NanProba(max_iter=500)
+
+
+class Noisy(LogisticRegression):  # prints in fit and draws from NumPy's global generator (no random_state of its own)
+    def fit(self, X, y):
+        import numpy as np
+        print("FITTING NOISY", len(y))
+        return super().fit(X + np.random.normal(0, 0.5, X.shape), y)
+
+    def get_params(self, deep=True):
+        return {k: v for k, v in super().get_params(deep).items() if k != "random_state"}
+
+
+def noisy():
+    return Noisy(max_iter=300)
+
+
+class StrClasses(LogisticRegression):
+    def fit(self, X, y):
+        super().fit(X, y)
+        self.classes_ = [f"c{c}" for c in self.classes_]
+        return self
+
+
+def str_classes():
+    return StrClasses(max_iter=300)
 '''
 
 
@@ -147,6 +172,8 @@ def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
             says="mymodels has no function 'nosuch'")
     refused("--strategy", "margin", "--learner", "mymodels:logreg", "--scorer", "vbll", "--budget", "40",
             says="drop --scorer vbll")
+    refused("--strategy", "margin", "--learner", "mymodels:logreg", "--backbone", "x.py:net", "--budget", "40",
+            says="--backbone: scorer 'sklearn' is your --learner's estimator, a model of its own")
     # these ran, spent the first batch (or queued it for people), then failed at the first fit
     refused("--strategy", "margin", "--learner", "mymodels:svc", "--budget", "40", says="SVC without predict_proba()")
     refused("--strategy", "margin", "--learner", "mymodels:the_class", "--budget", "40",
@@ -157,5 +184,22 @@ def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
     for strategy in ("bald", "epig"):
         refused("--strategy", strategy, "--learner", "mymodels:logreg", "-o", "members=1", "--budget", "40",
                 says="with -o members=1 has no epistemic score")
+    # black-box checks: an estimator printing in fit broke --json's stdout; one drawing from NumPy's global
+    # generator picked other items on each run of a seed; string classes_ failed in int()
+    out = alkit("run", "--strategy", "margin", "--learner", "mymodels:noisy", "-o", "members=2", "--budget", "30",
+                "--json", "--name", "noisy")
+    assert out.returncode == 0 and json.loads(out.stdout)[0]["n_labeled"] == 30 and "FITTING NOISY" in out.stderr
+    from alkit.learners.sklearn_adapter import SklearnLearner
+
+    X = load_digits().data[:200]
+    y = load_digits().target[:200]
+    picks = []
+    for _ in range(2):
+        learner = SklearnLearner("classification", 10, estimator=f"{models / 'mymodels.py'}:noisy", members=2)
+        learner.fit(X[:60], y[:60], seed=3)
+        picks.append(learner.predict(X[60:]).probs_n_C.numpy())
+    assert np.array_equal(*picks)
+    strs = alkit("run", "--strategy", "margin", "--learner", "mymodels:str_classes", "--budget", "40", "--name", "s")
+    assert strs.returncode == 2 and "its classes_ are ['c" in strs.stderr and "Traceback" not in strs.stderr
     fails = alkit("run", "--strategy", "margin", "--learner", "mymodels:boom", "--budget", "40")
     assert fails.returncode == 2 and "--learner 'mymodels:boom' failed in fit: RuntimeError: boom" in fails.stderr

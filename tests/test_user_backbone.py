@@ -320,6 +320,19 @@ def nan_in_training(n_features):
 
 def with_dropout(n_features):
     return nn.Sequential(nn.Linear(n_features, 16), nn.Dropout(0.5), nn.ReLU())
+
+
+class Casting(nn.Module):  # float64 inside and out: failed in the heads' first fit, after a batch was spent
+    def __init__(self, n_features):
+        super().__init__()
+        self.lin = nn.Linear(n_features, 16).double()
+
+    def forward(self, x):
+        return torch.relu(self.lin(x.double()))
+
+
+def casting(n_features):
+    return Casting(n_features)
 ''')
     X = load_digits().data.astype(np.float32)
     spec = InputSpec(mean_f=X.mean(0), std_f=X.std(0), pool_sample_n_f=X[:65])
@@ -329,6 +342,8 @@ def with_dropout(n_features):
     with pytest.raises(BackboneImportError, match="NaN or infinite features in training mode on 65 inputs"):
         build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:nan_in_training",
                                                                          module_norm=2.5))
+    with pytest.raises(BackboneImportError, match="the backbone returned float64 features; alkit's heads are float32"):
+        build_backbone(64, spec, torch.as_tensor(X[:40]), BackboneConfig(module=f"{nets / 'edgenets.py'}:casting"))
     states = []
     for norm in (0.0, 2.5):  # the network's initialisation draws the same; the probe draws nothing
         torch.manual_seed(11)

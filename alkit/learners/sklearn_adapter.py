@@ -93,10 +93,21 @@ class SklearnLearner:
             est = self._estimator()
             if "random_state" in getattr(est, "get_params", dict)():
                 est.set_params(random_state=int(rng.integers(2**31 - 1)))
+            # an estimator that draws from NumPy's global generator (no random_state) picked other items on
+            # every run of one seed: it is seeded per member here, and the caller's global state restored
+            state = np.random.get_state()
+            np.random.seed(int(np.random.SeedSequence([seed, m]).generate_state(1)[0]))
             try:
                 est.fit(X_n_f[idx], y_n[idx])
             except Exception as exc:  # noqa: BLE001 - the user's code: named, in one line
                 raise ValueError(f"--learner {self.ref!r} failed in fit: {type(exc).__name__}: {exc}") from None
+            finally:
+                np.random.set_state(state)
+            classes = np.asarray(getattr(est, "classes_", np.arange(0)))
+            if self.task == "classification" and not np.issubdtype(classes.dtype, np.integer) and not (
+                    np.issubdtype(classes.dtype, np.floating) and np.all(classes == np.round(classes))):
+                raise ValueError(f"--learner {self.ref!r}: its classes_ are {classes[:3].tolist()}, not the class "
+                                 "indices 0..C-1 alkit fits it on; keep the labels fit is given")
             if self.task == "regression":
                 self.resid_var_.append(float(np.var(y_n[idx] - est.predict(X_n_f[idx]))) + 1e-12)
             self.members_.append(est)

@@ -141,6 +141,9 @@ class UserBackbone(nn.Module):
             raise BackboneImportError(f"the backbone must return a tensor of (n, d) features, it returned {type(out).__name__}")
         if out.ndim != 2 or out.shape[0] != 2:
             raise BackboneImportError(f"the backbone must return (n, d) features, it returned shape {tuple(out.shape)}")
+        if out.dtype != torch.float32:  # float64 features failed in the heads' first matmul, after a batch was spent
+            raise BackboneImportError(f"the backbone returned {str(out.dtype).replace('torch.', '')} features; alkit's "
+                                      "heads are float32: return float32 (e.g. drop .double())")
         if not torch.isfinite(out).all():
             raise BackboneImportError("the backbone returned NaN or infinite features on a probe batch")
         self.out_dim = int(out.shape[1])

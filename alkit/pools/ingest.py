@@ -497,7 +497,7 @@ class FeatureValues:
                     rows = self.null_rows.setdefault(c, [])
                     rows += (batch[c].is_null().arg_true().head(5 - len(rows)) + self.n_rows).to_list()
             X_b_f = batch.select([e for c in self.names for e in self._columns(c)]).to_numpy()
-            for c in self.numeric:
+            for c in [*self.numeric, *self.fill]:  # an imputed column's own values too (its nulls are no range)
                 if c not in self.text and batch.schema[c].is_integer() and batch[c].null_count() < batch.height:
                     lo, hi = int(batch[c].min()), int(batch[c].max())
                     was = self.int_range.get(c, (lo, hi))
@@ -653,11 +653,12 @@ def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, o
     encoded = one_hot_names(names, levels, fill)
     twice = next((n for n in encoded if encoded.count(n) > 1), None)
     if twice is not None:  # polars failed with a DuplicateError traceback
-        made = ("the missing-value indicator of --impute's column " + repr(twice[: -len("=missing")])
-                if twice.endswith("=missing") and twice[: -len("=missing")] in fill else
-                "a one-hot feature of categorical column " + repr(next(c for c in levels if twice.startswith(f"{c}="))))
-        raise InputError(f"feature name {twice!r} would be made twice: by column {twice!r} and by {made}; rename "
-                         f"the column, or leave one out with --exclude")
+        made = [why for c in names for name, why in (
+            [(f"{c}={lv}", f"the one-hot feature of column {c!r} for its value {lv!r}") for lv in levels[c]]
+            if c in levels else [(c, f"column {c!r}"), (missing_indicator(c), f"--impute's indicator of column {c!r}")]
+            if c in fill else [(c, f"column {c!r}")]) if name == twice]
+        raise InputError(f"feature name {twice!r} would be made twice: by {made[0]} and by {made[1]}; rename a "
+                         "column, or leave one out with --exclude")
     return FeatureValues(names, None, len(encoded), levels, fill,
                          [c for c in names if c not in levels and _is_text(schema[c])])
 

@@ -83,6 +83,9 @@ class TableSource:
             self.read_path = self._without_empty_rows()
         if suffix in JSON_LINES and not _has_content(path):
             raise InputError(f"{path} has no rows")
+        if suffix in JSON_LINES and _lone_cr(path):  # the reader failed with an internal error about a tape
+            raise InputError(f"cannot read {path.name}: its lines end in a lone carriage return (CR); save it with "
+                             "LF line ends, one JSON object per line")
         if suffix in JSON_LINES:
             where = _lone_surrogate(path)
             if where:
@@ -287,10 +290,13 @@ def _no_constant(name: str) -> float:
 
 
 def _lone_cr(path: Path) -> bool:
-    """Whether a text file's lines end in a lone carriage return (a CR and no LF in its first 64 KB)."""
+    """Whether a text file's lines end in a lone carriage return: its first line does (a quoted cell further
+    down may hold an LF of its own)."""
     with path.open("rb") as f:
         head = f.read(65_536)
-    return b"\r" in head and b"\n" not in head
+    ends = [i for i in (head.find(b"\r"), head.find(b"\n")) if i >= 0]
+    first = min(ends) if ends else -1
+    return first >= 0 and head[first:first + 1] == b"\r" and head[first + 1:first + 2] != b"\n"
 
 
 def _has_content(path: Path) -> bool:
