@@ -33,7 +33,9 @@ def typer_app(help: str) -> typer.Typer:
 # QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
 USER_ERRORS = (ValueError, StoreError, OSError, KeyError)  # OSError: a path that is a file, unwritable, a full disk
 
-ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).")
+ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).",
+                          callback=lambda p: p.expanduser() if p is not None else p)  # `-p '~/x'`, `--project=~/x`:
+# the shell leaves that ~ alone; init made ./~/x while the Parquet writer expanded it (a raw error, a stray ./~)
 
 
 class _Choice(StrEnum):

@@ -510,3 +510,21 @@ def test_another_projects_store_is_refused(tmp_path: Path) -> None:
         assert res.exit_code == 2 and re.search(says, " ".join(res.output.split())), res.output
         assert folder_snapshot(work) == before
     assert CliRunner().invoke(app, [*RUN, "-p", str(tmp_path / "a")]).exit_code == 0  # its own store runs
+
+
+def test_a_tilde_the_shell_left_alone_is_the_home_folder(tmp_path: Path, digits_csv: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--project=~/x` (no shell expansion after '='): init made ./~/x while the Parquet writer expanded the ~,
+    failing with a raw error and leaving a stray ./~ folder (a black-box check)."""
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "home").mkdir()
+    res = CliRunner().invoke(app, ["init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                                   "--project=~/proj"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "home" / "proj" / "alkit.toml").is_file() and not (tmp_path / "~").exists()
+    assert CliRunner().invoke(app, ["status", "-p", "~/proj"]).exit_code == 0
