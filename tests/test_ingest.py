@@ -281,7 +281,7 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     # a bad --store was found only by the round trip after the project was written: exit 2, project left behind
     _bad(tmp_path, df, r"--store is empty", store="")
     _bad(tmp_path, df, r"--store 'notaurl' is not a store URL", store="notaurl")
-    _bad(tmp_path, df, r"--image-shape describes pixel features.*--text-col", image_shape=(8, 8), text_col="id")
+    _bad(tmp_path, df, r"--image-shape describes pixel features.*--text-col", image_shape=(8, 8), text_col="px1")
     from alkit.pools.ingest import parse_image_shape
 
     assert parse_image_shape("28,28") == (28, 28) and parse_image_shape(" 1, 28,28") == (1, 28, 28)
