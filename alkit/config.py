@@ -158,6 +158,14 @@ class Project:
             if not path.is_file():
                 raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: "
                                   "re-create it with `alkit init`")
+            if path.suffix == ".parquet":  # a truncated file failed only when read, after a cycle was committed
+                import pyarrow.parquet as pq
+
+                try:
+                    pq.read_schema(path)
+                except Exception as exc:  # noqa: BLE001 - pyarrow's errors name no file
+                    raise ConfigError(f"{path} is damaged ({why}; {str(exc).splitlines()[0][:80]}): restore it, or "
+                                      "re-create the project with `alkit init`") from None
 
     def encode_label(self, value: str) -> float | int:
         """Stored label text -> what the learner trains on (class index or float)."""

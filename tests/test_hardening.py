@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+import polars as pl
 import pytest
 
 from alkit.config import load_project
@@ -528,3 +529,25 @@ def test_a_tilde_the_shell_left_alone_is_the_home_folder(tmp_path: Path, digits_
     assert res.exit_code == 0, res.output
     assert (tmp_path / "home" / "proj" / "alkit.toml").is_file() and not (tmp_path / "~").exists()
     assert CliRunner().invoke(app, ["status", "-p", "~/proj"]).exit_code == 0
+
+
+def test_a_truncated_payload_is_refused_before_a_cycle(tmp_path: Path) -> None:
+    """A human-labelled run with a truncated payload.parquet committed its next cycle and then failed with
+    pyarrow's words, the queue file left stale (a black-box check); a deleted one was refused up front."""
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+    from conftest import digits_frame
+
+    digits_frame(120).with_columns(pl.lit(None, dtype=pl.Utf8).alias("label")).write_csv(tmp_path / "u.csv")
+    root = tmp_path / "p"
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "u.csv"), "--id-col", "id", "--label-col", "label",
+                                   "--classes", ",".join(map(str, range(10))), "-p", str(root)])
+    assert res.exit_code == 0, res.output
+    assert CliRunner().invoke(app, [*RUN, "-p", str(root)]).exit_code == 0  # queues its first batch
+    data = (root / "payload.parquet").read_bytes()
+    (root / "payload.parquet").write_bytes(data[:100])
+    before = folder_snapshot(root)
+    res = CliRunner().invoke(app, ["run", "--resume", "random-b10-s0", "-p", str(root)])
+    assert res.exit_code == 2 and "payload.parquet is damaged" in res.output, res.output
+    assert folder_snapshot(root) == before
