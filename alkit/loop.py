@@ -196,7 +196,13 @@ class ActiveLoop:
                             "it is another project's store; restore this project's alkit.db (or its --store)")
 
     def _check_labels(self) -> None:
-        """Every stored label must be one the project's alkit.toml knows, checked before any write."""
+        """Every stored label must be one the project's alkit.toml knows, in the order init recorded,
+        checked before any write."""
+        recorded = self.store.init_classes()
+        if recorded is not None and self.cfg.task == "classification" and recorded != list(self.cfg.classes) \
+                and sorted(recorded) == sorted(self.cfg.classes):
+            raise LoopError(f"alkit.toml lists the classes as [{', '.join(self.cfg.classes)}], init recorded "
+                            f"[{', '.join(recorded)}]: a class is its position there, so restore that order")
         bad = []
         for value in sorted(self.store.label_values()):
             try:

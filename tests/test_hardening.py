@@ -551,3 +551,22 @@ def test_a_truncated_payload_is_refused_before_a_cycle(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["run", "--resume", "random-b10-s0", "-p", str(root)])
     assert res.exit_code == 2 and "payload.parquet is damaged" in res.output, res.output
     assert folder_snapshot(root) == before
+
+
+def test_classes_reordered_in_alkit_toml_are_refused(project: Path) -> None:
+    """Reordering classes in alkit.toml by hand was accepted and changed what a continued run picked (a class is
+    its position there; renaming one was refused already): refused, naming the order init recorded."""
+    from typer.testing import CliRunner
+
+    from alkit.cli import app
+
+    assert CliRunner().invoke(app, [*RUN, "-p", str(project)]).exit_code == 0
+    toml = project / "alkit.toml"
+    text = toml.read_text()
+    assert '    "0",\n    "1",\n' in text
+    toml.write_text(text.replace('    "0",\n    "1",\n', '    "1",\n    "0",\n', 1))
+    before = folder_snapshot(project)
+    res = CliRunner().invoke(app, ["run", "--strategy", "random", "--budget", "40", "--batch-size", "10",
+                                   "-p", str(project)])
+    assert res.exit_code == 2 and "init recorded [0, 1, 2" in res.output and "restore that order" in res.output, res.output
+    assert folder_snapshot(project) == before

@@ -1098,7 +1098,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             tmp / PAYLOAD_NAME)
         store = Store(build_url, create=True)
         created = store.created_tables
-        store.initialise(bar.counted("items", items), shared_labels)
+        store.initialise(bar.counted("items", items), shared_labels, cfg.classes)
         store.dispose()
         store = None
         write_config(tmp, cfg)

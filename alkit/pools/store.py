@@ -339,14 +339,18 @@ class Store:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ init
-    def initialise(self, items: Iterable[dict[str, Any]], shared_labels: Iterable[dict[str, Any]]) -> None:
+    def initialise(self, items: Iterable[dict[str, Any]], shared_labels: Iterable[dict[str, Any]],
+                   classes: Sequence[str] = ()) -> None:
         """Fill a new store in one transaction: items, then labels given at init.  Both are taken
         chunk by chunk, so a generator of rows keeps a large pool out of memory; a refused chunk
-        rolls the whole transaction back."""
+        rolls the whole transaction back.  ``classes``: the class order alkit.toml records, kept
+        beside the items (``init_classes``)."""
         with self.session() as s:
             if s.scalar(select(func.count()).select_from(Item)):
                 raise StoreError("the store already holds items; refusing to initialise it twice")
             s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+            if classes:
+                s.add(Meta(key="classes", value=json.dumps(list(classes))))
             # Core inserts on the session's connection: the ORM's bulk path took twice as long
             # (500,000 items on SQLite: 4.8-5.3 CPU-s against 2.5-2.8)
             conn = s.connection()
@@ -462,6 +466,14 @@ class Store:
             run = s.scalar(select(Run).where(Run.name == spec.name))
             if run is not None:
                 _check_identity(run, spec)
+
+    def init_classes(self) -> list[str] | None:
+        """The class order `alkit init` recorded (None for a store made before it was recorded): class
+        indices are positions in it, so an alkit.toml whose classes were reordered by hand trained on
+        other indices and changed a continued run's picks without a word."""
+        with self.session() as s:
+            value = s.scalar(select(Meta.value).where(Meta.key == "classes"))
+        return None if value is None else list(json.loads(value))
 
     def ensure_signals_table(self) -> None:
         """cycle_signals exists (stores made before stopping rules lack it)."""
