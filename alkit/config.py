@@ -151,14 +151,15 @@ class Project:
             files += [db, *(db.with_name(db.name + end) for end in ("-wal", "-shm", "-journal"))]
         return [f.resolve() for f in files]
 
-    def require(self, *paths: Path, why: str) -> None:
+    def require(self, *paths: Path, why: str, readable: bool = False) -> None:
         """Refuse, naming the file, where a file `alkit init` wrote is gone: checked before a command
         changes anything, so a damaged project fails at once instead of after a batch is committed."""
         for path in paths:
             if not path.is_file():
                 raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: "
                                   "re-create it with `alkit init`")
-            if path.suffix == ".parquet":  # a truncated file failed only when read, after a cycle was committed
+            if readable and path.suffix == ".parquet":  # a truncated file failed only when read, after a cycle
+                # was committed (the features file has a reader of its own that names what is wrong)
                 import pyarrow.parquet as pq
 
                 try:

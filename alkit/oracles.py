@@ -94,7 +94,7 @@ class HumanOracle:
     one_cycle_per_call = True
 
     def __init__(self, project: Project, store: Store) -> None:
-        project.require(project.payload_path, why="the labelers' queue file is written from it")
+        project.require(project.payload_path, why="the labelers' queue file is written from it", readable=True)
         self.project, self.store = project, store
 
     def waiting(self, run_id: int) -> int:

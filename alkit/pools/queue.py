@@ -308,7 +308,7 @@ def export_queue(
     if out is not None and Path(out).is_dir():  # a raw '[Errno 21] Is a directory' with a temp name
         raise QueueError(f"{out} is a folder: give the queue file's name (e.g. {Path(out) / 'queue.csv'})")
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
-    project.require(project.payload_path, why="the queue file is written from it")
+    project.require(project.payload_path, why="the queue file is written from it", readable=True)
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
