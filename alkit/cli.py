@@ -320,10 +320,10 @@ def run(
         _run_request(ActiveLoop(proj), req, json_out, wide)
 
 
-def _from_interrupt(exc: BaseException) -> bool:
-    """Whether a KeyboardInterrupt lies behind ``exc``: Ctrl-C inside an import (scipy's compiled modules)
-    surfaces as an ImportError, which printed a traceback, or was swallowed by a library's optional import."""
-    seen = exc.__cause__ or exc.__context__
+def _is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C: a KeyboardInterrupt, or an ImportError with one behind it (Ctrl-C inside
+    an import of SciPy's compiled modules surfaced so, printing a traceback)."""
+    seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, KeyboardInterrupt):
             return True
@@ -373,7 +373,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
             results = _run_with_progress(loop, req, quiet=json_out)
     except (KeyboardInterrupt, ImportError) as exc:  # the lease is released and the unfinished cycle will be redone
-        if isinstance(exc, ImportError) and not _from_interrupt(exc):
+        if not _is_interrupt(exc):
             raise
         run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
         if run_id is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
@@ -515,7 +515,7 @@ def bench(
                             at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
                             console=console, command="alkit " + " ".join(sys.argv[1:]))
         except (KeyboardInterrupt, ImportError) as exc:  # Ctrl-C or SIGTERM: it ended without a word
-            if isinstance(exc, ImportError) and not _from_interrupt(exc):
+            if not _is_interrupt(exc):
                 raise
             err.print("interrupted: the bench's runs keep every finished cycle; run the same command to continue",
                       highlight=False)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from alkit.acquisition import get_acquisition
+from alkit.checks import is_whole_number
 from alkit.engines import AcquisitionScorer, acquisition_context
 from alkit.engines.candidates import candidate_count, in_memory_candidates
 from alkit.models.backbone import pool_input_spec
@@ -30,7 +31,6 @@ from alkit.errors import Note
 from alkit.registry import Terms, make_learner
 from alkit.runs import resolve_acquisition
 from alkit.strategies import get_selector
-from alkit.checks import is_whole_number
 from alkit.types import Candidates, Learner, SelectionContext
 
 POOL_SAMPLE = 4096  # pool rows kept in the InputSpec (image filters, CSD's contexts), as the loop keeps
@@ -56,9 +56,8 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
         raise ValueError(f"X_pool_n_f has values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in columns "
                          f"{_listed(cols)}; rescale them (e.g. take logs)")
     X = X64.astype(np.float32)
-    lost = float32_loses(X64.min(0), X64.max(0), X.min(0), X.max(0))
-    if np.issubdtype(raw.dtype, np.integer):  # 10**18 + i is one value in float64 already: the exact range says
-        lost |= (raw.max(0) > raw.min(0)) & ~(X.max(0) > X.min(0))
+    exact = raw.max(0) > raw.min(0) if np.issubdtype(raw.dtype, np.integer) else None  # 10**18 + i: one float64
+    lost = float32_loses(X64.min(0), X64.max(0), X.min(0), X.max(0), exact)
     if lost.any():
         raise ValueError(f"X_pool_n_f columns {_listed(np.flatnonzero(lost))} vary too little for float32 (features "
                          f"are float32, and a spread of at most {MIN_FEATURE_SPREAD:g} counts as constant): centre or "

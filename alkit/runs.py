@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from alkit.acquisition import ACQUISITIONS, get_acquisition
+from alkit.checks import is_whole_number
 from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
@@ -25,7 +26,6 @@ from alkit.presets import get_preset
 from alkit.registry import Terms, check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
 from alkit.strategies import get_selector
-from alkit.checks import is_whole_number
 from alkit.types import Acquisition, Learner, Strategy
 
 

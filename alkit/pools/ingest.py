@@ -450,11 +450,14 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)  # features are stored as float32
 MIN_FEATURE_SPREAD = 2e-8  # a smaller range has a standard deviation below the learners' constant-column 1e-8
 
 
-def float32_loses(lo_f: np.ndarray, hi_f: np.ndarray, lo32_f: np.ndarray, hi32_f: np.ndarray) -> np.ndarray:
+def float32_loses(lo_f: np.ndarray, hi_f: np.ndarray, lo32_f: np.ndarray, hi32_f: np.ndarray,
+                  varies_f: np.ndarray | None = None) -> np.ndarray:
     """(f,) bool: features whose range (float64 lo..hi) varies but is lost as stored: constant in float32
     (1e12 + x), or a spread of at most MIN_FEATURE_SPREAD, which the learners' standardisation takes for a
-    constant.  One rule for `alkit init` and the library's pools."""
-    return (hi_f > lo_f) & ((hi32_f <= lo32_f) | (hi_f - lo_f <= MIN_FEATURE_SPREAD))
+    constant.  ``varies_f``: features known to vary from their exact values (integers: 10**18 + i is one
+    value in float64 already).  One rule for `alkit init` and the library's pools."""
+    varies = hi_f > lo_f if varies_f is None else varies_f | (hi_f > lo_f)
+    return varies & ((hi32_f <= lo32_f) | (hi_f - lo_f <= MIN_FEATURE_SPREAD))
 
 
 class FeatureValues:
@@ -557,7 +560,10 @@ class FeatureValues:
         # variation alkit would lose without a word: a large offset float32 rounds away (1e12 + x), or a
         # spread so small (<= 2e-8) that the learners' standardisation takes the column for a constant.
         varies = self.hi_f > self.lo_f
-        lost_f = float32_loses(self.lo_f, self.hi_f, self.lo32_f, self.hi32_f)
+        encoded = self.encoded
+        exact = {encoded.index(c): r for c, r in self.int_range.items() if r[1] > r[0]}  # integers that vary
+        lost_f = float32_loses(self.lo_f, self.hi_f, self.lo32_f, self.hi32_f,
+                               np.isin(np.arange(len(varies)), list(exact)))
         if self.vector_col:
             # an encoder's vectors have a few dead dimensions of numerical noise (MiniLM: ~1e-33): a vector
             # column is refused when none of its dimensions is usable, or most of those that vary are lost
@@ -569,10 +575,6 @@ class FeatureValues:
                                  f"{MIN_FEATURE_SPREAD:g} counts as constant); centre or rescale the vectors before "
                                  "init" + (" (every row holds the same vector)" if not varies.any() else ""))
             return
-        encoded = self.encoded
-        exact = {encoded.index(c): r for c, r in self.int_range.items() if r[1] > r[0]}
-        for j in exact:  # varies as integers, lost on the way to float32 (or already in float64)
-            lost_f[j] |= not self.hi32_f[j] > self.lo32_f[j]
         if lost_f.any():
             j = int(np.flatnonzero(lost_f)[0])
             lo, hi = exact.get(j, (f"{self.lo_f[j]:.15g}", f"{self.hi_f[j]:.15g}"))

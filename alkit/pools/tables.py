@@ -81,15 +81,10 @@ class TableSource:
             # lone CR line ends (classic Mac OS, some exporters): the reader saw one line, a header without
             # rows; the csv module reads them, as `queue import` does, and the copy ends its lines in CRLF
             self.read_path = self._without_empty_rows()
-        if suffix in JSON_LINES and not _has_content(path):
-            raise InputError(f"{path} has no rows")
-        if suffix in JSON_LINES and _lone_cr(path):  # the reader failed with an internal error about a tape
-            raise InputError(f"cannot read {path.name}: its lines end in a lone carriage return (CR); save it with "
-                             "LF line ends, one JSON object per line")
         if suffix in JSON_LINES:
-            where = _lone_surrogate(path)
-            if where:
-                raise InputError(f"cannot read {path.name}: {where}")
+            problem = _json_lines_problem(path)
+            if problem:
+                raise InputError(problem)
         try:
             if self.sep:
                 # types from every row: inferred from the first 10,000, a column of whole numbers with
@@ -299,31 +294,30 @@ def _lone_cr(path: Path) -> bool:
     return first >= 0 and head[first:first + 1] == b"\r" and head[first + 1:first + 2] != b"\n"
 
 
-def _has_content(path: Path) -> bool:
-    """Whether a JSON Lines file holds anything but blank lines (polars' message for one that does not
-    was about inferring types on an empty reader)."""
-    with path.open("rb") as f:
-        return any(line.strip() for line in f)
-
-
-def _lone_surrogate(path: Path) -> str | None:
-    """The first line of a JSON Lines file holding half a UTF-16 surrogate pair ("\\ud83d": an emoji cut in
-    two, as json.dumps writes a text cut inside one), and where: the reader turned a high half into a NUL
-    character without a word (two ids became one) and refused a low half in words of its own."""
+def _json_lines_problem(path: Path) -> str | None:
+    """What the reader would fail on, or take wrongly, in a JSON Lines file, in one pass over it: no line
+    but blank ones (its message was about inferring types on an empty reader), lone CR line ends (an
+    internal error about a tape), or half a UTF-16 surrogate pair ("\\ud83d": an emoji cut in two, as
+    json.dumps writes a text cut inside one), which it turned into a NUL character without a word (two ids
+    became one) or refused in words of its own."""
+    if _lone_cr(path):
+        return (f"cannot read {path.name}: its lines end in a lone carriage return (CR); save it with LF line "
+                "ends, one JSON object per line")
+    content = False
     with path.open(encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, start=1):
+            content = content or bool(line.strip())
             if "\\ud" not in line.lower():
                 continue
             try:
                 record = json.loads(line)
             except ValueError:
                 return None  # the reader names a bad line
-            values = record.items() if isinstance(record, dict) else ()
-            for key, value in values:
+            for key, value in record.items() if isinstance(record, dict) else ():
                 if isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
-                    return (f"line {number}: {key!r} holds half of a UTF-16 surrogate pair (an emoji or other "
-                            "character cut in two); repair or drop that character")
-    return None
+                    return (f"cannot read {path.name}: line {number}: {key!r} holds half of a UTF-16 surrogate pair "
+                            "(an emoji or other character cut in two); repair or drop that character")
+    return None if content else f"{path} has no rows"
 
 
 def _stray_quote(path: Path, sep: str) -> str | None:
