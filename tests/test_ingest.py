@@ -269,10 +269,14 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     _bad(tmp_path, df, r"--image-shape must be H,W or C,H,W", image_shape=(64,))
     # accepted before, then every run failed in the stem's patch extraction (a torch traceback)
     _bad(tmp_path, df, r"--image-shape 2,32: an image side below 3 pixels", image_shape=(2, 32))
-    _bad(tmp_path, df, r"--image-shape 4,16,1: an image side below 3", image_shape=(4, 16, 1))
+    _bad(tmp_path, df, r"--image-shape 1,2,32: an image side below 3", image_shape=(1, 2, 32))
     # 28,28,3 was read as 28 channels of 28 x 3 images without a word (accuracy 0.633 against 0.708)
     _bad(tmp_path, df, r"--image-shape 8,8,1 looks channels-last \(H,W,C\); alkit reads C,H,W.*pass 1,8,8",
          image_shape=(8, 8, 1))
+    # small sides too: 4,4,3 was read as 4 channels of 4 x 3 images without a word
+    _bad(tmp_path, df, r"--image-shape 4,4,3 looks channels-last.*pass 3,4,4", image_shape=(4, 4, 3),
+         features=[f"px{i}" for i in range(48)])
+    _bad(tmp_path, df, r"--image-shape 4,16,1 looks channels-last.*pass 1,4,16", image_shape=(4, 16, 1))
     # a column of pixels is no channels-last image (the hint suggested 1,64,1): its sides are too small
     _bad(tmp_path, df, r"--image-shape 64,1,1: an image side below 3", image_shape=(64, 1, 1))
     # --impute's COL=missing features broke the layout ('the data has 785 features')
@@ -1045,6 +1049,18 @@ def test_black_box_init_files_of_2026_12_06(tmp_path: Path) -> None:
     refused(write("bignull.csv", "id,big,label\n" + "".join(f"{i},{'' if i % 5 == 0 else 10**18 + i},{'xy'[i % 2]}\n"
                                                              for i in range(1, 12))),
             r"feature big varies too little .*from 1000000000000000001 to 1000000000000000011", impute=True)
+    # a column named like a one-hot feature of another ('c=missing' beside categorical c) was read back as one
+    refused(write("ohp.csv", "id,c,c=missing,label\n" + "".join(f"{i},{'gr'[i % 2]},{i}.5,{'xy'[i % 2]}\n"
+                                                                for i in range(8))),
+            r"column 'c=missing' begins with 'c=', the names of the one-hot features of categorical column 'c'")
+    # a literal '(missing)' merged with the empty cells into one level
+    refused(write("lit.csv", "id,c,label\n" + "".join(f"{i},{['g', '(missing)', ''][i % 3]},{'xy'[i % 2]}\n"
+                                                       for i in range(12))),
+            r"categorical column 'c' holds the text '\(missing\)' beside empty cells")
+    # integers read as floats (one cell written 1e18): the message said 'from 1e+18 to 1e+18'
+    refused(write("bigf.csv", "id,a,b,label\n1,1e18,0.5,x\n" + "".join(f"{i},{10**18 + 256 * i},{i % 3}.5,{'xy'[i % 2]}\n"
+                                                                   for i in range(2, 9))),
+            r"feature a varies too little .*from 1e\+18 to 1.000000000000002e\+18")
     refused(write("skip.csv", "id,a,label\n" + "".join(f"{i},{i}.5,{['__skip__', 'b'][i % 2]}\n" for i in range(8))),
             "a class is named '__skip__'")
     refused(write("key.csv", "id,_alkit_key,a,label\n" + "".join(f"{i},k,{i}.5,{'xy'[i % 2]}\n" for i in range(8))),

@@ -443,7 +443,7 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
     huge.write_text(f"id,label\n{ids[0]},1e39\n{ids[1]},-2e15\n")
     with pytest.raises(QueueError, match=re.escape("regression label '1e39' is beyond ±1e+15")):
         import_labels(project, huge)
-    assert f"line 4 (id {ids[2]}): regression label 'nan' is not a finite number" in msg
+    assert f"line 4 (id {ids[2]}): regression label 'nan' is not a finite number (leave the cell empty for an item not labelled yet)" in msg
     assert f"line 5 (id {ids[3]}): regression label 'inf' is not a finite number" in msg
     assert ids[0] not in msg and snapshot(project) == before
     good = tmp_path / "good.jsonl"

@@ -272,6 +272,9 @@ def _levels(s: pl.Series) -> list[str] | None:
     """The sorted levels of a mostly-text column (a missing cell is the level MISSING_LEVEL), or
     None when it has too many to be categorical."""
     levels = s.to_frame().select(_category(s.name)).to_series().unique()
+    if s.null_count() and MISSING_LEVEL in levels.to_list() and s.cast(pl.Utf8).str.strip_chars().eq(MISSING_LEVEL).any():
+        raise InputError(f"categorical column {s.name!r} holds the text {MISSING_LEVEL!r} beside empty cells, which "
+                         f"alkit also names {MISSING_LEVEL!r}: the two would be one value; write one of them otherwise")
     if len(levels) > min(MAX_LEVELS, max(2, len(s) // 2)):
         return None
     return sorted(levels.to_list())
@@ -577,7 +580,10 @@ class FeatureValues:
             return
         if lost_f.any():
             j = int(np.flatnonzero(lost_f)[0])
-            lo, hi = exact.get(j, (f"{self.lo_f[j]:.15g}", f"{self.hi_f[j]:.15g}"))
+            lo, hi = f"{self.lo_f[j]:.15g}", f"{self.hi_f[j]:.15g}"
+            if lo == hi:  # 1e18 and 1e18 + 128 (integers read as floats): the shortest exact forms
+                lo, hi = repr(float(self.lo_f[j])), repr(float(self.hi_f[j]))
+            lo, hi = exact.get(j, (lo, hi))
             raise InputError(f"feature {', '.join(self._named(lost_f))} varies too little for alkit to use (from "
                              f"{lo} to {hi}: features are stored as float32 and a "
                              f"spread of at most {MIN_FEATURE_SPREAD:g} counts as constant); subtract its mean or "
@@ -661,6 +667,12 @@ def _values(names: list[str], levels: dict[str, list[str]], schema: pl.Schema, o
             if c in fill else [(c, f"column {c!r}")]) if name == twice]
         raise InputError(f"feature name {twice!r} would be made twice: by {made[0]} and by {made[1]}; rename a "
                          "column, or leave one out with --exclude")
+    # 'c=x' is how alkit names the one-hot features of categorical column c: a column of that name was read back
+    # as one of them (counted among c's values, and left out of the columns a features file must hold)
+    prefixed = next(((n, o) for n in names if n not in levels for o in levels if n.startswith(f"{o}=")), None)
+    if prefixed is not None:
+        raise InputError(f"column {prefixed[0]!r} begins with {prefixed[1] + '='!r}, the names of the one-hot features "
+                         f"of categorical column {prefixed[1]!r}; rename a column, or leave one out with --exclude")
     return FeatureValues(names, None, len(encoded), levels, fill,
                          [c for c in names if c not in levels and _is_text(schema[c])])
 
@@ -840,7 +852,9 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
     size = int(np.prod(dims))
     if size != n_features:
         raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
-    if len(shape) == 3 and shape[2] <= 4 < min(shape[0], shape[1]):  # 28,28,3 was read as 28 channels of 28 x 3 images
+    # 28,28,3 was read as 28 channels of 28 x 3 images, 4,4,3 as 4 channels of 4 x 3: a last side of 1-4 below both
+    # others is a channel count
+    if len(shape) == 3 and shape[2] <= 4 and shape[2] < min(shape[0], shape[1]):
         raise InputError(f"--image-shape {','.join(map(str, shape))} looks channels-last (H,W,C); alkit reads C,H,W "
                          f"with each channel's image stored in turn: pass {shape[2]},{shape[0]},{shape[1]} if the "
                          "columns are laid out so, and reorder columns that interleave the channels (R,G,B of each "

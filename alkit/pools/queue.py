@@ -368,7 +368,8 @@ def canonical_label(project: Project, raw: str) -> str:
         hint = comma_hint(raw)
         raise ValueError(f"regression label {raw!r} is not a number" + (f" ({hint})" if hint else "")) from None
     if not math.isfinite(x):
-        raise ValueError(f"regression label {raw!r} is not a finite number")
+        blank = " (leave the cell empty for an item not labelled yet)" if math.isnan(x) else ""
+        raise ValueError(f"regression label {raw!r} is not a finite number{blank}")
     if abs(x) > REGRESSION_LABEL_MAX:
         raise ValueError(f"regression label {raw!r} is beyond ±{REGRESSION_LABEL_MAX:.0e}, which alkit's 32-bit fits "
                          "cannot take: rescale the target (e.g. in thousands) for the whole project")
