@@ -62,6 +62,23 @@ def test_a_foreign_sqlite_database_is_refused_unchanged(tmp_path: Path) -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
 
 
+def test_a_damaged_store_is_refused_without_leaving_wal_files(tmp_path: Path) -> None:
+    """A store whose pages were overwritten (a disk error, a bad copy): refused, and the folder is left as it was
+    found (the read that found the damage left an empty -wal and a -shm beside it)."""
+    url = f"sqlite:///{tmp_path / 'alkit.db'}"
+    _store(url).dispose()
+    path = tmp_path / "alkit.db"
+    for f in tmp_path.glob("alkit.db-*"):
+        f.unlink()
+    data = bytearray(path.read_bytes())
+    data[100:4000] = b"\xff" * 3900
+    path.write_bytes(bytes(data))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(StoreError, match="not an alkit store .*malformed"):
+        Store(url)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before == ["alkit.db"]
+
+
 def test_initialise_twice_refused(store_url: str) -> None:
     s = _store(store_url)
     with pytest.raises(StoreError, match="already holds items"):

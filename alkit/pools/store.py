@@ -300,6 +300,8 @@ class Store:
         """Refuse a store that is not an alkit store of this schema.  A SQLite file is read read-only
         and before the engine exists: the engine's connect pragmas (journal_mode=WAL) would rewrite
         someone else's database before it was refused."""
+        sidecars = [] if db_file is None else [db_file.with_name(db_file.name + x) for x in ("-wal", "-shm")]
+        made = [f for f in sidecars if not f.exists()]  # a refused store is left as it was found
         try:
             if db_file is not None:
                 import sqlite3
@@ -314,6 +316,10 @@ class Store:
                 version = None if meta is None else meta.value
         except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if any(w in reason for w in ("malformed", "not a database", "no such table")):
+                for f in made:  # the -wal/-shm the failed read opened beside a damaged file (an empty log, an index)
+                    if f.exists() and (f.name.endswith("-shm") or f.stat().st_size == 0):
+                        f.unlink(missing_ok=True)
             hint = ""
             if db_file is None and any(w in reason.lower() for w in ("password", "authentication")):
                 hint = ("; give the password as $ALKIT_STORE_URL (the full URL, with the same driver, user, host, port "
