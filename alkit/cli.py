@@ -295,6 +295,9 @@ def run(
             scorer = "bayesvlm"
         scorer_name = scorer or get_preset(strategy).default_scorer
         # options with flags of their own: the flag's value (an -o of another value is refused below)
+        from alkit.models.user_backbone import canonical_ref
+
+        backbone, learner = (canonical_ref(r, proj.root) if r else r for r in (backbone, learner))
         flags = {"--head": ("head", head), "--cov": ("cov", cov), "--backbone": ("module", backbone or None),
                  "--learner": ("estimator", learner),
                  "--model-dir": ("model_dir", str(model_dir.expanduser().resolve()) if model_dir is not None else None),

@@ -97,8 +97,13 @@ def user_errors() -> Iterator[None]:
         if not _store_outage(exc):
             raise
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
-        err.print(f"[bold red]error:[/] the store stopped answering ({escape(one_line(reason))}); every committed "
-                  "cycle and label is kept: run the same command again when it is back", highlight=False)
+        if "disk is full" in reason or "No space left" in reason:  # not an outage: init said 'every committed cycle'
+            err.print(f"[bold red]error:[/] the store's disk is full ({escape(one_line(reason))}); what was written "
+                      "before this command's last step is kept: free space and run the same command again",
+                      highlight=False)
+        else:
+            err.print(f"[bold red]error:[/] the store stopped answering ({escape(one_line(reason))}); every committed "
+                      "cycle and label is kept: run the same command again when it is back", highlight=False)
         raise typer.Exit(code=1) from None
 
 

@@ -408,6 +408,12 @@ def test_a_store_that_stops_answering_is_one_line_not_a_driver_traceback(capsys:
     out = capsys.readouterr().err
     assert stopped.value.exit_code == 1 and len(out.strip().splitlines()) == 1
     assert "the store stopped answering (server closed the connection unexpectedly)" in " ".join(out.split())
+    with pytest.raises(typer.Exit):  # a full disk is no outage (init's refusal spoke of committed cycles)
+        with user_errors():
+            raise OperationalError("INSERT", {}, Exception("database or disk is full"))
+    out = " ".join(capsys.readouterr().err.split())
+    assert "the store's disk is full (database or disk is full)" in out and "free space" in out
+    assert "stopped answering" not in out
     with pytest.raises(ZeroDivisionError):  # a bug stays a bug, with its traceback
         with user_errors():
             1 / 0

@@ -285,6 +285,8 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     # a bad --store was found only by the round trip after the project was written: exit 2, project left behind
     _bad(tmp_path, df, r"--store is empty", store="")
     _bad(tmp_path, df, r"--store 'notaurl' is not a store URL", store="notaurl")
+    _bad(tmp_path, df, r"--store 'sqlite:///.*nodir/x.db': the folder '.*nodir' does not exist; create it first",
+         store=f"sqlite:///{tmp_path / 'nodir' / 'x.db'}")
     _bad(tmp_path, df, r"--image-shape describes pixel features.*--text-col", image_shape=(8, 8), text_col="px1")
     from alkit.pools.ingest import parse_image_shape
 

@@ -203,3 +203,29 @@ def test_cli_learner_end_to_end(models: Path, digits_csv: Path) -> None:
     assert strs.returncode == 2 and "its classes_ are ['c" in strs.stderr and "Traceback" not in strs.stderr
     fails = alkit("run", "--strategy", "margin", "--learner", "mymodels:boom", "--budget", "40")
     assert fails.returncode == 2 and "--learner 'mymodels:boom' failed in fit: RuntimeError: boom" in fails.stderr
+
+
+def test_one_learner_file_is_one_run_whatever_folder_the_command_was_typed_in(models: Path, digits_csv: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--learner own.py:logreg` typed in the project and `--learner p/own.py:logreg` beside it named one file and
+    made two runs (two curves of one model); so did `./own.py`.  Both spellings are now the file's path from the
+    project folder, and the second command continues the first run."""
+    from alkit.models.user_backbone import canonical_ref
+
+    beside = project_cli(models)
+    assert beside("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    (models / "p" / "own.py").write_text(MODELS)
+    root = models / "p"
+    monkeypatch.chdir(models)
+    assert canonical_ref("p/own.py:logreg", root) == "own.py:logreg"  # resolved from the current folder (models)
+    assert canonical_ref("mymodels:logreg", root) == "mymodels:logreg"  # a module is left as given
+    assert canonical_ref(f"{models / 'mymodels.py'}:logreg", root) == f"{(models / 'mymodels.py').resolve()}:logreg"
+    assert canonical_ref("nosuch.py:f", root) == "nosuch.py:f"  # refused by name when loaded
+    first = beside("run", "--strategy", "margin", "--learner", "p/own.py:logreg", "--budget", "20", "--json")
+    assert first.returncode == 0, first.stderr
+    inside = project_cli(root, ".")
+    second = inside("run", "--strategy", "margin", "--learner", "./own.py:logreg", "--budget", "30", "--json")
+    assert second.returncode == 0, second.stderr
+    runs = json.loads(inside("status", "--json").stdout)
+    runs = runs["runs"] if isinstance(runs, dict) else runs
+    assert len(runs) == 1 and runs[0]["n_labeled"] == 30, runs

@@ -80,6 +80,21 @@ def load_factory(ref: str, search: tuple[Path, ...] = (), flag: str = "--backbon
     return factory
 
 
+def canonical_ref(ref: str, root: Path) -> str:
+    """A ``FILE.py:FUNCTION`` reference in one spelling, so one file is one run whatever folder the command was
+    typed in (``m.py:f`` in the project, ``proj/m.py:f`` beside it, ``./m.py:f`` made two runs and two curves):
+    a file inside the project folder by its path from there, one outside by its absolute path.  Module references
+    and files that cannot be found are left as given (loading them is refused by name)."""
+    target, sep, func = ref.rpartition(":")
+    if not sep or not target.endswith(".py"):
+        return ref
+    path = _file_of(target, (Path(root).resolve(),))
+    if not path.is_file():
+        return ref
+    path, root = path.resolve(), Path(root).resolve()
+    return f"{path.relative_to(root).as_posix() if path.is_relative_to(root) else path}:{func}"
+
+
 def _file_of(target: str, search: tuple[Path, ...]) -> Path:
     """A ``FILE.py`` target resolved against the current folder, then ``search``."""
     path = Path(target).expanduser()

@@ -999,6 +999,12 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             make_url(opts.store)
         except ArgumentError:
             raise InputError(f"--store {opts.store!r} is not a store URL (e.g. sqlite:///alkit.db, postgresql://host/db)") from None
+        from alkit.pools.store import sqlite_file
+
+        db_file = sqlite_file(opts.store)
+        if db_file is not None and not db_file.parent.is_dir():  # SQLite said '[Errno 2] No such file'
+            raise InputError(f"--store {opts.store!r}: the folder {str(db_file.parent)!r} does not exist; "
+                             "create it first (init makes the store file, not its folder)")
     if opts.id_col and opts.id_col == opts.label_col:
         raise InputError(f"--id-col and --label-col are both {opts.id_col!r}: the ids and the labels need columns of their own")
     for option, col in (("--feature-col", opts.feature_col), ("--text-col", opts.text_col), ("--image-col", opts.image_col)):

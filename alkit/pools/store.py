@@ -126,7 +126,7 @@ def make_engine(url: str) -> Engine:
         raise StoreError(f"cannot use the store URL: {type(exc).__name__} (see --store's documented forms)") from None
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL (None for other backends and in-memory databases)."""
     if not url.startswith("sqlite"):
         return None
@@ -255,7 +255,7 @@ def _zeros_hint(s: Any, unknown: list[str]) -> str | None:
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
-        db_file = _sqlite_file(url)
+        db_file = sqlite_file(url)
         if not create and db_file is not None and not db_file.exists():  # connecting would create an empty one
             raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
                              "(restore the file, or point alkit.toml's store at the right one)")
@@ -337,7 +337,7 @@ class Store:
         except OperationalError as exc:
             if self.read_only is None or "readonly" not in str(exc).replace("read-only", "readonly"):
                 raise
-            raise StoreError(f"the store {_sqlite_file(self.url)} is read-only (the file or its folder): this command "
+            raise StoreError(f"the store {sqlite_file(self.url)} is read-only (the file or its folder): this command "
                              "writes to it; make both writable (SQLite keeps its -wal and -shm files beside the store)"
                              ) from None
 
