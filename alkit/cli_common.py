@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -84,13 +85,28 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+_OS_HINTS = {errno.EACCES: "the file or its folder is not writable (or readable) for this user",
+             errno.EPERM: "the file or its folder is not writable (or readable) for this user",
+             errno.EROFS: "the file system is read-only", errno.ENOSPC: "the disk is full: free space and run it again",
+             errno.ENOENT: "no such file or folder", errno.ENOTDIR: "a part of the path is a file, not a folder",
+             errno.EISDIR: "the path is a folder, not a file"}
+
+
+def os_error_line(exc: BaseException) -> str | None:
+    """An OSError about a path in words ('cannot use /p/x.png: the file system is read-only'), not Python's
+    '[Errno 30] Read-only file system: ...'; None for other errors (their own message is the line)."""
+    if not isinstance(exc, OSError) or exc.filename is None or exc.errno not in _OS_HINTS:
+        return None
+    return f"cannot use {exc.filename}: {_OS_HINTS[exc.errno]} ({exc.strerror})"
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn a refused operation into one red line and exit code 2 (never a traceback)."""
     try:
         yield
     except USER_ERRORS as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else os_error_line(exc) or str(exc)
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
         raise typer.Exit(code=2) from None
     except Exception as exc:  # noqa: BLE001 - only the store going away mid-command is turned into a line

@@ -414,6 +414,12 @@ def test_a_store_that_stops_answering_is_one_line_not_a_driver_traceback(capsys:
     out = " ".join(capsys.readouterr().err.split())
     assert "the store's disk is full (database or disk is full)" in out and "free space" in out
     assert "stopped answering" not in out
+    with pytest.raises(typer.Exit) as refused:  # a path error in words, not '[Errno 30] Read-only file system'
+        with user_errors():
+            raise OSError(30, "Read-only file system", "/p/learning_curves.png")
+    out = " ".join(capsys.readouterr().err.split())
+    assert refused.value.exit_code == 2 and "Errno" not in out
+    assert "cannot use /p/learning_curves.png: the file system is read-only (Read-only file system)" in out
     with pytest.raises(ZeroDivisionError):  # a bug stays a bug, with its traceback
         with user_errors():
             1 / 0
