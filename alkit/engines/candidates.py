@@ -61,7 +61,9 @@ def in_memory_candidates(keys_n: np.ndarray, X_n_f: np.ndarray, learner: Learner
     the cold start) unscored, embedded by their standardised features; their features ride along
     in ``extras['features']``."""
     if learner is None or scorer is None:
-        emb = (X_n_f - X_n_f.mean(0)) / np.where(X_n_f.std(0) > 1e-8, X_n_f.std(0), 1.0)
+        X64 = np.asarray(X_n_f, dtype=np.float64)  # float32 squares overflow from |x| ~ 2e19 (std inf, then NaN)
+        sd = X64.std(0)
+        emb = ((X64 - X64.mean(0)) / np.where(sd > 1e-8, sd, 1.0)).astype(np.float32)
         cands = Candidates(keys_n=keys_n, scores_n=np.zeros(len(keys_n)), embedding_n_d=emb)
     else:
         scores, a = scorer(learner.predict(X_n_f))
