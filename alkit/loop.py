@@ -22,7 +22,7 @@ import polars as pl
 
 from alkit import metrics
 from alkit.acquisition import AcquisitionError
-from alkit.config import Project
+from alkit.config import Project, payload_key
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
@@ -187,6 +187,8 @@ class ActiveLoop:
         payload = self.project.payload_path
         if not payload.is_file() or self.cfg.id_col not in pl.read_parquet_schema(payload):
             return
+        if payload_key(payload) == self.cfg.id_col:  # an id column named 'key' in a project made before _alkit_key:
+            return  # that init wrote the row keys over it, so the payload holds no ids to compare (the count did)
         keys = sorted({0, n // 2, n - 1})
         stored = self.store.ids_for_keys(keys)
         ids = pl.read_parquet(payload, columns=[self.cfg.id_col])[self.cfg.id_col]

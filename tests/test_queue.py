@@ -833,3 +833,20 @@ def test_a_data_column_named_key_reaches_the_queue_file(tmp_path: Path) -> None:
     res = invoke("queue", "export", "-p", str(root), "--out", str(tmp_path / "old.csv"))
     assert res.exit_code == 0, res.text
     assert sorted(pl.read_csv(tmp_path / "old.csv", infer_schema=False)["id"]) == sorted(queue["id"])
+    # ... and its lost column is not exported as the data's (it showed alkit's row numbers under the user's name)
+    assert "key" not in pl.read_csv(tmp_path / "old.csv", infer_schema=False).columns
+
+
+def test_an_old_project_whose_id_column_is_named_key_goes_on(tmp_path: Path) -> None:
+    """A project made before the payload key was renamed, with `--id-col key`: that init wrote the row keys over the
+    ids in payload.parquet, and after the upgrade every run was refused as 'another project's store'."""
+    rng = np.random.default_rng(11)
+    lines = ["key,a,b,label"] + [f"w{i},{rng.normal():.3f},{rng.normal():.3f},{'xy'[i % 2]}" for i in range(30)]
+    (tmp_path / "w.csv").write_text("\n".join(lines) + "\n")
+    root = tmp_path / "p"
+    assert invoke("init", str(tmp_path / "w.csv"), "-p", str(root), "--id-col", "key", "--label-col", "label",
+                  "--hide-labels").exit_code == 0
+    old = pl.read_parquet(root / "payload.parquet")  # as the old init wrote it: the row keys in the 'key' column
+    old.drop("key").rename({"_alkit_key": "key"}).write_parquet(root / "payload.parquet")
+    res = invoke("run", "-p", str(root), "--strategy", "random", "--budget", "10", "--batch-size", "5")
+    assert res.exit_code == 0, res.text

@@ -30,7 +30,7 @@ import polars as pl
 from sqlalchemy import func, select
 
 from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
-from alkit.config import REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key
+from alkit.config import PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key
 from alkit.pools import labelfiles, leases
 from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
@@ -195,7 +195,10 @@ def default_queue_path(project: Project, fmt: str = "csv", cycle: int | None = N
 def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """(payload columns, numeric feature columns) to export: every payload column by default;
     with ``include``, those named, which may also be feature columns (numbers the labelers see)."""
-    available = [c for c in project.config.payload_cols if c != project.config.id_col]
+    # a project made before the payload key was _alkit_key: a data column named 'key' was overwritten by the row
+    # keys at init (its values are lost), and is not exported as if it were the data's
+    lost = {payload_key(project.payload_path)} - {PAYLOAD_KEY}
+    available = [c for c in project.config.payload_cols if c != project.config.id_col and c not in lost]
     features: list[str] = []
     if include is None:
         cols = available
