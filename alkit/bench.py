@@ -304,6 +304,13 @@ def run_bench(
                      f"{budget} labels ({shown}; stopped by a --stop rule, or run with a smaller budget): "
                      "in the columns past their end they count with their last value, and their AULC covers "
                      "their shorter curve")
+    evaluated = set(df.filter(pl.col(metric).is_not_null())["run"].unique().to_list())
+    unfitted = sorted(bench_runs - evaluated - set(failed))
+    if unfitted:  # left out of the means without a word: a strategy's row read 1.000 over its one fitted seed
+        shown = ", ".join(unfitted[:5]) + (" ..." if len(unfitted) > 5 else "")
+        notes.append(f"{len(unfitted)} run{'s' if len(unfitted) > 1 else ''} never fitted a model and "
+                     f"{'are' if len(unfitted) > 1 else 'is'} left out of the means ({shown}: a classification run "
+                     "needs labels of two classes); the n seeds column counts the seeds each row averages")
     majority = _majority_share(loop.store) if proj.config.task == "classification" and metric == "accuracy" else None
     if majority is not None and majority[1] >= MAJORITY_NOTE:
         notes.append(f"the test split is {majority[1]:.0%} {majority[0]!r}: predicting that class alone scores "

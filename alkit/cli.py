@@ -19,7 +19,8 @@ from rich.table import Table
 
 from alkit import cli_common
 from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
-                              console, err, one_line, use_threads, user_errors)
+                              console, err, interrupt_said, one_line, say_interrupted, use_threads,
+                              user_errors)
 from alkit.cli_common import parse_counts
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
@@ -380,11 +381,11 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
             raise
         run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
         if run_id is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
-            err.print(f"interrupted before run {spec.name} started (nothing was recorded); run the same command "
-                      "to start it", highlight=False)
+            say_interrupted(f"interrupted before run {spec.name} started (nothing was recorded); run the same command "
+                            "to start it")
         else:
-            err.print(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
-                      f"command (or `alkit run --resume {spec.name}`) to continue", highlight=False)
+            say_interrupted(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
+                            f"command (or `alkit run --resume {spec.name}`) to continue")
         raise typer.Exit(code=130) from None
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries
@@ -520,8 +521,7 @@ def bench(
         except (KeyboardInterrupt, ImportError) as exc:  # Ctrl-C or SIGTERM: it ended without a word
             if not _is_interrupt(exc):
                 raise
-            err.print("interrupted: the bench's runs keep every finished cycle; run the same command to continue",
-                      highlight=False)
+            say_interrupted("interrupted: the bench's runs keep every finished cycle; run the same command to continue")
             raise typer.Exit(code=130) from None
         png = res.summary_md.with_name("bench_curves.png")
         proj = load_project(project)
@@ -658,6 +658,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, terminate)
     usage_error = typer.BadParameter.__bases__[0]  # click's UsageError (typer may vendor its own click)
     command = typer.main.get_command(app)
+    interrupt_said(clear=True)
     try:
         code = command.main(prog_name="alkit", standalone_mode=False)
     except usage_error as exc:
@@ -671,6 +672,8 @@ def main() -> None:
     except typer.Abort:  # Ctrl-C outside a run (a run reports its own interruption)
         err.print("interrupted", highlight=False)
         sys.exit(130)
+    if code == 130 and not interrupt_said():  # typer turns a Ctrl-C it meets into exit 130 without a word
+        err.print("interrupted", highlight=False)
     sys.exit(code if isinstance(code, int) else 0)
 
 

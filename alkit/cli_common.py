@@ -79,6 +79,24 @@ def use_threads() -> None:
     _BLAS_LIMITS[:] = [threadpool_limits(limits=THREADS)]
 
 
+_INTERRUPT_SAID: list[str] = []  # what a handler said of a Ctrl-C, for main() to leave the line to it
+
+
+def say_interrupted(message: str) -> None:
+    """Ctrl-C (or SIGTERM) reported in one line by the command it stopped; exit with 130 after it.  A Ctrl-C
+    anywhere else (reading the project, parsing options) ended with exit 130 and no word: main() says it."""
+    err.print(message, highlight=False)
+    _INTERRUPT_SAID.append(message)
+
+
+def interrupt_said(clear: bool = False) -> bool:
+    """Whether a handler has said a Ctrl-C since the last ``clear`` (main() clears it as a command starts)."""
+    said = bool(_INTERRUPT_SAID)
+    if clear:
+        _INTERRUPT_SAID.clear()
+    return said
+
+
 def one_line(text: str) -> str:
     """Newlines, tabs and other control characters (from a message or a user's value quoted in it)
     shown as escapes, so a refusal is always exactly one line."""

@@ -243,6 +243,24 @@ def test_an_imbalanced_test_split_gets_a_note_on_accuracy(tmp_path: Path) -> Non
     assert not any("test split is" in note for note in balanced.notes)
 
 
+def test_runs_that_never_fitted_a_model_are_named_under_the_table(tmp_path: Path) -> None:
+    """A seed whose labels were all of one class has no model and no metric: it was left out of its strategy's
+    mean without a word, so a row read 1.000 over its one fitted seed (a black-box check)."""
+    from alkit.pools.ingest import InitOptions, init_project
+
+    rng = np.random.default_rng(3)
+    n = 400
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = np.where(np.arange(n) % 80 == 0, "rare", "common")  # 5 rare items in the pool and test split together
+    pl.DataFrame({"id": [f"r{i}" for i in range(n)], **{f"x{j}": X[:, j] for j in range(3)}, "label": y}).write_csv(
+        tmp_path / "rare.csv")
+    init_project(tmp_path / "rare.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True))
+    res = run_bench(tmp_path / "p", strategies=["random:none"], **{**ARGS, "seeds": 3, "budget": 20})
+    unfitted = [note for note in res.notes if "never fitted a model" in note]
+    assert len(unfitted) == 1 and "random-b10-s" in unfitted[0], res.notes
+    assert "never fitted a model" in res.summary_md.read_text()
+
+
 def test_bench_refuses_a_project_without_a_test_split_before_running(tmp_path: Path) -> None:
     """A regression project made with --test-frac 0 spent every run's labels, then failed saying no run
     had fitted a model, with a classification hint (a black-box check)."""

@@ -481,6 +481,38 @@ def test_ctrl_c_before_the_run_is_recorded_does_not_offer_a_resume(project: Path
     assert res.exit_code != 130 and "interrupted" not in res.output
 
 
+def test_ctrl_c_while_a_command_reads_the_project_says_interrupted(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    """Ctrl-C in a command's first seconds (reading alkit.toml, parsing options) ended with exit 130 and no word:
+    typer turns a KeyboardInterrupt it meets into exit 130 silently.  main() says 'interrupted' where no handler
+    did; one in the CLI's own imports is the entry point's."""
+    import sys
+
+    import alkit.cli
+    import alkit.entry
+
+    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003 - stands in for load_project
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(alkit.cli, "load_project", interrupted)
+    monkeypatch.setattr(sys, "argv", ["alkit", *RUN, "-p", str(project)])
+    with pytest.raises(SystemExit) as stopped:
+        alkit.cli.main()
+    assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"
+    monkeypatch.delitem(sys.modules, "alkit.cli")
+    real_import = __builtins__["__import__"] if isinstance(__builtins__, dict) else __builtins__.__import__
+
+    def import_interrupted(name, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - Ctrl-C inside `import alkit.cli`
+        if name == "alkit.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.__import__", import_interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        alkit.entry.main()
+    assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"
+
+
 def test_a_regression_head_on_a_classification_project_says_head_is_for_regression(project: Path) -> None:
     res = alkit(*RUN, "--scorer", "vbll", "--head", "quantile", "-p", str(project), cwd=project.parent)
     assert res.returncode != 0 and "Traceback" not in res.stderr
