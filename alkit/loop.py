@@ -253,6 +253,7 @@ class ActiveLoop:
                 self.on_event("human_wait", {"run": run.name, "cycle": cycle - 1, "queued": waiting, "message": msg})
                 self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
                 break
+            self.store.check_file()  # deleted mid-run, the cycles went into an unlinked file
             leases.renew(self.store, lease)
             spent = self.store.n_spent(run.id)
             last = self.store.cycles(run.id)[-1:]

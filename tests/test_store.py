@@ -79,6 +79,24 @@ def test_a_damaged_store_is_refused_without_leaving_wal_files(tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == before == ["alkit.db"]
 
 
+def test_a_store_file_deleted_or_replaced_under_a_command_is_noticed(tmp_path: Path) -> None:
+    """`rm alkit.db` during a run: SQLite went on writing into the unlinked file, the run said 'complete' and every
+    cycle since was gone.  The loop asks check_file before each cycle."""
+    import shutil
+
+    path = tmp_path / "alkit.db"
+    s = _store(f"sqlite:///{path}")
+    s.check_file()  # the file it opened: nothing to say
+    shutil.copy(path, tmp_path / "copy.db")
+    path.unlink()
+    with pytest.raises(StoreError, match="alkit.db was deleted while this command ran"):
+        s.check_file()
+    shutil.copy(tmp_path / "copy.db", path)  # another file under the same name
+    with pytest.raises(StoreError, match="alkit.db was replaced by another file while this command ran"):
+        s.check_file()
+    s.dispose()
+
+
 def test_initialise_twice_refused(store_url: str) -> None:
     s = _store(store_url)
     with pytest.raises(StoreError, match="already holds items"):

@@ -252,6 +252,15 @@ def _zeros_hint(s: Any, unknown: list[str]) -> str | None:
     return (f"ids {shown}{' ...' if len(lost) > 3 else ''} lost their leading zeros (a spreadsheet read them as "
             "numbers): format the id column as text before saving, or fill in the file alkit wrote in a text editor")
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of ``path``, or None where it is gone."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class Store:
     def __init__(self, url: str, *, create: bool = False) -> None:
         self.url = url
@@ -282,6 +291,20 @@ class Store:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if not create and db_file is None:
             self._check_schema(None)
+        self._db_file = db_file.resolve() if db_file is not None and db_file.exists() else None
+        self._file_id = _file_id(self._db_file) if self._db_file is not None else None
+
+    def check_file(self) -> None:
+        """The SQLite file must still be the one this Store opened.  Deleted (or replaced) under a running command,
+        SQLite goes on writing into the unlinked file: a run went on to 'complete' and every cycle since was lost
+        with it.  A loop calls this before each cycle, so it stops at the next one with this line."""
+        if self._db_file is None or self._file_id is None:
+            return
+        now = _file_id(self._db_file)
+        if now != self._file_id:
+            happened = "deleted" if now is None else "replaced by another file"
+            raise StoreError(f"the store {self._db_file} was {happened} while this command ran: what it wrote since "
+                             "went with the old file; restore alkit.db (a store is only created by `alkit init`)")
 
     @staticmethod
     def drop_created(url: str, tables: list[str]) -> None:
