@@ -850,3 +850,16 @@ def test_an_old_project_whose_id_column_is_named_key_goes_on(tmp_path: Path) -> 
     old.drop("key").rename({"_alkit_key": "key"}).write_parquet(root / "payload.parquet")
     res = invoke("run", "-p", str(root), "--strategy", "random", "--budget", "10", "--batch-size", "5")
     assert res.exit_code == 0, res.text
+
+
+def test_an_empty_export_points_to_commands_that_run(tmp_path: Path) -> None:
+    """Nothing queued: the hint said `alkit run`, which is refused without --budget (or --resume NAME)."""
+    rng = np.random.default_rng(12)
+    lines = ["id,a,label"] + [f"i{i},{rng.normal():.3f},{'xy'[i % 2] if i < 6 else ''}" for i in range(20)]
+    (tmp_path / "h.csv").write_text("\n".join(lines) + "\n")
+    assert invoke("init", str(tmp_path / "h.csv"), "-p", str(tmp_path / "p"), "--id-col", "id",
+                  "--label-col", "label").exit_code == 0
+    res = invoke("queue", "export", "-p", str(tmp_path / "p"))
+    text = " ".join(res.text.split())
+    assert res.exit_code == 0 and "nothing is queued" in text, text
+    assert "`alkit run --resume NAME --project" in text and "`alkit run --budget N --project" in text
