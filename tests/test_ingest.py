@@ -1085,6 +1085,10 @@ def test_black_box_init_files_of_2026_12_06(tmp_path: Path) -> None:
     frame.write_parquet(tmp_path / "nanlab.parquet")
     init_project(tmp_path / "nanlab.parquet", tmp_path / "pq", InitOptions(**OPTS))
     assert load_project(tmp_path / "pq").config.classes == ["0", "1"]
+    # zero-padded label codes: '1', '01' and '001' were read as one number and refused as a constant target
+    codes = write("codes.csv", "id,a,label\n" + "".join(f"{i},{i}.5,{['1', '01', '001'][i % 3]}\n" for i in range(12)))
+    init_project(codes, tmp_path / "codes", InitOptions(**OPTS, hide_labels=True))
+    assert load_project(tmp_path / "codes").config.classes == ["001", "01", "1"]
     # lone CR line ends: read as the rows they are
     cr = write("cr.csv", "id,a,label\r" + "".join(f"{i},{i}.5,{'xy'[i % 2]}\r" for i in range(12)))
     init_project(cr, tmp_path / "cr", InitOptions(**OPTS, hide_labels=True))

@@ -146,7 +146,7 @@ def _bell_shaped(counts: np.ndarray) -> bool:
 def label_values(data: Path, label_col: str) -> list[str]:
     """The values of a data file's label column, as text, without its empty and missing cells (as init
     reads them: _blank_labels_missing; a 'NaN' among numbers crashed the hint that reads these)."""
-    col = TableSource(data).frame([pl.col(label_col)])[label_col]
+    col = TableSource(data, codes_as_text=[label_col]).frame([pl.col(label_col)])[label_col]
     return _blank_labels_missing(col).drop_nulls().cast(pl.Utf8).to_list()
 
 
@@ -767,7 +767,10 @@ def _blank_labels_missing(s: pl.Series) -> pl.Series:
     text = text.set((text == "") | text.str.to_lowercase().is_in(list(_MISSING_LABELS)), None)
     numbers = text.cast(pl.Float64, strict=False)
     if text.null_count() < len(text) and numbers.null_count() == text.null_count():
-        whole = text.drop_nulls().str.contains(r"^[+-]?\d+$").all()
+        given = text.drop_nulls()
+        whole = given.str.contains(r"^[+-]?\d+$").all()
+        if whole and given.str.contains(r"^[+-]?0\d").any():  # codes: '01', '001' and '1' are three classes
+            return text
         return numbers.cast(pl.Int64) if whole else numbers  # as a CSV reader types the column
     return text
 
@@ -1032,7 +1035,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
                          "--image-shape describes: fill the missing pixels before init (e.g. with 0), or drop --image-shape")
     if opts.image_shape is not None and (opts.text_col or opts.image_col):
         raise InputError("--image-shape describes pixel features; --text-col/--image-col produce embeddings: drop one")
-    source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [])
+    # zero-padded label codes ('01', '001') are the classes they spell, not one number
+    source = TableSource(data, text_cols=[opts.id_col] if opts.id_col else [],
+                         codes_as_text=[opts.label_col] if opts.task != "regression" else False)
     if opts.text_col or opts.image_col:
         source.require_text(opts.text_col or opts.image_col)
     if source.empty_rows and notes is not None:

@@ -53,12 +53,13 @@ class TableSource:
 
     BATCH_ROWS = 65_536
 
-    def __init__(self, path: Path, text_cols: Sequence[str] = (), codes_as_text: bool = False) -> None:
+    def __init__(self, path: Path, text_cols: Sequence[str] = (), codes_as_text: bool | Sequence[str] = False) -> None:
         """``text_cols``: CSV columns read as the text they hold, not as the numbers they may look
         like (ids: '0057' stays '0057'; inferred as an integer it came back as '57', and neither the
         queue file nor the user's own data would match it).  ``codes_as_text``: also every CSV column
         of whole numbers with a zero-padded value ('02139', '0007'), a code rather than a number
-        (the embedding command, which carries the data through: ids and zip codes lost their zeros)."""
+        (the embedding command, which carries the data through: ids and zip codes lost their zeros); or the
+        columns named (init's label column: classes '1', '01' and '001' were read as one number)."""
         self.path = path
         suffix = _suffix(path)
         self.sep = SEPARATORS.get(suffix)  # None: Parquet or JSON Lines
@@ -93,7 +94,8 @@ class TableSource:
                 self.lazy = pl.scan_csv(self.read_path, separator=self.sep, infer_schema_length=None,
                                         schema_overrides=as_text or None, quote_char='"')
                 if codes_as_text:
-                    as_text |= self._zero_padded(self.lazy.collect_schema())
+                    as_text |= self._zero_padded(self.lazy.collect_schema(),
+                                                 None if codes_as_text is True else list(codes_as_text))
                     self.lazy = pl.scan_csv(self.read_path, separator=self.sep, infer_schema_length=None,
                                             schema_overrides=as_text or None, quote_char='"')
             elif suffix in JSON_LINES:  # ids keep their JSON type: a string id stays the text it is
@@ -125,9 +127,10 @@ class TableSource:
                     writer.writerow(fields)
         return out
 
-    def _zero_padded(self, schema: pl.Schema) -> dict[str, type[pl.Utf8]]:
-        """The whole-number columns of this CSV with a zero-padded value, as text overrides."""
-        ints = [c for c, t in schema.items() if t.is_integer()]
+    def _zero_padded(self, schema: pl.Schema, among: list[str] | None = None) -> dict[str, type[pl.Utf8]]:
+        """The whole-number columns of this CSV (``among`` these, if given) with a zero-padded value, as text
+        overrides."""
+        ints = [c for c, t in schema.items() if t.is_integer() and (among is None or c in among)]
         if not ints:
             return {}
         raw = pl.scan_csv(self.read_path, separator=self.sep, infer_schema=False, quote_char='"').select(ints)
