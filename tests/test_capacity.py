@@ -375,6 +375,8 @@ def test_regression_choice_takes_the_ridge_residual_on_few_linear_labels_and_the
 
 
 def test_the_ridge_residual_network_predicts_the_ridge_plus_its_own_mean() -> None:
+    from sklearn.linear_model import BayesianRidge
+
     X, linear, _, spec = _regression_sets(1)
     res = MLPLearner("regression", input=spec, capacity="fixed", ridge="residual")
     res.fit(X[:30], linear[:30], seed=0)
@@ -382,7 +384,8 @@ def test_the_ridge_residual_network_predicts_the_ridge_plus_its_own_mean() -> No
     with torch.no_grad():
         out = res.head(res.backbone(torch.as_tensor(X[300:])))
     network_mean = out[:, 0].double() * res.scaler.scale + res.scaler.shift
-    ridge_mean = torch.as_tensor(res.ridge.model.predict(X[300:].astype(np.float64)))
+    ridge = BayesianRidge().fit(X[:30].astype(np.float64), linear[:30])  # the same ridge, on the raw target
+    ridge_mean = torch.as_tensor(ridge.predict(X[300:].astype(np.float64)))
     torch.testing.assert_close(pred.mean_n.double(), network_mean + ridge_mean, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(pred.dist.mean_n, pred.mean_n)
 
@@ -440,6 +443,27 @@ def test_the_predictive_ridge_mode_predicts_the_bayesian_ridge_and_keeps_the_res
     assert pred.embedding_n_d.shape == (300, learner.backbone.out_dim) and learner.scaler is not None
     with pytest.raises(ValueError, match="ridge must be"):
         MLPLearner("regression", ridge="mean")
+
+
+def test_the_ridge_is_the_same_model_in_any_unit_of_the_target() -> None:
+    """scikit-learn's BayesianRidge on a target in the thousands stopped after 2 iterations at w = 0 (the mean for
+    every item), so the plain MLP's capacity choice flipped with the target's unit (a black-box check); alkit fits
+    it on the standardised target: predictions scale with the target, the choice does not move."""
+    from alkit.models.learner import RidgePredictive
+
+    X, linear, _, spec = _regression_sets(5)
+    at = {}
+    for scale in (1.0, 1e4):
+        ridge = RidgePredictive()
+        ridge.fit(X[:40], linear[:40] * scale, seed=0)
+        dist = ridge.distribution(X[300:])
+        learner = MLPLearner("regression", input=spec)
+        report = learner.fit(X[:40], linear[:40] * scale, seed=0)
+        at[scale] = (dist.mean_n.numpy() / scale, dist.var_n.numpy() / scale**2, report["capacity_ridge"],
+                     report["cv_crps_ridge-residual"] / scale)
+    np.testing.assert_allclose(at[1e4][0], at[1.0][0], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(at[1e4][1], at[1.0][1], rtol=1e-6)
+    assert at[1e4][2] == at[1.0][2] and at[1e4][3] == pytest.approx(at[1.0][3], rel=1e-3)
 
 
 def test_the_ridge_candidate_is_cross_validated_without_a_network() -> None:
