@@ -35,11 +35,13 @@ def missing_indicator(col: str) -> str:
     return f"{col}=missing"
 
 
+PROJECT_FORMAT = 2  # 2: the payload's row key is _alkit_key, init records the class order in the store
+
 _FIELD_TYPES = {"task": "str", "id_col": "str", "label_col": "str", "n_items": "int", "n_features": "int",
                 "store": "str", "classes": "list[str]", "feature_cols": "list[str]", "feature_col": "str",
                 "hide_labels": "bool", "test_frac": "float", "seed": "int", "source": "str",
                 "payload_cols": "list[str]", "encoder": "str", "split_col": "str", "image_shape": "list[int]",
-                "image_col": "str", "one_hot": "list[str]", "imputed": "list[str]"}
+                "image_col": "str", "one_hot": "list[str]", "imputed": "list[str]", "format": "int"}
 _KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "float": "a number",
                "list[str]": "a list of strings", "list[int]": "a list of integers"}
 
@@ -79,6 +81,10 @@ class ProjectConfig:
     image_col: str = ""  # payload column of image paths (init --image-col; relative to source's folder), if any
     one_hot: list[str] = field(default_factory=list)  # categorical columns one-hot encoded into the features
     imputed: list[str] = field(default_factory=list)  # columns whose missing cells got the pool's median (init --impute)
+    # the project layout's version: init writes PROJECT_FORMAT, a project made before has none (1).  An alkit older
+    # than the key refuses it as unknown ('unknown keys ['format']'), where one of 2026-12-05 ran on a newer project
+    # and forked its runs under its own names; a newer format is refused here by the same rule
+    format: int = 1
 
     @property
     def input_kind(self) -> str:
@@ -97,6 +103,9 @@ class ProjectConfig:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
         if not 0.0 <= self.test_frac < 1.0:
             raise ConfigError(f"test_frac must be in [0, 1), not {self.test_frac}")
+        if self.format > PROJECT_FORMAT:
+            raise ConfigError(f"the project was made by a newer alkit (project format {self.format}; this alkit reads "
+                              f"up to {PROJECT_FORMAT}): upgrade alkit to use it")
         if self.task not in ("classification", "regression"):
             raise ConfigError(f"task must be classification or regression, not {self.task!r}")
         if self.task == "classification" and len(self.classes) < 2:

@@ -597,6 +597,18 @@ def test_a_truncated_payload_is_refused_before_a_cycle(tmp_path: Path) -> None:
     assert folder_snapshot(root) == before
 
 
+def test_a_project_of_a_newer_format_is_refused(project: Path) -> None:
+    """init records the project format; an alkit older than the key refuses it as an unknown key (one of
+    2026-12-05 ran on a newer project and forked its runs), and a newer format is refused here by name."""
+    toml = project / "alkit.toml"
+    assert "format = 2" in toml.read_text()
+    toml.write_text(toml.read_text().replace("format = 2", "format = 3"))
+    res = alkit("status", "-p", str(project), cwd=project.parent)
+    assert res.returncode == 2 and "made by a newer alkit (project format 3; this alkit reads up to 2)" in res.stderr
+    toml.write_text(toml.read_text().replace("format = 3\n", ""))  # a project made before the key: format 1
+    assert alkit("status", "-p", str(project), cwd=project.parent).returncode == 0
+
+
 def test_classes_reordered_in_alkit_toml_are_refused(project: Path) -> None:
     """Reordering classes in alkit.toml by hand was accepted and changed what a continued run picked (a class is
     its position there; renaming one was refused already): refused, naming the order init recorded."""

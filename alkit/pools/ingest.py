@@ -24,6 +24,7 @@ from alkit.choices import SEED_MAX, SKIP_LABEL
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
+    PROJECT_FORMAT,
     FEATURES_NAME,
     PAYLOAD_KEY,
     PAYLOAD_NAME,
@@ -1268,7 +1269,7 @@ def _plan(df: pl.DataFrame, columns: list[str], ids_str: pl.Series, marked_test:
         test_frac=float(marked_test.mean()) if marked_test is not None else test_frac,
         seed=opts.seed, source=str(data.resolve()), payload_cols=payload_cols,
         encoder="text:all-MiniLM-L6-v2" if opts.text_col else "image:efficientnet-lite0" if opts.image_col else "",
-        split_col=opts.split_col or "", image_shape=image_shape, image_col=opts.image_col or "",
+        split_col=opts.split_col or "", image_shape=image_shape, image_col=opts.image_col or "", format=PROJECT_FORMAT,
     )
     return cfg, _item_rows(ids_str, labels, split, shared, opts.hide_labels), shared_labels
 
