@@ -194,7 +194,14 @@ def run_bench(
             req = RunRequest(strategy=name, budget=budget, batch_size=batch_size, seed=seed,
                              initial=initial, initial_selector=initial_selector, train=dict(train or {}),
                              scorer=scorer or None)
-            plan.append((req, loop.resolve(req).spec.name))  # validates every run before any starts
+            spec = loop.resolve(req).spec  # validates every run before any starts
+            try:  # a run an earlier alkit named so with other settings was reused as this one, in another row
+                loop.store.check_run(spec)
+            except StoreError as exc:
+                raise LoopError(str(exc).replace("use another --name or the original arguments",
+                                                 "bench cannot run this strategy beside it under that name; "
+                                                 "`alkit status` shows its settings")) from None
+            plan.append((req, spec.name))
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
     failed: dict[str, str] = {}

@@ -128,6 +128,15 @@ def test_bench_compares_like_with_like(digits_project: Path) -> None:
     assert sorted(res.ran) == ["random-gradnorm-b10-s0", "topk-gradnorm-b10-s0"] and res.skipped == []
 
 
+def test_a_run_of_other_settings_under_the_benchs_name_is_refused_not_reused(digits_project: Path) -> None:
+    """An earlier alkit named a margin run of scorer none `margin-b10-s0`; `alkit run --strategy margin` refuses it
+    as another run, but bench reused it silently (the margin row was missing, a margin-none row in its place)."""
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(RunRequest(strategy="margin", budget=20, batch_size=10, seed=0, scorer="none", name="margin-b10-s0"))
+    with pytest.raises(LoopError, match="run 'margin-b10-s0' exists with scorer='none', not 'vbll'.*bench cannot run"):
+        run_bench(digits_project, strategies=["margin"], **{**ARGS, "seeds": 1})
+
+
 def test_bench_compares_with_random_picks_of_the_same_learner(digits_project: Path) -> None:
     """A bare `random` beside a VBLL strategy runs as random picks with VBLL ('random-vbll'): the
     default target is that curve's mean final accuracy (it fell back to 95 % of the best before),
