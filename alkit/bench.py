@@ -194,7 +194,12 @@ def run_bench(
             req = RunRequest(strategy=name, budget=budget, batch_size=batch_size, seed=seed,
                              initial=initial, initial_selector=initial_selector, train=dict(train or {}),
                              scorer=scorer or None)
-            spec = loop.resolve(req).spec  # validates every run before any starts
+            try:
+                spec = loop.resolve(req).spec  # validates every run before any starts
+            except LoopError as exc:  # its way out, another --name, is no option of bench's
+                raise LoopError(str(exc).replace("or give this run another --name",
+                                                 "and note that bench names its runs as `alkit run` does, so it "
+                                                 "cannot run the default settings beside that run")) from None
             try:  # a run an earlier alkit named so with other settings was reused as this one, in another row
                 loop.store.check_run(spec)
             except StoreError as exc:
