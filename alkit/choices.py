@@ -7,6 +7,10 @@ from __future__ import annotations
 QUEUE_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")  # = alkit.pools.labelfiles.FORMATS
 ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
 SKIP_LABEL = "__skip__"  # the label text that means "skip this item"
+# Cells of a label column that mean "no label", in a data file and an answers file alike: the missing-value
+# markers that no class is named ('NA', as R and pandas write a missing cell; not 'none', '?' or '-', which a
+# feature column also reads as missing but a class may be called)
+MISSING_LABELS = ("na", "n/a", "nan", "null")
 TASKS: tuple[str, ...] = ("classification", "regression")
 ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
 HEADS: tuple[str, ...] = ("gaussian", "hetero", "quantile", "buckets")  # VBLL regression heads

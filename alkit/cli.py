@@ -19,8 +19,8 @@ from rich.table import Table
 
 from alkit import cli_common
 from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
-                              console, err, interrupt_said, one_line, say_interrupted, use_threads,
-                              user_errors)
+                              console, err, interrupt_said, on_interrupt, one_line, say_interrupted, use_threads,
+                              user_errors, was_interrupted)
 from alkit.cli_common import parse_counts
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
@@ -327,6 +327,8 @@ def run(
 def _is_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` is Ctrl-C: a KeyboardInterrupt, or an ImportError with one behind it (Ctrl-C inside
     an import of SciPy's compiled modules surfaced so, printing a traceback)."""
+    if was_interrupted():  # raised after a Ctrl-C landed inside an import (on_interrupt)
+        return True
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, KeyboardInterrupt):
@@ -376,7 +378,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         # --json: stdout holds the JSON alone; what the user's code prints (an estimator's fit) goes to stderr
         with contextlib.redirect_stdout(sys.stderr) if json_out else contextlib.nullcontext():
             results = _run_with_progress(loop, req, quiet=json_out)
-    except (KeyboardInterrupt, ImportError) as exc:  # the lease is released and the unfinished cycle will be redone
+    except (KeyboardInterrupt, Exception) as exc:  # the lease is released and the unfinished cycle will be redone
         if not _is_interrupt(exc):
             raise
         run_id = next((r.id for r in loop.store.runs() if r.name == spec.name), None)
@@ -518,7 +520,7 @@ def bench(
                             train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,
                             at=parse_counts(at, "--at") if at else None, target=target, out_dir=out_dir,
                             console=console, command="alkit " + " ".join(sys.argv[1:]))
-        except (KeyboardInterrupt, ImportError) as exc:  # Ctrl-C or SIGTERM: it ended without a word
+        except (KeyboardInterrupt, Exception) as exc:  # Ctrl-C or SIGTERM: it ended without a word
             if not _is_interrupt(exc):
                 raise
             say_interrupted("interrupted: the bench's runs keep every finished cycle; run the same command to continue")
@@ -652,10 +654,11 @@ def main() -> None:
     warnings.showwarning = show
     import signal
 
-    def terminate(signum, frame):  # noqa: ANN001, ANN202 - SIGTERM (a scheduler's stop, `timeout`) as Ctrl-C:
-        raise KeyboardInterrupt  # the same message and clean-up; it ended the process without a word
-
-    signal.signal(signal.SIGTERM, terminate)
+    # SIGTERM (a scheduler's stop, `timeout`) as Ctrl-C: the same message and clean-up (it ended the process
+    # without a word); both remembered, for errors an interrupt causes inside an import
+    signal.signal(signal.SIGTERM, on_interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where the shell ignores it (nohup, &)
+        signal.signal(signal.SIGINT, on_interrupt)
     usage_error = typer.BadParameter.__bases__[0]  # click's UsageError (typer may vendor its own click)
     command = typer.main.get_command(app)
     interrupt_said(clear=True)
@@ -672,6 +675,10 @@ def main() -> None:
     except typer.Abort:  # Ctrl-C outside a run (a run reports its own interruption)
         err.print("interrupted", highlight=False)
         sys.exit(130)
+    except Exception:  # noqa: BLE001 - after a Ctrl-C, what it broke (a half-loaded module) is the interrupt
+        if not was_interrupted():
+            raise
+        code = 130
     if code == 130 and not interrupt_said():  # typer turns a Ctrl-C it meets into exit 130 without a word
         err.print("interrupted", highlight=False)
     sys.exit(code if isinstance(code, int) else 0)

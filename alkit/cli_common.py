@@ -89,11 +89,27 @@ def say_interrupted(message: str) -> None:
     _INTERRUPT_SAID.append(message)
 
 
+_INTERRUPTED: list[int] = []  # the signals (SIGINT, SIGTERM) this command received
+
+
+def on_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C / SIGTERM: remembered, then raised as KeyboardInterrupt.  Why remembered: one landing inside a
+    lazy NumPy/SciPy import leaves the module half-loaded, and what surfaces is a RecursionError or an
+    AttributeError with no KeyboardInterrupt behind it (a traceback, exit 1); the handlers ask was_interrupted."""
+    _INTERRUPTED.append(signum)
+    raise KeyboardInterrupt
+
+
+def was_interrupted() -> bool:
+    return bool(_INTERRUPTED)
+
+
 def interrupt_said(clear: bool = False) -> bool:
     """Whether a handler has said a Ctrl-C since the last ``clear`` (main() clears it as a command starts)."""
     said = bool(_INTERRUPT_SAID)
     if clear:
         _INTERRUPT_SAID.clear()
+        _INTERRUPTED.clear()
     return said
 
 
@@ -107,7 +123,8 @@ _OS_HINTS = {errno.EACCES: "the file or its folder is not writable (or readable)
              errno.EPERM: "the file or its folder is not writable (or readable) for this user",
              errno.EROFS: "the file system is read-only", errno.ENOSPC: "the disk is full: free space and run it again",
              errno.ENOENT: "no such file or folder", errno.ENOTDIR: "a part of the path is a file, not a folder",
-             errno.EISDIR: "the path is a folder, not a file"}
+             errno.EISDIR: "the path is a folder, not a file",
+             errno.EEXIST: "a file is in the way where a folder is needed"}
 
 
 def os_error_line(exc: BaseException) -> str | None:
@@ -124,6 +141,9 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except USER_ERRORS as exc:
+        if was_interrupted():  # an error an interrupt caused (a half-loaded module): the interrupt is the news
+            say_interrupted("interrupted")
+            raise typer.Exit(code=130) from None
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else os_error_line(exc) or str(exc)
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
         raise typer.Exit(code=2) from None

@@ -103,6 +103,8 @@ class ProjectConfig:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
         if not 0.0 <= self.test_frac < 1.0:
             raise ConfigError(f"test_frac must be in [0, 1), not {self.test_frac}")
+        if self.format < 1:
+            raise ConfigError(f"format must be at least 1, not {self.format}")
         if self.format > PROJECT_FORMAT:
             raise ConfigError(f"the project was made by a newer alkit (project format {self.format}; this alkit reads "
                               f"up to {PROJECT_FORMAT}): upgrade alkit to use it")

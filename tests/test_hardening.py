@@ -499,6 +499,22 @@ def test_ctrl_c_while_a_command_reads_the_project_says_interrupted(project: Path
     with pytest.raises(SystemExit) as stopped:
         alkit.cli.main()
     assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"
+    import alkit.cli_common
+
+    def half_loaded(*args, **kwargs):  # noqa: ANN002, ANN003 - Ctrl-C inside a lazy NumPy import, as it surfaces:
+        alkit.cli_common._INTERRUPTED.append(2)  # the handler saw SIGINT, the import then failed in its own words
+        raise RecursionError("maximum recursion depth exceeded")
+
+    for where in ("load_project", "_preload_cycle_modules"):
+        monkeypatch.setattr(alkit.cli, "load_project", half_loaded if where == "load_project" else alkit.cli.load_project)
+        if where != "load_project":
+            monkeypatch.undo()
+            monkeypatch.setattr(sys, "argv", ["alkit", *RUN, "-p", str(project)])
+            monkeypatch.setattr(alkit.cli, "_preload_cycle_modules", half_loaded)
+        with pytest.raises(SystemExit) as stopped:
+            alkit.cli.main()
+        err = capsys.readouterr().err.strip()
+        assert stopped.value.code == 130 and err.startswith("interrupted") and len(err.splitlines()) == 1, err
     monkeypatch.delitem(sys.modules, "alkit.cli")
     real_import = __builtins__["__import__"] if isinstance(__builtins__, dict) else __builtins__.__import__
 

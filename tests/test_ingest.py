@@ -1089,6 +1089,10 @@ def test_black_box_init_files_of_2026_12_06(tmp_path: Path) -> None:
     codes = write("codes.csv", "id,a,label\n" + "".join(f"{i},{i}.5,{['1', '01', '001'][i % 3]}\n" for i in range(12)))
     init_project(codes, tmp_path / "codes", InitOptions(**OPTS, hide_labels=True))
     assert load_project(tmp_path / "codes").config.classes == ["001", "01", "1"]
+    mixed = write("mixed.csv", "id,a,label\n" + "".join(f"{i},{i}.5,{['1', '01', '001', '1.0'][i % 4]}\n"
+                                                        for i in range(12)))
+    init_project(mixed, tmp_path / "mixed", InitOptions(**OPTS, hide_labels=True))
+    assert load_project(tmp_path / "mixed").config.classes == ["001", "01", "1", "1.0"]
     # lone CR line ends: read as the rows they are
     cr = write("cr.csv", "id,a,label\r" + "".join(f"{i},{i}.5,{'xy'[i % 2]}\r" for i in range(12)))
     init_project(cr, tmp_path / "cr", InitOptions(**OPTS, hide_labels=True))

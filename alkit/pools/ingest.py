@@ -20,7 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from alkit.choices import SEED_MAX, SKIP_LABEL
+from alkit.choices import MISSING_LABELS, SEED_MAX, SKIP_LABEL
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -747,15 +747,12 @@ OFFSET_RATIO_MAX = 1e5
 # underflow float32 (targets in 1e-20 units gave twice the CRPS of the same target in units; 1e-9 held).
 SPREAD_MIN = 1e-12
 
-# Cells of a label column that mean "no label": the missing-value markers that no class is named
-# (not 'none', '?' or '-', which a feature column also reads as missing but a class may be called).
-_MISSING_LABELS = ("na", "n/a", "nan", "null")
 
 
 def _blank_labels_missing(s: pl.Series) -> pl.Series:
     """Text labels as ``queue import`` reads them: surrounding whitespace stripped, and an empty or
     blank cell missing (an unlabeled row), not a class named ''; so is a missing-value marker
-    (_MISSING_LABELS: 'NA', as R and pandas write a missing cell), and a column whose other cells are
+    (MISSING_LABELS: 'NA', as R and pandas write a missing cell), and a column whose other cells are
     all numbers is then read as numbers, as the same file with empty cells would be.  Why: a CSV
     writer that quotes text (polars, some spreadsheets) writes a missing label as \"\", which reads
     back as an empty string; taken as a class, every row counted as labeled; and 'NA' became a class
@@ -765,13 +762,13 @@ def _blank_labels_missing(s: pl.Series) -> pl.Series:
     if s.dtype.is_numeric() or s.dtype == pl.Boolean:
         return s
     text = s.cast(pl.Utf8).str.strip_chars()
-    text = text.set((text == "") | text.str.to_lowercase().is_in(list(_MISSING_LABELS)), None)
+    text = text.set((text == "") | text.str.to_lowercase().is_in(list(MISSING_LABELS)), None)
     numbers = text.cast(pl.Float64, strict=False)
     if text.null_count() < len(text) and numbers.null_count() == text.null_count():
         given = text.drop_nulls()
-        whole = given.str.contains(r"^[+-]?\d+$").all()
-        if whole and given.str.contains(r"^[+-]?0\d").any():  # codes: '01', '001' and '1' are three classes
+        if given.str.contains(r"^[+-]?0\d").any():  # codes: '01', '001' and '1' (and '1.0') are classes of their own
             return text
+        whole = given.str.contains(r"^[+-]?\d+$").all()
         return numbers.cast(pl.Int64) if whole else numbers  # as a CSV reader types the column
     return text
 
@@ -1007,8 +1004,12 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
 
         db_file = sqlite_file(opts.store)
         if db_file is not None and not db_file.parent.is_dir():  # SQLite said '[Errno 2] No such file'
-            raise InputError(f"--store {opts.store!r}: the folder {str(db_file.parent)!r} does not exist; "
-                             "create it first (init makes the store file, not its folder)")
+            what = "is a file, not a folder" if db_file.parent.exists() else "does not exist; create it first"
+            raise InputError(f"--store {opts.store!r}: the folder {str(db_file.parent)!r} {what} (init makes the "
+                             "store file, not its folder)")
+        if db_file is not None and db_file.is_dir():
+            raise InputError(f"--store {opts.store!r} names a folder: give the store file's name in it (e.g. "
+                             f"{str(db_file / 'alkit.db')!r})")
     if opts.id_col and opts.id_col == opts.label_col:
         raise InputError(f"--id-col and --label-col are both {opts.id_col!r}: the ids and the labels need columns of their own")
     for option, col in (("--feature-col", opts.feature_col), ("--text-col", opts.text_col), ("--image-col", opts.image_col)):

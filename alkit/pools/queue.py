@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import INITIAL_SELECTORS, ON_CONFLICT, SKIP_LABEL
+from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, SKIP_LABEL
 from alkit.config import PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key
 from alkit.pools import labelfiles, leases
 from alkit.pools.commas import comma_hint
@@ -352,10 +352,15 @@ def canonical_label(project: Project, raw: str) -> str:
         if raw in cfg.classes:
             return raw
         try:
+            if "_" in raw:  # float() reads 1_0 as 10; a person would not mean that (nor does regression)
+                raise ValueError(raw)
             x = float(raw)
             match = [c for c in cfg.classes if _float_or_none(c) == x]
         except ValueError:
             match = []
+        if len(match) > 1:  # codes '1', '01', '001' are three classes: '1.0' went to the first without a word
+            raise ValueError(f"label {raw!r} is the number of several classes ({', '.join(map(repr, match))}): "
+                             "write the class as the project lists it")
         if not match:  # the same text in another Unicode form (decomposed accents, as macOS types them)
             nfc = unicodedata.normalize("NFC", raw)
             match = [c for c in cfg.classes if unicodedata.normalize("NFC", c) == nfc]
@@ -406,8 +411,8 @@ def _decisions(project: Project, rows: list[Row], problems: list[str],
             problems.append(f"{r.name()}: both a label {r.label!r} and skip=true; keep one")
             refused.setdefault(r.item_id, r.name())
             continue
-        elif r.label is None:
-            continue  # not labeled yet: the item stays queued
+        elif r.label is None or r.label.strip().lower() in MISSING_LABELS:
+            continue  # not labeled yet ('NA', 'nan': as init reads them, and a Parquet NaN): the item stays queued
         else:
             try:
                 decision = canonical_label(project, r.label)

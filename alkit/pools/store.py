@@ -301,10 +301,13 @@ class Store:
         if self._db_file is None or self._file_id is None:
             return
         now = _file_id(self._db_file)
-        if now != self._file_id:
-            happened = "deleted" if now is None else "replaced by another file"
-            raise StoreError(f"the store {self._db_file} was {happened} while this command ran: what it wrote since "
-                             "went with the old file; restore alkit.db (a store is only created by `alkit init`)")
+        if now is None:
+            raise StoreError(f"the store {self._db_file} was deleted while this command ran: what it wrote since went "
+                             "with the deleted file; restore alkit.db (a store is only created by `alkit init`)")
+        if now != self._file_id:  # SQLite's -wal and -shm beside it still belong to the file this command had open
+            raise StoreError(f"the store {self._db_file} was replaced by another file while this command ran, which "
+                             "stopped; its last writes may have reached the new file through alkit.db-wal: check it "
+                             "with `alkit status`, and replace a store only while no alkit command uses it")
 
     @staticmethod
     def drop_created(url: str, tables: list[str]) -> None:

@@ -130,7 +130,8 @@ class TableSource:
     def _zero_padded(self, schema: pl.Schema, among: list[str] | None = None) -> dict[str, type[pl.Utf8]]:
         """The whole-number columns of this CSV (``among`` these, if given) with a zero-padded value, as text
         overrides."""
-        ints = [c for c, t in schema.items() if t.is_integer() and (among is None or c in among)]
+        ints = [c for c, t in schema.items() if (t.is_integer() or (among is not None and t.is_float()))
+                and (among is None or c in among)]  # a named column: '01' beside '1.0' made it floats
         if not ints:
             return {}
         raw = pl.scan_csv(self.read_path, separator=self.sep, infer_schema=False, quote_char='"').select(ints)
