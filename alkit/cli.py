@@ -325,8 +325,9 @@ def run(
 
 
 def _is_interrupt(exc: BaseException) -> bool:
-    """Whether ``exc`` is Ctrl-C: a KeyboardInterrupt, or an ImportError with one behind it (Ctrl-C inside
-    an import of SciPy's compiled modules surfaced so, printing a traceback)."""
+    """Whether ``exc`` is Ctrl-C (or SIGTERM): a KeyboardInterrupt or an error with one behind it (an
+    ImportError from SciPy's compiled modules), or any error raised after the signal handler saw one (a module
+    an interrupted import left half-loaded fails in its own words: RecursionError, AttributeError)."""
     if was_interrupted():  # raised after a Ctrl-C landed inside an import (on_interrupt)
         return True
     seen: BaseException | None = exc
