@@ -141,19 +141,37 @@ def test_last_layer_discovery():
         L.find_last_linear(net, "nope")
 
 
-def test_posterior_gives_the_logit_variance_of_the_eigen_outputs():
+def test_posterior_gives_each_class_its_own_logit_variance():
+    """Output c of the posterior is class c: its variance phi^T S_c phi is the diagonal of the exact
+    KFAC logit covariance (it was the variance of the c-th eigen-output, which the acquisitions then
+    paired with class c's probability: wrong flip probabilities and BALD)."""
     net = _net(3, 5, 3, seed=4)
     X = torch.randn(20, 3)
     lap = L.fit_last_layer_laplace(net, None, X, hessian="kfac")
+    assert not torch.allclose(lap.Q_G.abs(), torch.eye(3, dtype=lap.Q_G.dtype), atol=0.05)  # a rotation that matters
     post = lap.posterior()
     Xq = torch.randn(4, 3)
     h, _ = L.layer_io(net, net[2], Xq)
     phi = post.features(h).double()
     v_K = torch.einsum("ni,kij,nj->nk", phi, post.cov_K_d_d.double(), phi)
-    # eigen-output variances sum to the logit-covariance trace
     cov, _ = lap.logit_cov(h)
-    torch.testing.assert_close(v_K.sum(1), cov.diagonal(dim1=1, dim2=2).sum(1), rtol=1e-5, atol=1e-9)
+    torch.testing.assert_close(v_K, cov.diagonal(dim1=1, dim2=2), rtol=1e-5, atol=1e-9)
     assert post.bias_feature and post.cov_K_d_d.shape == (3, 6, 6)
+    # the covariance between two items' logits of one class as well: Monte Carlo over the weights
+    W = torch.distributions.MultivariateNormal(torch.zeros(18, dtype=torch.float64), lap_weight_cov(lap))
+    w = W.sample((40_000,)).reshape(-1, 3, 6)  # rows per class, centred
+    z = torch.einsum("scd,nd->snc", w, phi)
+    mc = torch.einsum("snc,smc->cnm", z, z) / z.shape[0]
+    exact = torch.einsum("nd,cde,me->cnm", phi, post.cov_K_d_d.double(), phi)
+    torch.testing.assert_close(mc, exact, rtol=0.05, atol=0.05 * float(exact.abs().max()))
+
+
+def lap_weight_cov(lap) -> torch.Tensor:
+    """The KFAC posterior's dense covariance over the (C, p) weights, row-major: (G (x) A + delta I)^-1."""
+    G = (lap.Q_G * lap.eig_G) @ lap.Q_G.T
+    A = (lap.Q_A * lap.eig_A) @ lap.Q_A.T
+    n = G.shape[0] * A.shape[0]
+    return torch.linalg.inv(torch.kron(G, A) + lap.prior_precision * torch.eye(n, dtype=torch.float64))
 
 
 def _auroc(neg: np.ndarray, pos: np.ndarray) -> float:
@@ -216,12 +234,10 @@ def test_kronecker_posterior_is_the_damped_kronecker_inverse():
     A = (lap.Q_A * lap.eig_A) @ lap.Q_A.T
     dense = torch.linalg.inv(torch.kron(G + r * torch.eye(3, dtype=torch.float64),
                                         A + r * torch.eye(5, dtype=torch.float64)))
-    # in the G eigenbasis the blocks are scale_k * S
-    Qk = torch.kron(lap.Q_G, torch.eye(5, dtype=torch.float64))
-    rot = Qk.T @ dense @ Qk
-    for k in range(3):
-        blk = rot[5 * k : 5 * k + 5, 5 * k : 5 * k + 5].contiguous()
-        torch.testing.assert_close(blk.float(), post.scale_K[k] * post.cov_K_d_d[0], rtol=1e-4, atol=1e-7)
+    # class c's diagonal block of the dense inverse is scale_c * S
+    for c in range(3):
+        blk = dense[5 * c : 5 * c + 5, 5 * c : 5 * c + 5].contiguous()
+        torch.testing.assert_close(blk.float(), post.scale_K[c] * post.cov_K_d_d[0], rtol=1e-4, atol=1e-7)
 
 
 def test_scoring_leaves_every_module_in_its_mode():

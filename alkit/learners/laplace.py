@@ -521,41 +521,46 @@ class LastLayerLaplace:
     # -- posterior for batch selection -----------------------------------------------------
 
     def weight_covariances(self) -> torch.Tensor:
-        """Per-output weight covariances (K, p, p) float64 for independent outputs.
+        """Per-class weight covariances (C, p, p) float64: the marginal Cov(w_c) of each class's row.
 
-        KFAC: in the G eigenbasis the outputs u = Q_G^T z are independent a posteriori, with
-        Cov(w_u_c) = Q_A diag(1/(g_c l + delta)) Q_A^T, which is exact (no further approximation):
-        a batch's joint information is the sum over c of the per-output terms.  Heteroscedastic
-        regression: only the mean output is a target; its marginal weight covariance.  'full':
-        the per-output marginal blocks (cross-output covariance dropped)."""
+        KFAC: the outputs u = Q_G^T z of the G eigenbasis are independent a posteriori, with
+        Cov(w_u_k) = Q_A diag(1/(g_k l + delta)) Q_A^T, so class c's row w_c = sum_k Q_G[c, k] w_u_k
+        has Cov(w_c) = Q_A diag(sum_k Q_G[c, k]^2 / (g_k l + delta)) Q_A^T, exactly.  What is dropped
+        is the covariance between classes, as the Gaussian algebra of the acquisitions (alkit/posterior.py)
+        takes outputs to be independent.  Why the class basis and not the eigenbasis, where that
+        independence is exact: a label is observed per class (its Fisher information p_c (1 - p_c)
+        about logit c) and a decision is between two classes, so the eigen-outputs' variances paired
+        with class probabilities gave wrong flip probabilities and BALD (a black-box check, 2026-12-06:
+        flip off by up to 0.066, BALD by 0.28 nats).  Heteroscedastic regression: only the mean output
+        is a target; its marginal weight covariance.  'full': the per-class marginal blocks."""
         C, p = self.W_C_p.shape
         if self.hessian == "kfac":
             inv_C_p = 1.0 / (torch.outer(self.eig_G, self.eig_A) + self.prior_precision)
-            cov = torch.einsum("ij,cj,kj->cik", self.Q_A, inv_C_p, self.Q_A)
-            if self.likelihood == "heteroscedastic":
-                cov = torch.einsum("k,kij->ij", self.Q_G[0] ** 2, cov)[None]
-            return cov
+            class_C_p = (self.Q_G**2) @ inv_C_p  # per class, the eigenbasis variances mixed by Q_G[c, k]^2
+            cov = torch.einsum("ij,cj,kj->cik", self.Q_A, class_C_p, self.Q_A)
+            return cov[:1] if self.likelihood == "heteroscedastic" else cov
         S = self.cov_full.reshape(C, p, C, p)
         cov = torch.stack([S[c, :, c, :] for c in range(C)])
         return cov[:1] if self.likelihood == "heteroscedastic" else cov
 
     def posterior(self, *, kronecker: bool = False) -> GaussianLastLayer:
-        """GaussianLastLayer over the layer's (bias-augmented) inputs for the 'diverse' strategy.
+        """GaussianLastLayer over the layer's (bias-augmented) inputs, for the posterior-driven
+        acquisitions and the 'diverse' strategy.
 
-        What the strategy needs: per output k a weight covariance S_k and a noise variance, with
-        the outputs independent a posteriori, so that a batch's information is
-        sum_k 1/2 logdet(I + Phi_B S_k Phi_B^T / sigma_k^2) and greedy rank-1 updates are exact.
-        Default: K = C outputs in the G eigenbasis with S_k = Q_A diag(1/(g_k l + delta)) Q_A^T
-        (exact for the KFAC posterior; C p^2 memory).  ``kronecker=True``: the damped Kronecker
-        form (BayesVLM's) S_k = scale_k * (A + sqrt(delta) I)^-1 with scale_k = 1/(g_k + sqrt(delta)),
-        i.e. cov (1, p, p) plus scale_K (C,): p^2 memory for many classes, a slightly tighter
-        posterior (extra damping sqrt(delta)(G (x) I + I (x) A)).  Noise variance sigma^2 for
-        homoscedastic regression, else 1 (the classification surrogate of §9; the heteroscedastic
-        head works on standardised targets)."""
+        What they need: per output k (a class, or the regression mean) a weight covariance S_k and a
+        noise variance, outputs taken as independent, so that a batch's information is
+        sum_k 1/2 logdet(I + Phi_B S_k Phi_B^T / sigma_k^2) and greedy rank-1 updates apply.
+        Default: each class's marginal S_c (``weight_covariances``; C p^2 memory).  ``kronecker=True``:
+        the damped Kronecker form (BayesVLM's) (G + sqrt(delta) I)^-1 (x) (A + sqrt(delta) I)^-1, whose
+        class marginals are S_c = scale_c * (A + sqrt(delta) I)^-1 with scale_c = [(G + sqrt(delta) I)^-1]_cc,
+        i.e. cov (1, p, p) plus scale_K (C,): p^2 memory for many classes, a slightly tighter posterior
+        (extra damping sqrt(delta)(G (x) I + I (x) A)).  Noise variance sigma^2 for homoscedastic
+        regression, else 1 (the classification surrogate of §9; the heteroscedastic head works on
+        standardised targets)."""
         if kronecker and self.hessian == "kfac" and self.likelihood != "heteroscedastic":
             root = math.sqrt(self.prior_precision)
             cov = ((self.Q_A / (self.eig_A + root)) @ self.Q_A.T)[None]
-            scale = 1.0 / (self.eig_G + root)
+            scale = (self.Q_G**2) @ (1.0 / (self.eig_G + root))
         else:
             cov, scale = self.weight_covariances(), None
         K = cov.shape[0] if scale is None else scale.shape[0]
