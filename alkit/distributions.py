@@ -73,6 +73,13 @@ class GaussianPredictive:
     def cdf(self, y_n: torch.Tensor) -> torch.Tensor:
         return torch.special.ndtr((y_n - self.mean_n) / self.std())
 
+    def quantile(self, tau: float) -> torch.Tensor:
+        """The tau-quantile of each item, (n,): mean + sd Phi^-1(tau) (every head answers quantile)."""
+        if not 0.0 < float(tau) < 1.0:
+            raise ValueError(f"quantile level must lie strictly between 0 and 1, got {tau!r}")
+        z = torch.special.ndtri(torch.tensor(float(tau), dtype=torch.float64)).to(self.mean_n.dtype)
+        return self.mean_n + self.std() * z
+
     def crps(self, y_n: torch.Tensor) -> torch.Tensor:
         """Closed form (Gneiting & Raftery 2007): s [z(2Phi(z)-1) + 2 pdf(z) - 1/sqrt(pi)]."""
         s = self.std()

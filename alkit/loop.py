@@ -93,6 +93,11 @@ class ChunkedDistribution:
     def cdf(self, y_n: Any) -> Any:
         return self._map("cdf", y_n)
 
+    def quantile(self, tau: float) -> Any:
+        import torch
+
+        return torch.cat([d.quantile(tau) for d in self.parts])
+
 
 def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])

@@ -31,6 +31,9 @@ class PredictiveDistribution(Protocol):
     def cdf(self, y_n: torch.Tensor) -> torch.Tensor:  # (n,) P(Y <= y)
         ...
 
+    def quantile(self, tau: float) -> torch.Tensor:  # (n,) the tau-quantile, 0 < tau < 1
+        ...
+
 
 @dataclass
 class GaussianLastLayer:

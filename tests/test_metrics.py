@@ -222,3 +222,27 @@ def test_labels_to_target_and_value_at():
     assert M.value_at(n, acc, 30) == 0.92
     assert M.value_at(n, acc, 1000) == 0.95
     assert M.value_at(n, acc, 5) is None
+
+
+def test_every_regression_predictive_answers_quantiles() -> None:
+    """quantile(tau) inverts each distribution's own CDF (Gaussian: scipy's ppf), for the Gaussian,
+    the ensemble's Gaussian mixture and the chunked union the loop evaluates with."""
+    from scipy.stats import norm
+
+    from alkit.distributions import GaussianPredictive
+    from alkit.learners.bald import GaussianMixturePredictive
+    from alkit.loop import ChunkedDistribution
+
+    g = GaussianPredictive(torch.tensor([0.0, 3.0, -2.0], dtype=torch.float64), torch.tensor([1.0, 0.25, 9.0], dtype=torch.float64))
+    for tau in (0.05, 0.5, 0.9):
+        np.testing.assert_allclose(g.quantile(tau).numpy(), norm.ppf(tau, [0.0, 3.0, -2.0], [1.0, 0.5, 3.0]), rtol=1e-10)
+    mix = GaussianMixturePredictive(torch.tensor([[0.0, 4.0], [1.0, 1.0]], dtype=torch.float64),
+                                    torch.tensor([[1.0, 0.5], [2.0, 2.0]], dtype=torch.float64))
+    for tau in (0.1, 0.5, 0.97):
+        q = mix.quantile(tau)
+        np.testing.assert_allclose(mix.cdf(q).numpy(), tau, atol=1e-9)
+    np.testing.assert_allclose(mix.quantile(0.3)[1].item(), norm.ppf(0.3, 1.0, np.sqrt(2.0)), rtol=1e-9)
+    both = ChunkedDistribution([g, mix], [3, 2])
+    torch.testing.assert_close(both.quantile(0.8), torch.cat([g.quantile(0.8), mix.quantile(0.8)]))
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        g.quantile(1.0)

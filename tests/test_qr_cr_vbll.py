@@ -100,6 +100,8 @@ def test_qr_learner_cdf_monotone_masses_sum_to_one_and_epistemic_far() -> None:
     masses = metrics.bucket_probs(pred.dist, metrics.bucket_edges(y, 10))
     np.testing.assert_allclose(masses.sum(1), 1.0, atol=1e-9)
     q = pred.extras["quantiles_n_K"]
+    assert bool((q.diff(dim=1) >= 0).all())  # quantiles never cross (the head's raw outputs may)
+    torch.testing.assert_close(pred.extras["median_n"].double(), _at_level(q.double(), learner.head.tau_K, 0.5))
     assert pred.epistemic_n[2] > 3 * pred.epistemic_n[:2].max()
     assert torch.isfinite(pred.dist.crps(torch.zeros(3, dtype=torch.float64))).all()
     assert q.shape == (3, 9)
@@ -168,3 +170,9 @@ def test_cr_learner_predicts_a_distribution_and_flags_far_inputs() -> None:
         phi = post.features(pred.embedding_n_d).double()
         v_K = torch.einsum("nd,kde,ne->nk", phi, post.cov_K_d_d, phi).expand(-1, K)
         torch.testing.assert_close(v_K, pred.extras["logit_var_n_K"].double(), rtol=1e-3, atol=1e-8)
+
+
+def _at_level(q_n_K: torch.Tensor, tau_K: torch.Tensor, level: float) -> torch.Tensor:
+    """Linear interpolation of sorted quantiles at one level (numpy's, as an independent reference)."""
+    taus = tau_K.double().numpy()
+    return torch.as_tensor(np.array([np.interp(level, taus, row) for row in q_n_K.numpy()]))
