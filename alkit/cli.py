@@ -321,7 +321,9 @@ def run(
                          train=train_options,
                          engine=engine, ray_address=ray_address, acquisition=acquisition,
                          initial_selector=initial_selector, stop=_stop_rules(stop))
-        _run_request(ActiveLoop(proj), req, json_out, wide)
+        # the run's recorded rules watch it however it is continued: without --stop the same command continued
+        # with none while --resume kept them (a black-box check); a --stop given replaces them, as with --resume
+        _run_request(ActiveLoop(proj), req, json_out, wide, keep_stop=bool(stop), inherit_stop=not stop)
 
 
 def _is_interrupt(exc: BaseException) -> bool:
@@ -362,10 +364,18 @@ def _stop_rules(given: list[str] | None) -> list[str]:
     return [] if rules == ["none"] else rules
 
 
-def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bool, keep_stop: bool = False) -> None:
+def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bool, keep_stop: bool = False,
+                 inherit_stop: bool = False) -> None:
     """Plan, run with progress and print the run's summary (inside the caller's user_errors).
-    ``keep_stop``: record the request's stopping rules with its run (`--resume NAME --stop ...`)."""
+    ``keep_stop``: record the request's stopping rules with its run (`--stop ...` on a run that exists);
+    ``inherit_stop``: a run that exists goes on with the rules recorded with it (no --stop given)."""
     plan = loop.resolve(req)
+    if inherit_stop:
+        stored = next((r for r in loop.store.runs() if r.name == plan.spec.name), None)
+        recorded = list((stored.config or {}).get("stop") or []) if stored is not None else []
+        if recorded and recorded != list(req.stop):
+            req = dataclasses.replace(req, stop=recorded)
+            plan = loop.resolve(req)
     spec = plan.spec
     if keep_stop:  # once the rules are checked: a later --resume watches with them too
         loop.store.set_stop_rules(spec.name, list(req.stop))

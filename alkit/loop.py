@@ -359,7 +359,7 @@ class ActiveLoop:
             score_s = time.perf_counter() - t0
             if learner is not None:
                 signals = self._signals(learner, cands, spec, hint)
-                decision = self._stop_decision(run_id, plan, (len(y_lab), result_metrics, signals))
+                decision = self._stop_decision(run_id, plan, cycle, (len(y_lab), result_metrics, signals))
                 if decision is not None:  # stop before spending this cycle's batch
                     stopped = {"rule": decision.rule, "why": decision.why, "cycle": cycle, "n_labeled": len(y_lab)}
                     self._commit(run_id, cycle, spec, None, "", len(y_lab), result_metrics, fit_s, score_s, 0.0,
@@ -384,15 +384,21 @@ class ActiveLoop:
         return CycleResult(cycle, len(y_lab), 0 if selection is None else len(selection.keys),
                            result_metrics, fit_s, score_s, select_s)
 
-    def _stop_decision(self, run_id: int, plan: RunPlan,
+    def _stop_decision(self, run_id: int, plan: RunPlan, cycle: int,
                        current: tuple[int, dict[str, float], dict[str, Any]]) -> Decision | None:
-        """The first of the run's stopping rules that fires on its cycles since it last stopped plus
-        the ``current`` one (labels, test metrics, signals), or None (also for a run without rules)."""
+        """The first of the run's stopping rules that fires on its cycles from the one it last stopped at
+        to the ``current`` one (labels, test metrics, signals), or None (also for a run without rules).
+
+        The cycle a rule stopped the run at is where a larger budget picks up: no rule decides there (an
+        uncertainty rule read the same scores again and stopped it at once, for ever: a black-box check), but
+        its model is in the history the next cycles read (kappa compares the next model with it)."""
         if not plan.stop_rules:
             return None
         run = next(r for r in self.store.runs() if r.id == run_id)
         since = int(run.config.get("stopped", {}).get("cycle", -1))
-        rows = [c for c in self.store.cycles(run_id) if c.cycle > since]
+        if cycle <= since:
+            return None
+        rows = [c for c in self.store.cycles(run_id) if c.cycle >= since]
         signals = self.store.signals(run_id)
         metric = "accuracy" if self.cfg.task == "classification" else "crps"
         if not any(metric in c.metrics for c in rows) and metric not in current[1]:

@@ -79,7 +79,14 @@ def test_rule_specs_are_checked() -> None:
                        ("kappa:k=2.5", "k=2.5 must be a whole number"), ("forecast:min_points=4.5", "whole number"),
                        ("max-uncertainty:threshold=nan", "not a finite number"),
                        ("overall-uncertainty:threshold=inf", "not a finite number"), ("forecast:gain=nan", "finite"),
-                       ("kappa:threshold=0.5,threshold=0.9", "threshold is given twice")):
+                       ("kappa:threshold=0.5,threshold=0.9", "threshold is given twice"),
+                       # a black-box check: a word for a name that is no parameter was "not a number", and
+                       # thresholds or counts that can never fire were taken
+                       ("forecast:metric=balanced_accuracy", "unknown parameter 'metric'"),
+                       ("forecast:gain=small", "gain='small' is not a number"),
+                       ("max-uncertainty:threshold=-1", "threshold must be positive"),
+                       ("overall-uncertainty:threshold=0", "threshold must be positive"),
+                       ("kappa:k=1e20", "k from 1 to 100000"), ("forecast:k=1e9", "at most 100000")):
         with pytest.raises(ValueError, match=says):
             get_rule(spec)
     rule = get_rule("kappa:k=2.0")  # a whole number written as a float is that number
@@ -101,10 +108,21 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     assert "stopped by max-uncertainty" in alkit("status").stdout
     again = alkit(*run, "--budget", "30")  # same budget: stays stopped, says why
     assert again.returncode == 0 and "was stopped by max-uncertainty" in " ".join(again.stdout.split())
-    more = alkit(*run, "--budget", "40")  # a larger budget: it goes on
+    # a larger budget: it goes on, from the cycle it stopped at (where no rule decides again: an uncertainty
+    # rule read the same scores there and stopped it at once, for ever, a black-box check), and the same
+    # command without --stop keeps the recorded rule (it ran without it, while --resume kept it), which
+    # fires again at the next model
+    more = alkit(*run, "--budget", "40")
+    assert more.returncode == 0, more.stderr
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "stopped" and st["n_labeled"] == 20 and st["stopped"]["cycle"] == 2, st
+    more = alkit(*run, "--budget", "40", "--stop", "none")  # --stop replaces the rules in this form too
     assert more.returncode == 0, more.stderr
     st = json.loads(alkit("status", "--json").stdout)[0]
     assert st["status"] == "complete" and st["n_labeled"] == 40
+    assert alkit(*run, "--budget", "50").returncode == 0  # `none` was recorded: no rule from now on
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "complete" and st["n_labeled"] == 50
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
         sig = json.loads(db.execute("select data from cycle_signals where cycle = 2").fetchone()[0])
     assert len(sig["stop_preds"]) == 320 and 0 <= sig["score_max"] and sig["score_mean"] <= sig["score_max"]
@@ -119,7 +137,8 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     refused = alkit("run", "--resume", "w", "--budget", "60", "--stop", "bogus")
     assert refused.returncode == 2 and "unknown stopping rule 'bogus'" in refused.stderr
     again = alkit("run", "--resume", "w", "--budget", "60")  # the recorded rule watches the new cycles: fires again
-    assert json.loads(alkit("status", "--json").stdout)[1]["status"] == "stopped", again.stdout
+    w = json.loads(alkit("status", "--json").stdout)[1]
+    assert w["status"] == "stopped" and w["n_labeled"] == 20, again.stdout  # after one more batch, not at once
     done = alkit("run", "--resume", "w", "--budget", "60", "--stop", "none")
     assert done.returncode == 0, done.stderr
     w = next(r for r in json.loads(alkit("status", "--json").stdout) if r["name"] == "w")

@@ -47,22 +47,27 @@ class Decision:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def parse_rule(spec: str) -> tuple[str, dict[str, float | int]]:
-    """'kappa:threshold=0.99,k=3' -> ('kappa', {'threshold': 0.99, 'k': 3})."""
+MAX_CYCLES = 100_000  # a rule counting more cycles than any run has can never fire (k=1e20 was taken)
+
+
+def parse_rule(spec: str) -> tuple[str, dict[str, float | int | str]]:
+    """'kappa:threshold=0.99,k=3' -> ('kappa', {'threshold': 0.99, 'k': 3}); a value that is no number is
+    kept as text, for ``check_params`` to refuse once the name is known to be a parameter."""
     name, _, rest = spec.strip().partition(":")
-    params: dict[str, float | int] = {}
+    params: dict[str, float | int | str] = {}
     for kv in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = kv.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--stop {spec!r}: parameters are key=value, separated by commas")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--stop {spec!r}: {key.strip()}={value!r} is not a number") from None
-        if not math.isfinite(number):
-            raise ValueError(f"--stop {spec!r}: {key.strip()}={value.strip()} is not a finite number")
         if key.strip() in params:
             raise ValueError(f"--stop {spec!r}: {key.strip()} is given twice")
+        try:
+            number = float(value)
+        except ValueError:  # said by check_params, after an unknown name (`metric=accuracy` is no parameter)
+            params[key.strip()] = value.strip()
+            continue
+        if not math.isfinite(number):
+            raise ValueError(f"--stop {spec!r}: {key.strip()}={value.strip()} is not a finite number")
         params[key.strip()] = int(number) if number.is_integer() and "." not in value else number
     return name.strip(), params
 
@@ -76,6 +81,8 @@ def check_params(rule: str, given: dict[str, Any], cls: type) -> dict[str, Any]:
         raise ValueError(f"--stop {rule}: unknown parameter {unknown[0]!r}; parameters: {', '.join(sorted(fields))}")
     out = dict(given)
     for key, value in given.items():
+        if isinstance(value, str):
+            raise ValueError(f"--stop {rule}: {key}={value!r} is not a number")
         if fields[key].type in (int, "int"):
             if float(value) != int(value):
                 raise ValueError(f"--stop {rule}: {key}={value} must be a whole number")

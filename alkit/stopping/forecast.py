@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from alkit.stopping._common import Decision, History
+from alkit.stopping._common import MAX_CYCLES, Decision, History
 
 
 def _curve(n: np.ndarray, a: float, b: float, c: float, sign: float) -> np.ndarray:
@@ -87,8 +87,9 @@ class ForecastRule:
     name = "forecast"
 
     def __post_init__(self) -> None:
-        if self.gain <= 0 or self.min_points < 4 or self.k < 1:
-            raise ValueError("--stop forecast: gain must be positive, min_points at least 4 and k at least 1")
+        if self.gain <= 0 or not 4 <= self.min_points <= MAX_CYCLES or not 1 <= self.k <= MAX_CYCLES:
+            raise ValueError(f"--stop forecast: gain must be positive, min_points from 4 and k from 1, each at most "
+                             f"{MAX_CYCLES} (cycles)")
 
     def check(self, h: History) -> Decision:
         pts = [(n, m[h.metric]) for n, m in zip(h.n_labeled, h.metrics) if h.metric in m]

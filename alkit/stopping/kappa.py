@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from alkit.stopping._common import Decision, History
+from alkit.stopping._common import MAX_CYCLES, Decision, History
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,8 @@ class KappaRule:
     name = "kappa"
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.threshold <= 1.0 or self.k < 1:
-            raise ValueError("--stop kappa: threshold must be in (0, 1] and k at least 1")
+        if not 0.0 < self.threshold <= 1.0 or not 1 <= self.k <= MAX_CYCLES:
+            raise ValueError(f"--stop kappa: threshold must be in (0, 1] and k from 1 to {MAX_CYCLES} (cycles)")
 
     def check(self, h: History) -> Decision:
         from sklearn.metrics import cohen_kappa_score  # here, not at import: every `alkit run` imports this module

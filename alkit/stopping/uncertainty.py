@@ -24,11 +24,20 @@ def _below(h: History, key: str, threshold: float, name: str) -> Decision:
                     {key: value})
 
 
+def _positive(name: str, threshold: float) -> None:
+    """Scores are >= 0 (the signed ones are refused with these rules): a threshold <= 0 could never fire."""
+    if not threshold > 0:
+        raise ValueError(f"--stop {name}: threshold must be positive (scores are >= 0, so {threshold} never fires)")
+
+
 @dataclass(frozen=True)
 class MaxUncertaintyRule:
     threshold: float = 0.01
 
     name = "max-uncertainty"
+
+    def __post_init__(self) -> None:
+        _positive(self.name, self.threshold)
 
     def check(self, h: History) -> Decision:
         return _below(h, "score_max", self.threshold, self.name)
@@ -39,6 +48,9 @@ class OverallUncertaintyRule:
     threshold: float = 0.005
 
     name = "overall-uncertainty"
+
+    def __post_init__(self) -> None:
+        _positive(self.name, self.threshold)
 
     def check(self, h: History) -> Decision:
         return _below(h, "score_mean", self.threshold, self.name)
