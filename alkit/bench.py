@@ -16,6 +16,8 @@ Outputs (``out_dir``, default ``<project>/bench``):
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -240,6 +242,15 @@ def run_bench(
             return prev is not None and ((prev.status == "complete" and prev.budget == budget)
                                          or (prev.budget > budget and loop.store.n_spent(prev.id) >= budget))
 
+        def keep_longer(req: RunRequest, prev: Any) -> RunRequest:
+            """A longer run short of this budget goes on under its own budget, for the cycles that reach this
+            one (bench lowered it to its own budget, a black-box check)."""
+            if prev is None or prev.budget <= budget:
+                return req
+            spent = loop.store.n_spent(prev.id)
+            cycles = math.ceil((budget - spent) / req.batch_size) + 1 if spent else None
+            return dataclasses.replace(req, budget=prev.budget, max_cycles=cycles)
+
         def run_one(req: RunRequest, run_name: str) -> bool:
             """Run (or resume) one; False when another process holds it (nothing was written)."""
             try:
@@ -260,10 +271,12 @@ def run_bench(
         deferred: list[tuple[RunRequest, str]] = []
         existing = {r.name: r for r in loop.store.runs()}  # as the bench starts; a held run is read again
         for req, run_name in plan:
-            if done_for_bench(existing.get(run_name)):
+            prev = existing.get(run_name)
+            if done_for_bench(prev):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
-            elif run_one(req, run_name):
+                continue
+            if run_one(keep_longer(req, prev), run_name):
                 result_runs["ran"].append(run_name)
             else:
                 deferred.append((req, run_name))
@@ -275,11 +288,12 @@ def run_bench(
                 bar.update(current, description=f"  waiting for {run_name} (another process)")
                 time.sleep(BUSY_POLL_S)
                 continue
-            if done_for_bench(next((r for r in loop.store.runs() if r.name == run_name), None)):
+            prev = next((r for r in loop.store.runs() if r.name == run_name), None)
+            if done_for_bench(prev):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
                 deferred.pop(0)
-            elif run_one(req, run_name):
+            elif run_one(keep_longer(req, prev), run_name):
                 result_runs["ran"].append(run_name)
                 deferred.pop(0)
         bar.remove_task(current)  # the per-run bar is done; the total stays

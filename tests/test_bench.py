@@ -314,3 +314,19 @@ def test_bench_says_which_runs_end_before_its_budget(digits_project: Path) -> No
     said = [n for n in res.notes if "end before 15 labels" in n or "ends before 15 labels" in n]
     assert said and "random-b10-s0 at 10" in said[0], res.notes
     assert "Note: 1 run ends before 15 labels" in res.summary_md.read_text()
+
+
+def test_a_longer_run_short_of_the_budget_is_continued_not_lowered(digits_project: Path) -> None:
+    """A run of budget 40 that had spent 10 labels was lowered to the bench's budget of 20 (a black-box
+    check: a user's run of 200 became 150): it goes on under its own budget, as far as the bench needs."""
+    loop = ActiveLoop(load_project(digits_project))
+    loop.run(RunRequest(strategy="random", budget=40, batch_size=10, seed=0, name="random-b10-s0", max_cycles=1))
+    run = next(r for r in loop.store.runs() if r.name == "random-b10-s0")
+    assert loop.store.n_spent(run.id) == 10
+    res = run_bench(digits_project, strategies=["random"], **{**ARGS, "seeds": 1})
+    assert res.ran == ["random-b10-s0"] and not res.failed
+    run = next(r for r in loop.store.runs() if r.name == "random-b10-s0")
+    assert run.budget == 40 and run.status == "running"  # its own budget, not done
+    assert max(c.n_labeled for c in loop.store.cycles(run.id)) == 20  # evaluated at the bench's budget
+    assert pl.read_csv(res.cycles_csv)["n_labeled"].max() == 20
+    assert run_bench(digits_project, strategies=["random"], **{**ARGS, "seeds": 1}).skipped == ["random-b10-s0"]
