@@ -153,6 +153,17 @@ def _labels_to_target(row: dict) -> str:
     return shown
 
 
+METRIC_SHORT = {"balanced_accuracy": "bal acc", "macro_f1": "F1", "accuracy": "acc"}  # bench's narrow headers
+
+
+def _at_count(row: dict[str, Any], point: str) -> str:
+    """The metric at a label count, starred where only some seeds had a model there (the CSV's
+    ``{point}_seeds`` says how many; a value over 1 of 3 seeds read as the strategy's mean)."""
+    cell = _pair(row, point)
+    k, n = row.get(f"{point}_seeds"), row.get("n_seeds")
+    return f"{cell}*" if k is not None and n is not None and int(k) < int(n) else cell
+
+
 def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     """`alkit bench`'s summary.  Narrow: per strategy, the metric at the last label count, the
     area under the learning curve and the labels to reach the target; wide: every checkpoint and
@@ -161,27 +172,43 @@ def bench_table(table_df: Any, metric: str, wide: bool = False) -> Table:
     points = [c[: -len("_mean")] for c in cols if c.startswith(f"{metric}@") and c.endswith("_mean")]
     shown = points if wide else points[-1:]
     extra = ["score_s_per_1k", "select_s_per_run"] if wide else []
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     names = [str(r) for r in table_df["strategy"].to_list()]
-    t.add_column("strategy", overflow="fold", min_width=min(16, max([10, *map(len, names)])))
-    t.add_column("seeds", justify="right", no_wrap=True)
+    # an 80-column terminal: the strategy keeps up to 22 characters (longer names fold), the numbers never
+    # wrap, and the headers are short (`balanced_accuracy@100 ↑` squeezed the strategy column to nothing)
+    t.add_column("strategy", overflow="fold", min_width=min(22, max([10, *map(len, names)])))
+    seed_counts = {int(n) for n in table_df["n_seeds"].to_list()} if "n_seeds" in cols else set()
+    one_count = len(seed_counts) == 1 and not wide  # said once under the table: the column took 7 of 80
+    if one_count:
+        n = next(iter(seed_counts))
+        t.caption, t.caption_justify = f"mean ± std over {n} seed{'s' if n != 1 else ''} each", "left"
+    else:
+        t.add_column("seeds", justify="right", no_wrap=True)
     direction = "↑" if metric in HIGHER_IS_BETTER else "↓"
+    short = METRIC_SHORT.get(metric, metric)
     for p in shown:
-        t.add_column(f"{p} {direction}", justify="right", no_wrap=True)
+        t.add_column(f"{short}{p[len(metric):]} {direction}", justify="right", no_wrap=True)
     t.add_column(f"AULC {direction}", justify="right", no_wrap=True)
     if "labels_to_target_mean" in cols:
-        t.add_column("labels to target", justify="right", no_wrap=True)  # "27 (3/10)" was cut to "27 (3/1…"
+        t.add_column("to target", justify="right", no_wrap=True)  # "27 (3/10)" was cut to "27 (3/1…"
     if "aulc_vs_ref_mean" in cols:
         t.add_column("vs random", justify="right", no_wrap=True)
     for e in extra:
         t.add_column(e.replace("_", " "), justify="right", no_wrap=True)
+    starred = any(f"{p}_seeds" in cols for p in shown)
+    if starred:
+        note = "* over the seeds that had a model at that label count (bench_summary.csv: _seeds)"
+        t.caption, t.caption_justify = "; ".join(filter(None, [t.caption, note])), "left"
     for row in table_df.iter_rows(named=True):
-        cells = [str(row["strategy"]), str(row.get("n_seeds", ""))] + [_pair(row, p) for p in shown] + [_pair(row, "aulc")]
+        cells = [str(row["strategy"])] + ([] if one_count else [str(row.get("n_seeds", ""))])
+        cells += [_at_count(row, p) for p in shown]
+        cells.append(_pair(row, "aulc"))
         if "labels_to_target_mean" in cols:
             cells.append(_labels_to_target(row))
-        if "aulc_vs_ref_mean" in cols:  # AULC minus random's, seed by seed, and on how many seeds better
+        if "aulc_vs_ref_mean" in cols:  # AULC minus random's, seed by seed, and on how many paired seeds better
             d = row["aulc_vs_ref_mean"]
-            cells.append("—" if d is None else f"{d:+.3f} {row['better_seeds']}/{row['n_seeds']}")
+            paired = row.get("paired_seeds", row["n_seeds"])
+            cells.append("—" if d is None else f"{d:+.3f} {row['better_seeds']}/{paired}")
         cells += [_pair(row, e) for e in extra]
         t.add_row(*cells)
     return t

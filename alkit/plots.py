@@ -260,21 +260,26 @@ def summary_table(
     - with ``reference`` (a strategy of ``df``, e.g. random picks, ``random_curve``), for every
       strategy: ``aulc_vs_ref_mean/_std``, the AULC minus the reference's, seed by seed (positive
       = better, also for a lower-is-better metric); ``better_seeds``, on how many shared seeds it
-      was better; ``worst_vs_ref``, the worst label count's mean difference in units of the
-      reference's std there (the issue's "never more than one std below random"), and
-      ``worst_vs_ref_at``, that label count.
+      was better, of ``paired_seeds``, the seeds both have; ``worst_vs_ref``, the worst label count's
+      mean difference in units of the reference's std there, over the seeds both curves have at that
+      count, from ``aulc_from`` on (the issue's "never more than one std below random"), and
+      ``worst_vs_ref_at``, that label count;
+    - ``{metric}@{n}_seeds`` where some strategy's value at n is over fewer seeds than it has (runs that
+      had no model yet there), for every strategy: how many seeds that value is over.
     Stds are sample stds (ddof=1), null with fewer than two seeds.
     """
     curves = _seed_curves(df, metric)
     start = _common_start(curves)
     ref = curves.get(reference) if reference is not None else None
     rows = []
+    counts: dict[tuple[str, int], int] = {}  # (strategy, n) -> seeds with a value at n
     for strategy in _strategy_order(list(curves)):
         seeds = list(curves[strategy].values())
         row: dict[str, object] = {"strategy": strategy, "n_seeds": len(seeds)}
         for n in at:
             vals = [v for v in (value_at(ns, vs, n) for ns, vs in seeds) if v is not None]
             row[f"{metric}@{n}_mean"], row[f"{metric}@{n}_std"] = _mean_std(vals)
+            counts[(strategy, n)] = len(vals)
         row["aulc_mean"], row["aulc_std"] = _mean_std([aulc(*_from(ns, vs, start)) for ns, vs in seeds])
         if target is not None:
             hits = [labels_to_target(ns, vs, target, higher_is_better) for ns, vs in seeds]
@@ -285,15 +290,19 @@ def summary_table(
             row["labels_to_target_curve"] = labels_to_target(mean_ns, mean_vs, target, higher_is_better) if mean_ns.size else None
         if ref is not None:  # the reference's own row: empty cells
             row.update(_against(curves[strategy], ref, 1.0 if higher_is_better else -1.0, start) if strategy != reference
-                       else dict.fromkeys(("aulc_vs_ref_mean", "aulc_vs_ref_std", "better_seeds", "worst_vs_ref",
-                                           "worst_vs_ref_at")))
+                       else dict.fromkeys(("aulc_vs_ref_mean", "aulc_vs_ref_std", "better_seeds", "paired_seeds",
+                                           "worst_vs_ref", "worst_vs_ref_at")))
         row["aulc_from"] = start
         rows.append(row)
+    for n in at:  # where a strategy's value at n is over fewer seeds than it has (no model yet on some)
+        if any(counts[(r["strategy"], n)] < r["n_seeds"] for r in rows):
+            for r in rows:
+                r[f"{metric}@{n}_seeds"] = counts[(r["strategy"], n)]
     schema: dict[str, pl.DataType] = {"strategy": pl.String(), "n_seeds": pl.Int64()}
     for k in rows[0]:
         if k not in schema:
-            schema[k] = (pl.Int64() if k in ("n_reached", "better_seeds", "worst_vs_ref_at", "aulc_from",
-                                      "labels_to_target_curve")
+            schema[k] = (pl.Int64() if k in ("n_reached", "better_seeds", "paired_seeds", "worst_vs_ref_at", "aulc_from",
+                                      "labels_to_target_curve") or k.endswith("_seeds")
                          else pl.Float64())
     return pl.DataFrame(rows, schema=schema, orient="row")
 
@@ -326,12 +335,19 @@ def _against(curves: dict[object, tuple[np.ndarray, np.ndarray]], ref: dict[obje
     diffs = [sign * (aulc(*_from(*curves[s], start)) - aulc(*_from(*ref[s], start))) for s in shared]
     mean, std = _mean_std(diffs)
     out: dict[str, object] = {"aulc_vs_ref_mean": mean, "aulc_vs_ref_std": std,
-                              "better_seeds": sum(d > 0 for d in diffs), "worst_vs_ref": None, "worst_vs_ref_at": None}
+                              "better_seeds": sum(d > 0 for d in diffs), "paired_seeds": len(shared),
+                              "worst_vs_ref": None, "worst_vs_ref_at": None}
+    # per label count, the seeds both curves have there, from the AULC's first label count on: a count
+    # before it compared one seed's model with the mean of other seeds' (-1.4 std where the strategy won
+    # every seed, a black-box check)
     by_n: dict[int, tuple[list[float], list[float]]] = {}
-    for curve, side in ((curves, 0), (ref, 1)):
-        for ns, vs in curve.values():
-            for n, v in zip(ns.tolist(), vs.tolist()):
-                by_n.setdefault(int(n), ([], []))[side].append(v)
+    for s in shared:
+        mine = dict(zip(curves[s][0].tolist(), curves[s][1].tolist()))
+        for n, v in zip(ref[s][0].tolist(), ref[s][1].tolist()):
+            if int(n) in mine and (start is None or n >= start):
+                pair = by_n.setdefault(int(n), ([], []))
+                pair[0].append(mine[int(n)])
+                pair[1].append(v)
     gaps = [(sign * (np.mean(a) - np.mean(b)) / np.std(b, ddof=1), n) for n, (a, b) in sorted(by_n.items())
             if a and len(b) >= 2 and np.std(b, ddof=1) > 0]
     if gaps:

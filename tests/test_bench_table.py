@@ -78,3 +78,44 @@ def test_status_at_80_columns_keeps_run_names_whole_and_every_metric() -> None:
     assert any(ln.split()[0] == names[0] for ln in lines if ln.strip()) and any(
         ln.split()[0] == names[1] for ln in lines if ln.strip())
     assert names[2] not in text and names[2][:22] in text.replace("\n", "")  # folded, not cut
+
+
+def test_bench_at_80_columns_keeps_every_column_and_strategy_name() -> None:
+    """At 80 columns `balanced_accuracy@100 ↑` squeezed the strategy column to nothing ("see…") and cut
+    AULC and "vs random" (a black-box check): every line fits, names up to 22 characters stay whole."""
+    names = ["epistemic-initrandom", "random-vbll-initrandom", "margin"]
+    for metric in ("balanced_accuracy", "accuracy", "macro_f1", "crps"):
+        df = pl.DataFrame({"strategy": names, "n_seeds": [8, 8, 8],
+                           f"{metric}@100_mean": [0.6431, 0.5, 0.61], f"{metric}@100_std": [0.1234, 0.1, 0.05],
+                           "aulc_mean": [0.643, 0.426, 0.6], "aulc_std": [0.123, 0.1, 0.05],
+                           "labels_to_target_mean": [100.0, 90.0, 80.0], "labels_to_target_curve": [100, 90, 80],
+                           "n_reached": [7, 5, 8], "aulc_vs_ref_mean": [0.217, None, 0.1], "better_seeds": [6, None, 5],
+                           "paired_seeds": [7, None, 8]})
+        out = io.StringIO()
+        Console(file=out, width=80).print(bench_table(df, metric))
+        text = out.getvalue()
+        assert max(map(len, text.splitlines())) <= 80, text
+        rows = {ln.split()[0]: ln for ln in text.splitlines() if ln.strip().split() and ln.split()[0] in names}
+        assert set(rows) == set(names), text
+        assert "0.643 ± 0.123" in rows[names[0]] and "+0.217 6/7" in rows[names[0]]  # won 6 of 7 paired seeds
+        assert "over 8 seeds each" in text
+
+
+def test_values_over_fewer_seeds_and_the_worst_count_are_paired() -> None:
+    """A value at a label count over 1 of 2 seeds is marked; the worst label count compares the seeds both
+    strategies have there, from the AULC's first count on (it compared one seed with the mean of others)."""
+    from alkit.plots import summary_table
+
+    df = pl.DataFrame({"strategy": ["a"] * 5 + ["random"] * 6, "seed": [0, 0, 0, 1, 1] + [0, 0, 0, 1, 1, 1],
+                       "run_id": [0, 0, 0, 1, 1, 2, 2, 2, 3, 3, 3],
+                       "n_labeled": [10, 20, 30, 20, 30, 10, 20, 30, 10, 20, 30],
+                       "accuracy": [0.30, 0.80, 0.90, 0.70, 0.85, 0.50, 0.60, 0.70, 0.60, 0.65, 0.75]})
+    t = {r["strategy"]: r for r in summary_table(df, "accuracy", at=[10, 30], reference="random").iter_rows(named=True)}
+    a = t["a"]
+    assert a["accuracy@10_seeds"] == 1 and t["random"]["accuracy@10_seeds"] == 2 and a["paired_seeds"] == 2
+    assert a["aulc_from"] == 20 and a["worst_vs_ref_at"] >= 20 and a["worst_vs_ref"] > 0  # better at 20 and 30
+    out = io.StringIO()
+    Console(file=out, width=80).print(bench_table(pl.DataFrame([a, t["random"]]).select(
+        "strategy", "n_seeds", "accuracy@10_mean", "accuracy@10_std", "accuracy@10_seeds", "aulc_mean", "aulc_std"),
+        "accuracy"))
+    assert "0.300*" in out.getvalue() and "had a model" in out.getvalue()
