@@ -425,9 +425,11 @@ def _one_class_note(loop: "ActiveLoop", run_name: str) -> str | None:
     values = set(loop.store.labeled_set(run.id)[1]) if run is not None else set()
     if len(values) != 1:
         return None
+    spread = ("--stratify-by COL" if (run.config or {}).get("initial_selector") == "coldstart"
+              else "--strategy coldstart (--stratify-by COL)")  # the preset's picks already were coldstart's
     return (f"every label run {run_name} learns from is class {next(iter(values))!r}, so no model could be fitted "
-            "(two classes are needed) and every pick was made without one; a larger --budget, or spreading "
-            "the picks with --strategy coldstart (--stratify-by COL), may reach another class")
+            f"(two classes are needed) and every pick was made without one; a larger --budget, or spreading "
+            f"the picks with {spread}, may reach another class")
 
 
 @app.command()

@@ -439,7 +439,14 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
                  cwd=tmp_path).returncode == 0
     done = alkit("run", "--strategy", "margin", "--budget", "30", "-o", "train.steps=30", "-p", "p", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "every label run margin-steps=30-b10-s0 learns from is class 'maj', so no model could be fitted" in " ".join(done.stderr.split())
+    said = " ".join(done.stderr.split())
+    assert "every label run margin-steps=30-b10-s0 learns from is class 'maj', so no model could be fitted" in said
+    assert "--strategy coldstart" in said  # margin's first picks are random
+    # the preset's picks were coldstart's already: the hint named the very strategy it had run (a black-box check)
+    pre = alkit("run", "--strategy", "epistemic", "--budget", "20", "-o", "train.steps=30", "-p", "p", cwd=tmp_path)
+    said = " ".join(pre.stderr.split())
+    assert pre.returncode == 0 and "no model could be fitted" in said and "--strategy coldstart" not in said, said
+    assert "--stratify-by COL" in said
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
 

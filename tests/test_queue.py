@@ -661,7 +661,7 @@ def test_a_row_with_an_unknown_id_and_an_unknown_class_names_both(tmp_path: Path
         import_labels(project, path)
     assert snapshot(project) == before
     msg = str(exc.value)
-    assert "line 3 (id nosuch-id): unknown class 'cat'" in msg
+    assert "line 3 (id nosuch-id): unknown class 'cat'" in msg and "classes are set at `alkit init`" in msg
     assert "line 3 (id nosuch-id): unknown id" in msg, msg
 
 

@@ -367,7 +367,8 @@ def canonical_label(project: Project, raw: str) -> str:
         if match:
             return match[0]
         shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
-        raise ValueError(f"unknown class {raw!r} (classes: {shown})")
+        raise ValueError(f"unknown class {raw!r} (classes: {shown}; a project's classes are set at `alkit init`, "
+                         "with --classes for ones its labels do not show yet)")
     try:
         if "_" in raw:  # Python reads 1_000 as 1000; a data file, and a person, would not mean that
             raise ValueError(raw)
