@@ -98,6 +98,9 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "capacity": next((signals[c]["capacity"] for c in sorted(signals, reverse=True) if "capacity" in signals[c]), None),
             "n_scored": sum(c.n_scored for c in rows),
             "stopped": run.config.get("stopped") if run.status == "stopped" else None,
+            # what watches the run, and the last stop on record (kept once a larger budget continued it)
+            "stop_rules": list(run.config.get("stop") or []),
+            "last_stop": run.config.get("stopped"),
             "forecast": _forecast(run, rows),
         })
     return out

@@ -120,6 +120,7 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
     assert more.returncode == 0, more.stderr
     st = json.loads(alkit("status", "--json").stdout)[0]
     assert st["status"] == "complete" and st["n_labeled"] == 40
+    assert st["stopped"] is None and st["last_stop"]["cycle"] == 2 and st["stop_rules"] == []  # on record
     assert alkit(*run, "--budget", "50").returncode == 0  # `none` was recorded: no rule from now on
     st = json.loads(alkit("status", "--json").stdout)[0]
     assert st["status"] == "complete" and st["n_labeled"] == 50
@@ -127,7 +128,7 @@ def test_cli_stop_records_the_rule_and_a_larger_budget_continues(tmp_path: Path,
         sig = json.loads(db.execute("select data from cycle_signals where cycle = 2").fetchone()[0])
     assert len(sig["stop_preds"]) == 320 and 0 <= sig["score_max"] and sig["score_mean"] <= sig["score_max"]
     bad = alkit(*run, "--budget", "80", "--stop", "kappa:k=0")
-    assert bad.returncode == 2 and "k at least 1" in bad.stderr
+    assert bad.returncode == 2 and "k from 1 to" in bad.stderr
     # the stop hint's own command, `--resume NAME --budget N`, re-ran the recorded rule, which fired again at
     # once, and --resume refused any --stop (a black-box check): --stop replaces the rules, `none` drops them
     name = st["name"]
