@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -653,3 +654,41 @@ def test_classes_reordered_in_alkit_toml_are_refused(project: Path) -> None:
                                    "-p", str(project)])
     assert res.exit_code == 2 and "init recorded [0, 1, 2" in res.output and "restore that order" in res.output, res.output
     assert folder_snapshot(project) == before
+
+
+def test_init_never_writes_over_its_own_data_file(tmp_path: Path) -> None:
+    """`alkit init features.parquet` in the data's own folder (the default project folder) replaced the
+    user's file with alkit's features table, then failed with a traceback (a black-box check)."""
+    rng = np.random.default_rng(0)
+    df = pl.DataFrame({"id": [f"i{i}" for i in range(60)], "a": rng.normal(size=60), "b": rng.normal(size=60),
+                       "label": ["x", "y", "z"] * 20})
+    df.write_parquet(tmp_path / "features.parquet")
+    df.write_parquet(tmp_path / "payload.parquet")
+    before = folder_snapshot(tmp_path)
+    for name in ("features.parquet", "payload.parquet"):
+        out = alkit("init", name, "--id-col", "id", "--label-col", "label", "--hide-labels", cwd=tmp_path)
+        assert out.returncode == 2 and f"is where the project keeps its own {name}" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+        assert folder_snapshot(tmp_path) == before
+    ok = alkit("init", "features.parquet", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "proj",
+               cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_a_project_path_with_url_characters_is_its_own_store(tmp_path: Path) -> None:
+    """A project under 'My%20Files' opened the store of 'My Files' beside it (SQLAlchemy decoded %20 in the
+    URL), and one under 'what?x=1' left a store named 'what' in the working folder (a black-box check)."""
+    rows = ["id,a,b,label"] + [f"{i},{i % 7},{(i * 3) % 5},{'xy'[i % 2]}" for i in range(80)]
+    (tmp_path / "pool.csv").write_text("\n".join(rows) + "\n")
+    for folder in ("My Files/p", "My%20Files/p", "what?x=1/p"):
+        out = alkit("init", "pool.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", folder,
+                    cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert (tmp_path / folder / "alkit.db").is_file()
+    assert not (tmp_path / "what").exists()
+    run = alkit("run", "--strategy", "random", "--budget", "10", "-p", "My%20Files/p", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    other = json.loads(alkit("status", "--json", "-p", "My Files/p", cwd=tmp_path).stdout)
+    mine = json.loads(alkit("status", "--json", "-p", "My%20Files/p", cwd=tmp_path).stdout)
+    assert other == [] and [r["n_labeled"] for r in mine] == [10]
+    assert alkit("run", "--strategy", "random", "--budget", "10", "-p", "what?x=1/p", cwd=tmp_path).returncode == 0

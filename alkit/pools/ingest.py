@@ -966,6 +966,19 @@ def remove_stale_inits(root: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _refuse_writing_over(data: Path, own: list[Path]) -> None:
+    """Refuse a data file that is one of the files init writes into the project folder: `alkit init
+    features.parquet` in the data's own folder replaced the user's file with alkit's (a black-box check)."""
+    try:
+        source = data.resolve()
+    except OSError:
+        return
+    hit = next((p for p in own if p.resolve() == source), None)
+    if hit is not None:
+        raise InputError(f"{data} is where the project keeps its own {hit.name}: init would write over your data; "
+                         "rename the file or make the project in another folder (-p DIR)")
+
+
 def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
                  notes: list[str] | None = None) -> ProjectConfig:
     """Create a project from ``data`` in ``project_dir``.  Raises InputError, writes nothing, on bad input.
@@ -982,6 +995,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         remove_stale_inits(root)  # debris of a killed init goes first, whatever this one decides
     if (root / CONFIG_NAME).exists():
         raise InputError(f"{root / CONFIG_NAME} already exists: this directory already holds a project")
+    _refuse_writing_over(data, [root / FEATURES_NAME, root / PAYLOAD_NAME, root / CONFIG_NAME])
     test_frac = DEFAULT_TEST_FRAC if opts.test_frac is None else opts.test_frac
     if not 0.0 <= test_frac < 1.0:
         raise InputError(f"--test-frac must be in [0, 1), got {test_frac}")
@@ -1118,6 +1132,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             raise InputError(f"column {PAYLOAD_KEY!r} has the name alkit gives its row keys in {PAYLOAD_NAME}: rename it")
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
+        if db_file is not None:
+            _refuse_writing_over(data, [db_file, *(db_file.with_name(db_file.name + e) for e in ("-wal", "-shm"))])
         if db_file is not None and db_file.exists():
             _refuse_if_created_meanwhile(root)
             raise InputError(f"store file {db_file} already exists; remove it or pass another --store")

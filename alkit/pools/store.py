@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import numpy as np
 from sqlalchemy import create_engine, delete, event, func, insert, inspect, select, update
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -104,7 +104,11 @@ def make_engine(url: str) -> Engine:
     is survived; NaN/inf in JSON (a metric can be undefined) round-trip through the strings
     "NaN"/"Infinity"/"-Infinity", which its json type accepts, so both backends read back floats."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 60})
+        # a file path goes in as the database itself: in a URL string SQLAlchemy decodes %XX and reads '?' as
+        # options, so a project under 'My%20Files' opened the store of 'My Files' (a black-box check)
+        path = sqlite_file(url)
+        target = URL.create("sqlite", database=str(path)) if path is not None else url
+        engine = create_engine(target, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql"):
@@ -130,6 +134,9 @@ def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL (None for other backends and in-memory databases)."""
     if not url.startswith("sqlite"):
         return None
+    if url.startswith("sqlite:///"):  # the path as written: alkit writes paths, not URL-encoded text ('%20', '?')
+        database = url[len("sqlite:///"):]
+        return None if database in ("", ":memory:") or database.startswith("file:") else Path(database)
     database = make_url(url).database
     return None if database in (None, "", ":memory:") or database.startswith("file:") else Path(database)
 
@@ -319,8 +326,8 @@ class Store:
             engine.dispose()
 
     def _safe_url(self) -> str:
-        """The URL with any password masked, for messages."""
-        return make_url(self.url).render_as_string(hide_password=True)
+        """The URL with any password masked, for messages (a SQLite URL has none, and is a path as written)."""
+        return self.url if self.url.startswith("sqlite") else make_url(self.url).render_as_string(hide_password=True)
 
     def _check_schema(self, db_file: Path | None) -> None:
         """Refuse a store that is not an alkit store of this schema.  A SQLite file is read read-only
