@@ -342,7 +342,7 @@ def run_bench(
         notes.append(f"the test split is {majority[1]:.0%} {majority[0]!r}: predicting that class alone scores "
                      f"{majority[1]:.3f} accuracy; compare with --metric balanced_accuracy or macro_f1 (the runs are reused)")
     markdown = _markdown(proj, table, metric, higher, target, budget, batch_size, seed_list, at_list, failed, command, span)
-    paths[1].write_text(markdown + "".join(f"\nNote: {n}.\n" for n in notes if not n.startswith("AULC")))
+    paths[1].write_text(markdown + "".join(f"\nNote: {n}.\n" for n in notes if not n.startswith("AULC")), encoding="utf-8")
     return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan], notes=notes,
                        ran=result_runs["ran"],
                        skipped=result_runs["skipped"], failed=failed,

@@ -656,6 +656,11 @@ def main() -> None:
 
     from alkit.errors import Note
 
+    for stream in (sys.stdout, sys.stderr):  # a Latin-1 or cp1252 terminal: '↑' in a table was a crash (exit 1
+        # after the run's work was done); what it cannot show becomes '?', the rest is printed
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding and encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202

@@ -225,7 +225,7 @@ def load_project(root: str | Path = ".") -> Project:
     if not path.exists():
         raise ConfigError(f"no alkit project in {root} ({CONFIG_NAME} not found); create one with `alkit init`")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # UTF-8 in any locale; Notepad adds a BOM
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
     section: dict[str, Any] = raw.get("project", {})
@@ -264,7 +264,7 @@ def write_config(root: Path, cfg: ProjectConfig, name: str = CONFIG_NAME) -> Pat
     text = tomli_w.dumps({"project": asdict(cfg)})
     private = not cfg.store.startswith("sqlite")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
-    with os.fdopen(fd, "w") as f:
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         if private:
             os.fchmod(f.fileno(), 0o600)  # also when the file existed with wider permissions
         f.write(text)

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from alkit.choices import HIGHER_IS_BETTER
+from alkit.errors import Note
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -216,14 +217,24 @@ def plot_learning_curves(
     ax.set_ylabel(f"{metric} ({'higher' if metric in HIGHER_IS_BETTER else 'lower'} is better)")
     ax.set_title(title if title is not None else f"{metric} vs. labeled items")
     ax.grid(True, alpha=0.3)
-    with warnings.catch_warnings():  # a wide legend beside the axes: tight_layout says so, the layout holds
+    # a glyph the font lacks (a CJK or emoji run name) is drawn as a box: said once per plot, not as a
+    # warning with a code location per character (twenty lines for one name, a black-box check)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
         fig.tight_layout()
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    metadata = {"Date": None} if ext == ".svg" else None
-    with matplotlib.rc_context({"svg.hashsalt": "alkit"}):
-        fig.savefig(path, format=ext[1:], dpi=150, metadata=metadata)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        metadata = {"Date": None} if ext == ".svg" else None
+        with matplotlib.rc_context({"svg.hashsalt": "alkit"}):
+            fig.savefig(path, format=ext[1:], dpi=150, metadata=metadata)
+    missing = sorted({str(w.message).partition("(")[2].partition(")")[0] for w in caught
+                      if "missing from font" in str(w.message)})
+    for w in caught:
+        if "missing from font" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if missing:
+        warnings.warn(Note(f"{path.name}: the plot's font has no glyph for {len(missing)} character(s) of the names "
+                           f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); they are drawn as boxes"))
     return path
 
 

@@ -692,3 +692,24 @@ def test_a_project_path_with_url_characters_is_its_own_store(tmp_path: Path) -> 
     mine = json.loads(alkit("status", "--json", "-p", "My%20Files/p", cwd=tmp_path).stdout)
     assert other == [] and [r["n_labeled"] for r in mine] == [10]
     assert alkit("run", "--strategy", "random", "--budget", "10", "-p", "what?x=1/p", cwd=tmp_path).returncode == 0
+
+
+def test_a_latin1_terminal_and_a_notepad_saved_config(tmp_path: Path) -> None:
+    """In a Latin-1 locale a run printed its table's '↑' as a crash (exit 2 after the work was done, status a
+    traceback), alkit.toml was read in the locale's encoding (UTF-8 class names became 'cafÃ©'), and a
+    config re-saved with a BOM was 'not valid TOML' (a black-box check)."""
+    rows = ["id,a,b,label"] + [f"{i},{i % 7},{(i * 3) % 5},{['café', 'crème'][i % 2]}" for i in range(80)]
+    (tmp_path / "pool.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    latin = {"PYTHONIOENCODING": "latin-1", "LC_ALL": "C"}
+    init = alkit("init", "pool.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "p",
+                 cwd=tmp_path, env=latin)
+    assert init.returncode == 0, init.stderr
+    run = alkit("run", "--strategy", "random", "--budget", "20", "-p", "p", cwd=tmp_path, env=latin)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    status = alkit("status", "-p", "p", cwd=tmp_path, env=latin)
+    assert status.returncode == 0 and "random-b10-s0" in status.stdout, status.stderr
+    toml = tmp_path / "p" / "alkit.toml"
+    assert "café" in toml.read_text(encoding="utf-8")
+    toml.write_bytes(b"\xef\xbb\xbf" + toml.read_bytes())
+    again = alkit("status", "--json", "-p", "p", cwd=tmp_path)
+    assert again.returncode == 0 and json.loads(again.stdout)[0]["n_labeled"] == 20, again.stderr

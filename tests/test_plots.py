@@ -235,3 +235,19 @@ def test_twenty_analytic_curves_never_share_a_look(tmp_path):
             looks.add((style.get("stroke"), style.get("stroke-dasharray", "solid"), markers > 0,
                        next((e.get("{http://www.w3.org/1999/xlink}href") for e in g.iter() if e.tag.endswith("use")), None)))
     assert len(looks) == 20, looks
+
+
+def test_names_the_font_cannot_draw_are_one_note_not_a_warning_per_glyph(tmp_path) -> None:
+    """A CJK run name printed twenty lines of 'Glyph ... missing from font(s)' warnings (a black-box check)."""
+    import warnings
+
+    from alkit.errors import Note
+
+    df, _ = _frame()
+    df = df.with_columns(pl.col("strategy").replace({"random": "实验随机"}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert P.plot_learning_curves(df, "accuracy", tmp_path / "c.png").exists()
+    glyphs = [w for w in caught if "missing from font" in str(w.message)]
+    notes = [w for w in caught if issubclass(w.category, Note)]
+    assert not glyphs and len(notes) == 1 and "drawn as boxes" in str(notes[0].message)

@@ -166,7 +166,7 @@ def _hf(path: Path, fp: str) -> DualEncoderDir:
 
 def _alkit(path: Path, fp: str) -> DualEncoderDir:
     try:
-        meta = json.loads((path / ALKIT_LAYOUT).read_text())
+        meta = json.loads((path / ALKIT_LAYOUT).read_text(encoding="utf-8"))
         z = np.load(path / ALKIT_WEIGHTS)
         P, Q = z["image_weight"], z["text_weight"]
         mean, std = z["image_mean"], z["image_std"]
@@ -233,4 +233,4 @@ def save_alkit_dual_encoder(path: Path, image_weight_D_p: np.ndarray, text_weigh
              image_std=np.asarray(image_std_p, np.float64))
     meta = {"format": ALKIT_FORMAT, "version": 1, "image_encoder": "efficientnet-lite0", "image_size": image_size,
             "text_encoder": "all-MiniLM-L6-v2", "logit_scale": float(logit_scale)}
-    (path / ALKIT_LAYOUT).write_text(json.dumps(meta, indent=2) + "\n")
+    (path / ALKIT_LAYOUT).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -937,7 +937,7 @@ def _refuse_if_created_meanwhile(root: Path) -> None:
 
 
 def _journaled_moves(tmp: Path, moves: list[tuple[Path, Path]]) -> None:
-    with (tmp / _JOURNAL).open("a") as journal:
+    with (tmp / _JOURNAL).open("a", encoding="utf-8") as journal:
         for src, dst in moves:
             journal.write(f"{dst}\n")
             journal.flush()
@@ -949,7 +949,7 @@ def _roll_back(tmp: Path) -> None:
     """Remove what a failed or killed init had already moved into the project."""
     journal = tmp / _JOURNAL
     if journal.exists():
-        for line in journal.read_text().splitlines():
+        for line in journal.read_text(encoding="utf-8").splitlines():
             for suffix in ("", "-wal", "-shm"):
                 Path(line + suffix).unlink(missing_ok=True)
 
