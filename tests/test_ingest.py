@@ -1116,3 +1116,18 @@ def test_half_a_surrogate_pair_in_json_lines_is_named(tmp_path: Path) -> None:
                          '{"id": "esc \\\\ud83d", "a": 2.5, "label": "y"}'])
     ids = set(pl.read_parquet(tmp_path / "whole_jsonl" / "payload.parquet")["id"])
     assert {"smile \U0001F600", "esc \\ud83d"} <= ids
+
+
+def test_one_class_whatever_its_unicode_form(tmp_path: Path) -> None:
+    """'café' written decomposed (as macOS types it) and composed were two classes at init, while an
+    import reads them as one (a black-box check): init reads both as the composed form."""
+    nfd, nfc = "cafe\u0301", "caf\u00e9"
+    rows = ["id,a,label"] + [f"{i},{i % 5},{[nfd, nfc, 'tea'][i % 3]}" for i in range(60)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label",
+                                                                      hide_labels=True, progress=False))
+    assert cfg.classes == [nfc, "tea"]
+    cfg2 = init_project(tmp_path / "d.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
+                                                                       classes=[nfd, nfc, "tea"], hide_labels=True,
+                                                                       progress=False))
+    assert cfg2.classes == [nfc, "tea"]

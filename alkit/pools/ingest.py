@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -761,7 +762,9 @@ def _blank_labels_missing(s: pl.Series) -> pl.Series:
         return s.fill_nan(None)
     if s.dtype.is_numeric() or s.dtype == pl.Boolean:
         return s
-    text = s.cast(pl.Utf8).str.strip_chars()
+    # one Unicode form (NFC): 'café' typed on macOS (decomposed) and elsewhere were two classes, where an
+    # import already read them as one (a black-box check)
+    text = s.cast(pl.Utf8).str.strip_chars().str.normalize("NFC")
     text = text.set((text == "") | text.str.to_lowercase().is_in(list(MISSING_LABELS)), None)
     numbers = text.cast(pl.Float64, strict=False)
     if text.null_count() < len(text) and numbers.null_count() == text.null_count():
@@ -784,7 +787,7 @@ def _infer_task(s: pl.Series, max_classes: int) -> str:
 
 def _declared_classes(values: list[str]) -> list[str]:
     """--classes as given: stripped, each once, none empty (a class named '' is no label)."""
-    out = list(dict.fromkeys(v.strip() for v in values))
+    out = list(dict.fromkeys(unicodedata.normalize("NFC", v.strip()) for v in values))
     if "" in out:
         raise InputError("--classes holds an empty class name")
     if len(out) < 2:
