@@ -894,3 +894,29 @@ def test_label_codes_and_missing_words_on_import(tmp_path: Path) -> None:
         got = {item_id: value for item_id, value in s.execute(select(Item.item_id, Label.value).join(
             Label, Label.item_key == Item.key)).all() if item_id in ids}
     assert got == {ids[0]: "001", ids[3]: "10", ids[5]: "01"}
+
+
+def test_queue_columns_in_another_case(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    """`Skip` and `Annotator` headers (as a spreadsheet user types them) were dropped without a word, every
+    skip and name lost, while `ID` was refused (a black-box check): they are read as skip, annotator, id,
+    label, in CSV, JSONL and Parquet; a data column `Label` beside alkit's `label` stays a data column."""
+    project, truth = human
+    ids = queue_batch(project, 6)
+    csv_path = tmp_path / "caps.csv"
+    csv_path.write_text("ID,Label,Skip,Annotator\n"
+                        f"{ids[0]},{truth[ids[0]]},,alice\n"
+                        f"{ids[1]},,TRUE,alice\n")
+    res = import_labels(project, csv_path)
+    assert (res.labeled, res.skipped) == (1, 1)
+    assert shared_labels(project)[ids[0]][2] == "alice"
+    jl = tmp_path / "caps.jsonl"
+    jl.write_text(json.dumps({"Id": ids[2], "LABEL": None, "SKIP": True, "Annotator": "bob"}) + "\n")
+    assert import_labels(project, jl).skipped == 1
+    pq = tmp_path / "caps.parquet"
+    pl.DataFrame({"ID": [ids[3]], "Label": [truth[ids[3]]], "Annotator": ["cy"]}).write_parquet(pq)
+    assert import_labels(project, pq).labeled == 1 and shared_labels(project)[ids[3]][2] == "cy"
+    both = tmp_path / "both.csv"  # 'label' is alkit's answer; 'Label' is the team's own column
+    both.write_text(f"id,label,Label\n{ids[4]},{truth[ids[4]]},whatever\n")
+    assert import_labels(project, both).labeled == 1
+    st = states(project, ids)
+    assert [st[i] for i in ids[:5]] == ["labeled", "skipped", "skipped", "labeled", "labeled"]

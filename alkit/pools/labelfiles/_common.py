@@ -141,6 +141,25 @@ def separator_hint(header: str) -> str:
             "back with commas, or as .tsv for tabs)") if sep else ""
 
 
+QUEUE_COLUMNS = ("id", "label", "skip", "annotator")
+
+
+def canonical_columns(columns: Sequence[str]) -> dict[str, str]:
+    """Names alkit reads written in another case (`Skip`, `Annotator`, `ID`, as a spreadsheet user types
+    them) -> the name alkit reads, where that name itself is absent and only one spelling of it is there.
+    Why: `Skip` and `Annotator` columns were dropped without a word (every skip and name lost), while `ID`
+    was refused; a data column `Label` beside alkit's `label` stays a data column."""
+    present = set(columns)
+    out: dict[str, str] = {}
+    for name in QUEUE_COLUMNS:
+        if name in present:
+            continue
+        variants = [c for c in columns if c.strip().casefold() == name]
+        if len(variants) == 1:
+            out[variants[0]] = name
+    return out
+
+
 def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
     """The file's columns hold id and label (or skip), each of the columns alkit reads once: a
     header with two label columns would have one of them read silently."""
@@ -157,6 +176,9 @@ def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> 
 def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[Row]:
     rows = []
     for where, rec in records:
+        aliases = canonical_columns(list(rec))
+        if aliases:
+            rec = {aliases.get(k, k): v for k, v in rec.items()}
         item_id = as_id(rec.get("id"))
         if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
             item_id = str(int(float(item_id)))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import (Row, atomic_write, check_columns, decode, records_to_rows, refuse,
+from alkit.pools.labelfiles._common import (Row, atomic_write, canonical_columns, check_columns, decode, records_to_rows, refuse,
                                            separator_hint, unescape_formula)
 from alkit.pools.labelfiles._common import escape_formulas as escape_text
 
@@ -45,6 +45,8 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
         if header is None:
             raise refuse(path, ["the file is empty (no header line)"])
         header = [h.strip() for h in header]
+        aliases = canonical_columns(header)
+        header = [aliases.get(h, h) for h in header]
         check_columns(path, header)
         records = []
         for fields in reader:

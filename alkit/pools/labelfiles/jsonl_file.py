@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import Row, atomic_write, decode, records_to_rows, refuse
+from alkit.pools.labelfiles._common import Row, atomic_write, canonical_columns, decode, records_to_rows, refuse
 
 NAME = "jsonl"
 SUFFIXES = (".jsonl", ".ndjson")
@@ -34,6 +34,8 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
         if not isinstance(rec, dict):
             problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
             continue
+        aliases = canonical_columns(list(rec))  # 'Skip', 'Annotator', 'ID' as alkit's names
+        rec = {aliases.get(k, k): v for k, v in rec.items()} if aliases else rec
         if "id" not in rec or not ({"label", "skip"} & set(rec)):
             problems.append(f"line {i}: missing key {', '.join(k for k in ('id', 'label') if k not in rec)}")
             continue

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import Row, atomic_write, check_columns, records_to_rows, refuse
+from alkit.pools.labelfiles._common import Row, atomic_write, canonical_columns, check_columns, records_to_rows, refuse
 
 NAME = "parquet"
 SUFFIXES = (".parquet", ".pq")
@@ -24,6 +24,7 @@ def read(path: Path, data: bytes | None, problems: list[str]) -> list[Row]:
         df = pl.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
         raise refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
+    df = df.rename(canonical_columns(df.columns))
     check_columns(path, df.columns, "columns")
     keep = [c for c in ("id", "label", "skip", "annotator") if c in df.columns]
     return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems)
