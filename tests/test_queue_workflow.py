@@ -517,3 +517,27 @@ def test_an_export_to_a_folder_and_a_control_name_on_a_plain_list_are_refused(tm
     with pytest.raises(QueueError, match="--label-field 'digit' names a Label Studio control; this is a plain list"):
         import_labels(project, path, label_field="digit")
     assert import_labels(project, path).labeled == 2
+
+
+def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -> None:
+    """Items 1, 01, 2, 02 all queued; a spreadsheet saves 02 as 2 and 01 as 1: the file names 1 and 2 twice
+    (one answer, one blank each) and every answer went to the item without zeros, exit 0 (a black-box
+    check).  Refused, naming the ids; and one that names an item that is not queued is refused too."""
+    ids = ["1", "01", "2", "02"] + [f"x{i}" for i in range(96)]
+    df = digits_frame(100).with_columns(pl.Series("id", ids))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) >= 80).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "z.csv")
+    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    assert queue_batch(project, 6)[:4] == ["1", "01", "2", "02"]
+    before = snapshot(project)
+    saved = tmp_path / "saved.csv"
+    saved.write_text("id,label\n2,3\n1,\n1,5\n2,\n")
+    with pytest.raises(QueueError, match=r"ids 1 \(queued as 01\), 2 \(queued as 02\) look like queued ids that "
+                                         r"lost their leading zeros"):
+        import_labels(project, saved)
+    assert snapshot(project) == before
+    fine = tmp_path / "fine.csv"  # the same ids written as text: taken as they are
+    fine.write_text("id,label\n02,3\n1,\n01,5\n2,\n")
+    res = import_labels(project, fine)
+    assert res.labeled == 2 and shared_labels(project)["02"][0] == "3" and shared_labels(project)["01"][0] == "5"

@@ -19,6 +19,7 @@ import json
 import math
 import unicodedata
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -394,6 +395,28 @@ def _float_or_none(s: str) -> float | None:
 
 
 
+def _stripped_zeros(rows: list[Row], queued: list[str]) -> str | None:
+    """Why a file must be refused whose ids look like queued ids less their leading zeros, where such an id
+    also names another item: a queued `02` saved by a spreadsheet as `2`, beside the item `2` (the file then
+    names `2` twice, or `2` is not queued).  Its label went to item `2` with exit 0 (a black-box check); an id
+    that names no item at all is the store's unknown-id hint."""
+    named = Counter(r.item_id.strip() for r in rows if r.item_id)
+    queued_set = {q.strip() for q in queued}
+    lost = {}
+    for q in queued:
+        full = q.strip()
+        short = full.lstrip("0") or "0"
+        if full.startswith("0") and full.isdigit() and short != full and full not in named and short in named \
+                and (named[short] > 1 or short not in queued_set):
+            lost[short] = full
+    if not lost:
+        return None
+    shown = ", ".join(f"{k} (queued as {v})" for k, v in list(lost.items())[:3])
+    return (f"ids {shown}{' ...' if len(lost) > 3 else ''} look like queued ids that lost their leading zeros (a "
+            "spreadsheet read them as numbers), and each also names another item: format the id column as text "
+            "before saving, or fill in the file alkit wrote in a text editor")
+
+
 def _decisions(project: Project, rows: list[Row], problems: list[str],
                refused: dict[str, str]) -> dict[str, tuple[Any, Row]]:
     """item id -> (canonical label or SKIP, first row saying so); pending rows dropped; rows refused
@@ -463,6 +486,10 @@ def import_labels(
                            data_fields=[*exportable, *written_names(exportable).values(), *WHY_COLS])
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
+    numeric = any(r.item_id and r.item_id.strip().isdigit() for r in rows)
+    stripped = _stripped_zeros(rows, [q.item_id for q in queued_items(store)]) if numeric else None
+    if stripped:  # before any id is matched: a row would go to the item that has the shorter id
+        raise refuse(path, [stripped])
     refused: dict[str, str] = {}
     decisions = _decisions(project, rows, problems, refused)
     if problems and not decisions and not refused:
