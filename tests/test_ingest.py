@@ -1131,3 +1131,21 @@ def test_one_class_whatever_its_unicode_form(tmp_path: Path) -> None:
                                                                        classes=[nfd, nfc, "tea"], hide_labels=True,
                                                                        progress=False))
     assert cfg2.classes == [nfc, "tea"]
+
+
+def test_row_numbers_as_ids_refuse_an_empty_row_inside_the_data(tmp_path: Path) -> None:
+    """Without --id-col a blank line 4 was left out, so 'row 3' was the file's 4th data row: a labeler
+    who went to row 3 in a spreadsheet labelled another item (a black-box check).  Trailing empty rows
+    (an editor's last line) shift nothing and are still left out with a note."""
+    rows = ["a,b,label"] + [f"{i},{i % 3},{'xy'[i % 2]}" for i in range(40)]
+    inner = rows[:3] + [""] + rows[3:]
+    (tmp_path / "inner.csv").write_text("\n".join(inner) + "\n")
+    with pytest.raises(InputError, match="empty row on line 4, with data after it"):
+        init_project(tmp_path / "inner.csv", tmp_path / "p", InitOptions(id_col=None, label_col="label", hide_labels=True, progress=False))
+    assert not (tmp_path / "p").exists()
+    (tmp_path / "trailing.csv").write_text("\n".join(rows) + "\n\n,,\n")
+    notes: list[str] = []
+    cfg = init_project(tmp_path / "trailing.csv", tmp_path / "q", InitOptions(id_col=None, label_col="label", hide_labels=True, progress=False), notes)
+    assert cfg.n_items == 40 and any("2 empty rows" in n for n in notes)
+    cfg = init_project(tmp_path / "inner.csv", tmp_path / "r", InitOptions(id_col="a", label_col="label", hide_labels=True, progress=False))
+    assert cfg.n_items == 40  # with ids of its own the file may keep its blank line
