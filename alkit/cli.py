@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -398,7 +399,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
                             "to start it")
         else:
             say_interrupted(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
-                            f"command (or `alkit run --resume {spec.name}`) to continue")
+                            f"command (or `alkit run --resume {shlex.quote(spec.name)}`) to continue")
         raise typer.Exit(code=130) from None
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries

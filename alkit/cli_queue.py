@@ -4,6 +4,7 @@ alkit.pools.queue, render with rich."""
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -39,14 +40,14 @@ def export_cmd(
     with user_errors():
         proj = load_project(project)
         res = export_queue(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas)
-    where = "" if proj.root.resolve() == Path.cwd().resolve() else f" --project {proj.root}"
+    where = proj.cli_flag()
     if res.set_aside is not None:
         if res.set_aside_unreadable:
             console.print(f"[yellow]moved[/] {res.path}, which is no label file alkit can read, out of the way as "
                           f"{res.set_aside}", highlight=False)
         else:
             console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}: "
-                          f"`alkit queue import {res.set_aside}{where}`", highlight=False)
+                          f"`alkit queue import {shlex.quote(str(res.set_aside))}{where}`", highlight=False)
     if res.n_items == 0:
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else
@@ -56,7 +57,7 @@ def export_cmd(
         return
     todo = (f"import the tasks into Label Studio, label them, export its JSON and `alkit queue import FILE{where}`"
             if res.format == "label-studio" else
-            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {res.path}{where}"
+            f"fill in `label` (or skip=true / label {SKIP_LABEL}), then `alkit queue import {shlex.quote(str(res.path))}{where}"
             + ("" if format_for_suffix(res.path) is not None else f" --format {res.format}") + "`")
     shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
     console.print(f"[green]exported[/] {res.n_items} queued item{'' if res.n_items == 1 else 's'} to {res.path} "
@@ -102,7 +103,7 @@ def _next_step(res: ImportResult) -> str:
     if res.still_queued:
         return ""
     if len(res.waiting_runs) == 1:
-        return f" — `alkit run --resume {res.waiting_runs[0]}` continues with the next cycle"
+        return f" — `alkit run --resume {shlex.quote(res.waiting_runs[0])}` continues with the next cycle"
     if res.waiting_runs:
         return " — `alkit run --resume NAME` continues each waiting run (`alkit status` lists them)"
     if res.running_runs:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,6 +152,16 @@ class Project:
     @property
     def store_url(self) -> str:
         return resolve_store_url(self.config.store, self.root)
+
+    def cli_flag(self) -> str:
+        """' --project DIR' for the commands a hint shows, unless the project is the current folder; the
+        folder shell-quoted, so the command can be pasted (a '#' in it commented the rest out, a black-box
+        check); with the current folder gone (deleted under the shell) the flag is given."""
+        try:
+            here = self.root.resolve() == Path.cwd().resolve()
+        except OSError:
+            here = False
+        return "" if here else f" --project {shlex.quote(str(self.root))}"
 
     def own_files(self) -> list[Path]:
         """The files `alkit init` wrote and the SQLite store's companions (-wal, -shm, -journal), resolved:

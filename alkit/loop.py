@@ -10,6 +10,7 @@ selected twice, cycles contiguous.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 
 import time
 from collections.abc import Callable
@@ -233,7 +234,7 @@ class ActiveLoop:
         if run.status == "stopped":  # a rule ended it; a larger --budget would have reopened it
             stopped = run.config.get("stopped", {})
             msg = (f"run {run.name} was stopped by {stopped.get('rule')} at cycle {stopped.get('cycle')}: "
-                   f"{stopped.get('why')}; a larger --budget continues it (`alkit run --resume {run.name} --budget N`, "
+                   f"{stopped.get('why')}; a larger --budget continues it (`alkit run --resume {shlex.quote(run.name)} --budget N`, "
                    "whose rules watch the new cycles; add `--stop none` to run to the budget)")
             self.on_event("stopped", {"run": run.name, **stopped, "message": msg})
             return []
@@ -254,7 +255,7 @@ class ActiveLoop:
                                                       f"queued items) written to it again{kept}"})
                 where = self._where()
                 msg = (f"waiting: {waiting} item{'' if waiting == 1 else 's'} still queued; `alkit queue import FILE{where}`, "
-                       f"then `alkit run --resume {run.name}{where}`")
+                       f"then `alkit run --resume {shlex.quote(run.name)}{where}`")
                 self.on_event("human_wait", {"run": run.name, "cycle": cycle - 1, "queued": waiting, "message": msg})
                 self.on_event("phase", {"cycle": cycle - 1, "phase": msg})
                 break
@@ -284,8 +285,7 @@ class ActiveLoop:
 
     def _where(self) -> str:
         """' --project DIR' for the hints' commands, unless the project is the current folder."""
-        root = Path(self.project.root)
-        return "" if root.resolve() == Path.cwd().resolve() else f" --project {root}"
+        return self.project.cli_flag()
 
     def _hand_off(self, name: str, cycle: int, res: CycleResult, req: RunRequest) -> None:
         out = self.oracle.hand_off(res.n_selected, req.queue_file)
@@ -299,7 +299,7 @@ class ActiveLoop:
                 f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import them too)")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "
                f"column (or export another format with `alkit queue export{where}`), then `alkit queue import "
-               f"{out.path}{where}` and `alkit run --resume {name}{where}`")
+               f"{shlex.quote(str(out.path))}{where}` and `alkit run --resume {shlex.quote(name)}{where}`")
         self.on_event("human_queue", {"run": name, "cycle": cycle, "queued": out.n_items,
                                       "path": str(out.path), "message": msg})
         self.on_event("phase", {"cycle": cycle, "phase": msg})

@@ -713,3 +713,30 @@ def test_a_latin1_terminal_and_a_notepad_saved_config(tmp_path: Path) -> None:
     toml.write_bytes(b"\xef\xbb\xbf" + toml.read_bytes())
     again = alkit("status", "--json", "-p", "p", cwd=tmp_path)
     assert again.returncode == 0 and json.loads(again.stdout)[0]["n_labeled"] == 20, again.stderr
+
+
+def test_suggested_commands_can_be_pasted_into_a_shell(tmp_path: Path) -> None:
+    """`alkit queue import /x/team #2 data/queue.csv --project /x/team #2 data`: the '#' commented out the rest
+    when pasted (a black-box check); paths and run names in hints are shell-quoted.  And `queue export` from a
+    folder deleted under the shell wrote its file, then a traceback (Path.cwd())."""
+    import shlex
+
+    rows = ["id,a,b,label"] + [f"{i},{i % 7},{(i * 3) % 5},{'xy'[i % 2] if i < 30 else ''}" for i in range(120)]
+    (tmp_path / "pool.csv").write_text("\n".join(rows) + "\n")
+    folder = tmp_path / "team #2 data"
+    assert alkit("init", "pool.csv", "--id-col", "id", "--label-col", "label", "-p", str(folder),
+                 cwd=tmp_path).returncode == 0
+    out = alkit("run", "--strategy", "random", "--budget", "20", "--name", "bob's run", "-p", str(folder), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    said = " ".join((out.stdout + out.stderr).split())
+    cmd = said[said.index("`alkit queue import ") + 1:]
+    cmd = cmd[:cmd.index("`")]
+    words = shlex.split(cmd)
+    assert words[3] == str(folder / "queue.csv") and words[words.index("--project") + 1] == str(folder), cmd
+    resume = said[said.index("`alkit run --resume ") + 1:]
+    assert shlex.split(resume[:resume.index("`")])[3] == "bob's run"
+    gone = subprocess.run(["bash", "-c", f"mkdir gone && cd gone && rmdir ../gone && {shlex.join(ALKIT)} queue export "
+                                         f"--project {shlex.quote(str(folder))}"],
+                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    assert gone.returncode == 0 and "Traceback" not in gone.stderr, gone.stderr
+    assert "--project" in gone.stdout
