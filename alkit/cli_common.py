@@ -184,10 +184,17 @@ def parse_counts(value: str, option: str) -> list[int]:
 
 
 def parse_csv(value: Optional[str], what: str = "column") -> Optional[list[str]]:
-    """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused, naming ``what`` it lists."""
+    """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused, naming ``what`` it lists.
+    Read as one CSV line, so a name with a comma is written in double quotes: '"comment, free text",b'
+    (a column so named could not be left out at all, a black-box check)."""
     if value is None:
         return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
+    import csv
+
+    if value.count('"') % 2:
+        raise ValueError(f"the {what} list {value!r} has an unclosed double quote")
+    fields = next(csv.reader([value], skipinitialspace=True), [])
+    items = [v.strip() for v in fields if v.strip()]
     if not items:
         raise ValueError(f"an empty {what} list was given")
     return items

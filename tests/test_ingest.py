@@ -1149,3 +1149,25 @@ def test_row_numbers_as_ids_refuse_an_empty_row_inside_the_data(tmp_path: Path) 
     assert cfg.n_items == 40 and any("2 empty rows" in n for n in notes)
     cfg = init_project(tmp_path / "inner.csv", tmp_path / "r", InitOptions(id_col="a", label_col="label", hide_labels=True, progress=False))
     assert cfg.n_items == 40  # with ids of its own the file may keep its blank line
+
+
+def test_a_column_name_with_a_comma_can_be_left_out(tmp_path: Path) -> None:
+    """A free-text column 'comment, free text' could not be left out: --exclude split it at its comma, and
+    the hint named it unquoted (a black-box check).  The option reads a CSV line, the hint writes one."""
+    import shlex
+
+    from alkit.cli_common import parse_csv
+
+    rows = ['id,a,b,"comment, free text",label'] + [f"{i},{i % 7},{i % 3},note number {i},{'xy'[i % 2]}"
+                                                    for i in range(60)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    with pytest.raises(InputError) as exc:
+        init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                     progress=False))
+    lexer = shlex.shlex(str(exc.value).split("--exclude ")[1], posix=True, punctuation_chars=",")
+    assert parse_csv(lexer.get_token()) == ["comment, free text"], str(exc.value)
+    assert "columns: 'comment, free text' (" in str(exc.value)
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(
+        id_col="id", label_col="label", hide_labels=True, progress=False,
+        exclude=parse_csv('"comment, free text"')))
+    assert cfg.feature_cols == ["a", "b"]

@@ -7,9 +7,12 @@ init leaves no half-made project behind.
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import unicodedata
@@ -333,11 +336,11 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                                  "by to_csv?) and would be a feature; write the file with index=False, name the "
                                  "column and --exclude it, or list the features with --features")
             raise InputError(f"column {index[0]!r} is a pandas index (written by to_parquet) and would be a feature; "
-                             f"write the file with index=False, --exclude {index[0]}, or list the features with --features")
+                             f"write the file with index=False, --exclude {option_list([index[0]])}, or list the features with --features")
     empty = [c for c in names if _is_text(schema[c]) and df[c].cast(pl.Utf8).str.strip_chars().fill_null("").eq("").all()]
     if empty:  # read as text with no value: it became one constant one-hot feature, '(missing)'
         raise InputError(f"feature column {empty[0]!r} has no value in any row"
-                         + ("" if opts.features else f": leave it out with --exclude {','.join(empty)}"))
+                         + ("" if opts.features else f": leave it out with --exclude {option_list(empty)}"))
     # numbers whose missing cells are written as text ('NA', '?'): with --impute, numbers like any other
     gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
     mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
@@ -348,13 +351,13 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     if comma:
         c, example = next(iter(comma.items()))
         raise InputError(_comma_message(f"feature column {c!r}", example)
-                         + ("" if opts.features else f", or leave the column out with --exclude {','.join(comma)}"))
+                         + ("" if opts.features else f", or leave the column out with --exclude {option_list(comma)}"))
     levels = {c: lv for c in mostly_text if (lv := _levels(df[c])) is not None}
     textual = [c for c in mostly_text if c not in levels]  # free text: no feature
     if textual and not opts.features:  # (listed by --features, the cell is named below)
         raise InputError(
-            f"non-numeric columns: {', '.join(textual)} (text with too many distinct values to one-hot encode: "
-            f"over {MAX_LEVELS} or over half the rows); leave them out with --exclude {','.join(textual)}, "
+            f"non-numeric columns: {', '.join(repr(c) if ',' in c else c for c in textual)} (text with too many distinct values to one-hot encode: "
+            f"over {MAX_LEVELS} or over half the rows); leave them out with --exclude {option_list(textual)}, "
             "embed one with --text-col COL, or list the features with --features")
     non_numeric = [c for c in names if not _is_number(schema[c]) and c not in levels and c not in gappy]
     for c in non_numeric:  # name the first cell that is not a number, and say what it is
@@ -375,7 +378,7 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                        or df[c].str.strip_chars().str.contains(r"^[+-]?0\d").any()]
     if non_numeric:
         kinds = ", ".join(f"{c} ({schema[c]})" for c in non_numeric)
-        out = "" if opts.features else f"leave them out with --exclude {','.join(non_numeric)}, "
+        out = "" if opts.features else f"leave them out with --exclude {option_list(non_numeric)}, "
         lists = [c for c in non_numeric if isinstance(schema[c], (pl.List, pl.Array))]
         vec = f"--feature-col {lists[0]} takes a list column as the feature vector; " if lists else ""
         raise InputError(f"non-numeric feature columns: {kinds} ({vec}{out}choose numeric columns with --features, "
@@ -420,7 +423,7 @@ def pool_medians(read: Callable[[list[pl.Expr]], pl.DataFrame], schema: pl.Schem
     for c in gappy:
         in_pool = values[c].filter(in_pool_n).drop_nulls()
         if in_pool.is_empty():
-            raise InputError(f"feature column {c!r} has no value in the pool to impute from: leave it out with --exclude {c}")
+            raise InputError(f"feature column {c!r} has no value in the pool to impute from: leave it out with --exclude {option_list([c])}")
         fill[c] = float(in_pool.median())
     return fill
 
@@ -550,7 +553,7 @@ class FeatureValues:
             more = (f"; also {', '.join(missing[1:listed])}"
                     f"{f' and {len(missing) - listed} more' if len(missing) > listed else ''}"
                     f" ({len(missing)} columns in all)" if len(missing) > 1 else "")
-            exclude = (f", --exclude {','.join(missing)} leaves {'them' if len(missing) > 1 else 'the column'} out"
+            exclude = (f", --exclude {option_list(missing)} leaves {'them' if len(missing) > 1 else 'the column'} out"
                        if len(missing) <= listed else "")
             raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}){more}; "
                              f"--impute fills them with the pool's median (and adds a feature COLUMN=missing){exclude}")
@@ -967,6 +970,14 @@ def remove_stale_inits(root: Path) -> None:
         if not (root / CONFIG_NAME).exists():
             _roll_back(folder)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def option_list(names: list[str]) -> str:
+    """Column names as one --exclude / --features value a shell takes: comma-separated, a name with a comma
+    in double quotes (as the options read it), the whole shell-quoted ('sepal length' was two words)."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(names)
+    return shlex.quote(buf.getvalue())
 
 
 def _refuse_writing_over(data: Path, own: list[Path]) -> None:
