@@ -427,6 +427,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--budget must be at least 1, got {req.budget}")
     if req.name is not None and not req.name.strip():  # a blank name was a blank row in status and plot legends
         raise LoopError("--name is blank: give the run a name, or leave --name out for one made from the arguments")
+    if req.name is not None and (not req.name.isprintable() or req.name != req.name.strip()):
+        # a line break in it drew two rows in status for one run (a black-box check)
+        raise LoopError(f"--name {req.name!r} holds a line break, a tab or another control character, or spaces at "
+                        "its ends: give a name of printable characters")
     if req.candidates is not None and req.candidates < 1:
         raise LoopError(f"--candidates must be at least 1, got {req.candidates}")
     if req.candidates is not None and req.candidates < req.batch_size:  # it was raised to the batch silently

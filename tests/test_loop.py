@@ -317,6 +317,9 @@ def test_a_blank_name_and_an_acquisition_random_ignores_are_refused(digits_proje
     loop = ActiveLoop(load_project(digits_project))
     with pytest.raises(LoopError, match="--name is blank"):
         loop.run(_req(budget=20, name="   "))
+    for bad in ("two\nlines", "tab\there", " padded"):  # a line break drew two rows for one run in status
+        with pytest.raises(LoopError, match="printable characters"):
+            loop.run(_req(budget=20, name=bad))
     with pytest.raises(LoopError, match="--acquisition bald would have no effect"):
         loop.run(_req(budget=20, strategy="random", acquisition="bald"))
     assert Store(load_project(digits_project).store_url).runs() == []
