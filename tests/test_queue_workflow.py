@@ -541,3 +541,33 @@ def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -
     fine.write_text("id,label\n02,3\n1,\n01,5\n2,\n")
     res = import_labels(project, fine)
     assert res.labeled == 2 and shared_labels(project)["02"][0] == "3" and shared_labels(project)["01"][0] == "5"
+
+
+def test_ids_read_in_the_wrong_encoding_are_named(tmp_path: Path) -> None:
+    """Excel opens a UTF-8 queue.csv as Windows-1252 and saves 'é中3' as 'Ã©ä¸\\xad3': every row was
+    'unknown id' with no why (a black-box check); the refusal says what happened."""
+    df = digits_frame(100).with_columns(pl.format("é中{}", pl.int_range(pl.len())).alias("id"))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "u.csv")
+    init_project(tmp_path / "u.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 3)
+    saved = tmp_path / "excel.csv"
+    garbled = [i.encode("utf-8").decode("cp1252", errors="replace") for i in ids]
+    saved.write_text("id,label\n" + "".join(f"{g},1\n" for g in garbled), encoding="utf-8")
+    with pytest.raises(QueueError, match="read in the wrong text encoding"):
+        import_labels(project, saved)
+
+
+def test_ids_written_as_decimal_numbers_are_named(tmp_path: Path) -> None:
+    """pandas writes the id 107 as 107.0, a spreadsheet as 1.07E+02: a bare 'unknown id' before."""
+    df = digits_frame(100).with_columns((pl.int_range(pl.len()) + 100).cast(pl.Utf8).alias("id"))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "n.csv")
+    init_project(tmp_path / "n.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 2)
+    saved = tmp_path / "pandas.csv"
+    saved.write_text(f"id,label\n{ids[0]}.0,1\n{float(ids[1]):.2E},1\n")
+    with pytest.raises(QueueError, match=rf"'{ids[0]}.0' are the id '{ids[0]}' written as a decimal number"):
+        import_labels(project, saved)

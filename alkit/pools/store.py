@@ -259,6 +259,53 @@ def _zeros_hint(s: Any, unknown: list[str]) -> str | None:
     return (f"ids {shown}{' ...' if len(lost) > 3 else ''} lost their leading zeros (a spreadsheet read them as "
             "numbers): format the id column as text before saving, or fill in the file alkit wrote in a text editor")
 
+def _float_id_hint(s: Any, unknown: list[str]) -> str | None:
+    """Unknown ids that are whole-number ids written as floats: pandas writes 34007 as 34007.0 and a
+    spreadsheet as 3.40E+04; every such row was a bare 'unknown id'."""
+    whole: dict[str, str] = {}
+    for k in unknown[:1000]:
+        t = k.strip()
+        if t.isdigit():
+            continue
+        try:
+            x = float(t)
+        except ValueError:
+            continue
+        if math.isfinite(x) and x == int(x) and abs(x) < 2**53:
+            whole[str(int(x))] = k
+    if not whole:
+        return None
+    known = list(s.scalars(select(Item.item_id).where(Item.item_id.in_(list(whole)))))
+    if not known:
+        return None
+    return (f"ids such as {whole[known[0]]!r} are the id {known[0]!r} written as a decimal number (pandas' 34007.0, a "
+            "spreadsheet's 3.40E+04): write the id column as text or whole numbers")
+
+
+def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
+    """Unknown ids that are known ids read through the wrong encoding: Excel opens a UTF-8 CSV as
+    Windows-1252 ('é' becomes 'Ã©') and saves it so; every row was an unknown id, with no why."""
+    fixed: dict[str, str] = {}
+    for k in unknown[:1000]:
+        try:
+            back = k.encode("cp1252").decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            try:
+                back = k.encode("latin-1").decode("utf-8")
+            except (UnicodeEncodeError, UnicodeDecodeError):
+                continue
+        if back != k:
+            fixed[back] = k
+    if not fixed:
+        return None
+    known = list(s.scalars(select(Item.item_id).where(Item.item_id.in_(list(fixed)))))
+    if not known:
+        return None
+    return (f"ids such as {fixed[known[0]]!r} are {known[0]!r} read in the wrong text encoding (a spreadsheet opened the "
+            "UTF-8 file as Windows-1252): open it with UTF-8 (in Excel: Data > From Text/CSV, File origin 65001: "
+            "Unicode (UTF-8)), or fill in the file alkit wrote in a text editor")
+
+
 def _file_id(path: Path) -> tuple[int, int] | None:
     """(device, inode) of ``path``, or None where it is gone."""
     try:
@@ -770,9 +817,10 @@ class Store:
             if found or problems or conflicts:
                 if conflicts:
                     conflicts[0] += " (use --on-conflict keep or replace)"
-                hint = _zeros_hint(s, [k for k in ids if k not in items])
-                if hint:
-                    problems.insert(0, hint)
+                unknown = [k for k in ids if k not in items]
+                for hint in (_zeros_hint(s, unknown), _mojibake_hint(s, unknown), _float_id_hint(s, unknown)):
+                    if hint:
+                        problems.insert(0, hint)
                 raise ImportRefused(list(found) + problems + conflicts)
             now = utcnow()
             for action, it, decision, row_annotator in plan:
