@@ -1171,3 +1171,13 @@ def test_a_column_name_with_a_comma_can_be_left_out(tmp_path: Path) -> None:
         id_col="id", label_col="label", hide_labels=True, progress=False,
         exclude=parse_csv('"comment, free text"')))
     assert cfg.feature_cols == ["a", "b"]
+
+
+def test_a_header_with_spaces_is_shown_as_such(tmp_path: Path) -> None:
+    """'id column 'id' not found; columns:  id , sepal length': the spaces around the names were invisible
+    (a black-box check); such names are quoted and the near miss named."""
+    (tmp_path / "d.csv").write_text(" id , a ,label\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]}\n" for i in range(30)))
+    with pytest.raises(InputError, match=r"columns: ' id ', ' a ', label \(the file's column ' id ' differs from 'id' "
+                                         r"only in spaces or case"):
+        init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                     progress=False))

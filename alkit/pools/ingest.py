@@ -16,7 +16,7 @@ import shlex
 import shutil
 import tempfile
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -193,7 +193,7 @@ def _encoder_column(df: pl.DataFrame, opts: InitOptions) -> tuple[str, str]:
     col, kind = (opts.text_col, "text") if opts.text_col else (opts.image_col, "image")
     assert col is not None
     if col not in df.columns:
-        raise InputError(f"{kind} column {col!r} not found; columns: {', '.join(df.columns)}")
+        raise InputError(f"{kind} column {col!r} not found; columns: {columns_shown(df.columns, col)}")
     dtype = df[col].dtype
     if kind == "text" and dtype == pl.Categorical:
         return col, kind  # a Parquet category of strings: text (cast when it is read)
@@ -300,7 +300,7 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     if opts.feature_col:
         col = opts.feature_col
         if col not in columns:
-            raise InputError(f"feature column {col!r} not found; columns: {', '.join(columns)}")
+            raise InputError(f"feature column {col!r} not found; columns: {columns_shown(columns, col)}")
         dtype = schema[col]
         if not isinstance(dtype, (pl.List, pl.Array)):
             text = " (a CSV cell holds text: write the vectors to JSON Lines or Parquet)" if dtype == pl.Utf8 else ""
@@ -811,7 +811,7 @@ def _split_column(df: pl.DataFrame, columns: list[str], opts: InitOptions) -> np
     col = opts.split_col
     assert col is not None
     if col not in columns:
-        raise InputError(f"split column {col!r} not found; columns: {', '.join(columns)}")
+        raise InputError(f"split column {col!r} not found; columns: {columns_shown(columns, col)}")
     if col in (opts.id_col, opts.label_col):
         raise InputError(f"split column {col!r} is also the id or label column")
     raw = df[col].cast(pl.Utf8)
@@ -972,6 +972,15 @@ def remove_stale_inits(root: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def columns_shown(columns: Sequence[str], wanted: str | None = None) -> str:
+    """A file's column names for a message: a name with spaces at its ends or a comma quoted (' id ' read
+    as id in a plain list), and the one ``wanted`` names but for such spaces or case pointed out."""
+    shown = ", ".join(repr(c) if c != c.strip() or "," in c or not c else c for c in columns)
+    near = [c for c in columns if wanted is not None and c != wanted and c.strip().casefold() == wanted.strip().casefold()]
+    return shown + (f" (the file's column {near[0]!r} differs from {wanted!r} only in spaces or case: name it "
+                    "exactly, or fix the header)" if near else "")
+
+
 def option_list(names: list[str]) -> str:
     """Column names as one --exclude / --features value a shell takes: comma-separated, a name with a comma
     in double quotes (as the options read it), the whole shell-quoted ('sepal length' was two words)."""
@@ -1091,7 +1100,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     df = source.frame(read) if read else pl.DataFrame()
     for col, what in ((opts.id_col, "id"), (opts.label_col, "label")):
         if col not in source.columns and not (row_ids and what == "id"):
-            raise InputError(f"{what} column {col!r} not found; columns: {', '.join(source.columns)}")
+            raise InputError(f"{what} column {col!r} not found; columns: {columns_shown(source.columns, col)}")
     if row_ids:  # 1 for the first data row, as a spreadsheet shows the rows below the header
         df = df.with_columns(pl.int_range(1, df.height + 1).cast(pl.Utf8).alias(opts.id_col))
     marked_test = _split_column(df, source.columns, opts) if opts.split_col else None
