@@ -1181,3 +1181,15 @@ def test_a_header_with_spaces_is_shown_as_such(tmp_path: Path) -> None:
                                          r"only in spaces or case"):
         init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
                                                                      progress=False))
+
+
+def test_trailing_separators_are_named_as_such(tmp_path: Path) -> None:
+    """',,' at every line's end (Excel) was diagnosed as 'a pandas index written by to_csv', whose advice
+    (name the column and --exclude it) could not be followed (a black-box check)."""
+    (tmp_path / "d.csv").write_text("id,a,label,,\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]},,\n" for i in range(30)))
+    with pytest.raises(InputError, match="no name and no value in any row .a spreadsheet's trailing separators"):
+        init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                     progress=False))
+    cfg = init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                       features=["a"], progress=False))
+    assert cfg.feature_cols == ["a"]

@@ -331,6 +331,10 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
             raise InputError("no feature columns: pass --features or --feature-col")
         index = [c for c in names if c == "" or c.startswith("__index_level_")]
         if index:  # a row index would be learned from as a feature
+            if index[0] == "" and "" in df.columns and df[""].cast(pl.Utf8).str.strip_chars().fill_null("").eq("").all():
+                raise InputError(f"column {columns.index('') + 1} of the header has no name and no value in any row (a "
+                                 "spreadsheet's trailing separators, ',,' at the ends of the lines): delete those empty "
+                                 "columns in the file, or list the features with --features")
             if index[0] == "":
                 raise InputError(f"column {columns.index('') + 1} of the header has no name (a pandas index written "
                                  "by to_csv?) and would be a feature; write the file with index=False, name the "
