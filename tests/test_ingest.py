@@ -1193,3 +1193,25 @@ def test_trailing_separators_are_named_as_such(tmp_path: Path) -> None:
     cfg = init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
                                                                        features=["a"], progress=False))
     assert cfg.feature_cols == ["a"]
+
+
+def test_files_as_windows_tools_write_them(tmp_path: Path) -> None:
+    """JSON Lines with a BOM was refused by init ('decode using utf-8-sig') though queue import reads it; a
+    UTF-16 file was 'Latin-1 or Windows-1252?'; Excel's 'sep=,' first line was 'line 2 has 4 fields, the
+    header 2' (black-box checks)."""
+    import json as _json
+
+    lines = [_json.dumps({"id": f"i{i}", "a": i % 5, "label": "xy"[i % 2]}) for i in range(30)]
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode())
+    cfg = init_project(tmp_path / "bom.jsonl", tmp_path / "p", InitOptions(id_col="id", label_col="label",
+                                                                          hide_labels=True, progress=False))
+    assert cfg.n_items == 30
+    text = "id,a,label\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]}\n" for i in range(30))
+    (tmp_path / "u16.csv").write_bytes(text.encode("utf-16"))
+    with pytest.raises(InputError, match="UTF-16 text"):
+        init_project(tmp_path / "u16.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
+                                                                      hide_labels=True, progress=False))
+    (tmp_path / "sep.csv").write_text("sep=,\n" + text)
+    with pytest.raises(InputError, match="Excel's separator hint"):
+        init_project(tmp_path / "sep.csv", tmp_path / "r", InitOptions(id_col="id", label_col="label",
+                                                                      hide_labels=True, progress=False))

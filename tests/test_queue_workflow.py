@@ -571,3 +571,17 @@ def test_ids_written_as_decimal_numbers_are_named(tmp_path: Path) -> None:
     saved.write_text(f"id,label\n{ids[0]}.0,1\n{float(ids[1]):.2E},1\n")
     with pytest.raises(QueueError, match=rf"'{ids[0]}.0' are the id '{ids[0]}' written as a decimal number"):
         import_labels(project, saved)
+
+
+def test_label_files_as_windows_tools_write_them(tmp_path: Path) -> None:
+    """A UTF-16 answer file was 'not valid UTF-8 (byte 0)'; Excel's 'sep=,' first line a missing-column
+    refusal (black-box checks): both named as what they are, nothing imported."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    body = "id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids)
+    (tmp_path / "u16.csv").write_bytes(body.encode("utf-16"))
+    with pytest.raises(QueueError, match="UTF-16 text"):
+        import_labels(project, tmp_path / "u16.csv")
+    (tmp_path / "sep.csv").write_text("sep=,\n" + body)
+    with pytest.raises(QueueError, match="Excel's separator hint"):
+        import_labels(project, tmp_path / "sep.csv")

@@ -87,6 +87,10 @@ class TableSource:
             problem = _json_lines_problem(path)
             if problem:
                 raise InputError(problem)
+            with path.open("rb") as f:
+                bom = f.read(3) == b"\xef\xbb\xbf"
+            if bom:  # the reader refused it ('decode using utf-8-sig'), while queue import reads it
+                self.read_path = self._without_bom()
         try:
             if self.sep:
                 # types from every row: inferred from the first 10,000, a column of whole numbers with
@@ -100,7 +104,7 @@ class TableSource:
                     self.lazy = pl.scan_csv(self.read_path, separator=self.sep, infer_schema_length=None,
                                             schema_overrides=as_text or None, quote_char='"')
             elif suffix in JSON_LINES:  # ids keep their JSON type: a string id stays the text it is
-                lazy = pl.scan_ndjson(path, infer_schema_length=None)  # every line: a key first seen late is kept
+                lazy = pl.scan_ndjson(self.read_path, infer_schema_length=None)  # every line: a key seen late is kept
                 names = lazy.collect_schema().names()
                 first = _first_json_keys(path)  # the inferred schema's order is not the file's
                 self.lazy = lazy.select([*(c for c in first if c in names), *(c for c in names if c not in first)])
@@ -110,6 +114,19 @@ class TableSource:
         except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
             raise self._read_error(exc) from None
         self.columns: list[str] = self.schema.names()
+
+    def _without_bom(self) -> Path:
+        """A copy of this file without its UTF-8 byte-order mark, in a temporary folder that lives as long as
+        this source."""
+        import shutil
+        import tempfile
+
+        self._tmp = tempfile.TemporaryDirectory(prefix="alkit-read-")
+        out = Path(self._tmp.name) / self.path.name
+        with self.path.open("rb") as src, out.open("wb") as dst:
+            src.read(3)
+            shutil.copyfileobj(src, dst)
+        return out
 
     def _without_empty_rows(self) -> Path:
         """A copy of this delimited file without its empty rows (blank, whitespace or separators only,
@@ -146,7 +163,7 @@ class TableSource:
         typed columns, checked where they are read."""
         if self.path.suffix.lower() not in JSON_LINES:
             return
-        with self.path.open(encoding="utf-8", errors="replace") as f:
+        with self.path.open(encoding="utf-8-sig", errors="replace") as f:
             for number, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
@@ -226,6 +243,9 @@ def _header_problem(header: list[str], sep: str) -> str | None:
     would rename the second 'a' to 'a_duplicated_0', and --features a could mean either), or one
     field that holds another separator (a file written with it: alkit reads commas from .csv,
     tabs from .tsv)."""
+    if header and header[0].strip().lower().startswith("sep=") and all(not h.strip() for h in header[1:]):
+        return (f"its first line {sep.join(header)!r} is Excel's separator hint, not a header: delete that line "
+                "(the header is the line after it)")
     seen: dict[str, int] = {}
     for i, name in enumerate(header, start=1):
         if name in seen and name != "":  # unnamed columns: ingest names the problem where it matters
@@ -245,6 +265,9 @@ def _non_utf8_line(path: Path) -> str | None:
     """The first line of a text file that is not UTF-8, with the offending byte (a file saved as
     Latin-1 or Windows-1252: 'café' as b'caf\\xe9')."""
     with path.open("rb") as f:
+        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # it read as 'Latin-1 or Windows-1252?'
+            return "it is UTF-16 text (Excel's 'Unicode Text')"
+        f.seek(0)
         for number, raw in enumerate(f, start=1):
             try:
                 raw.decode("utf-8")
@@ -256,7 +279,7 @@ def _non_utf8_line(path: Path) -> str | None:
 
 def _first_json_keys(path: Path) -> list[str]:
     """The keys of a JSON Lines file's first object, in the order the file writes them."""
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
         for line in f:
             if line.strip():
                 try:
@@ -269,7 +292,7 @@ def _first_json_keys(path: Path) -> list[str]:
 
 def _bad_json_line(path: Path) -> str | None:
     """The first line of a JSON Lines file that is not one JSON object, and why."""
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -309,7 +332,7 @@ def _json_lines_problem(path: Path) -> str | None:
         return (f"cannot read {path.name}: its lines end in a lone carriage return (CR); save it with LF line "
                 "ends, one JSON object per line")
     content = False
-    with path.open(encoding="utf-8", errors="replace") as f:
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             content = content or bool(line.strip())
             if "\\ud" not in line.lower():

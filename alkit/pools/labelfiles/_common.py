@@ -90,6 +90,8 @@ def refuse(path: Path, problems: list[str]) -> QueueError:
 
 
 def decode(path: Path, data: bytes) -> str:
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # it read as 'not valid UTF-8 (byte 0)'
+        raise refuse(path, ["the file is UTF-16 text (Excel's 'Unicode Text'): save it as UTF-8 (Excel: 'CSV UTF-8')"])
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
