@@ -499,6 +499,14 @@ def plot(
         if metric not in df.columns:
             raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'eval_s', 'score_s', 'select_s', 'n_scored'))}")
         path = plot_learning_curves(df, metric, out or proj.root / "learning_curves.png", title=f"{proj.root.name}: {metric}")
+        drawn = set(df.filter(df[metric].is_not_null())["run"].unique().to_list())
+        unfitted = sorted(r.name for r in store.runs() if r.name not in drawn and store.cycles(r.id))
+        if unfitted:  # left out of the curves without a word, where bench names them (a black-box check)
+            shown = ", ".join(unfitted[:5]) + (" ..." if len(unfitted) > 5 else "")
+            err.print(f"note: {len(unfitted)} run{'s' if len(unfitted) > 1 else ''} with no {metric} yet "
+                      f"{'are' if len(unfitted) > 1 else 'is'} not drawn ({escape(shown)}: no model fitted, e.g. a "
+                      "classification run whose labels are all of one class); the legend counts the seeds drawn",
+                      highlight=False, style="dim")
     console.print(f"[green]wrote[/] {path}")
 
 

@@ -450,6 +450,13 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
     assert "--stratify-by COL" in said
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
+    # beside a run that fitted one, the plot draws that one and names the others (it left them out unsaid)
+    drawn = alkit("run", "--strategy", "random", "--budget", "60", "--initial", "60", "-o", "train.steps=30", "-p", "p",
+                  cwd=tmp_path)
+    assert drawn.returncode == 0, drawn.stderr
+    plot = alkit("plot", "-p", "p", cwd=tmp_path)
+    said = " ".join(plot.stderr.split())
+    assert plot.returncode == 0 and "with no accuracy yet are not drawn (epistemic-steps=30-b10-s0, margin-steps=30" in said, said
 
 
 def test_ctrl_c_before_the_run_is_recorded_does_not_offer_a_resume(project: Path,
