@@ -119,3 +119,21 @@ def test_values_over_fewer_seeds_and_the_worst_count_are_paired() -> None:
         "strategy", "n_seeds", "accuracy@10_mean", "accuracy@10_std", "accuracy@10_seeds", "aulc_mean", "aulc_std"),
         "accuracy"))
     assert "0.300*" in out.getvalue() and "had a model" in out.getvalue()
+
+
+def test_status_in_a_narrow_terminal_keeps_the_run_names() -> None:
+    """At 40 columns the run column was squeezed out of the status table (a black-box check): the second
+    metric and then the cycle count give way first."""
+    from alkit.cli_tables import summary_table
+
+    def row(name: str) -> dict:
+        return {"id": 1, "name": name, "strategy": "epistemic", "scorer": "vbll", "seed": 0, "cycles": 25,
+                "n_labeled": 270, "budget": 270, "status": "complete", "metrics": {"accuracy": 0.912, "nll": 0.331}}
+
+    for width in (50, 60):
+        out = io.StringIO()
+        Console(file=out, width=width).print(summary_table([row("random-vbll-b10-s3"), row("epistemic-b10-s0")],
+                                                           "runs", False, width))
+        text = out.getvalue()
+        assert max(map(len, text.splitlines())) <= width and "0.912" in text, text
+        assert "random-vbll" in text and "epistemic" in text and "nll" not in text
