@@ -747,3 +747,13 @@ def test_suggested_commands_can_be_pasted_into_a_shell(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
     assert gone.returncode == 0 and "Traceback" not in gone.stderr, gone.stderr
     assert "--project" in gone.stdout
+
+
+def test_a_project_path_too_long_for_sqlite_says_so(tmp_path: Path) -> None:
+    """A project path of ~490 bytes: 'unable to open database file', no why (a black-box check)."""
+    rows = ["id,a,label"] + [f"{i},{i % 3},{'xy'[i % 2]}" for i in range(40)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    deep = "/".join(["d" * 100] * 5) + "/p"
+    out = alkit("init", "d.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", deep, cwd=tmp_path)
+    assert out.returncode == 2 and "beyond the 511 SQLite takes" in out.stderr, out.stderr
+    assert not (tmp_path / ("d" * 100)).exists()

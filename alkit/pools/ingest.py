@@ -1116,7 +1116,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     if dup.any():
         raise InputError(f"duplicate ids in {opts.id_col!r}: {id_list(ids_str.filter(dup).unique(maintain_order=True).head(5).to_list())}")
 
-    made_root = not root.exists()
+    made = [p for p in (root, *root.parents) if not p.exists()]  # the folders this init makes, deepest first
+    made_root = bool(made)
     root.mkdir(parents=True, exist_ok=True)
     # everything is built in the temp folder (the features while they are checked), and moved in at the end
     tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
@@ -1191,8 +1192,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             if created and db_file is None:  # an external store: drop exactly the tables this init created
                 Store.drop_created(build_url, created)
             shutil.rmtree(tmp, ignore_errors=True)
-            if made_root and not any(root.iterdir()):
-                root.rmdir()  # a refused init leaves no empty project folder behind either
+            for folder in made:  # a refused init leaves no empty project folder behind, nor the folders above it
+                if folder.is_dir() and not any(folder.iterdir()):
+                    folder.rmdir()
         raise
     finally:
         bar.close()

@@ -306,6 +306,9 @@ def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
             "Unicode (UTF-8)), or fill in the file alkit wrote in a text editor")
 
 
+SQLITE_PATH_MAX = 511  # bytes of a database file's full path SQLite opens (its default SQLITE_MAX_PATHNAME 512)
+
+
 def _file_id(path: Path) -> tuple[int, int] | None:
     """(device, inode) of ``path``, or None where it is gone."""
     try:
@@ -341,6 +344,10 @@ class Store:
             except OperationalError as exc:
                 self.engine.dispose()
                 reason = str(exc.orig or exc).strip().splitlines()[0]
+                size = len(str(db_file.resolve()).encode()) if db_file is not None else 0
+                if size > SQLITE_PATH_MAX:  # SQLite's own limit: it said only 'unable to open database file'
+                    reason += (f" (its path is {size} bytes long, beyond the {SQLITE_PATH_MAX} SQLite takes: make the "
+                               "project in a folder with a shorter path)")
                 raise StoreError(f"cannot create the store at {self._safe_url()}: {reason}") from exc
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         if not create and db_file is None:
