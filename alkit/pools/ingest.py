@@ -1117,7 +1117,6 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         raise InputError(f"duplicate ids in {opts.id_col!r}: {id_list(ids_str.filter(dup).unique(maintain_order=True).head(5).to_list())}")
 
     made = [p for p in (root, *root.parents) if not p.exists()]  # the folders this init makes, deepest first
-    made_root = bool(made)
     root.mkdir(parents=True, exist_ok=True)
     # everything is built in the temp folder (the features while they are checked), and moved in at the end
     tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
