@@ -1215,3 +1215,20 @@ def test_files_as_windows_tools_write_them(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="Excel's separator hint"):
         init_project(tmp_path / "sep.csv", tmp_path / "r", InitOptions(id_col="id", label_col="label",
                                                                       hide_labels=True, progress=False))
+
+
+def test_paths_that_are_not_utf8_are_named(tmp_path: Path) -> None:
+    """'caf\\xe9.csv' from a Windows zip: 'Object does not have a .read() method'; a project folder so named:
+    'surrogates not allowed' (a black-box check)."""
+    import os
+
+    good = tmp_path / "d.csv"
+    good.write_text("id,a,label\n" + "".join(f"{i},{i % 3},{'xy'[i % 2]}\n" for i in range(30)))
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.csv")
+    Path(odd).write_bytes(good.read_bytes())
+    opts = InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False)
+    with pytest.raises(InputError, match="data file path .* is not valid UTF-8 text"):
+        init_project(odd, tmp_path / "p", opts)
+    with pytest.raises(InputError, match="project folder path .* is not valid UTF-8 text"):
+        init_project(good, os.fsdecode(os.fsencode(str(tmp_path)) + b"/pr\xe9"), opts)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.isascii()) == ["d.csv"]

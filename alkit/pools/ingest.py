@@ -1015,6 +1015,12 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     while they are checked; the other columns (ids, labels, split, payload) are read whole.
     """
     data, root = Path(data), Path(project_dir)
+    for what, path in (("data file", data), ("project folder", root)):
+        try:  # bytes that are no UTF-8 (a Windows zip's 'caf\xe9.csv'): the readers failed in words of their own
+            str(path.absolute()).encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"the {what} path {str(path)!r} is not valid UTF-8 text (a name from another system's "
+                             "encoding): rename it") from None
     blocking = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise InputError(f"project folder {root}: {blocking} is a file, not a folder")
