@@ -169,12 +169,17 @@ def test_label_studio_full_json_skip_then_label_and_one_name_per_user(tmp_path: 
         import_labels(project, disagree)
 
 
-def test_ids_a_spreadsheet_stripped_of_leading_zeros_are_named(tmp_path: Path) -> None:
-    df = digits_frame(100).with_columns(pl.format("00{}", pl.int_range(pl.len()) + 100).alias("id"))
+def _project_with_ids(tmp_path: Path, ids: "pl.Expr") -> Project:
+    """A 100-item digits project (the first 40 rows the pool, unlabelled) whose ids are ``ids``."""
+    df = digits_frame(100).with_columns(ids.alias("id"))
     df = df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_csv(tmp_path / "z.csv")
-    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
+    df.write_csv(tmp_path / "ids.csv")
+    init_project(tmp_path / "ids.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    return load_project(tmp_path / "p")
+
+
+def test_ids_a_spreadsheet_stripped_of_leading_zeros_are_named(tmp_path: Path) -> None:
+    project = _project_with_ids(tmp_path, pl.format("00{}", pl.int_range(pl.len()) + 100))
     ids = queue_batch(project, 3)
     saved = tmp_path / "saved.csv"
     saved.write_text("id,label\n" + "".join(f"{int(i)},1\n" for i in ids))
@@ -546,11 +551,7 @@ def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -
 def test_ids_read_in_the_wrong_encoding_are_named(tmp_path: Path) -> None:
     """Excel opens a UTF-8 queue.csv as Windows-1252 and saves 'é中3' as 'Ã©ä¸\\xad3': every row was
     'unknown id' with no why (a black-box check); the refusal says what happened."""
-    df = digits_frame(100).with_columns(pl.format("é中{}", pl.int_range(pl.len())).alias("id"))
-    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_csv(tmp_path / "u.csv")
-    init_project(tmp_path / "u.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
+    project = _project_with_ids(tmp_path, pl.format("é中{}", pl.int_range(pl.len())))
     ids = queue_batch(project, 3)
     saved = tmp_path / "excel.csv"
     garbled = [i.encode("utf-8").decode("cp1252", errors="replace") for i in ids]
@@ -561,11 +562,7 @@ def test_ids_read_in_the_wrong_encoding_are_named(tmp_path: Path) -> None:
 
 def test_ids_written_as_decimal_numbers_are_named(tmp_path: Path) -> None:
     """pandas writes the id 107 as 107.0, a spreadsheet as 1.07E+02: a bare 'unknown id' before."""
-    df = digits_frame(100).with_columns((pl.int_range(pl.len()) + 100).cast(pl.Utf8).alias("id"))
-    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 40).then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_csv(tmp_path / "n.csv")
-    init_project(tmp_path / "n.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
+    project = _project_with_ids(tmp_path, (pl.int_range(pl.len()) + 100).cast(pl.Utf8))
     ids = queue_batch(project, 2)
     saved = tmp_path / "pandas.csv"
     saved.write_text(f"id,label\n{ids[0]}.0,1\n{float(ids[1]):.2E},1\n")

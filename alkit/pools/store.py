@@ -259,6 +259,11 @@ def _zeros_hint(s: Any, unknown: list[str]) -> str | None:
     return (f"ids {shown}{' ...' if len(lost) > 3 else ''} lost their leading zeros (a spreadsheet read them as "
             "numbers): format the id column as text before saving, or fill in the file alkit wrote in a text editor")
 
+def _known_ids(s: Any, candidates: list[str]) -> list[str]:
+    """Which of ``candidates`` are ids of the store's items (none asked: none)."""
+    return list(s.scalars(select(Item.item_id).where(Item.item_id.in_(candidates)))) if candidates else []
+
+
 def _float_id_hint(s: Any, unknown: list[str]) -> str | None:
     """Unknown ids that are whole-number ids written as floats: pandas writes 34007 as 34007.0 and a
     spreadsheet as 3.40E+04; every such row was a bare 'unknown id'."""
@@ -273,9 +278,7 @@ def _float_id_hint(s: Any, unknown: list[str]) -> str | None:
             continue
         if math.isfinite(x) and x == int(x) and abs(x) < 2**53:
             whole[str(int(x))] = k
-    if not whole:
-        return None
-    known = list(s.scalars(select(Item.item_id).where(Item.item_id.in_(list(whole)))))
+    known = _known_ids(s, list(whole))
     if not known:
         return None
     return (f"ids such as {whole[known[0]]!r} are the id {known[0]!r} written as a decimal number (pandas' 34007.0, a "
@@ -296,9 +299,7 @@ def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
                 continue
         if back != k:
             fixed[back] = k
-    if not fixed:
-        return None
-    known = list(s.scalars(select(Item.item_id).where(Item.item_id.in_(list(fixed)))))
+    known = _known_ids(s, list(fixed))
     if not known:
         return None
     return (f"ids such as {fixed[known[0]]!r} are {known[0]!r} read in the wrong text encoding (a spreadsheet opened the "
