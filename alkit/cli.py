@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import re
 import shlex
 import sys
 import time
@@ -359,7 +360,7 @@ _RESUME_KEEPS = ("resume", "budget", "stop", "json_out", "wide", "project")  # w
 
 def _stop_rules(given: list[str] | None) -> list[str]:
     """--stop's rules; `--stop none` is none (it drops a resumed run's recorded rules)."""
-    rules = list(given or [])
+    rules = [re.sub(r"\s*([:,=])\s*", r"\1", r.strip()) for r in given or []]  # ' kappa : k = 2 ' as kappa:k=2
     if "none" in rules and len(rules) > 1:
         raise ValueError("--stop none drops every stopping rule: give it alone")
     return [] if rules == ["none"] else rules

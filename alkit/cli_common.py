@@ -185,16 +185,40 @@ def parse_counts(value: str, option: str) -> list[int]:
 
 def parse_csv(value: Optional[str], what: str = "column") -> Optional[list[str]]:
     """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused, naming ``what`` it lists.
-    Read as one CSV line, so a name with a comma is written in double quotes: '"comment, free text",b'
-    (a column so named could not be left out at all, a black-box check)."""
+    Comma-separated; a name in double quotes is taken as written, commas and spaces at its ends included
+    ('"comment, free text"', '" d "'; a quote inside it doubled, as in CSV): a column so named could not be
+    given at all (black-box checks).  Unquoted names lose the spaces around them."""
     if value is None:
         return None
-    import csv
-
-    if value.count('"') % 2:
-        raise ValueError(f"the {what} list {value!r} has an unclosed double quote")
-    fields = next(csv.reader([value], skipinitialspace=True), [])
-    items = [v.strip() for v in fields if v.strip()]
-    if not items:
+    items: list[str] = []
+    for raw in _split_outside_quotes(value, what):
+        text = raw.strip()
+        if text.startswith('"'):
+            if len(text) < 2 or not text.endswith('"'):
+                raise ValueError(f"the {what} list {value!r} has text beside a double-quoted name: {text!r}")
+            inner = text[1:-1]
+            if inner.replace('""', "").count('"'):
+                raise ValueError(f"the {what} list {value!r}: a double quote inside a quoted name is written twice")
+            items.append(inner.replace('""', '"'))
+        elif '"' in text:
+            raise ValueError(f"the {what} list {value!r}: a name with a double quote goes in double quotes, the quote "
+                             'doubled ("say ""hi""")')
+        elif text:
+            items.append(text)
+    if not items or not any(items):
         raise ValueError(f"an empty {what} list was given")
     return items
+
+
+def _split_outside_quotes(value: str, what: str) -> list[str]:
+    """``value`` split at the commas outside double quotes."""
+    parts, start, quoted = [], 0, False
+    for i, ch in enumerate(value):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            parts.append(value[start:i])
+            start = i + 1
+    if quoted:
+        raise ValueError(f"the {what} list {value!r} has an unclosed double quote")
+    return [*parts, value[start:]]

@@ -79,7 +79,8 @@ def import_cmd(
     from alkit.pools.queue import import_labels
 
     with user_errors():
-        res = import_labels(load_project(project), file, annotator=annotator, on_conflict=on_conflict, fmt=fmt,
+        proj = load_project(project)
+        res = import_labels(proj, file, annotator=annotator, on_conflict=on_conflict, fmt=fmt,
                            label_field=label_field)
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
@@ -95,20 +96,21 @@ def import_cmd(
         absent = f"; not in this file: {', '.join(res.not_in_file[:5])}{more}"
     console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} "
                   f"item{'' if res.still_queued == 1 else 's'} still queued{absent}"
-                  + _next_step(res), highlight=False)
+                  + _next_step(res, proj.cli_flag()), highlight=False)
 
 
-def _next_step(res: ImportResult) -> str:
-    """What the import lets happen next: a waiting run's next cycle, or nothing (every run is done)."""
+def _next_step(res: ImportResult, where: str = "") -> str:
+    """What the import lets happen next: a waiting run's next cycle, or nothing (every run is done);
+    ``where``: the project flag its commands need (Project.cli_flag)."""
     if res.still_queued:
         return ""
     if len(res.waiting_runs) == 1:
-        return f" — `alkit run --resume {shlex.quote(res.waiting_runs[0])}` continues with the next cycle"
+        return f" — `alkit run --resume {shlex.quote(res.waiting_runs[0])}{where}` continues with the next cycle"
     if res.waiting_runs:
-        return " — `alkit run --resume NAME` continues each waiting run (`alkit status` lists them)"
+        return f" — `alkit run --resume NAME{where}` continues each waiting run (`alkit status{where}` lists them)"
     if res.running_runs:
         one = len(res.running_runs) == 1
-        return (f" — {', '.join(res.running_runs)} {'is' if one else 'are'} running now and "
+        return (f" — {', '.join(map(repr, res.running_runs))} {'is' if one else 'are'} running now and "
                 f"{'trains on them from its' if one else 'train on them from their'} next cycle")
     return " — no run waits for labels (a run whose budget is spent continues with a larger --budget)"
 

@@ -272,8 +272,8 @@ def summary_table(
       strategy: ``aulc_vs_ref_mean/_std``, the AULC minus the reference's, seed by seed (positive
       = better, also for a lower-is-better metric); ``better_seeds``, on how many shared seeds it
       was better, of ``paired_seeds``, the seeds both have; ``worst_vs_ref``, the worst label count's
-      mean difference in units of the reference's std there, over the seeds both curves have at that
-      count, from ``aulc_from`` on (the issue's "never more than one std below random"), and
+      mean difference over the seeds both curves have at that count, in units of the reference's std
+      there (over all its seeds), from ``aulc_from`` on (the issue's "never more than one std below random"), and
       ``worst_vs_ref_at``, that label count;
     - ``{metric}@{n}_seeds`` where some strategy's value at n is over fewer seeds than it has (runs that
       had no model yet there), for every strategy: how many seeds that value is over.
@@ -351,16 +351,20 @@ def _against(curves: dict[object, tuple[np.ndarray, np.ndarray]], ref: dict[obje
     # per label count, the seeds both curves have there, from the AULC's first label count on: a count
     # before it compared one seed's model with the mean of other seeds' (-1.4 std where the strategy won
     # every seed, a black-box check)
-    by_n: dict[int, tuple[list[float], list[float]]] = {}
+    # the mean paired difference there, in units of the reference's std over all its seeds there (a count
+    # one seed alone reached, or two seeds of one value, has none: one paired seed then still counts)
+    diffs_n: dict[int, list[float]] = {}
+    ref_n: dict[int, list[float]] = {}
+    for seed, (ns, vs) in ref.items():
+        for n, v in zip(ns.tolist(), vs.tolist()):
+            ref_n.setdefault(int(n), []).append(v)
     for s in shared:
         mine = dict(zip(curves[s][0].tolist(), curves[s][1].tolist()))
         for n, v in zip(ref[s][0].tolist(), ref[s][1].tolist()):
             if int(n) in mine and (start is None or n >= start):
-                pair = by_n.setdefault(int(n), ([], []))
-                pair[0].append(mine[int(n)])
-                pair[1].append(v)
-    gaps = [(sign * (np.mean(a) - np.mean(b)) / np.std(b, ddof=1), n) for n, (a, b) in sorted(by_n.items())
-            if a and len(b) >= 2 and np.std(b, ddof=1) > 0]
+                diffs_n.setdefault(int(n), []).append(mine[int(n)] - v)
+    gaps = [(sign * float(np.mean(d)) / np.std(ref_n[n], ddof=1), n) for n, d in sorted(diffs_n.items())
+            if len(ref_n[n]) >= 2 and np.std(ref_n[n], ddof=1) > 0]
     if gaps:
         out["worst_vs_ref"], out["worst_vs_ref_at"] = min(gaps)
     return out

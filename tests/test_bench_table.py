@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import polars as pl
+import pytest
 from rich.console import Console
 
 from alkit.cli_tables import bench_table
@@ -137,3 +139,21 @@ def test_status_in_a_narrow_terminal_keeps_the_run_names() -> None:
         text = out.getvalue()
         assert max(map(len, text.splitlines())) <= width and "0.912" in text, text
         assert "random-vbll" in text and "epistemic" in text and "nll" not in text
+
+
+def test_the_worst_count_keeps_a_shortfall_only_one_paired_seed_shows() -> None:
+    """A run stopped by a rule at 10 labels left one paired seed at 20 and 30: those counts were dropped
+    (no std over one seed), and the worst checkpoint read 0.0 at the model-free first batch (a black-box
+    check).  The gap is the paired mean over random's std at that count over all its seeds."""
+    from alkit.plots import summary_table
+
+    rows = [("bald", 0, 10, 0.31), ("bald", 1, 10, 0.30), ("bald", 1, 20, 0.30), ("bald", 1, 30, 0.42),
+            ("random", 0, 10, 0.31), ("random", 0, 20, 0.37), ("random", 0, 30, 0.43),
+            ("random", 1, 10, 0.30), ("random", 1, 20, 0.32), ("random", 1, 30, 0.35)]
+    df = pl.DataFrame({"strategy": [r[0] for r in rows], "seed": [r[1] for r in rows],
+                       "run_id": [f"{r[0]}{r[1]}" for r in rows], "n_labeled": [r[2] for r in rows],
+                       "accuracy": [r[3] for r in rows]})
+    bald = next(r for r in summary_table(df, "accuracy", reference="random").iter_rows(named=True)
+                if r["strategy"] == "bald")
+    std20 = float(np.std([0.37, 0.32], ddof=1))
+    assert bald["worst_vs_ref_at"] == 20 and bald["worst_vs_ref"] == pytest.approx((0.30 - 0.32) / std20)

@@ -264,7 +264,7 @@ def test_text_columns_are_named_and_exclude_leaves_them_out(tmp_path: Path, digi
     assert "--exclude note,source" in err and len(proc.stderr.strip().splitlines()) == 1
     assert "--text-col" in err and not (tmp_path / "p").exists()
     bad = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--exclude", "nosuch", "-p", "p", cwd=tmp_path)
-    assert bad.returncode == 2 and "--exclude: columns not found: nosuch" in bad.stderr
+    assert bad.returncode == 2 and "--exclude: columns not found: 'nosuch'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr, bad.stderr
     assert not (tmp_path / "p").exists()
     ok = alkit("init", str(data), "--id-col", "id", "--label-col", "label", "--hide-labels", "--exclude", "note,source",
@@ -757,3 +757,27 @@ def test_a_project_path_too_long_for_sqlite_says_so(tmp_path: Path) -> None:
     out = alkit("init", "d.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", deep, cwd=tmp_path)
     assert out.returncode == 2 and "beyond the 511 SQLite takes" in out.stderr, out.stderr
     assert not (tmp_path / ("d" * 100)).exists()
+
+
+def test_second_round_checks_of_2026_12_06(tmp_path: Path) -> None:
+    """A black-box check of this day's fixes: --store naming the project's own features.parquet (a traceback)
+    or alkit.toml (a half-made project that blocked the next init); a folder or file named 'file:...' (read
+    as a URL); ' kappa : k = 2 ' recorded as typed."""
+    rows = ["id,a,b,label"] + [f"{i},{i % 7},{(i * 3) % 5},{'xy'[i % 2]}" for i in range(80)]
+    (tmp_path / "d.csv").write_text("\n".join(rows) + "\n")
+    init = ["init", "d.csv", "--id-col", "id", "--label-col", "label", "--hide-labels"]
+    for own in ("features.parquet", "alkit.toml", "payload.parquet"):
+        folder = tmp_path / f"w_{own}"
+        folder.mkdir()
+        out = alkit(*init, "-p", str(folder), "--store", f"sqlite:///{folder / own}", cwd=tmp_path)
+        assert out.returncode == 2 and f"is the project's own {own}" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and list(folder.iterdir()) == []
+    (tmp_path / "file:z.csv").write_text("\n".join(rows) + "\n")
+    assert alkit(*init, "-p", "file:x", cwd=tmp_path).returncode == 0
+    out = alkit("init", "file:z.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "z", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    run = alkit("run", "--strategy", "epistemic", "--budget", "20", "--stop", " kappa : k = 2 ", "-p", "file:x",
+                cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    st = json.loads(alkit("status", "--json", "-p", "file:x", cwd=tmp_path).stdout)[0]
+    assert st["stop_rules"] == ["kappa:k=2"]

@@ -89,7 +89,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
          features=["px1", "px2"])
     one_word = pl.when(pl.col("id") == df["id"][4]).then(pl.lit("abc")).otherwise(pl.col("px2").cast(pl.Utf8)).alias("px2")
     _bad(tmp_path, df.with_columns(one_word), "feature column 'px2' is not numeric: row 5 .* holds 'abc', text")
-    _bad(tmp_path, df, "feature columns not found: zz", features=["px1", "zz"])
+    _bad(tmp_path, df, "feature columns not found: 'zz'", features=["px1", "zz"])
     _bad(tmp_path, None, "no rows", raw="id,px1,label\n")
     _bad(tmp_path, None, "cannot read|no rows", raw="")
     _bad(tmp_path, df.with_columns(pl.when(pl.col("px3") > 5).then(None).otherwise(pl.col("label")).alias("label")),
@@ -1232,3 +1232,21 @@ def test_paths_that_are_not_utf8_are_named(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="project folder path .* is not valid UTF-8 text"):
         init_project(good, os.fsdecode(os.fsencode(str(tmp_path)) + b"/pr\xe9"), opts)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.isascii()) == ["d.csv"]
+
+
+def test_column_names_with_spaces_at_their_ends_can_be_named(tmp_path: Path) -> None:
+    """'" d "' in --features reached init as 'd' (the quotes parsed, the spaces stripped), so the column ' d '
+    could not be named at all; 'not found' listed 'a, b' unquoted beside a column named so (a black-box check)."""
+    from alkit.cli_common import parse_csv
+
+    (tmp_path / "c.csv").write_text('id,"a, b",c," d ",label\n'
+                                    + "".join(f"{i},{i % 3},{i % 5},{i % 7},{'xy'[i % 2]}\n" for i in range(40)))
+    opts = dict(id_col="id", label_col="label", hide_labels=True, progress=False)
+    cfg = init_project(tmp_path / "c.csv", tmp_path / "p", InitOptions(**opts, features=parse_csv('" d ",c')))
+    assert cfg.feature_cols == [" d ", "c"]
+    cfg = init_project(tmp_path / "c.csv", tmp_path / "q", InitOptions(**opts, exclude=parse_csv('" d ","a, b"')))
+    assert cfg.feature_cols == ["c"]
+    with pytest.raises(InputError, match=r"feature columns not found: 'a', 'b'; columns: id, 'a, b', c, ' d ', label"):
+        init_project(tmp_path / "c.csv", tmp_path / "r", InitOptions(**opts, features=parse_csv("a, b")))
+    with pytest.raises(ValueError, match="has text beside a double-quoted name"):
+        parse_csv('"a"b')

@@ -272,7 +272,8 @@ def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) 
     part = tmp_path / "part.csv"
     part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
     out = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
-    assert "`alkit run --resume r1` continues with the next cycle" in out
+    # the project's folder too: pasted elsewhere, the command ran in the wrong folder (a black-box check)
+    assert f"`alkit run --resume r1 --project {project.root}` continues with the next cycle" in out, out
     from alkit.pools.store import Store
 
     store = Store(project.store_url)
@@ -481,7 +482,7 @@ def test_the_import_does_not_send_people_to_resume_a_run_that_is_running(tmp_pat
         out = invoke("queue", "import", str(part), "-p", str(project.root)).text
     finally:
         leases.release(store, lease)
-    assert "r1 is running now and trains on them from its next cycle" in out, out
+    assert "'r1' is running now and trains on them from its next cycle" in out, out
     assert "alkit run --resume r1" not in out
 
 
@@ -582,3 +583,27 @@ def test_label_files_as_windows_tools_write_them(tmp_path: Path) -> None:
     (tmp_path / "sep.csv").write_text("sep=,\n" + body)
     with pytest.raises(QueueError, match="Excel's separator hint"):
         import_labels(project, tmp_path / "sep.csv")
+
+
+def test_label_columns_that_cannot_be_told_apart_and_tab_files(tmp_path: Path) -> None:
+    """A file with 'Label' (the team's column) and 'LABEL' (alkit's, renamed) was read with neither, every
+    answer dropped with exit 0; a .tsv's 'sep=<tab>' line was shown as 'sep=,'; UTF-16 without a BOM was a
+    missing-column refusal (a black-box check of this day's fixes)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    both = tmp_path / "both.csv"
+    both.write_text("id,Label,LABEL\n" + "".join(f"{i},note,{truth[i]}\n" for i in ids))
+    with pytest.raises(QueueError, match="columns 'Label', 'LABEL' could each be alkit's 'label' column"):
+        import_labels(project, both)
+    jl = tmp_path / "both.jsonl"
+    jl.write_text(json.dumps({"id": ids[0], "Label": "x", "LABEL": truth[ids[0]]}) + "\n")
+    with pytest.raises(QueueError, match="could each be alkit's 'label' column"):
+        import_labels(project, jl)
+    tsv = tmp_path / "a.tsv"
+    tsv.write_text("sep=\t\nid\tlabel\n" + "".join(f"{i}\t{truth[i]}\n" for i in ids))
+    with pytest.raises(QueueError, match=r"line 1 'sep=\\t' is Excel's separator hint"):
+        import_labels(project, tsv)
+    u16 = tmp_path / "u16.csv"
+    u16.write_bytes(("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids)).encode("utf-16-le"))
+    with pytest.raises(QueueError, match="UTF-16 text"):
+        import_labels(project, u16)

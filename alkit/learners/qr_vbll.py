@@ -128,13 +128,14 @@ class QuantileHead(nn.Module):
         q_mean = q.mean(1, keepdim=True)
         epi = v.mean(1) * scale**2
         alea = ((q - q_mean) ** 2).mean(1) * scale**2
-        q_sorted = q.sort(1).values.double()
+        q_sorted, order = q.sort(1)
+        q_sorted = q_sorted.double()
         median = _interp_levels(q_sorted, self.tau_K.double(), 0.5)
         # the head's quantiles rearranged (sorted), as the distribution and the median read them: the raw
         # outputs can cross at small N (206 of 342 items on a black-box check), which no quantile may;
-        # var_n_K stays per head output (level tau_K[k])
+        # var_n_K in the same order, so column k of both is the k-th quantile (level tau_K[k])
         extras = {
-            "quantiles_n_K": (shift + scale * q_sorted).float(), "var_n_K": v * scale**2,
+            "quantiles_n_K": (shift + scale * q_sorted).float(), "var_n_K": v.gather(1, order) * scale**2,
             "median_n": (shift + scale * median).float(),
         }
         mean_n = self.distribution(q, v, shift, scale, n_draws=0).mean()

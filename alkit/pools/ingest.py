@@ -7,8 +7,6 @@ init leaves no half-made project behind.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import re
@@ -312,7 +310,8 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
         names = list(opts.features)
         missing = [c for c in names if c not in columns]
         if missing:
-            raise InputError(f"feature columns not found: {', '.join(missing)}; columns: {', '.join(columns)}")
+            raise InputError(f"feature columns not found: {', '.join(map(repr, missing))}; columns: "
+                             f"{columns_shown(columns, missing[0])}")
         if opts.split_col in names:
             raise InputError(f"split column {opts.split_col!r} cannot also be a feature column")
         for col, what in ((opts.label_col, "label"), (opts.id_col, "id")):
@@ -324,7 +323,8 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     else:
         missing = [c for c in opts.exclude or [] if c not in columns]
         if missing:
-            raise InputError(f"--exclude: columns not found: {', '.join(missing)}; columns: {', '.join(columns)}")
+            raise InputError(f"--exclude: columns not found: {', '.join(map(repr, missing))}; columns: "
+                             f"{columns_shown(columns, missing[0])}")
         left_out = {opts.id_col, opts.label_col, opts.split_col, opts.text_col, opts.image_col, *(opts.exclude or [])}
         names = [c for c in columns if c not in left_out]
         if not names:
@@ -988,9 +988,8 @@ def columns_shown(columns: Sequence[str], wanted: str | None = None) -> str:
 def option_list(names: list[str]) -> str:
     """Column names as one --exclude / --features value a shell takes: comma-separated, a name with a comma
     in double quotes (as the options read it), the whole shell-quoted ('sepal length' was two words)."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="").writerow(names)
-    return shlex.quote(buf.getvalue())
+    quoted = ['"' + n.replace('"', '""') + '"' if any(c in n for c in ',"') or n != n.strip() else n for n in names]
+    return shlex.quote(",".join(quoted))
 
 
 def _refuse_writing_over(data: Path, own: list[Path]) -> None:
@@ -1125,7 +1124,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     made = [p for p in (root, *root.parents) if not p.exists()]  # the folders this init makes, deepest first
     root.mkdir(parents=True, exist_ok=True)
     # everything is built in the temp folder (the features while they are checked), and moved in at the end
-    tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix=f"{INIT_PREFIX}{os.getpid()}-", dir=root)).absolute()
     store, created, db_file, build_url = None, [], None, ""
     bar = _InitProgress(opts.progress and (df.height >= PROGRESS_MIN_ROWS
                                            or df.height * len(source.columns) >= PROGRESS_MIN_CELLS), df.height)
@@ -1172,6 +1171,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None:
             _refuse_writing_over(data, [db_file, *(db_file.with_name(db_file.name + e) for e in ("-wal", "-shm"))])
+            own = {(root / n).resolve(): n for n in (FEATURES_NAME, PAYLOAD_NAME, CONFIG_NAME)}
+            if db_file.resolve() in own:  # a traceback ('file is not a database'), or a half-made project
+                raise InputError(f"--store {opts.store} is the project's own {own[db_file.resolve()]}: give the store "
+                                 "another file name (default: alkit.db)")
         if db_file is not None and db_file.exists():
             _refuse_if_created_meanwhile(root)
             raise InputError(f"store file {db_file} already exists; remove it or pass another --store")

@@ -60,6 +60,7 @@ class TableSource:
         of whole numbers with a zero-padded value ('02139', '0007'), a code rather than a number
         (the embedding command, which carries the data through: ids and zip codes lost their zeros); or the
         columns named (init's label column: classes '1', '01' and '001' were read as one number)."""
+        path = Path(path).absolute()  # the readers take a relative 'file:x.csv' for a URL (a black-box check)
         self.path = path
         suffix = _suffix(path)
         self.sep = SEPARATORS.get(suffix)  # None: Parquet or JSON Lines

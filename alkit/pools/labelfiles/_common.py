@@ -90,8 +90,9 @@ def refuse(path: Path, problems: list[str]) -> QueueError:
 
 
 def decode(path: Path, data: bytes) -> str:
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # it read as 'not valid UTF-8 (byte 0)'
-        raise refuse(path, ["the file is UTF-16 text (Excel's 'Unicode Text'): save it as UTF-8 (Excel: 'CSV UTF-8')"])
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:64]:  # it read as 'not valid UTF-8 (byte 0)'
+        raise refuse(path, ["the file is UTF-16 text (Excel's 'Unicode Text'; NUL bytes between its characters): "
+                            "save it as UTF-8 (Excel: 'CSV UTF-8')"])
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -162,9 +163,25 @@ def canonical_columns(columns: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def ambiguous_columns(columns: Sequence[str]) -> str | None:
+    """Where a name alkit reads is absent and two or more other spellings of it are there ('Label' and
+    'LABEL'), which one holds the answers is unknown: said, not guessed (neither was read, every answer
+    lost without a word, a black-box check)."""
+    present = set(columns)
+    for name in QUEUE_COLUMNS:
+        variants = [c for c in columns if c.strip().casefold() == name]
+        if name not in present and len(variants) > 1:
+            return (f"columns {', '.join(map(repr, variants))} could each be alkit's {name!r} column: name the one "
+                    f"alkit should read {name!r}")
+    return None
+
+
 def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
     """The file's columns hold id and label (or skip), each of the columns alkit reads once: a
     header with two label columns would have one of them read silently."""
+    ambiguous = ambiguous_columns(columns)
+    if ambiguous:
+        raise refuse(path, [f"{where}: {ambiguous}"])
     twice = sorted({c for c in columns if columns.count(c) > 1 and c in ("id", "label", "skip", "annotator")})
     if twice:
         raise refuse(path, [f"{where}: column {', '.join(twice)} given twice; which one holds the answer is ambiguous"])

@@ -46,7 +46,8 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
             raise refuse(path, ["the file is empty (no header line)"])
         header = [h.strip() for h in header]
         if header and header[0].lower().startswith("sep=") and all(not h for h in header[1:]):
-            raise refuse(path, [f"line 1 {','.join(header)!r} is Excel's separator hint, not the header: delete that line"])
+            raise refuse(path, [f"line 1 {_separator(path).join(header)!r} is Excel's separator hint, not the header: "
+                                "delete that line"])
         aliases = canonical_columns(header)
         header = [aliases.get(h, h) for h in header]
         check_columns(path, header)

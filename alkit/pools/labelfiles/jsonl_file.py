@@ -7,7 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import Row, atomic_write, canonical_columns, decode, records_to_rows, refuse
+from alkit.pools.labelfiles._common import (Row, ambiguous_columns, atomic_write, canonical_columns, decode,
+                                           records_to_rows, refuse)
 
 NAME = "jsonl"
 SUFFIXES = (".jsonl", ".ndjson")
@@ -33,6 +34,10 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
             continue
         if not isinstance(rec, dict):
             problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
+            continue
+        ambiguous = ambiguous_columns(list(rec))
+        if ambiguous:
+            problems.append(f"line {i}: {ambiguous}")
             continue
         aliases = canonical_columns(list(rec))  # 'Skip', 'Annotator', 'ID' as alkit's names
         rec = {aliases.get(k, k): v for k, v in rec.items()} if aliases else rec
