@@ -173,7 +173,8 @@ def run_bench(
         raise LoopError("no strategy to bench")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list or len(set(seed_list)) != len(seed_list):
-        raise LoopError(f"seeds must be a positive count or distinct integers, got {seeds!r}")
+        raise LoopError(f"--seeds must be at least 1 (the number of seeds, 0 to N-1), got {seeds!r}"
+                        if isinstance(seeds, int) else f"seeds must be distinct integers, got {seeds!r}")
     metric = metric or ("accuracy" if task == "classification" else "crps")
     if metric not in METRICS[task]:  # before the runs, not after them
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")

@@ -125,7 +125,9 @@ def init(
         noise = (f"its accuracy moves in steps of 1/{test}" if cfg.task == "classification"
                  else "its error figures (CRPS, RMSE) rest on that few targets")
         console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so {noise} and the learning "
-                      "curves mostly show that noise; give it more rows (--test-frac, --split-col or more labelled rows)")
+                      "curves mostly show that noise; give it more rows ("
+                      + ("more rows marked test in the --split-col column" if split_col else
+                         "--test-frac, --split-col or more labelled rows") + ")")
     for note in notes:
         console.print(note, highlight=False)
     if test == 0:
@@ -316,6 +318,8 @@ def run(
             raise ValueError(f"{flag} {value} and {other} set one option twice: give it once")
         learner_options = {**own_options, **learner_options}
         if max_epochs is not None:
+            if max_epochs < 1:  # said by the internal name, 'max_epochs must be at least 1'
+                raise ValueError(f"--max-epochs must be at least 1, got {max_epochs}")
             train_options["max_epochs"] = max_epochs
         req = RunRequest(strategy=strategy, budget=budget, batch_size=batch_size, seed=seed, scorer=scorer,
                          initial=initial, name=name, candidates=candidates, stratify_by=stratify_by,
@@ -440,7 +444,8 @@ def status(
     wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
-    """One line per run: strategy, scorer, seed, cycles, labels and the latest metrics."""
+    """One line per run: its name (strategy, scorer options, batch and seed), cycles, labels, status and the
+    latest metrics; --wide adds strategy, scorer and seed as columns, and every metric."""
     with user_errors():
         from alkit.report import capacity_text, run_summaries
 
@@ -538,6 +543,8 @@ def bench(
 
         try:
             _preload_cycle_modules()
+            if max_epochs is not None and max_epochs < 1:
+                raise ValueError(f"--max-epochs must be at least 1, got {max_epochs}")
             res = run_bench(project, budget=budget, strategies=_parse_csv(strategies_, "strategy"), seeds=seeds,
                             batch_size=batch_size, initial=initial, initial_selector=initial_selector,
                             train={"max_epochs": max_epochs} if max_epochs is not None else None, metric=metric,

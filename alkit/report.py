@@ -158,6 +158,6 @@ def capacity_text(capacity: dict[str, Any]) -> str:
     from alkit.models.capacity import CV_GROWTH, CV_MAX_N
 
     n = int(capacity["n_labels"])
-    again = (f"chosen again at {math.ceil(n * CV_GROWTH)} labels" if n * CV_GROWTH <= CV_MAX_N
-             else "kept from here on")
+    again = (f"next chosen at {math.ceil(n * CV_GROWTH)} labels" if n * CV_GROWTH <= CV_MAX_N
+             else "kept from here on")  # 'chosen again at 40' read as past for a run that ended at 30
     return f"{', '.join(parts) or 'the defaults'}, chosen at {n} labels ({again})"

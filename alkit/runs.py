@@ -541,6 +541,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if cfg.task == "regression" and any(r.name == "kappa" for r in stop_rules):
         raise LoopError("--stop kappa compares predicted classes; on a regression project use forecast or an "
                         "uncertainty rule")
+    if req.ray_address is not None and req.engine != "ray":  # it ran on the local engine without a word
+        raise LoopError("--ray-address is the Ray cluster of --engine ray: add --engine ray, or drop it")
     if req.engine not in ENGINES:
         raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
     from alkit.engines.candidates import candidate_count

@@ -83,7 +83,7 @@ def test_status_shows_what_a_fit_chose_by_cross_validation(tmp_path: Path) -> No
     wide = _alkit("status", "--wide", "-p", "p", cwd=tmp_path)
     n = row["capacity"]["n_labels"]
     assert (f"cross-validated choice in use: weight prior {row['capacity']['prior_l2']:g}, chosen at {n} labels "
-            f"(chosen again at {2 * n} labels)") in " ".join(wide.split())
+            f"(next chosen at {2 * n} labels)") in " ".join(wide.split())
 
 
 from hypothesis import given, strategies as st  # noqa: E402

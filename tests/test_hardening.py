@@ -781,3 +781,18 @@ def test_second_round_checks_of_2026_12_06(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     st = json.loads(alkit("status", "--json", "-p", "file:x", cwd=tmp_path).stdout)[0]
     assert st["stop_rules"] == ["kappa:k=2"]
+
+
+def test_help_and_refusals_name_the_options_typed(project: Path) -> None:
+    """A black-box check of the help texts: --ray-address without --engine ray ran locally without a word;
+    --max-epochs 0 was refused as 'max_epochs'; bench --seeds 0 suggested 'distinct integers', which the
+    CLI does not take."""
+    p = str(project)
+    out = alkit("run", "--strategy", "random", "--budget", "10", "--ray-address", "auto", "-p", p, cwd=project)
+    assert out.returncode == 2 and "--ray-address is the Ray cluster of --engine ray" in out.stderr, out.stderr
+    for cmd in (["run", "--strategy", "random", "--budget", "10"], ["bench", "--budget", "10", "--strategies", "random"]):
+        out = alkit(*cmd, "--max-epochs", "0", "-p", p, cwd=project)
+        assert out.returncode == 2 and "--max-epochs must be at least 1, got 0" in out.stderr, out.stderr
+    out = alkit("bench", "--budget", "10", "--strategies", "random", "--seeds", "0", "-p", p, cwd=project)
+    assert out.returncode == 2 and "--seeds must be at least 1" in out.stderr, out.stderr
+    assert alkit("status", "-p", p, cwd=project).returncode == 0
