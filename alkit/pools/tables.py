@@ -262,11 +262,18 @@ def _header_problem(header: list[str], sep: str) -> str | None:
     return None
 
 
+def looks_utf16(data: bytes) -> bool:
+    """UTF-16 text: after a byte-order mark if any, a NUL in every other byte of its start (the high bytes of
+    ASCII characters).  A NUL character in UTF-8 text (a cell may hold one) has no such pattern."""
+    head = data[2:34] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data[:32]
+    return len(head) >= 4 and (not any(head[1::2]) or not any(head[0::2]))
+
+
 def _non_utf8_line(path: Path) -> str | None:
     """The first line of a text file that is not UTF-8, with the offending byte (a file saved as
     Latin-1 or Windows-1252: 'café' as b'caf\\xe9')."""
     with path.open("rb") as f:
-        if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):  # it read as 'Latin-1 or Windows-1252?'
+        if looks_utf16(f.read(34)):  # it read as 'Latin-1 or Windows-1252?'
             return "it is UTF-16 text (Excel's 'Unicode Text')"
         f.seek(0)
         for number, raw in enumerate(f, start=1):

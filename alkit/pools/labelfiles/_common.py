@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from alkit.pools.tables import looks_utf16
+
 WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection").
 _FORMULA = re.compile(r"^'*[=+\-@\t\r]")
@@ -90,7 +92,7 @@ def refuse(path: Path, problems: list[str]) -> QueueError:
 
 
 def decode(path: Path, data: bytes) -> str:
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:64]:  # it read as 'not valid UTF-8 (byte 0)'
+    if looks_utf16(data):  # it read as 'not valid UTF-8 (byte 0)', or as a header of 'i\x00d\x00'-named columns
         raise refuse(path, ["the file is UTF-16 text (Excel's 'Unicode Text'; NUL bytes between its characters): "
                             "save it as UTF-8 (Excel: 'CSV UTF-8')"])
     try:
