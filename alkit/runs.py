@@ -362,6 +362,20 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
     return acquisition, notes
 
 
+def _recorded_idle_options(cls: type, req: RunRequest, ident: RunIdentity, runs: Sequence[Any]) -> list[str]:
+    """Options of ``req`` that its learner class now refuses as idle (``idle_options``: settings
+    nothing reads), where ``req`` continues a recorded run that holds them: an earlier alkit
+    accepted them, and refusing them now left the run impossible to resume."""
+    from alkit.scorer_options import same_value
+
+    idle_of = getattr(cls, "idle_options", None)
+    recorded = next((r for r in runs if r.name == ident.name), None)
+    if idle_of is None or recorded is None:
+        return []
+    held = dict((recorded.config or {}).get("learner") or {})
+    return [k for k in idle_of(req.learner_options) if k in held and same_value(held[k], req.learner_options[k])]
+
+
 def request_for_run(run: Any, task: str, budget: int | None = None) -> RunRequest:
     """The request that continues ``run`` (a store run row) as it was started: its identity and
     every option recorded with it (``budget`` None: its own).  Why: the options that name a run
@@ -497,6 +511,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if scorer == "bayesvlm" and not cfg.image_col:  # the rest of its checks are the learner's own (below)
         raise LoopError("--scorer bayesvlm reads the images: this project has no image column (make it with "
                         "`alkit init DATA --image-col COL`)")
+    idle = _recorded_idle_options(learner_class(scorer), req, ident, runs)
+    if idle:  # accepted when the run started, refused since (they changed nothing): the run goes on without them
+        notes.append(f"run {ident.name!r} was recorded with {', '.join(f'{k}={req.learner_options[k]}' for k in idle)}, "
+                     "which changes nothing under the closed-form solver (refused for new runs since 2026-12-05); "
+                     "it continues as it scored")
+        req = replace(req, learner_options={k: v for k, v in req.learner_options.items() if k not in idle})
     try:  # the library's RunRequest carries Python values that no -o parsing checked
         from alkit.scorer_options import check_values
 
@@ -556,7 +576,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
     spec = RunSpec(ident.name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
-    train, learner_options = TrainConfig(**ident.train), dict(ident.learner)
+    train, learner_options = TrainConfig(**ident.train), {k: v for k, v in ident.learner.items() if k not in idle}
 
     def fresh_learner(input_spec: InputSpec | None) -> Learner:
         return make_learner(scorer, cfg.task, cfg.n_classes, class_names=cfg.classes, train=train,

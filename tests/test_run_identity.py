@@ -310,3 +310,26 @@ def test_a_first_batch_of_another_size_is_named(digits_project: Path) -> None:
     assert loop.resolve(RunRequest(strategy="margin", budget=30, initial=30, seed=1)).spec.name == "margin-b10-s1"
     old = next(r for r in loop.store.runs() if r.name == "margin-b10-s1")
     assert curve_groups(loop.store.runs(), loop.project.config)[old.id] == "margin-i30"
+
+
+def test_a_run_recorded_with_a_setting_later_refused_as_idle_is_continued(digits_project: Path) -> None:
+    """Before 2026-12-05 `-o csd.steps=500` under the closed-form solver was accepted and recorded
+    (it changed nothing); from then on it is refused as idle, and `--resume` of such a run failed
+    with that refusal for ever.  The recorded run continues, the idle setting noted; a new run that
+    asks for it is still refused."""
+    loop = _loop(digits_project)
+    options = {"candidates": None, "stratify_by": None, "learner": {"csd.steps": 500}, "train": {},
+               "engine": "local", "ray_address": None, "acquisition": "epistemic", "initial_selector": "coldstart",
+               "stop": [], "curve": "epistemic-csd-csd.steps=500", "code": {}, "naming": 6}
+    loop.store.get_or_create_run(RunSpec("epistemic-csd-csd.steps=500-b10-s0", "epistemic", "csd", 0, 30, 10, 10,
+                                         options))
+    run = next(r for r in loop.store.runs() if r.name == "epistemic-csd-csd.steps=500-b10-s0")
+    req = request_for_run(run, "classification", budget=20)
+    plan = loop.resolve(req)
+    assert plan.spec.name == "epistemic-csd-csd.steps=500-b10-s0"
+    assert any("csd.steps" in note and "closed" in note for note in plan.notes), plan.notes
+    loop.run(dataclasses.replace(req, max_cycles=2))
+    assert len(loop.store.labeled_set(run.id)[0]) == 20
+    with pytest.raises(LoopError, match="csd.steps sets the distilled network"):
+        loop.resolve(RunRequest(strategy="epistemic", scorer="csd", budget=30, seed=1,
+                                learner_options={"csd.steps": 500}))

@@ -297,14 +297,20 @@ class CSDLearner(PostHocLearner):
     DISTILL_ONLY = ("steps", "batch_x", "batch_c", "lr", "hidden", "n_noise", "noise_scale", "whiten")
 
     @classmethod
+    def idle_options(cls, options: dict[str, Any]) -> list[str]:
+        """The distillation settings in ``options`` that nothing reads (solver 'closed' on the
+        'features' tower), as their option names."""
+        defaults = CSDConfig()
+        if options.get("csd.solver", defaults.solver) != "closed" or options.get("csd.x_tower", defaults.x_tower) != "features":
+            return []
+        return [f"csd.{k}" for k in cls.DISTILL_ONLY if f"csd.{k}" in options and options[f"csd.{k}"] != getattr(defaults, k)]
+
+    @classmethod
     def check_options(cls, options: dict[str, Any]) -> None:
         """Refuse a distillation setting where nothing is distilled."""
-        defaults = CSDConfig()
-        solver = options.get("csd.solver", defaults.solver)
-        tower = options.get("csd.x_tower", defaults.x_tower)
-        idle = [k for k in cls.DISTILL_ONLY if f"csd.{k}" in options and options[f"csd.{k}"] != getattr(defaults, k)]
-        if idle and solver == "closed" and tower == "features":
-            raise ValueError(f"--opt csd.{idle[0]} sets the distilled network, and the default solver scores its target "
+        idle = cls.idle_options(options)
+        if idle:
+            raise ValueError(f"--opt {idle[0]} sets the distilled network, and the default solver scores its target "
                              "in closed form (nothing is distilled): add -o csd.solver=distilled, or leave it out")
 
     def __init__(self, task: str, n_classes: int | None = None, *, csd: CSDConfig | None = None,
