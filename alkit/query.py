@@ -146,7 +146,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                              "selector (random, coldstart) for the first batch")
         if acquisition is not None:
             raise ValueError("the first batch is picked without a model, so an acquisition has no effect: drop it")
-        scorer, posterior = None, None
+        scorer, posterior, targets = None, None, None
     else:
         chosen = _selector(selector or preset.selector_for(task, batch_size))
         if acquisition is not None:
@@ -166,7 +166,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                 warnings.warn(Note(note), stacklevel=2)
         acq = get_acquisition(name)
         acq_ctx = acquisition_context(acq, learner, pool, X.__getitem__, [seed, 4], seed)
-        posterior = acq_ctx.posterior
+        posterior, targets = acq_ctx.posterior, acq_ctx.targets
         scorer = AcquisitionScorer(acq, acq_ctx)
     m = candidate_count(chosen.candidate_source, batch_size, candidates)
     if chosen.candidate_source in ("sample",) or (learner is None and chosen.candidate_source != "all"):
@@ -178,6 +178,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         full = in_memory_candidates(pool.astype(np.int64), X[pool], learner, scorer)
         top = np.lexsort((full.keys_n, -np.asarray(full.scores_n)))[:m]
         cands = _subset(full, top)
+    cands.targets = targets  # EPIG's target set, as the loop hands it on: batch-EPIG and risk greedies read it
     ctx = SelectionContext(seed=seed, posterior=posterior,
                            labeled_embedding_n_d=(learner.predict(X[~mask]).embedding_n_d.numpy()
                                                   if learner is not None and getattr(chosen, "needs_labeled_embedding", False)

@@ -284,3 +284,18 @@ def test_training_settings_as_a_dict_and_an_estimators_width_are_taken_and_check
     sk.fit(X[:60], y[:60], seed=0)
     with pytest.raises(ValueError, match=r"the estimator was fitted on inputs of shape \(n, 64\), got \(5, 60\)"):
         sk.predict(X[:5, :60])
+
+
+@pytest.mark.parametrize("acquisition", ["epig", "epig-decision"])
+def test_batch_epig_in_query_starts_from_the_top_epig_item(digits, acquisition: str) -> None:
+    """query() left out EPIG's target set, which the loop hands its selectors, so `diverse` ran
+    greedy batch BALD under an EPIG acquisition (a black-box audit): its first pick was not even the
+    top-EPIG item.  The greedy's first gain is the item's own EPIG about the targets, so its first
+    pick is top-k's."""
+    X, y = digits
+    labeled = np.arange(0, 600, 12)
+    learner = _fitted(X, y, labeled)
+    top = query(learner, X, 1, labeled=labeled, acquisition=acquisition, selector="topk", seed=3)
+    batch = query(learner, X, 5, labeled=labeled, acquisition=acquisition, selector="diverse", seed=3, candidates=60)
+    assert batch[0] == top[0], (batch.tolist(), top.tolist())
+    assert len(set(batch.tolist())) == 5 and not set(batch.tolist()) & set(labeled.tolist())
