@@ -399,3 +399,27 @@ def test_power_sqrt_draws_in_proportion_to_the_root_of_the_score() -> None:
     picks = np.array([SqrtPowerStrategy().select(cands, 1, SelectionContext(seed=s)).keys[0] for s in range(20_000)])
     freq = np.array([(picks == k).mean() for k in cands.keys_n])
     np.testing.assert_allclose(freq, [0.5, 1 / 3, 1 / 6, 0.0], atol=0.012)
+
+
+@pytest.mark.parametrize("field", ["embedding", "probs", "labelled"])
+def test_badge_and_kcenter_refuse_nan_rows_rather_than_pick_them_first(field: str) -> None:
+    """A NaN embedding or probability row was picked first (argmax of NaN) and made every later
+    BADGE draw uniform (a selector audit); a NaN labelled embedding made every k-center distance NaN."""
+    c = _pool(20)
+    if field == "embedding":
+        c.embedding_n_d[7, 1] = np.nan
+    elif field == "probs":
+        c.probs_n_C[7] = np.nan
+    lab = np.random.default_rng(1).normal(size=(3, 4))
+    if field == "labelled":
+        lab[1, 0] = np.inf
+    selectors = [KCenterStrategy()] if field == "labelled" else [BadgeStrategy(), KCenterStrategy()]
+    if field == "probs":
+        selectors = [BadgeStrategy()]
+    for selector in selectors:
+        with pytest.raises(ValueError, match=r"NaN or inf|not a distribution") as err:
+            selector.select(c, 3, SelectionContext(seed=0, labeled_embedding_n_d=lab))
+        assert "1007" in str(err.value) or field == "labelled", str(err.value)
+    # the same pool without the bad row is served
+    ok = _pool(20)
+    assert len(BadgeStrategy().select(ok, 3, SelectionContext(seed=0)).keys) == 3

@@ -38,7 +38,17 @@ def require_embedding(candidates: Candidates, strategy: str) -> np.ndarray:
         raise ValueError(
             f"embedding_n_d must have shape ({len(candidates)}, d), got {emb_n_d.shape}"
         )
+    require_finite(emb_n_d, candidates.keys_n, f"the {strategy} strategy", "embedding")
     return emb_n_d
+
+
+def require_finite(values: np.ndarray, keys_n: np.ndarray, who: str, what: str) -> None:
+    """Refuse NaN / inf rows by name: a distance or D^2 weight of NaN made argmax pick that row
+    first and every later draw uniform (badge, kcenter; a selector audit)."""
+    bad_n = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+    if bad_n.any():
+        raise ValueError(f"{who} cannot place items whose {what} holds NaN or inf: {int(bad_n.sum())} of "
+                         f"{len(values)} candidates, e.g. item {keys_n[int(np.flatnonzero(bad_n)[0])]!r}")
 
 
 def key_tied_gumbel(keys_n: np.ndarray, seed: int) -> np.ndarray:

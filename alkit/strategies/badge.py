@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from alkit.strategies._common import check_batch, require_embedding, scores_or_zeros
+from alkit.strategies._common import check_batch, require_embedding, require_finite, scores_or_zeros
 from alkit.types import Candidates, Selection, SelectionContext
 
 _REL_TOL = 1e-12  # squared distances below this fraction of the norms are cancellation noise
@@ -25,11 +25,19 @@ def gradient_factors(candidates: Candidates, emb_n_d: np.ndarray) -> np.ndarray:
         probs_n_C = np.asarray(candidates.probs_n_C, dtype=np.float64)
         if probs_n_C.ndim != 2 or probs_n_C.shape[0] != emb_n_d.shape[0]:
             raise ValueError(f"probs_n_C must be ({emb_n_d.shape[0]}, C), got {probs_n_C.shape}")
+        bad_n = (~np.isfinite(probs_n_C).all(1) | (probs_n_C < -1e-6).any(1) | (probs_n_C > 1 + 1e-6).any(1)
+                 | (np.abs(probs_n_C.sum(1) - 1) > 1e-3))
+        if bad_n.any():  # a NaN row was picked first and every later D^2 draw was uniform
+            raise ValueError(f"the badge strategy needs class probabilities: {int(bad_n.sum())} candidates' rows are "
+                             f"not a distribution (finite values in [0, 1] summing to 1), e.g. item "
+                             f"{candidates.keys_n[int(np.flatnonzero(bad_n)[0])]!r}")
         a_n_C = -probs_n_C
         a_n_C[np.arange(a_n_C.shape[0]), probs_n_C.argmax(axis=1)] += 1.0
         return a_n_C
     if candidates.scores_n is not None:
-        return scores_or_zeros(candidates)[:, None]
+        scores_n = scores_or_zeros(candidates)
+        require_finite(scores_n, candidates.keys_n, "the badge strategy", "score")
+        return scores_n[:, None]
     return np.ones((emb_n_d.shape[0], 1))
 
 

@@ -63,6 +63,9 @@ class KCenterStrategy:
                 raise ValueError(
                     f"labeled_embedding_n_d must be (m, {emb_n_d.shape[1]}), got {lab_m_d.shape}"
                 )
+            if not np.isfinite(lab_m_d).all():  # a NaN centre made every distance NaN
+                raise ValueError(f"the kcenter strategy cannot measure distances to the labelled set: "
+                                 f"{int((~np.isfinite(lab_m_d).all(1)).sum())} labelled items' embeddings hold NaN or inf")
             dmin_n = min_sq_dist_n(emb_n_d, lab_m_d)
         else:
             dmin_n = np.einsum("nd,nd->n", emb_n_d, emb_n_d)
