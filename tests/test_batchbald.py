@@ -126,3 +126,15 @@ def test_passes_scores_through_and_rejects_bad_input() -> None:
     with pytest.raises(ValueError):
         strat.select(_cands(p), 0, CTX)
     assert len(strat.select(_cands(p), 50, CTX).keys) == 5
+
+
+@pytest.mark.parametrize("members", [1, 4])
+def test_members_that_agree_gain_nothing_and_ties_go_by_key(members: int) -> None:
+    """Where every member predicts the same, each gain is 0 and the batch is the first keys; rounding
+    noise of +-1e-16 in the entropy differences had decided the order (a selector audit)."""
+    p = np.random.default_rng(0).dirichlet(np.ones(3), size=6)
+    P = np.repeat(p[:, None, :], members, axis=1)
+    s = BatchBALDStrategy().select(Candidates(keys_n=np.arange(15, 9, -1), extras={"member_probs_n_M_C": P}), 4,
+                                   SelectionContext(seed=0))
+    assert s.keys.tolist() == [10, 11, 12, 13]
+    assert np.all(s.utilities == 0.0)

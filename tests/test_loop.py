@@ -360,3 +360,21 @@ def test_candidates_at_their_default_are_the_default_run(digits_project) -> None
     loop.run(RunRequest(strategy="margin", budget=20, scorer="none"))
     loop.run(RunRequest(strategy="margin", budget=20, scorer="none", candidates=200))
     assert len(loop.store.runs()) == 1
+
+
+def test_stratify_by_is_said_to_change_nothing_where_no_cold_start_reads_it(tmp_path: Path) -> None:
+    """`--strategy power --stratify-by grp` was taken and recorded, and picked what the run without it
+    picked, without a word (power's first batch is random; only the cold start reads strata)."""
+    import polars as pl
+    from conftest import digits_frame
+
+    frame = digits_frame(200).with_columns(grp=pl.Series(["rare" if i % 10 == 0 else "common" for i in range(200)]))
+    frame.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                               exclude=["grp"]))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    power = loop.resolve(RunRequest(strategy="power", budget=20, stratify_by="grp"))
+    assert any("--stratify-by stratifies the cold-start batch" in n and "'random'" in n for n in power.notes), power.notes
+    for req in (RunRequest(strategy="epistemic", budget=20, stratify_by="grp"),
+                RunRequest(strategy="power", budget=20, stratify_by="grp", initial_selector="coldstart")):
+        assert not any("stratify" in n for n in loop.resolve(req).notes)

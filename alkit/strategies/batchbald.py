@@ -120,6 +120,9 @@ def _member_probs(candidates: Candidates) -> torch.Tensor:
     return p / total
 
 
+_GAIN_TOL = 1e-12  # gains below this (relative to the entropies they are differences of) are 0
+
+
 class BatchBALDStrategy:
     """Greedy BatchBALD on the top-m candidates; utilities are the marginal gains (nats)."""
 
@@ -145,6 +148,9 @@ class BatchBALDStrategy:
         bald_m = None
         for _ in range(k):
             gain_m = (table.conditional_entropy_m(p_m_K_C, self.chunk_elems) - ce_m).numpy()
+            # an information gain is >= 0; a difference of entropies leaves rounding noise of ~1e-16 where the
+            # members agree, which decided ties that the rule breaks by key (a selector audit)
+            gain_m[gain_m < _GAIN_TOL * (1.0 + ce_m.numpy())] = 0.0
             if bald_m is None:
                 bald_m = gain_m.copy()
             masked = np.where(available, gain_m, -np.inf)
