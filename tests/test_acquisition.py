@@ -534,3 +534,29 @@ def test_a_class_probability_strategy_is_refused_on_a_regression_project(strateg
     with pytest.raises(LoopError, match=f"strategy '{strategy}' ranks by {strategy}, which needs class probabilities"):
         resolve_acquisition(strategy, None, "vbll", "regression", "topk")
     assert resolve_acquisition("epistemic", None, "vbll", "regression", "power-sqrt")[0] == "epistemic"
+
+
+@pytest.mark.parametrize("head", ["gaussian", "hetero"])
+def test_regression_bald_reads_the_noise_the_learner_predicts_with(head: str) -> None:
+    """BALD on a regression head is 1/2 log(1 + v / s2) with v the epistemic variance and s2 the noise
+    of the learner's own predictive (dist.var_n = v + s2): a posterior whose noise differed from the
+    predictive's (x10) passed every test before (a test audit)."""
+    from sklearn.datasets import load_diabetes
+
+    from alkit.engines.common import acquisition_context
+    from alkit.models.train import TrainConfig
+    from alkit.registry import make_learner
+
+    X, y = load_diabetes(return_X_y=True)
+    X = X.astype(np.float32)
+    learner = make_learner("vbll", "regression", None, train=TrainConfig(steps=60), head=head)
+    learner.fit(X[:120], y[:120], seed=0)
+    pred = learner.predict(X[300:340])
+    acq = get_acquisition("bald")
+    ctx = acquisition_context(acq, learner, np.arange(300, 340), X.__getitem__, [0, 4], 0)
+    v = pred.epistemic_n.double()
+    s2 = pred.dist.var_n.double() - v
+    assert (s2 > 0).all() and (v > 0).all()
+    if head == "hetero":
+        assert s2.std() > 1e-3 * s2.mean()  # per item
+    torch.testing.assert_close(acq.score(pred, ctx).scores_n.double(), 0.5 * torch.log1p(v / s2), rtol=1e-3, atol=1e-6)

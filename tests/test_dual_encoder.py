@@ -391,8 +391,23 @@ def test_learner_posterior_feeds_the_diverse_strategy() -> None:
     X = torch.randn(30, 12, generator=gen).numpy()
     pred = learner.predict(X)
     cands = Candidates(keys_n=np.arange(30), scores_n=pred.epistemic_n.numpy(), embedding_n_d=pred.embedding_n_d.numpy())
-    sel = get_selector("diverse").select(cands, 5, SelectionContext(seed=0, posterior=learner.posterior()))
+    post = learner.posterior()
+    sel = get_selector("diverse").select(cands, 5, SelectionContext(seed=0, posterior=post))
     assert len(sel.keys) == 5 and np.all(np.diff(sel.utilities) <= 1e-9)  # gains shrink greedily
+    # the posterior is the image projection's Kronecker marginal, and the batch's gains add up to the joint
+    # information under it: sum_k 1/2 logdet(I + b_k Phi_B A^-1 Phi_B^T), A^-1 and b = diag(B^-1) read off the model
+    image_post = learner.model.image_post
+    A_inv = image_post.A_inv_q_q.double().numpy()
+    b_D = image_post.B_inv_D_D.diagonal().double().numpy()
+    torch.testing.assert_close(post.cov_K_d_d[0].double(), torch.as_tensor(A_inv), rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(post.scale_K.double(), torch.as_tensor(b_D), rtol=1e-5, atol=1e-7)
+    phi = pred.embedding_n_d.double().numpy()[sel.keys]
+    if learner.model.image_proj.bias_D is not None:
+        phi = np.concatenate([phi, np.ones((len(phi), 1))], axis=1)
+    gram = phi @ A_inv @ phi.T
+    joint = sum(0.5 * np.linalg.slogdet(np.eye(len(phi)) + b * gram)[1] for b in b_D)
+    assert sel.utilities.sum() == pytest.approx(joint, rel=1e-4)
+    assert joint > 1e-3  # a posterior with something to say (the prior alone would be another number)
 
 
 def test_finetuned_posterior_tunes_its_prior_around_the_pretrained_projection() -> None:

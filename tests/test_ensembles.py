@@ -50,6 +50,10 @@ def test_bald_zero_when_members_agree_and_log2_for_opposite_certain_members() ->
     opposite = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])
     assert bald_n(opposite).item() == pytest.approx(np.log(2), abs=1e-12)
     assert expected_entropy_n(opposite).item() == pytest.approx(0.0, abs=1e-12)
+    # members that are not one-hot: the mean of their entropies (the aleatoric part), against numpy
+    p = np.random.default_rng(3).dirichlet(np.ones(4), size=(6, 5))  # (n, M, C)
+    np.testing.assert_allclose(expected_entropy_n(torch.as_tensor(p)).numpy(),
+                               -(p * np.log(p)).sum(-1).mean(-1), rtol=1e-10)
 
 
 def test_bald_matches_numpy_reference_in_float64() -> None:
@@ -92,6 +96,15 @@ def test_mixture_reduces_to_gaussian_and_crps_matches_monte_carlo() -> None:
     mc = (draws[0] - 0.5).abs().mean() - 0.5 * (draws[0] - draws[1]).abs().mean()
     assert mix.crps(torch.tensor([0.5])).item() == pytest.approx(mc.item(), abs=0.01)
     assert mix.var_n.item() == pytest.approx(0.45 + 4.0, rel=1e-6)
+    # the mixture's NLL and CDF at M = 2, where the -log M of the equal weights counts: against scipy
+    from scipy.stats import norm
+
+    ys = np.array([-2.5, 0.5, 1.9])
+    means, sds = np.array([-2.0, 2.0]), np.sqrt([0.3, 0.6])
+    many = GaussianMixturePredictive(torch.tensor([[-2.0, 2.0]] * 3), torch.tensor([[0.3, 0.6]] * 3))
+    ref_nll = -np.log(norm.pdf(ys[:, None], means, sds).mean(1))
+    np.testing.assert_allclose(many.nll(torch.tensor(ys)).numpy(), ref_nll, rtol=1e-6)
+    np.testing.assert_allclose(many.cdf(torch.tensor(ys)).numpy(), norm.cdf(ys[:, None], means, sds).mean(1), rtol=1e-6)
 
 
 # ------------------------------------------------------------------ deep ensemble
@@ -112,6 +125,8 @@ def test_ensemble_bald_positive_when_members_differ_zero_when_forced_identical(e
     assert probs_n_M_C.shape == (len(Xq), 3, 3)
     torch.testing.assert_close(pred.probs_n_C, probs_n_M_C.mean(1))
     torch.testing.assert_close(pred.epistemic_n, bald_n(probs_n_M_C).float())
+    p = probs_n_M_C.double().clamp_min(1e-300).numpy()  # the aleatoric part: the members' mean entropy (numpy)
+    np.testing.assert_allclose(pred.aleatoric_n.double().numpy(), -(p * np.log(p)).sum(-1).mean(-1), rtol=1e-4, atol=1e-6)
     assert pred.epistemic_n.max() > 1e-3
     clone = copy.copy(ensemble_cls)
     clone.members = [ensemble_cls.members[0]] * 3

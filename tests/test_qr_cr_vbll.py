@@ -124,6 +124,14 @@ def test_cr_restoration_exact_for_one_hot() -> None:
     torch.testing.assert_close(r["dist"].cdf(edges[1:]), torch.ones(4, dtype=torch.float64))
     # the bucket of each centre is the hot one
     assert torch.equal(bucket_of(centres, edges), torch.arange(4))
+    # mixed masses: the median is where the piecewise-uniform CDF reaches 1/2, by hand: [0.2, 0.5, 0.3, 0] on
+    # [0, 1, 3, 4]: 0.2 below 1, then 0.25 per unit up to 3, so F(x) = 0.2 + 0.25 (x - 1) = 0.5 at x = 2.2;
+    # [0.1, 0.1, 0.1, 0.7] reaches 0.3 at 4 and 1/2 at 4 + 0.2 / 0.7 * 6
+    mixed = restore(torch.tensor([[0.2, 0.5, 0.3, 0.0], [0.1, 0.1, 0.1, 0.7]], dtype=torch.float64), edges)
+    torch.testing.assert_close(mixed["median_n"], torch.tensor([2.2, 4 + 0.2 / 0.7 * 6], dtype=torch.float64))
+    torch.testing.assert_close(mixed["dist"].cdf(mixed["median_n"]), torch.full((2,), 0.5, dtype=torch.float64))
+    torch.testing.assert_close(mixed["mean_n"], torch.tensor([0.2 * 0.5 + 0.5 * 2 + 0.3 * 3.5,
+                                                              0.1 * 0.5 + 0.1 * 2 + 0.1 * 3.5 + 0.7 * 7], dtype=torch.float64))
 
 
 def test_cr_bucket_edges_and_delta_method_variance() -> None:

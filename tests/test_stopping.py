@@ -69,6 +69,15 @@ def test_forecast_fires_when_the_curve_flattens() -> None:
     fc = forecast_at([20 + 10 * i for i in range(12)], curve[:12], 300)
     assert fc["lo"] <= fc["mean"] <= fc["hi"] <= 1.0
     assert fc["mean"] == pytest.approx(0.97 - 1.5 * 300 ** -0.7, abs=0.01)
+    # on noisy curves the 5-95 % band has width and covers the true value at 300 labels on most noise draws
+    ns, true = [20 + 10 * i for i in range(15)], 0.97 - 1.5 * 300 ** -0.7
+    bands = []
+    for s in range(30):
+        noise = np.random.default_rng(s).normal(0, 0.01, len(ns))
+        bands.append(forecast_at(ns, [0.97 - 1.5 * n ** -0.7 + e for n, e in zip(ns, noise)], 300))
+    assert all(b["lo"] < b["mean"] < b["hi"] for b in bands)
+    assert np.mean([b["lo"] <= true <= b["hi"] for b in bands]) >= 0.8
+    assert np.median([b["hi"] - b["lo"] for b in bands]) < 0.15  # a band, not the whole scale
 
 
 def test_rule_specs_are_checked() -> None:

@@ -243,6 +243,11 @@ def test_badge_exhausted_distinct_items_falls_back_to_uniform() -> None:
     sel = BadgeStrategy().select(cands, 4, SelectionContext(seed=0))
     assert sorted(sel.keys.tolist()) == [0, 1, 2, 3]
     assert np.all(sel.utilities[1:] == 0)
+    # the fallback is uniform: the second of 2 picks from 4 identical items is each of the other 3 about
+    # equally often (the first is argmax, the lowest key on ties); a rule taking the first remaining fails
+    seconds = [int(BadgeStrategy().select(cands, 2, SelectionContext(seed=s)).keys[1]) for s in range(600)]
+    counts = np.bincount(seconds, minlength=4)
+    assert counts[0] == 0 and counts[1:].min() > 150, counts  # 200 expected each; P(any < 150) ~ 1e-4
 
 
 # ---------------------------------------------------------------- coldstart
@@ -423,3 +428,14 @@ def test_badge_and_kcenter_refuse_nan_rows_rather_than_pick_them_first(field: st
     # the same pool without the bad row is served
     ok = _pool(20)
     assert len(BadgeStrategy().select(ok, 3, SelectionContext(seed=0)).keys) == 3
+
+
+def test_random_picks_every_candidate_with_the_same_chance() -> None:
+    """Inclusion frequencies of 2 picks from 6 candidates over 1,200 seeds: each 1/3 (400 expected;
+    a selector that favoured low keys or the listed order would be far off)."""
+    cands = Candidates(keys_n=np.array([50, 10, 40, 20, 60, 30]))
+    counts = dict.fromkeys(cands.keys_n.tolist(), 0)
+    for s in range(1200):
+        for k in get_selector("random").select(cands, 2, SelectionContext(seed=s)).keys.tolist():
+            counts[k] += 1
+    assert all(330 < c < 470 for c in counts.values()), counts  # ~4.3 std either side
