@@ -4,7 +4,8 @@ Top-k of a score that rewards rare items (high variance, high information) fills
 the pool's extremes, and on a skewed target the labelled set stops looking like the pool.  Power
 sampling (Kirsch et al. 2023, "Stochastic Batch Acquisition") draws the batch without replacement
 with p_i proportional to score_i ** beta instead: the score still decides (an item with twice the
-score is twice as likely), but every item keeps a chance, so batches stay diverse and
+score is twice as likely), but every candidate keeps a chance (the pool up to 50,000 items, its
+best-scored 50,000 beyond), so batches stay diverse and
 representative at the cost of one pass over the pool.  The draw is the Gumbel-top-k trick:
 the k largest of beta * log(score_i) + G_i, G_i ~ Gumbel(0, 1), which is exactly sequential
 sampling without replacement; seeded per cycle, so a run is reproducible and resumable.
@@ -21,7 +22,10 @@ BETA = 1.0  # the paper's default; beta -> infinity is top-k, beta = 0 is unifor
 
 
 class PowerStrategy:
-    """Draws the batch with p proportional to score ** beta over the whole pool (scores >= 0:
+    """Draws the batch with p proportional to score ** beta over its candidates, the whole pool up to
+    POOL_CANDIDATES (50,000) items and the best-scored that many beyond it (``--candidates``): on a
+    larger pool an item below them has no chance (a selector audit found the docstring said "the
+    whole pool" there).  Scores >= 0:
     variance, BALD, EPIG, flip probability; least-confident's 1 - max p and entropy too).  A score
     with negative values (margin, -(p1 - p2): higher is more uncertain, but not a magnitude) is drawn
     by its rank instead, p proportional to rank ** -beta (the paper's softrank), so every acquisition
