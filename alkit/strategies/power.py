@@ -23,8 +23,8 @@ BETA = 1.0  # the paper's default; beta -> infinity is top-k, beta = 0 is unifor
 
 class PowerStrategy:
     """Draws the batch with p proportional to score ** beta over the whole pool up to 50,000 items,
-    and over the best-scored 50,000 on a larger pool (--candidates sets the number).  Scores >= 0:
-    variance, BALD, EPIG, flip probability; least-confident's 1 - max p and entropy too).  A score
+    and over the best-scored 50,000 on a larger pool (--candidates sets the number), for scores >= 0
+    (variance, BALD, EPIG, flip probability; least-confident's 1 - max p and entropy too).  A score
     with negative values (margin, -(p1 - p2): higher is more uncertain, but not a magnitude) is drawn
     by its rank instead, p proportional to rank ** -beta (the paper's softrank), so every acquisition
     composes with it."""
