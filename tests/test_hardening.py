@@ -772,6 +772,16 @@ def test_second_round_checks_of_2026_12_06(tmp_path: Path) -> None:
         out = alkit(*init, "-p", str(folder), "--store", f"sqlite:///{folder / own}", cwd=tmp_path)
         assert out.returncode == 2 and f"is the project's own {own}" in out.stderr, out.stderr
         assert "Traceback" not in out.stderr and list(folder.iterdir()) == []
+    # files alkit writes later: `run` rewrote a store named queue.csv as the labelers' queue (a third round)
+    for later in ("queue.csv", "queue.unimported-1.csv", "bench/s.db"):
+        folder = tmp_path / f"l_{later.replace('/', '_')}"
+        if "/" in later:  # a folder inside the project that exists
+            (folder / later).parent.mkdir(parents=True)
+        out = alkit(*init, "-p", str(folder), "--store", f"sqlite:///{folder / later}", cwd=tmp_path)
+        assert out.returncode == 2 and "is where alkit writes" in out.stderr, out.stderr
+        assert not folder.exists() or not (folder / "alkit.toml").exists()
+    out = alkit(*init, "-p", "w_data", "--store", f"sqlite:///{tmp_path / 'd.csv'}", cwd=tmp_path)
+    assert out.returncode == 2 and "names the data file" in out.stderr, out.stderr
     (tmp_path / "file:z.csv").write_text("\n".join(rows) + "\n")
     assert alkit(*init, "-p", "file:x", cwd=tmp_path).returncode == 0
     out = alkit("init", "file:z.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "z", cwd=tmp_path)

@@ -992,6 +992,22 @@ def option_list(names: list[str]) -> str:
     return shlex.quote(",".join(quoted))
 
 
+def _written_by_alkit(root: Path, db_file: Path) -> str | None:
+    """What alkit itself writes at ``db_file`` in the project ``root`` (the labelers' queue files
+    queue*.csv/.tsv/.jsonl/.json/.parquet, bench/, the feature caches), or None."""
+    try:
+        path, top = db_file.resolve(), root.resolve()
+    except OSError:
+        return None
+    if path.parent == top and path.name.startswith("queue") and path.suffix.lower() in (
+            ".csv", ".tsv", ".jsonl", ".json", ".parquet"):
+        return "the labelers' queue files (queue.csv, queue.unimported-*.csv, ...)"
+    for folder in ("bench", "stem-features", "vlm-features"):
+        if (top / folder) in path.parents:
+            return f"{folder}/ (its own outputs)"
+    return None
+
+
 def _refuse_writing_over(data: Path, own: list[Path]) -> None:
     """Refuse a data file that is one of the files init writes into the project folder: `alkit init
     features.parquet` in the data's own folder replaced the user's file with alkit's (a black-box check)."""
@@ -1049,7 +1065,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         from alkit.pools.store import sqlite_file
 
         db_file = sqlite_file(opts.store)
-        if db_file is not None and not db_file.parent.is_dir():  # SQLite said '[Errno 2] No such file'
+        in_root = db_file is not None and db_file.parent.resolve() == root.resolve()  # init makes the project folder
+        if db_file is not None and not db_file.parent.is_dir() and not in_root:  # SQLite said '[Errno 2] No such file'
             what = "is a file, not a folder" if db_file.parent.exists() else "does not exist; create it first"
             raise InputError(f"--store {opts.store!r}: the folder {str(db_file.parent)!r} {what} (init makes the "
                              "store file, not its folder)")
@@ -1170,11 +1187,18 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         url = resolve_store_url(opts.store or f"sqlite:///{DEFAULT_DB}", root)
         db_file = Path(url[len("sqlite:///"):]) if url.startswith("sqlite:///") else None
         if db_file is not None:
-            _refuse_writing_over(data, [db_file, *(db_file.with_name(db_file.name + e) for e in ("-wal", "-shm"))])
+            if data.resolve() in {f.resolve() for f in (db_file, *(db_file.with_name(db_file.name + e)
+                                                                    for e in ("-wal", "-shm")))}:
+                raise InputError(f"--store {opts.store} names the data file {data}: init would write the store over "
+                                 "your data; give the store another file name (default: alkit.db)")
             own = {(root / n).resolve(): n for n in (FEATURES_NAME, PAYLOAD_NAME, CONFIG_NAME)}
             if db_file.resolve() in own:  # a traceback ('file is not a database'), or a half-made project
                 raise InputError(f"--store {opts.store} is the project's own {own[db_file.resolve()]}: give the store "
                                  "another file name (default: alkit.db)")
+            written = _written_by_alkit(root, db_file)
+            if written:  # `run` rewrote a store named queue.csv as the labelers' queue (a black-box check)
+                raise InputError(f"--store {opts.store} is where alkit writes {written}: give the store another file "
+                                 "name (default: alkit.db)")
         if db_file is not None and db_file.exists():
             _refuse_if_created_meanwhile(root)
             raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
