@@ -72,7 +72,8 @@ IMPORT_SAYS = {  # defect -> what the one line must say (any of)
     "unknown_class": ("unknown class",),
     "no_id_column": ("missing column id", "missing key id", "no data.alkit_id"),
     "conflict_in_file": ("conflicting labels in the file",),
-    "truncated": ("not valid UTF-8", "invalid JSON", "not a readable Parquet file"),
+    # the bytes FF FE that break the encoding are UTF-16's byte-order mark where they open the file
+    "truncated": ("not valid UTF-8", "invalid JSON", "not a readable Parquet file", "UTF-16 text"),
     "garbage": ("",),  # random bytes: any named problem of the file
 }
 
@@ -151,7 +152,8 @@ INIT_SAYS = {  # defect -> format -> what the one line must say (any of)
     "ragged_row": {"csv": ("fields, the header 5",), "parquet": ("feature column 'px10' has missing or ragged vectors",)},
     "one_class": _BOTH("needs at least 2 classes in 'label'"),
     # a CSV cut inside its header is a header without rows; otherwise the cut's bad bytes are named
-    "truncated": {"csv": ("is not UTF-8 text", "has no rows", "empty CSV"), "parquet": ("cannot read data.parquet",)},
+    "truncated": {"csv": ("is not UTF-8 text", "has no rows", "empty CSV", "UTF-16 text"),
+                  "parquet": ("cannot read data.parquet",)},
     "garbage": _BOTH(""),  # random bytes: any named problem of the file
 }
 

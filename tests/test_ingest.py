@@ -1211,6 +1211,13 @@ def test_files_as_windows_tools_write_them(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="UTF-16 text"):
         init_project(tmp_path / "u16.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label",
                                                                       hide_labels=True, progress=False))
+    # CJK UTF-16 (Excel's 'Unicode Text' of a Japanese sheet) has no NUL bytes at its start: its BOM tells
+    cjk = "名前,値一,ラベル\n" + "".join(f"名{i},{i % 3},{'猫犬'[i % 2]}\n" for i in range(30))
+    for name, data in (("cjk16.csv", cjk.encode("utf-16")), ("cjk16.tsv", cjk.replace(",", "\t").encode("utf-16"))):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputError, match="UTF-16 text"):
+            init_project(tmp_path / name, tmp_path / "c", InitOptions(id_col="名前", label_col="ラベル",
+                                                                       hide_labels=True, progress=False))
     (tmp_path / "sep.csv").write_text("sep=,\n" + text)
     with pytest.raises(InputError, match="Excel's separator hint"):
         init_project(tmp_path / "sep.csv", tmp_path / "r", InitOptions(id_col="id", label_col="label",

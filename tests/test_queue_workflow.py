@@ -607,3 +607,20 @@ def test_label_columns_that_cannot_be_told_apart_and_tab_files(tmp_path: Path) -
     u16.write_bytes(("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids)).encode("utf-16-le"))
     with pytest.raises(QueueError, match="UTF-16 text"):
         import_labels(project, u16)
+
+
+@pytest.mark.parametrize("column", ["Label", "Skip"])
+def test_answers_in_another_spelling_beside_alkits_column_are_refused_and_kept(tmp_path: Path, column: str) -> None:
+    """'Label' filled in beside alkit's empty 'label' (or 'Skip' beside 'skip') was read as nothing (exit 0,
+    '0 labeled') and the next export overwrote the file, every answer gone (a black-box check)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    out = export_queue(project).path
+    frame = pl.read_csv(out, infer_schema_length=0)
+    answers = [truth[i] for i in frame["id"].to_list()] if column == "Label" else ["yes"] * frame.height
+    frame.insert_column(2, pl.Series(column, answers)).write_csv(out)
+    with pytest.raises(QueueError, match=f"column .{column}. holds .* where alkit.s .{column.lower()}. column is empty"):
+        import_labels(project, out)
+    again = export_queue(project)
+    assert again.set_aside is not None and column in pl.read_csv(again.set_aside, infer_schema_length=0).columns
+    assert len(ids) == 3

@@ -171,13 +171,21 @@ def lists_every_queued(store: Store, path: Path) -> bool:
     return rows is not None and all(q.item_id in ids for q in queued_items(store))
 
 
-def _read_old_file(path: Path) -> list[Row] | None:
+def _data_fields(project: Project) -> list[str]:
+    """Every column an export may have written beside alkit's own: payload and numeric feature columns
+    (--include), as named in it."""
+    exportable = [*project.config.payload_cols, *project.config.data_feature_cols()]
+    return [*exportable, *written_names(exportable).values(), *WHY_COLS]
+
+
+def _read_old_file(path: Path, data_fields: Sequence[str] = (), problems: list[str] | None = None) -> list[Row] | None:
     """The rows of a label file about to be replaced, None where it is no label file alkit can read; its
-    notes (a last label cut short) are no news then, so they are not printed."""
+    notes (a last label cut short) are no news then, so they are not printed.  ``problems`` receives the
+    rows an import would refuse (an answer in a 'Label' column beside an empty 'label')."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return labelfiles.read(path, [])
+            return labelfiles.read(path, [] if problems is None else problems, data_fields=data_fields)
     except (QueueError, OSError, ValueError):
         return None
 
@@ -274,8 +282,9 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
     The second value: whether the file could not be read."""
     if not path.is_file():
         return None, False
-    rows = _read_old_file(path)
-    if rows is not None:
+    problems: list[str] = []
+    rows = _read_old_file(path, _data_fields(project), problems)
+    if rows is not None and not problems:  # a row an import refuses may hold an answer (in the wrong column)
         answered = [r for r in rows if r.skip or (r.label or "").strip()]
         ids = {i for r in answered if r.item_id is not None for i in (r.item_id, r.item_id.strip())}
         stored = store.answers_for_ids(sorted(ids))
@@ -480,10 +489,7 @@ def import_labels(
     path = Path(path)
     store = store or Store(project.store_url)
     problems: list[str] = []
-    # every column an export may have written: payload and numeric feature columns (--include), as named in it
-    exportable = [*project.config.payload_cols, *project.config.data_feature_cols()]
-    rows = labelfiles.read(path, problems, fmt, label_field=label_field,
-                           data_fields=[*exportable, *written_names(exportable).values(), *WHY_COLS])
+    rows = labelfiles.read(path, problems, fmt, label_field=label_field, data_fields=_data_fields(project))
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     numeric = any(r.item_id and r.item_id.strip().isdigit() for r in rows)

@@ -263,9 +263,13 @@ def _header_problem(header: list[str], sep: str) -> str | None:
 
 
 def looks_utf16(data: bytes) -> bool:
-    """UTF-16 text: after a byte-order mark if any, a NUL in every other byte of its start (the high bytes of
-    ASCII characters).  A NUL character in UTF-8 text (a cell may hold one) has no such pattern."""
-    head = data[2:34] if data[:2] in (b"\xff\xfe", b"\xfe\xff") else data[:32]
+    """UTF-16 (or UTF-32) text: a byte-order mark (FF FE / FE FF, which UTF-8 never starts with), or without
+    one a NUL in every other byte of its start (the high bytes of ASCII characters).  A NUL character in
+    UTF-8 text (a cell may hold one) has no such pattern; CJK or Cyrillic UTF-16 has it only after its
+    BOM, which was therefore missed as 'not UTF-8 (byte 0xff)' (a black-box check)."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff":
+        return True
+    head = data[:32]
     return len(head) >= 4 and (not any(head[1::2]) or not any(head[0::2]))
 
 

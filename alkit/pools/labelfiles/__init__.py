@@ -89,7 +89,7 @@ def read(path: str | Path, problems: list[str], name: str | None = None, *, labe
         return mod.read(path, data, problems, label_field=label_field, data_fields=data_fields)
     if label_field is not None:
         raise QueueError(f"--label-field names a Label Studio control; {path.name} is read as {mod.NAME}")
-    return mod.read(path, data, problems)
+    return mod.read(path, data, problems, data_fields=data_fields)
 
 
 def default_suffix(name: str) -> str:

@@ -165,10 +165,12 @@ def canonical_columns(columns: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def ambiguous_columns(columns: Sequence[str]) -> str | None:
+def ambiguous_columns(columns: Sequence[str], data_fields: Sequence[str] = ()) -> str | None:
     """Where a name alkit reads is absent and two or more other spellings of it are there ('Label' and
     'LABEL'), which one holds the answers is unknown: said, not guessed (neither was read, every answer
-    lost without a word, a black-box check)."""
+    lost without a word, a black-box check).  Where the name is there and another spelling of it too
+    ('label' and 'Label') that is none of the project's exported ``data_fields``, the other one's
+    answers were ignored and then overwritten by the next export (a black-box check): said too."""
     present = set(columns)
     for name in QUEUE_COLUMNS:
         variants = [c for c in columns if c.strip().casefold() == name]
@@ -178,10 +180,31 @@ def ambiguous_columns(columns: Sequence[str]) -> str | None:
     return None
 
 
-def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
+def misplaced_answer(rec: dict[str, Any], data_fields: Sequence[str] = ()) -> str | None:
+    """Where alkit's ``label`` (or ``skip``) cell of a record is empty and another spelling of that column
+    ('Label', 'SKIP'), none of the project's exported ``data_fields``, holds a value: that answer was read
+    as nothing (exit 0, '0 labeled') and the next export overwrote the file (a black-box check).  A team's
+    own 'Label' column beside alkit's filled-in 'label' stays a column of theirs."""
+    data = set(data_fields)
+
+    def filled(v: Any) -> bool:  # a label, or a skip that is not false
+        text = as_text(v)
+        return text is not None and text.lower() not in _FALSE
+
+    for name in ("label", "skip"):
+        if name not in rec or filled(rec[name]):
+            continue
+        for key, value in rec.items():
+            if key != name and key not in data and key.strip().casefold() == name and filled(value):
+                return (f"column {key!r} holds {as_text(value)!r} where alkit's {name!r} column is empty: alkit "
+                        f"reads {name!r}; put the answers there (or rename {key!r})")
+    return None
+
+
+def check_columns(path: Path, columns: Sequence[str], where: str = "header", data_fields: Sequence[str] = ()) -> None:
     """The file's columns hold id and label (or skip), each of the columns alkit reads once: a
     header with two label columns would have one of them read silently."""
-    ambiguous = ambiguous_columns(columns)
+    ambiguous = ambiguous_columns(columns, data_fields)
     if ambiguous:
         raise refuse(path, [f"{where}: {ambiguous}"])
     twice = sorted({c for c in columns if columns.count(c) > 1 and c in ("id", "label", "skip", "annotator")})
@@ -194,9 +217,14 @@ def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> 
                              f"(a queue file needs id and label, optionally skip and annotator){hint}"])
 
 
-def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str]) -> list[Row]:
+def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], problems: list[str],
+                    data_fields: Sequence[str] = ()) -> list[Row]:
     rows = []
     for where, rec in records:
+        misplaced = misplaced_answer(rec, data_fields)
+        if misplaced:
+            problems.append(f"{where}: {misplaced}")
+            continue
         aliases = canonical_columns(list(rec))
         if aliases:
             rec = {aliases.get(k, k): v for k, v in rec.items()}

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -37,7 +38,7 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
     return list(frame.columns)
 
 
-def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
+def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str] = ()) -> list[Row]:
     text = decode(path, data)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True, delimiter=_separator(path))
     try:
@@ -50,7 +51,7 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
                                 "delete that line"])
         aliases = canonical_columns(header)
         header = [aliases.get(h, h) for h in header]
-        check_columns(path, header)
+        check_columns(path, header, data_fields=data_fields)
         records = []
         for fields in reader:
             if not fields or all(not f.strip() for f in fields):
@@ -67,7 +68,7 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
         hint = separator_hint(head) if reader.line_num <= 1 and _separator(path) not in head else ""
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file){hint}"]) from None
     _note_cut_label(path, text, header, records)
-    return records_to_rows(path, records, problems)
+    return records_to_rows(path, records, problems, data_fields)
 
 
 def _note_cut_label(path: Path, text: str, header: list[str], records: list[tuple[str, dict[str, str]]]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -21,7 +22,7 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
     return list(frame.columns)
 
 
-def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
+def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str] = ()) -> list[Row]:
     text = decode(path, data)
     records = []
     for i, line in enumerate(text.splitlines(), start=1):
@@ -35,7 +36,7 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
         if not isinstance(rec, dict):
             problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
             continue
-        ambiguous = ambiguous_columns(list(rec))
+        ambiguous = ambiguous_columns(list(rec), data_fields)
         if ambiguous:
             problems.append(f"line {i}: {ambiguous}")
             continue
@@ -47,4 +48,4 @@ def read(path: Path, data: bytes, problems: list[str]) -> list[Row]:
         records.append((f"line {i}", rec))
     if not records and not problems:
         raise refuse(path, ["the file holds no records"])
-    return records_to_rows(path, records, problems)
+    return records_to_rows(path, records, problems, data_fields)

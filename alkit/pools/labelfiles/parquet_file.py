@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -19,12 +20,13 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
     return list(frame.columns)
 
 
-def read(path: Path, data: bytes | None, problems: list[str]) -> list[Row]:
+def read(path: Path, data: bytes | None, problems: list[str], data_fields: Sequence[str] = ()) -> list[Row]:
     try:
         df = pl.read_parquet(path)
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
         raise refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
     df = df.rename(canonical_columns(df.columns))
-    check_columns(path, df.columns, "columns")
-    keep = [c for c in ("id", "label", "skip", "annotator") if c in df.columns]
-    return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems)
+    check_columns(path, df.columns, "columns", data_fields)
+    keep = [c for c in df.columns if c.strip().casefold() in ("id", "label", "skip", "annotator")]
+    return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems,
+                           data_fields)
