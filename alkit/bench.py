@@ -175,6 +175,8 @@ def run_bench(
     if not seed_list or len(set(seed_list)) != len(seed_list):
         raise LoopError(f"--seeds must be at least 1 (the number of seeds, 0 to N-1), got {seeds!r}"
                         if isinstance(seeds, int) else f"seeds must be distinct integers, got {seeds!r}")
+    if target is not None and not math.isfinite(target):  # every row read '(0/3)' after the whole bench
+        raise LoopError(f"--target must be a finite number, got {target}")
     metric = metric or ("accuracy" if task == "classification" else "crps")
     if metric not in METRICS[task]:  # before the runs, not after them
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")

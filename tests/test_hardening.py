@@ -805,4 +805,8 @@ def test_help_and_refusals_name_the_options_typed(project: Path) -> None:
         assert out.returncode == 2 and "--max-epochs must be at least 1, got 0" in out.stderr, out.stderr
     out = alkit("bench", "--budget", "10", "--strategies", "random", "--seeds", "0", "-p", p, cwd=project)
     assert out.returncode == 2 and "--seeds must be at least 1" in out.stderr, out.stderr
+    for bad in ("nan", "inf"):  # the whole bench ran, then every row read '(0/3)'
+        out = alkit("bench", "--budget", "10", "--strategies", "random", "--target", bad, "-p", p, cwd=project)
+        assert out.returncode == 2 and "--target must be a finite number" in out.stderr, out.stderr
+        assert not (project / "bench").exists()
     assert alkit("status", "-p", p, cwd=project).returncode == 0
