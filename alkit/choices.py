@@ -32,3 +32,21 @@ METRICS: dict[str, tuple[str, ...]] = {
 # Seeds of runs and splits: 0 .. 2^31 - 1, the range of the store's seed column on every backend
 # (PostgreSQL's INTEGER is 32-bit; a larger --seed failed with an overflow traceback)
 SEED_MAX = 2**31 - 1
+
+
+# what other active-learning libraries call a strategy alkit has (modAL, small-text, scikit-activeml, baal)
+PEER_NAMES = {"uncertainty": "least-confident", "uncertainty_sampling": "least-confident",
+              "least_confidence": "least-confident", "leastconfidence": "least-confident",
+              "margin_sampling": "margin", "smallest_margin": "margin", "breaking_ties": "margin",
+              "entropy_sampling": "entropy", "max_entropy": "entropy", "coreset": "kcenter", "core_set": "kcenter",
+              "greedy_coreset": "kcenter", "k_center": "kcenter", "kcenter_greedy": "kcenter",
+              "random_sampling": "random", "batch_bald": "batchbald", "bald_sampling": "bald"}
+
+
+def peer_name_hint(name: str, known: object) -> str:
+    """' (did you mean 'kcenter'?)' for another library's name or spelling of one of ``known``, else ''."""
+    key = name.strip().casefold().replace("-", "_").replace(" ", "_")
+    for candidate in (PEER_NAMES.get(key), key.replace("_", "-"), key.replace("_", "")):
+        if candidate and candidate in known and candidate != name:
+            return f" (did you mean {candidate!r}?)"
+    return ""

@@ -705,6 +705,12 @@ def main() -> None:
             sys.exit(0)
         path = exc.ctx.command_path if exc.ctx is not None else "alkit"
         msg = exc.format_message().replace("Value error, ", "")  # typer's pydantic coercion prefix
+        choice = re.search(r"'([^']+)' is not one of (.*)\.$", msg, re.S)
+        if choice:  # another library's name for a strategy ('coreset', 'least_confident'): say alkit's
+            from alkit.choices import peer_name_hint
+
+            hint = peer_name_hint(choice.group(1), re.findall(r"'([^']+)'", choice.group(2)))
+            msg = f"{msg[:-1]}{hint}." if hint else msg
         err.print(f"[bold red]error:[/] {escape(one_line(msg))} (see {path} -h)", highlight=False)
         sys.exit(2)
     except typer.Abort:  # Ctrl-C outside a run (a run reports its own interruption)

@@ -68,7 +68,10 @@ PRESETS: dict[str, Preset] = {
 
 def get_preset(name: str) -> Preset:
     if name not in PRESETS:
-        raise ValueError(f"unknown strategy {name!r}; known strategies: {', '.join(PRESETS)}")
+        from alkit.choices import peer_name_hint
+
+        hint = peer_name_hint(name, PRESETS)
+        raise ValueError(f"unknown strategy {name!r}{hint}; known strategies: {', '.join(PRESETS)}")
     return PRESETS[name]
 
 

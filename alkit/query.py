@@ -81,6 +81,10 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     if isinstance(options.get("train"), dict):  # train={"steps": 30} failed at fit with an AttributeError
         from alkit.models.train import TrainConfig
 
+        unknown = sorted(set(options["train"]) - set(TrainConfig.__dataclass_fields__))
+        if unknown:  # a TypeError from the dataclass, unlike every other bad option
+            raise ValueError(f"train: unknown training option {unknown[0]!r}; known: "
+                             f"{', '.join(TrainConfig.__dataclass_fields__)}")
         options["train"] = TrainConfig(**options["train"])
     if image_shape is not None and int(np.prod(image_shape)) != X.shape[1]:
         raise ValueError(f"image_shape {tuple(image_shape)} holds {int(np.prod(image_shape))} pixels, the pool's rows "

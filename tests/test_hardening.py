@@ -810,3 +810,22 @@ def test_help_and_refusals_name_the_options_typed(project: Path) -> None:
         assert out.returncode == 2 and "--target must be a finite number" in out.stderr, out.stderr
         assert not (project / "bench").exists()
     assert alkit("status", "-p", p, cwd=project).returncode == 0
+
+
+def test_other_libraries_names_for_a_strategy_get_alkits(project: Path) -> None:
+    """A peer library's user typed 'coreset', 'least_confident', 'BADGE': refused with the whole list and no
+    pointer to alkit's name (a peer-user check)."""
+    from alkit.presets import get_preset
+    from alkit.query import pool_learner
+
+    for typed, ours in (("coreset", "kcenter"), ("least_confident", "least-confident"), ("BADGE", "badge"),
+                        ("uncertainty", "least-confident")):
+        with pytest.raises(ValueError, match=f"did you mean '{ours}'"):
+            get_preset(typed)
+    out = alkit("run", "--strategy", "coreset", "--budget", "10", "-p", str(project), cwd=project)
+    assert out.returncode == 2 and "did you mean 'kcenter'?" in out.stderr, out.stderr
+    out = alkit("run", "--strategy", "margin", "--acquisition", "least_confident", "--budget", "10", "-p", str(project),
+                cwd=project)
+    assert out.returncode == 2 and "did you mean 'least-confident'?" in out.stderr, out.stderr
+    with pytest.raises(ValueError, match="train: unknown training option 'stepz'; known: .*steps"):
+        pool_learner(np.zeros((20, 3), dtype=np.float32), "classification", 2, train={"stepz": 3})

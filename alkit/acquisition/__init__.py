@@ -39,7 +39,10 @@ def get_acquisition(name: str) -> Acquisition:
     try:
         return ACQUISITIONS[name]()
     except KeyError:
-        raise ValueError(f"unknown acquisition {name!r}; known: {', '.join(ACQUISITIONS)}") from None
+        from alkit.choices import peer_name_hint
+
+        raise ValueError(f"unknown acquisition {name!r}{peer_name_hint(name, ACQUISITIONS)}; known: "
+                         f"{', '.join(ACQUISITIONS)}") from None
 
 
 def summary(name: str) -> str:

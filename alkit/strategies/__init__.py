@@ -38,7 +38,9 @@ def get_selector(name: str) -> Strategy:
         cls = SELECTORS[name]
     except KeyError:
         known = ", ".join(sorted(SELECTORS))
-        raise ValueError(f"unknown strategy {name!r}; known strategies: {known}") from None
+        from alkit.choices import peer_name_hint
+
+        raise ValueError(f"unknown strategy {name!r}{peer_name_hint(name, SELECTORS)}; known strategies: {known}") from None
     return cls()
 
 
