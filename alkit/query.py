@@ -150,7 +150,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                              "selector (random, coldstart) for the first batch")
         if acquisition is not None:
             raise ValueError("the first batch is picked without a model, so an acquisition has no effect: drop it")
-        scorer, posterior, targets = None, None, None
+        scorer, posterior, targets, registered, name = None, None, None, None, None
     else:
         chosen = _selector(selector or preset.selector_for(task, batch_size))
         if acquisition is not None:
@@ -183,6 +183,16 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         top = np.lexsort((full.keys_n, -np.asarray(full.scores_n)))[:m]
         cands = _subset(full, top)
     cands.targets = targets  # EPIG's target set, as the loop hands it on: batch-EPIG and risk greedies read it
+    scores_n = None if cands.scores_n is None else np.asarray(cands.scores_n, dtype=np.float64)
+    if (learner is not None and registered is None and scores_n is not None and len(pool) > batch_size
+            and chosen.name in ("topk", "power", "power-sqrt")  # these rank by the score alone
+            and scores_n.size > 1 and np.all(scores_n == scores_n[0])):
+        # a learner of the user's own that fills epistemic_n with zeros got the pool's first rows back,
+        # as if ranked (a peer-user check); alkit's own one-member estimator is refused likewise
+        raise ValueError(f"every candidate's {name} score is {scores_n[0]:g}: the batch would be the pool's first "
+                         f"rows, not a choice; give your learner's Prediction a score that varies "
+                         f"({'epistemic_n' if name == 'epistemic' else name + ' reads it'}), or pick by "
+                         "acquisition='margin' / 'entropy' from its probabilities")
     ctx = SelectionContext(seed=seed, posterior=posterior,
                            labeled_embedding_n_d=(learner.predict(X[~mask]).embedding_n_d.numpy()
                                                   if learner is not None and getattr(chosen, "needs_labeled_embedding", False)

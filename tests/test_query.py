@@ -144,7 +144,7 @@ def test_api_misuse_is_refused_by_name(digits) -> None:
         query(ok, X, 5, labeled=mask)
     with pytest.raises(ValueError, match=r"candidates must be at least batch_size \(10\), got 3"):
         query(ok, X, 10, labeled=labeled, candidates=3)
-    with pytest.raises(ValueError, match="unknown acquisition 'BALD'; known: epistemic"):
+    with pytest.raises(ValueError, match=r"unknown acquisition 'BALD' \(did you mean 'bald'\?\); known: epistemic"):
         query(ok, X, 5, labeled=labeled, acquisition="BALD")
     with pytest.raises(ValueError, match="unknown selector 'kmeans'; known selectors"):
         query(ok, X, 5, labeled=labeled, selector="kmeans")
@@ -299,3 +299,30 @@ def test_batch_epig_in_query_starts_from_the_top_epig_item(digits, acquisition: 
     batch = query(learner, X, 5, labeled=labeled, acquisition=acquisition, selector="diverse", seed=3, candidates=60)
     assert batch[0] == top[0], (batch.tolist(), top.tolist())
     assert len(set(batch.tolist())) == 5 and not set(batch.tolist()) & set(labeled.tolist())
+
+
+def test_a_learner_of_ones_own_with_a_constant_score_is_refused_not_ranked(digits) -> None:
+    """A user's learner that fills epistemic_n with zeros got the pool's first unlabelled rows from top-k,
+    without a word (a peer-user check); margin from its probabilities still picks."""
+    from alkit.types import Prediction
+
+    X, y = digits
+
+    class Constant:
+        task = "classification"
+
+        def predict(self, X_n_f):
+            n = len(X_n_f)
+            probs = torch.softmax(torch.as_tensor(np.asarray(X_n_f)[:, :10], dtype=torch.float32), 1)
+            return Prediction(epistemic_n=torch.zeros(n), aleatoric_n=torch.zeros(n),
+                              embedding_n_d=torch.as_tensor(np.asarray(X_n_f)), probs_n_C=probs)
+
+        def posterior(self):
+            return None
+
+    labeled = np.arange(30)
+    for strategy in ("topk", "power"):
+        with pytest.raises(ValueError, match="every candidate's epistemic score is 0: the batch would be the pool's first"):
+            query(Constant(), X, 5, labeled=labeled, strategy=strategy)
+    picks = query(Constant(), X, 5, labeled=labeled, strategy="margin")
+    assert len(picks) == 5 and not set(picks.tolist()) & set(labeled.tolist())
