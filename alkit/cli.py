@@ -134,7 +134,10 @@ def init(
         unlabelled = not any(v for k, v in counts.items() if k in ("pool:labeled", "pool:shared"))
         how = ("label a few hundred rows in the file (without --hide-labels the labelled rows are the test split, "
                "or mark them test with --split-col)" if unlabelled and not cfg.hide_labels
-               else "give one with --test-frac, --split-col or labelled rows")
+               else "give one with --test-frac, --split-col or labelled rows" if cfg.hide_labels
+               # --test-frac needs --hide-labels: it named an option this project refuses (a peer-user check)
+               else "mark rows test with --split-col, or leave labelled rows out of --initial-labeled: without "
+                    "--hide-labels they are the test split")
         console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
                       f"draw ({how}; `--stop forecast` estimates a curve by cross-validation instead)")
     if not id_col:
