@@ -1257,3 +1257,23 @@ def test_column_names_with_spaces_at_their_ends_can_be_named(tmp_path: Path) -> 
         init_project(tmp_path / "c.csv", tmp_path / "r", InitOptions(**opts, features=parse_csv("a, b")))
     with pytest.raises(ValueError, match="has text beside a double-quoted name"):
         parse_csv('"a"b')
+
+
+def test_a_nul_character_in_an_id_or_label_is_refused_at_init(tmp_path: Path) -> None:
+    """PostgreSQL cannot store a NUL (a traceback, exit 1, a black-box check): refused on every store,
+    naming the row; a NUL in a payload text cell stays data."""
+    rows = ["id,a,label,note"] + [f"i{i},{i % 5},{'xy'[i % 2]},n{i}" for i in range(30)]
+    for column, row in (("id", "i3\x00,3,y,n3"), ("label", "i3,3,y\x00,n3")):
+        lines = list(rows)
+        lines[4] = row
+        (tmp_path / f"{column}.csv").write_bytes(("\n".join(lines) + "\n").encode())
+        with pytest.raises(InputError, match=f"{column} column '{column}' holds a NUL character .* data row 4"):
+            init_project(tmp_path / f"{column}.csv", tmp_path / f"p_{column}",
+                         InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False, exclude=["note"]))
+        assert not (tmp_path / f"p_{column}").exists()
+    lines = list(rows)
+    lines[4] = "i3,3,y,n\x003"
+    (tmp_path / "note.csv").write_bytes(("\n".join(lines) + "\n").encode())
+    cfg = init_project(tmp_path / "note.csv", tmp_path / "p_note",
+                       InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False, exclude=["note"]))
+    assert cfg.n_items == 30

@@ -624,3 +624,17 @@ def test_answers_in_another_spelling_beside_alkits_column_are_refused_and_kept(t
     again = export_queue(project)
     assert again.set_aside is not None and column in pl.read_csv(again.set_aside, infer_schema_length=0).columns
     assert len(ids) == 3
+
+
+def test_a_nul_character_in_an_answer_is_refused_on_every_store(tmp_path: Path) -> None:
+    """A NUL in a label or annotator cell was stored by SQLite and was a traceback with exit 1 on
+    PostgreSQL (a black-box check): refused by row on every store, nothing imported."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    bad = tmp_path / "nul.csv"
+    bad.write_bytes(("id,label,annotator\n" + f"{ids[0]},{truth[ids[0]]},ann\n" +
+                     f"{ids[1]},{truth[ids[1]]},a\x00n\n").encode())
+    before = snapshot(project)
+    with pytest.raises(QueueError, match="line 3: its id, label or annotator holds a NUL character"):
+        import_labels(project, bad)
+    assert snapshot(project) == before

@@ -992,6 +992,16 @@ def option_list(names: list[str]) -> str:
     return shlex.quote(",".join(quoted))
 
 
+def _refuse_nul(values: pl.Series, what: str) -> None:
+    """A NUL character in an id or a label: SQLite keeps it, PostgreSQL cannot store it (a traceback, exit 1,
+    a black-box check), and no label tool shows it: refused on every store, naming the row."""
+    hit = values.str.contains("\x00", literal=True).fill_null(False)
+    if hit.any():
+        row = int(hit.arg_max())
+        raise InputError(f"{what} holds a NUL character (\\x00) in data row {row + 1} ({values[row]!r}): no store "
+                         "keeps one portably; remove it")
+
+
 def _written_by_alkit(root: Path, db_file: Path) -> str | None:
     """What alkit itself writes at ``db_file`` in the project ``root`` (the labelers' queue files
     queue*.csv/.tsv/.jsonl/.json/.parquet, bench/, the feature caches), or None."""
@@ -1134,6 +1144,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     if ids.null_count():
         raise InputError(f"id column {opts.id_col!r} has {ids.null_count()} missing ids")
     ids_str = ids.cast(pl.Utf8)
+    _refuse_nul(ids_str, f"id column {opts.id_col!r}")
+    if opts.label_col in df.columns and df[opts.label_col].dtype == pl.Utf8:
+        _refuse_nul(df[opts.label_col], f"label column {opts.label_col!r}")
     dup = ids_str.is_duplicated()
     if dup.any():
         raise InputError(f"duplicate ids in {opts.id_col!r}: {id_list(ids_str.filter(dup).unique(maintain_order=True).head(5).to_list())}")

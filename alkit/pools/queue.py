@@ -484,12 +484,19 @@ def import_labels(
     """
     if on_conflict not in ON_CONFLICT:
         raise QueueError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+    if annotator is not None and "\x00" in annotator:
+        raise QueueError("--annotator holds a NUL character (\\x00): remove it")
     if annotator is not None and len(annotator) > _MAX_ANNOTATOR:
         raise QueueError(f"--annotator is longer than {_MAX_ANNOTATOR} characters")
     path = Path(path)
     store = store or Store(project.store_url)
     problems: list[str] = []
     rows = labelfiles.read(path, problems, fmt, label_field=label_field, data_fields=_data_fields(project))
+    nul = [r for r in rows if any("\x00" in (v or "") for v in (r.item_id, r.label, r.annotator))]
+    if nul:  # PostgreSQL cannot store one (a traceback, exit 1, a black-box check); no store keeps one portably
+        problems.extend(f"{r.where}: its id, label or annotator holds a NUL character (\\x00)" for r in nul)
+        dropped = {id(r) for r in nul}
+        rows = [r for r in rows if id(r) not in dropped]
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     numeric = any(r.item_id and r.item_id.strip().isdigit() for r in rows)
