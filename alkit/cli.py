@@ -23,7 +23,7 @@ from alkit import cli_common
 from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
                               console, err, interrupt_said, on_interrupt, one_line, say_interrupted, use_threads,
                               user_errors, was_interrupted)
-from alkit.cli_common import parse_counts
+from alkit.cli_common import parse_counts, utf8_path
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
 from alkit.choices import SEED_MAX
@@ -68,7 +68,7 @@ ID_LIKE_COLUMNS = ("id", "rownames", "row_id", "rowid", "index", "unnamed: 0", "
 
 @app.command()
 def init(
-    data: Path = typer.Argument(..., metavar="DATA", help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file, one row per item."),
+    data: Path = typer.Argument(..., metavar="DATA", callback=utf8_path, help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file, one row per item."),
     id_col: Optional[str] = typer.Option(None, "--id-col", help="Column with a unique id per row (default: none; the items are named by their row number, 1 for the first data row, in the store and in queue files: keep the file's row order)."),
     label_col: str = typer.Option(..., "--label-col", help="Column with the label (empty for unlabeled rows)."),
     features: Optional[str] = typer.Option(None, "--features", help="Comma-separated feature columns (default: all other columns); categorical text columns (<= 50 values) are one-hot encoded."),
@@ -82,7 +82,7 @@ def init(
     initial_labeled: int = typer.Option(0, "--initial-labeled", help="Without --hide-labels: labeled rows given to the learner up front instead of the test split."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed with the frozen MiniLM encoder (extra: alkit[text])."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed with EfficientNet-Lite0 (extra: alkit[image]); relative paths are relative to DATA."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", callback=utf8_path, help="Embedding cache (default: .alkit-cache beside DATA)."),
     split_col: Optional[str] = typer.Option(None, "--split-col", help="Column marking each row test or pool (or train): the test split, instead of --test-frac."),
     image_shape: Optional[str] = typer.Option(None, "--image-shape", help="H,W or C,H,W: the features are the pixels of an image of that shape (row-major, channels first)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
@@ -213,12 +213,12 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
 
 @app.command()
 def embed(
-    data: Path = typer.Argument(..., metavar="DATA", help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file with a text or image-path column."),
-    out: Path = typer.Option(..., "--out", "-o", help="Parquet file to write: the input plus an 'embedding' list column."),
+    data: Path = typer.Argument(..., metavar="DATA", callback=utf8_path, help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file with a text or image-path column."),
+    out: Path = typer.Option(..., "--out", "-o", callback=utf8_path, help="Parquet file to write: the input plus an 'embedding' list column."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed (MiniLM, 384-d)."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),
     id_col: Optional[str] = typer.Option(None, "--id-col", help="Id column used to name bad rows in errors."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="Embedding cache (default: .alkit-cache beside DATA)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", callback=utf8_path, help="Embedding cache (default: .alkit-cache beside DATA)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
 ) -> None:
     """Embed raw text or images once; then `alkit init OUT --feature-col embedding`."""
@@ -245,7 +245,7 @@ def run(
     stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]; with --resume NAME it replaces the run's rules, `--stop none` drops them."),
     learner: Optional[str] = typer.Option(None, "--learner", help="Your scikit-learn estimator instead of alkit's network: package.module:function or file.py:function returning an unfitted estimator (fit + predict_proba / predict); bootstrap members give BALD/EPIG (-o members=5). Pair it with a strategy whose acquisition it can feed (margin, entropy, bald, epig)."),
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
-    model_dir: Optional[Path] = typer.Option(None, "--model-dir", help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
+    model_dir: Optional[Path] = typer.Option(None, "--model-dir", callback=utf8_path, help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
     class_prompts: Optional[str] = typer.Option(None, "--class-prompts", help="Scorer bayesvlm: the prompt template, {} = the class name (default \"a photo of a {}\")."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian; hetero: Gaussian with input-dependent noise; QR-VBLL quantiles; CR-VBLL buckets); unset: where one target value holds >= 10 % of the labels, buckets unless cross-validated CRPS puts the Gaussian head >= 10 % lower; else Gaussian."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: shared (the classification and bucket-regression default: one dense S for every class or bucket, ~1.3x a forward pass at 10 classes), dense (one per output, the Gaussian and quantile heads' default; ~7x a forward at 10 classes, 14x for 20 buckets) or diagonal."),
@@ -477,7 +477,7 @@ def status(
 
 @app.command()
 def plot(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file, .png or .svg (default: learning_curves.png in the project, beside bench/ and the queue files)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file, .png or .svg (default: learning_curves.png in the project, beside bench/ and the queue files)."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression, or their cross-validated cv_ form on a project without a test split; also balanced_accuracy, macro_f1, nll, ece, rmse, mae, ...)."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -531,7 +531,7 @@ def bench(
     metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ...)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
     target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out-dir", help="Where the tables go (default: <project>/bench)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", callback=utf8_path, help="Where the tables go (default: <project>/bench)."),
     wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -641,7 +641,7 @@ def strategies(
 
 @app.command()
 def demo(
-    project: Path = typer.Option(Path("alkit-demo"), "--project", "-p", help="Directory for the demo project."),
+    project: Path = typer.Option(Path("alkit-demo"), "--project", "-p", callback=utf8_path, help="Directory for the demo project."),
     budget: int = typer.Option(200, "--budget", help="Labels per run."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     seeds: int = typer.Option(2, "--seeds", help="Seeds per strategy."),

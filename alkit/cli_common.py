@@ -34,8 +34,21 @@ def typer_app(help: str) -> typer.Typer:
 # QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
 USER_ERRORS = (ValueError, StoreError, OSError, KeyError)  # OSError: a path that is a file, unwritable, a full disk
 
+def utf8_path(path: Path | None) -> Path | None:
+    """A path option or argument whose name is UTF-8 text, else one line naming it: a name in another
+    system's encoding (a Windows zip's 'out\xe9.csv') failed later in the writers' own words, a traceback
+    (queue export -o, bench --out-dir) or a false 'features.parquet is not readable' (a black-box check)."""
+    if path is not None:
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:
+            raise typer.BadParameter(f"{str(path)!r} is not valid UTF-8 text (a name from another system's "
+                                     "encoding): rename it") from None
+    return path
+
+
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).",
-                          callback=lambda p: p.expanduser() if p is not None else p)  # `-p '~/x'`, `--project=~/x`:
+                          callback=lambda p: utf8_path(p.expanduser()) if p is not None else p)  # `-p '~/x'`, `--project=~/x`:
 # the shell leaves that ~ alone; init made ./~/x while the Parquet writer expanded it (a raw error, a stray ./~)
 
 

@@ -13,7 +13,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, typer_app, user_errors
+from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, typer_app, user_errors, utf8_path
 from alkit.config import load_project
 from alkit.choices import ON_CONFLICT, SKIP_LABEL
 from alkit.choices import QUEUE_FORMATS as FORMATS
@@ -28,7 +28,7 @@ queue_app = typer_app("Label with people: export the queued items, import their 
 @queue_app.command("export")
 def export_cmd(
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file format (default: from --out's suffix, else csv)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file (default, in the project: queue.csv for CSV; another format queue-c<cycle>.<ext>, after the newest cycle it holds)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file (default, in the project: queue.csv for CSV; another format queue-c<cycle>.<ext>, after the newest cycle it holds)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns (as in the data file; an imputed cell empty)."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
     project: Path = ProjectOpt,
@@ -67,7 +67,7 @@ def export_cmd(
 
 @queue_app.command("import")
 def import_cmd(
-    file: Path = typer.Argument(..., metavar="FILE", help="Labeled CSV, JSONL, Parquet, or Label Studio export (.json)."),
+    file: Path = typer.Argument(..., metavar="FILE", callback=utf8_path, help="Labeled CSV, JSONL, Parquet, or Label Studio export (.json)."),
     annotator: Optional[str] = typer.Option(None, "--annotator", help="Who labeled this file (overrides the file's annotator column)."),
     on_conflict: OnConflict = typer.Option("error", "--on-conflict", help="An item already labeled differently: refuse the file, keep the old label, or replace it."),
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file's format (default: from its suffix)."),

@@ -829,3 +829,19 @@ def test_other_libraries_names_for_a_strategy_get_alkits(project: Path) -> None:
     assert out.returncode == 2 and "did you mean 'least-confident'?" in out.stderr, out.stderr
     with pytest.raises(ValueError, match="train: unknown training option 'stepz'; known: .*steps"):
         pool_learner(np.zeros((20, 3), dtype=np.float32), "classification", 2, train={"stepz": 3})
+
+
+def test_output_paths_that_are_not_utf8_are_named(project: Path) -> None:
+    """queue export -o 'out\\xe9.csv' and bench --out-dir 'b\\xe9' were tracebacks (the latter after the whole
+    bench, leaving an empty folder); run -p 'p\\xe9' blamed features.parquet (a black-box check)."""
+    import os
+
+    odd = os.fsdecode(b"out\xe9.csv")
+    out = alkit("queue", "export", "-p", str(project), "-o", odd, cwd=project)
+    assert out.returncode == 2 and "is not valid UTF-8 text" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    out = alkit("bench", "--budget", "10", "--strategies", "random", "--out-dir", os.fsdecode(b"b\xe9"), "-p",
+                str(project), cwd=project)
+    assert out.returncode == 2 and "is not valid UTF-8 text" in out.stderr, out.stderr
+    assert not any(p.name.startswith("b") and p.is_dir() for p in project.iterdir() if p.name != "bench")
+    out = alkit("status", "-p", os.fsdecode(b"p\xe9"), cwd=project)
+    assert out.returncode == 2 and "--project" in out.stderr and "is not valid UTF-8 text" in out.stderr, out.stderr
