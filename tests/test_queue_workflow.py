@@ -549,6 +549,23 @@ def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -
     assert res.labeled == 2 and shared_labels(project)["02"][0] == "3" and shared_labels(project)["01"][0] == "5"
 
 
+def test_stripped_zeros_that_name_no_item_are_unknown_ids_not_another_item(tmp_path: Path) -> None:
+    """'7' for the queued '07' where no item '7' exists was said to 'also name another item' (a black-box
+    check): that id names nothing, so it is the store's unknown id (with its own hint)."""
+    ids = ["07", "08"] + [f"x{i}" for i in range(98)]
+    df = digits_frame(100).with_columns(pl.Series("id", ids))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) >= 80).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "z.csv")
+    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    assert queue_batch(project, 4)[:2] == ["07", "08"]
+    saved = tmp_path / "saved.csv"
+    saved.write_text("id,label\n7,3\n08,\n")
+    with pytest.raises(QueueError) as err:
+        import_labels(project, saved)
+    assert "also names another item" not in str(err.value) and "unknown id" in str(err.value), str(err.value)
+
+
 def test_ids_read_in_the_wrong_encoding_are_named(tmp_path: Path) -> None:
     """Excel opens a UTF-8 queue.csv as Windows-1252 and saves 'é中3' as 'Ã©ä¸\\xad3': every row was
     'unknown id' with no why (a black-box check); the refusal says what happened."""

@@ -20,7 +20,7 @@ import math
 import unicodedata
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -404,11 +404,12 @@ def _float_or_none(s: str) -> float | None:
 
 
 
-def _stripped_zeros(rows: list[Row], queued: list[str]) -> str | None:
+def _stripped_zeros(rows: list[Row], queued: list[str], exists: Callable[[list[str]], set[str]]) -> str | None:
     """Why a file must be refused whose ids look like queued ids less their leading zeros, where such an id
     also names another item: a queued `02` saved by a spreadsheet as `2`, beside the item `2` (the file then
     names `2` twice, or `2` is not queued).  Its label went to item `2` with exit 0 (a black-box check); an id
-    that names no item at all is the store's unknown-id hint."""
+    that names no item at all is the store's unknown-id hint (``exists(ids)``: which of them name an item;
+    listing such ids as 'also names another item' was false, a black-box check)."""
     named = Counter(r.item_id.strip() for r in rows if r.item_id)
     queued_set = {q.strip() for q in queued}
     lost = {}
@@ -418,6 +419,8 @@ def _stripped_zeros(rows: list[Row], queued: list[str]) -> str | None:
         if full.startswith("0") and full.isdigit() and short != full and full not in named and short in named \
                 and (named[short] > 1 or short not in queued_set):
             lost[short] = full
+    real = exists(sorted(lost)) if lost else set()
+    lost = {k: v for k, v in lost.items() if k in real or named[k] > 1}
     if not lost:
         return None
     shown = ", ".join(f"{k} (queued as {v})" for k, v in list(lost.items())[:3])
@@ -500,7 +503,8 @@ def import_labels(
     if not rows and not problems:
         problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     numeric = any(r.item_id and r.item_id.strip().isdigit() for r in rows)
-    stripped = _stripped_zeros(rows, [q.item_id for q in queued_items(store)]) if numeric else None
+    stripped = _stripped_zeros(rows, [q.item_id for q in queued_items(store)],
+                               lambda ids: set(store.keys_for_ids(ids))) if numeric else None
     if stripped:  # before any id is matched: a row would go to the item that has the shorter id
         raise refuse(path, [stripped])
     refused: dict[str, str] = {}
