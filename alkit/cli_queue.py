@@ -52,7 +52,7 @@ def export_cmd(
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else
                f"`alkit run --resume NAME{where}` queues a run's next batch, `alkit run --budget N{where}` starts "
-               "one; `alkit status` lists the runs")
+               f"one; `alkit status{where}` lists the runs")
         console.print(f"nothing is queued; wrote an empty {res.format} file {res.path} ({why})")
         return
     todo = (f"import the tasks into Label Studio, label them, export its JSON and `alkit queue import FILE{where}`"

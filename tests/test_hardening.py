@@ -845,3 +845,12 @@ def test_output_paths_that_are_not_utf8_are_named(project: Path) -> None:
     assert not any(p.name.startswith("b") and p.is_dir() for p in project.iterdir() if p.name != "bench")
     out = alkit("status", "-p", os.fsdecode(b"p\xe9"), cwd=project)
     assert out.returncode == 2 and "--project" in out.stderr and "is not valid UTF-8 text" in out.stderr, out.stderr
+
+
+def test_a_refused_option_names_the_default_not_none(project: Path) -> None:
+    """'run margin-b10-s0 exists with candidates=None, not 50' showed an internal value (a peer-user check)."""
+    p = str(project)
+    assert alkit("run", "--strategy", "margin", "--budget", "10", "-o", "train.steps=20", "-p", p, cwd=project).returncode == 0
+    out = alkit("run", "--strategy", "margin", "--budget", "20", "-o", "train.steps=20", "--candidates", "50", "-p", p,
+                cwd=project)
+    assert out.returncode == 2 and "candidates=the default, not 50" in out.stderr, out.stderr

@@ -223,7 +223,7 @@ def _show_option(value: Any) -> str:
     """An option value as a refusal names it: a dict of options as k=v pairs."""
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}={v!r}" for k, v in sorted(value.items())) + "}" if value else "{} (defaults)"
-    return repr(value)
+    return "the default" if value is None else repr(value)  # 'candidates=None' read as an internal value
 
 
 def _read_only_uri(db_file: Path) -> str | None:
