@@ -782,6 +782,9 @@ def test_second_round_checks_of_2026_12_06(tmp_path: Path) -> None:
         assert not folder.exists() or not (folder / "alkit.toml").exists()
     out = alkit(*init, "-p", "w_data", "--store", f"sqlite:///{tmp_path / 'd.csv'}", cwd=tmp_path)
     assert out.returncode == 2 and "names the data file" in out.stderr, out.stderr
+    out = alkit(*init, "-p", "w_q", "--store", "sqlite:///s.db?timeout=30", cwd=tmp_path)  # made 's.db?timeout=30'
+    assert out.returncode == 2 and "a SQLite store takes no URL options" in out.stderr, out.stderr
+    assert not any("timeout" in p.name for p in tmp_path.rglob("*"))
     (tmp_path / "file:z.csv").write_text("\n".join(rows) + "\n")
     assert alkit(*init, "-p", "file:x", cwd=tmp_path).returncode == 0
     out = alkit("init", "file:z.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", "-p", "z", cwd=tmp_path)

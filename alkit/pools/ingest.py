@@ -1075,6 +1075,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         from alkit.pools.store import sqlite_file
 
         db_file = sqlite_file(opts.store)
+        if db_file is not None and "?" in db_file.name:  # 'x.db?timeout=30' made a file of that name (a black-box check)
+            raise InputError(f"--store {opts.store!r}: a SQLite store takes no URL options "
+                             f"('?{db_file.name.partition('?')[2]}'): the store file would be named {db_file.name!r}; "
+                             "give the file's path alone")
         in_root = db_file is not None and db_file.parent.resolve() == root.resolve()  # init makes the project folder
         if db_file is not None and not db_file.parent.is_dir() and not in_root:  # SQLite said '[Errno 2] No such file'
             what = "is a file, not a folder" if db_file.parent.exists() else "does not exist; create it first"
