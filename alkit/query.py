@@ -70,11 +70,11 @@ def _listed(cols: np.ndarray, most: int = 10) -> str:
 
 
 def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None, *, scorer: str = "vbll",
-                 image_shape: tuple[int, int, int] | None = None, embedding: bool = False, seed: int = 0,
+                 image_shape: tuple[int, ...] | None = None, embedding: bool = False, seed: int = 0,
                  **options: Any) -> Learner:
     """A fresh learner of ``scorer`` whose inputs are standardised with the statistics of the whole
     pool (labelled or not; never a test split), as `alkit run` builds it: the pool is known before
-    any label is bought.  ``image_shape`` (C, H, W): the rows are pixels (the image backbone);
+    any label is bought.  ``image_shape`` (C, H, W), or (H, W) for one channel: the rows are pixels (the image backbone);
     ``embedding``: the rows are a pretrained encoder's vectors; ``options``: the scorer's options
     (`alkit strategies --scorer NAME`)."""
     X = pool_array(X_pool_n_f)
@@ -86,6 +86,8 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
             raise ValueError(f"train: unknown training option {unknown[0]!r}; known: "
                              f"{', '.join(TrainConfig.__dataclass_fields__)}")
         options["train"] = TrainConfig(**options["train"])
+    if image_shape is not None and len(tuple(image_shape)) == 2:  # (H, W) as `init --image-shape H,W` takes it
+        image_shape = (1, *tuple(image_shape))
     if image_shape is not None and int(np.prod(image_shape)) != X.shape[1]:
         raise ValueError(f"image_shape {tuple(image_shape)} holds {int(np.prod(image_shape))} pixels, the pool's rows "
                          f"{X.shape[1]} features")

@@ -326,3 +326,14 @@ def test_a_learner_of_ones_own_with_a_constant_score_is_refused_not_ranked(digit
             query(Constant(), X, 5, labeled=labeled, strategy=strategy)
     picks = query(Constant(), X, 5, labeled=labeled, strategy="margin")
     assert len(picks) == 5 and not set(picks.tolist()) & set(labeled.tolist())
+
+
+def test_pool_learner_takes_an_image_shape_as_init_does(digits) -> None:
+    """`init --image-shape 8,8` works and pool_learner(image_shape=(8, 8)) was refused for wanting (C, H, W)
+    (a peer-user check): (H, W) is one channel, the same learner as (1, H, W)."""
+    X, _ = digits
+    two = pool_learner(X, "classification", 10, image_shape=(8, 8))
+    three = pool_learner(X, "classification", 10, image_shape=(1, 8, 8))
+    assert two.input.image_shape == three.input.image_shape == (1, 8, 8)
+    with pytest.raises(ValueError, match="holds 49 pixels"):
+        pool_learner(X, "classification", 10, image_shape=(7, 7))
