@@ -10,3 +10,12 @@ def is_whole_number(value: object) -> bool:
     """True for a Python or NumPy integer; False for bools (True is no batch size), floats (2.5 was cut
     to 2 unsaid, 2.0 failed inside NumPy), None and text: the one test every count and seed passes."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # numpy.bool_ is no Integral
+
+
+def not_distribution_rows(p_n_C):  # noqa: ANN001, ANN201 - a NumPy array or a torch tensor, and the same kind back
+    """Rows of class probabilities (n, C) that are no distribution: a NaN or inf, a value outside [0, 1]
+    beyond 1e-6, or a sum off 1 by more than 1e-3 (a user's learner handing over logits, a broken row).
+    Written with operators NumPy and torch share, so the acquisitions (torch) and the selectors (NumPy)
+    refuse the same rows without this module importing either."""
+    finite = (p_n_C == p_n_C) & (abs(p_n_C) != float("inf"))
+    return ~finite.all(1) | (p_n_C < -1e-6).any(1) | (p_n_C > 1 + 1e-6).any(1) | (abs(p_n_C.sum(1) - 1) > 1e-3)

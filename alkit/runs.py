@@ -493,16 +493,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--initial-selector {initial_selector!r} needs a model; the first batch is picked "
                         "without one (use random or coldstart)")
     selector = preset.selector_for(cfg.task, req.batch_size)
-    if req.stratify_by and "coldstart" not in (initial_selector, selector):  # only the cold start reads strata
-        stratify_note = (f"--stratify-by stratifies the cold-start batch, and strategy {req.strategy!r} picks its "
-                         f"first batch by {initial_selector!r}: it changes nothing here (add --initial-selector "
-                         "coldstart to stratify the first batch)")
-    else:
-        stratify_note = None
     single = scorer == "sklearn" and int(req.learner_options.get("members", _default_members())) == 1
     acquisition, notes = resolve_acquisition(req.strategy, req.acquisition, scorer, cfg.task, selector, single)
-    if stratify_note:
-        notes.append(stratify_note)
+    if req.stratify_by and "coldstart" not in (initial_selector, selector):  # only the cold start reads strata
+        notes.append(f"--stratify-by stratifies the cold-start batch, and strategy {req.strategy!r} picks its first "
+                     f"batch by {initial_selector!r}: it changes nothing here (add --initial-selector coldstart to "
+                     "stratify the first batch)")
     info = get_scorer(scorer)
     for option in sorted(set(req.learner_options) & set(_OWNED)):
         owner, what = _OWNED[option]

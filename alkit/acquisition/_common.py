@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from alkit.checks import not_distribution_rows
 from alkit.errors import AcquisitionError  # noqa: F401 (re-exported: raised by every acquisition)
 from alkit.types import AcquisitionContext, GaussianLastLayer, Prediction
 
@@ -21,7 +22,7 @@ def require_probs(pred: Prediction, acquisition: str) -> torch.Tensor:
                                f"classes, got shape {tuple(p.shape)}")
     # a learner of the user's own may hand over logits or a broken row: ranked as they were, margins fell
     # below -1 and NaN rows were never picked (a black-box check)
-    bad = ~torch.isfinite(p).all(1) | (p < -1e-6).any(1) | (p > 1 + 1e-6).any(1) | ((p.sum(1) - 1).abs() > 1e-3)
+    bad = not_distribution_rows(p)
     if bad.any():
         i = int(bad.nonzero()[0])
         raise AcquisitionError(f"the {acquisition} acquisition needs class probabilities: row {i} of probs_n_C is "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from alkit.checks import not_distribution_rows
 from alkit.strategies._common import check_batch, require_embedding, require_finite, scores_or_zeros
 from alkit.types import Candidates, Selection, SelectionContext
 
@@ -25,8 +26,7 @@ def gradient_factors(candidates: Candidates, emb_n_d: np.ndarray) -> np.ndarray:
         probs_n_C = np.asarray(candidates.probs_n_C, dtype=np.float64)
         if probs_n_C.ndim != 2 or probs_n_C.shape[0] != emb_n_d.shape[0]:
             raise ValueError(f"probs_n_C must be ({emb_n_d.shape[0]}, C), got {probs_n_C.shape}")
-        bad_n = (~np.isfinite(probs_n_C).all(1) | (probs_n_C < -1e-6).any(1) | (probs_n_C > 1 + 1e-6).any(1)
-                 | (np.abs(probs_n_C.sum(1) - 1) > 1e-3))
+        bad_n = not_distribution_rows(probs_n_C)
         if bad_n.any():  # a NaN row was picked first and every later D^2 draw was uniform
             raise ValueError(f"the badge strategy needs class probabilities: {int(bad_n.sum())} candidates' rows are "
                              f"not a distribution (finite values in [0, 1] summing to 1), e.g. item "

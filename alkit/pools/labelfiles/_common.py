@@ -165,12 +165,11 @@ def canonical_columns(columns: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def ambiguous_columns(columns: Sequence[str], data_fields: Sequence[str] = ()) -> str | None:
+def ambiguous_columns(columns: Sequence[str]) -> str | None:
     """Where a name alkit reads is absent and two or more other spellings of it are there ('Label' and
     'LABEL'), which one holds the answers is unknown: said, not guessed (neither was read, every answer
-    lost without a word, a black-box check).  Where the name is there and another spelling of it too
-    ('label' and 'Label') that is none of the project's exported ``data_fields``, the other one's
-    answers were ignored and then overwritten by the next export (a black-box check): said too."""
+    lost without a word, a black-box check).  An answer in another spelling beside alkit's own column
+    is ``misplaced_answer``'s, row by row."""
     present = set(columns)
     for name in QUEUE_COLUMNS:
         variants = [c for c in columns if c.strip().casefold() == name]
@@ -201,10 +200,10 @@ def misplaced_answer(rec: dict[str, Any], data_fields: Sequence[str] = ()) -> st
     return None
 
 
-def check_columns(path: Path, columns: Sequence[str], where: str = "header", data_fields: Sequence[str] = ()) -> None:
+def check_columns(path: Path, columns: Sequence[str], where: str = "header") -> None:
     """The file's columns hold id and label (or skip), each of the columns alkit reads once: a
     header with two label columns would have one of them read silently."""
-    ambiguous = ambiguous_columns(columns, data_fields)
+    ambiguous = ambiguous_columns(columns)
     if ambiguous:
         raise refuse(path, [f"{where}: {ambiguous}"])
     twice = sorted({c for c in columns if columns.count(c) > 1 and c in ("id", "label", "skip", "annotator")})

@@ -51,7 +51,7 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
                                 "delete that line"])
         aliases = canonical_columns(header)
         header = [aliases.get(h, h) for h in header]
-        check_columns(path, header, data_fields=data_fields)
+        check_columns(path, header)
         records = []
         for fields in reader:
             if not fields or all(not f.strip() for f in fields):

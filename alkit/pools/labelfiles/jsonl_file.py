@@ -36,7 +36,7 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
         if not isinstance(rec, dict):
             problems.append(f"line {i}: expected a JSON object, found {type(rec).__name__}")
             continue
-        ambiguous = ambiguous_columns(list(rec), data_fields)
+        ambiguous = ambiguous_columns(list(rec))
         if ambiguous:
             problems.append(f"line {i}: {ambiguous}")
             continue

@@ -26,7 +26,7 @@ def read(path: Path, data: bytes | None, problems: list[str], data_fields: Seque
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
         raise refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
     df = df.rename(canonical_columns(df.columns))
-    check_columns(path, df.columns, "columns", data_fields)
+    check_columns(path, df.columns, "columns")
     keep = [c for c in df.columns if c.strip().casefold() in ("id", "label", "skip", "annotator")]
     return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems,
                            data_fields)
