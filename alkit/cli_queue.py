@@ -115,6 +115,31 @@ def _next_step(res: ImportResult, where: str = "") -> str:
     return " — no run waits for labels (a run whose budget is spent continues with a larger --budget)"
 
 
+@queue_app.command("labels")
+def labels_cmd(
+    fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="csv, jsonl or parquet (default: from --out's suffix, else csv)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file (default: labels.csv, labels.jsonl or labels.parquet in the project)."),
+    include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns."),
+    escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas; off for machine consumers."),
+    project: Path = ProjectOpt,
+) -> None:
+    """Write every label collected (from the data file and from people) and every skip: id, payload, label, skip, annotator, source, cycle, labelled_at."""
+    from alkit.pools.queue import export_labels
+
+    with user_errors():
+        proj = load_project(project)
+        res = export_labels(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas)
+    if res.set_aside is not None:
+        console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}",
+                      highlight=False)
+    shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
+    note = (" (the runs of this project label their picks from its data file, init --hide-labels: those labels "
+            "are the data file's and are not written here)" if proj.config.hide_labels else "")
+    n_labels = res.n_items - res.n_skipped
+    console.print(f"[green]wrote[/] {n_labels} label{'' if n_labels == 1 else 's'} and {res.n_skipped} "
+                  f"skip{'' if res.n_skipped == 1 else 's'} to {res.path} ({shape}){note}", highlight=False)
+
+
 @queue_app.command("status")
 def status_cmd(
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),

@@ -655,3 +655,54 @@ def test_a_nul_character_in_an_answer_is_refused_on_every_store(tmp_path: Path) 
     with pytest.raises(QueueError, match="line 3: its id, label or annotator holds a NUL character"):
         import_labels(project, bad)
     assert snapshot(project) == before
+
+
+def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unchanged(tmp_path: Path) -> None:
+    """`alkit queue labels` writes the labels a project collected (the data file's and people's) and the
+    skips, with who gave each, from where and when: before it the store's tables were the only way out.
+    Read back by `queue import`, the file changes nothing (init labels included); a corrected label is
+    written as it now is."""
+    from alkit.pools.queue import export_labels
+
+    df = digits_frame(160)
+    truth = {i: str(y) for i, y in zip(df["id"], df["label"])}
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 70).then(pl.col("label")).otherwise(None).alias("label"),
+                         pl.lit("x").alias("source"))  # a data column named like the file's own is renamed
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX,
+                                                                 initial_labeled=20))
+    project = load_project(tmp_path / "p")
+    given = {i: v[0] for i, v in shared_labels(project).items() if v[1] == "init"}
+    ids = queue_batch(project, 5)
+    answer = tmp_path / "a.csv"
+    answer.write_text("id,label,skip,annotator\n" + "".join(
+        f"{i},,true,bo\n" if j == 0 else f"{i},{truth[i]},,{'ann' if j < 3 else 'bo'}\n" for j, i in enumerate(ids)))
+    import_labels(project, answer)
+    res = export_labels(project)
+    assert res.path == project.root / "labels.csv" and (res.n_items, res.n_skipped) == (len(given) + 5, 1)
+    out = pl.read_csv(res.path, infer_schema=False)
+    assert out.columns[:2] == ["id", "data_source"] and out.columns[-6:] == [
+        "label", "skip", "annotator", "source", "cycle", "labelled_at"]
+    rows = {r["id"]: r for r in out.to_dicts()}
+    assert {i: r["label"] for i, r in rows.items() if r["source"] == "init"} == given
+    assert all(rows[i]["annotator"] is None and rows[i]["cycle"] is None for i in given)
+    assert [(rows[i]["label"], rows[i]["skip"], rows[i]["annotator"], rows[i]["source"], rows[i]["cycle"])
+            for i in ids] == [(None, "true", "bo", "import", "0")] + [
+               (truth[i], "false", "ann" if j < 3 else "bo", "import", "0") for j, i in enumerate(ids[1:], start=1)]
+    assert all(r["labelled_at"].endswith("+00:00") for r in rows.values())
+    assert list(rows)[-1] == ids[0]  # in the order given; a skip after labels given at the same time
+    before = snapshot(project)
+    back = import_labels(project, res.path)
+    assert (back.labeled, back.skipped, back.unchanged) == (0, 0, len(given) + 5) and snapshot(project) == before
+    # a correction is written as the label now is; other formats hold the same rows
+    other = str((int(truth[ids[1]]) + 1) % 10)
+    answer.write_text(f"id,label\n{ids[1]},{other}\n")
+    import_labels(project, answer, on_conflict="replace")
+    parquet = pl.read_parquet(export_labels(project, tmp_path / "l.parquet").path)
+    assert parquet.filter(pl.col("id") == ids[1])["label"].to_list() == [other]
+    assert parquet.height == len(given) + 5 and parquet["skip"].sum() == 1
+    with pytest.raises(QueueError, match="csv, jsonl or parquet"):
+        export_labels(project, tmp_path / "l.json")
+    said = invoke("queue", "labels", "-o", str(tmp_path / "l.jsonl"), "-p", str(project.root))
+    assert said.exit_code == 0 and f"wrote {len(given) + 4} labels and 1 skip" in said.text.replace("\n", " ")
+    assert len((tmp_path / "l.jsonl").read_text().splitlines()) == len(given) + 5

@@ -43,6 +43,7 @@ Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
 FORMATS: tuple[str, ...] = tuple(labelfiles.FORMATS)
 RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
+LABELS_COLS = ("id", "label", "skip", "annotator", "source", "cycle", "labelled_at")  # a labels file's own columns
 _MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
 
 
@@ -69,6 +70,7 @@ class ExportResult:
     columns: list[str]
     set_aside: Path | None = None  # the file ``path`` held, with people's unimported answers, moved here
     set_aside_unreadable: bool = False  # what was moved aside is no label file alkit can read (not answers)
+    n_skipped: int = 0  # a labels export: how many of the n_items rows are skips
 
 
 @dataclass(frozen=True)
@@ -227,17 +229,17 @@ def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[l
     return cols, features
 
 
-def written_names(columns: Sequence[str]) -> dict[str, str]:
+def written_names(columns: Sequence[str], reserved: Sequence[str] = RESERVED) -> dict[str, str]:
     """The name each data column gets in a queue file: its own, or ``data_<name>`` where it is one of the
     queue's own columns (RESERVED: a data column named ``score`` or ``label`` beside the id).  Why: such a
     column was refused only when the first queue was written, after its batch was recorded, so the run
     waited for a file that never came; and written as it is, an ``annotator`` column would be read back as
     the annotator.  Import ignores the renamed columns like any other data column."""
-    taken = set(columns) | set(RESERVED)
+    taken = set(columns) | set(reserved)
     out = {}
     for c in columns:
         name = c
-        if c in RESERVED:
+        if c in reserved:
             name, n = f"data_{c}", 2
             while name in taken:
                 name, n = f"data_{c}_{n}", n + 1
@@ -352,6 +354,113 @@ def export_queue(
     columns = labelfiles.get_format(fmt).write(path, records, frame, [name[c] for c in [*cols, *feats]],
                                                escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)
+
+
+@dataclass(frozen=True)
+class CollectedLabel:
+    """One pool item's shared answer: its label (None: skipped), who gave it, where it came from
+    (``init``: the data file; ``import``: people, through the queue), the cycle that queued it and when."""
+
+    key: int
+    item_id: str
+    label: str | None
+    annotator: str | None
+    source: str
+    cycle: int | None
+    time: datetime | None
+
+
+def collected_labels(store: Store) -> list[CollectedLabel]:
+    """Every shared label and skip of the pool, in the order they were given (labels before skips
+    at the same time).  A run's own simulated labels (``init --hide-labels``) are not collected: they
+    are the data file's."""
+    with store.session() as s:
+        labels = s.execute(
+            select(Item.key, Item.item_id, Label.value, Label.annotator, Label.source, Label.cycle, Label.created_at)
+            .join(Label, Label.item_key == Item.key)
+            .where(Label.run_id.is_(None), Item.split == "pool").order_by(Label.id)).all()
+        skipped = {int(k[len("skip:"):]): json.loads(v) for k, v in s.execute(
+            select(Meta.key, Meta.value).where(Meta.key.like("skip:%"))).all()}
+        cycles: dict[int, int] = {}
+        for chunk in _key_chunks(sorted(skipped)):
+            cycles.update({int(k): int(c) for k, c in s.execute(
+                select(SelectionRow.item_key, func.max(SelectionRow.cycle))
+                .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
+    ids = store.ids_for_keys(sorted(skipped))
+    out = [CollectedLabel(int(k), i, v, a, src, None if c is None else int(c), t) for k, i, v, a, src, c, t in labels]
+    for key, meta in skipped.items():
+        when = meta.get("time")
+        out.append(CollectedLabel(key, ids[key], None, meta.get("annotator"), "import", cycles.get(key),
+                                  datetime.fromisoformat(when) if when else None))
+    first = datetime.min.replace(tzinfo=timezone.utc)
+    order = {id(c): n for n, c in enumerate(out)}
+    return sorted(out, key=lambda c: (_utc(c.time) or first, c.label is None, order[id(c)]))
+
+
+def _utc(t: datetime | None) -> datetime | None:
+    return None if t is None else (t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc))
+
+
+def _key_chunks(keys: list[int], n: int = 10_000) -> list[list[int]]:
+    return [keys[i:i + n] for i in range(0, len(keys), n)]
+
+
+def default_labels_path(project: Project, fmt: str = "csv") -> Path:
+    """labels.csv (labels.jsonl, labels.parquet) in the project folder."""
+    return project.root / f"labels{labelfiles.default_suffix(fmt)}"
+
+
+def export_labels(
+    project: Project,
+    out: str | Path | None = None,
+    fmt: str | None = None,
+    include: Sequence[str] | None = None,
+    store: Store | None = None,
+    escape_formulas: bool = True,
+) -> ExportResult:
+    """Write every label the project's people and data file gave (and every skip): id, payload
+    columns, label, skip, annotator, source (init | import), cycle and labelled_at (UTC, ISO 8601).
+    Why: the labels are the project's most expensive asset, and a team needs them outside alkit
+    (to train its production model, to audit annotators) without reading the store's tables.
+    ``fmt``/``out``/``include`` as :func:`export_queue`; Label Studio tasks are no label table and are
+    refused.  A file at ``out`` holding queue answers not yet imported is kept aside, as export does."""
+    if out is not None and Path(out).resolve() in project.own_files():
+        raise QueueError(f"{out} is one of the project's own files: write the labels to another name")
+    if out is not None and Path(out).is_dir():
+        raise QueueError(f"{out} is a folder: give the labels file's name (e.g. {Path(out) / 'labels.csv'})")
+    fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)
+    if fmt == "label-studio":
+        raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
+    project.require(project.payload_path, why="the labels file is written with its payload", readable=True)
+    store = store or Store(project.store_url)
+    cols, feats = _payload_columns(project, include)
+    given = collected_labels(store)
+    path = Path(out) if out is not None else default_labels_path(project, fmt)
+    keys = [c.key for c in given]
+    key = payload_key(project.payload_path)
+    payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
+               .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
+    by_key = {row[key]: row for row in payload.to_dicts()}
+    values = _feature_values(project, keys, feats)
+    name = written_names([*cols, *feats], LABELS_COLS)
+    records = []
+    for i, c in enumerate(given):
+        p = by_key.get(c.key, {})
+        t = _utc(c.time)
+        records.append({"id": c.item_id, **{name[col]: p.get(col) for col in cols},
+                        **{name[col]: values[col][i] for col in feats},
+                        "label": c.label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
+                        "cycle": c.cycle, "labelled_at": None if t is None else t.isoformat(timespec="seconds")})
+    schema: dict[str, Any] = {"id": pl.Utf8, **{name[col]: payload.schema[col] for col in cols},
+                              **{name[col]: pl.Float64 for col in feats},
+                              "label": pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
+                              "cycle": pl.Int64, "labelled_at": pl.Utf8}
+    frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
+    set_aside, unreadable = _set_aside_unimported(path, project, store)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, [name[col] for col in [*cols, *feats]],
+                                               escape_formulas=escape_formulas)
+    return ExportResult(path, fmt, len(given), columns, set_aside, unreadable,
+                        n_skipped=sum(c.label is None for c in given))
 
 
 # ---------------------------------------------------------------------------- import: checks

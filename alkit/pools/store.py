@@ -802,6 +802,9 @@ class Store:
                     continue
                 existing: Any = None
                 if it.state == "labeled" and it.key in shared and shared[it.key].source == "init":
+                    if shared[it.key].value == decision:  # the label it has (a labels export read back): no change
+                        counts["unchanged"] += 1
+                        continue
                     problems.append(f"{where}: the item's label was given at init (from the data file), it was never "
                                     "queued; only queued items take labels")
                     continue
