@@ -72,6 +72,7 @@ def import_cmd(
     on_conflict: OnConflict = typer.Option("error", "--on-conflict", help="An item already labeled differently: refuse the file, keep the old label, or replace it."),
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file's format (default: from its suffix)."),
     label_field: Optional[str] = typer.Option(None, "--label-field", help="Label Studio JSON-MIN/CSV exports: the control holding the label (default: the one field that is neither data nor Label Studio's own)."),
+    unqueued: bool = typer.Option(False, "--unqueued", help="Also take labels for pool items no run queued (labels the team has from elsewhere); every run learns from them, none spent them."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -81,7 +82,7 @@ def import_cmd(
     with user_errors():
         proj = load_project(project)
         res = import_labels(proj, file, annotator=annotator, on_conflict=on_conflict, fmt=fmt,
-                           label_field=label_field)
+                           label_field=label_field, unqueued=unqueued)
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
         return

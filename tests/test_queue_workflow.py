@@ -706,3 +706,39 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
     said = invoke("queue", "labels", "-o", str(tmp_path / "l.jsonl"), "-p", str(project.root))
     assert said.exit_code == 0 and f"wrote {len(given) + 4} labels and 1 skip" in said.text.replace("\n", " ")
     assert len((tmp_path / "l.jsonl").read_text().splitlines()) == len(given) + 5
+
+
+def test_labels_for_items_no_run_queued_need_unqueued_and_join_every_run(tmp_path: Path) -> None:
+    """A team with labels from elsewhere (an earlier campaign, a domain expert's list) had no way to add
+    them: only queued items took labels.  `--unqueued` takes them as shared labels with no cycle, which
+    every run learns from; without it the refusal says how.  A project whose runs label from the data
+    file refuses it (its curves would change)."""
+    from alkit.pools.queue import collected_labels
+    from alkit.pools.store import Store
+
+    project, truth = _digits_human(tmp_path)
+    store = Store(project.store_url)
+    queued = queue_batch(project, 2)
+    free = [i for i in store.ids_for_keys(store.pool_keys().tolist()).values() if i not in queued][:3]
+    path = tmp_path / "mine.csv"
+    path.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in [queued[0], *free]))
+    before = snapshot(project)
+    with pytest.raises(QueueError, match=r"not queued \(state unlabeled\).*--unqueued"):
+        import_labels(project, path)
+    assert snapshot(project) == before
+    res = import_labels(project, path, unqueued=True, annotator="expert")
+    assert (res.labeled, res.still_queued) == (4, 1)
+    got = {c.item_id: (c.label, c.annotator, c.source, c.cycle) for c in collected_labels(store)}
+    assert got == {queued[0]: (truth[queued[0]], "expert", "import", 0),
+                   **{i: (truth[i], "expert", "import", None) for i in free}}
+    keys, values = store.labeled_set(None)
+    assert sorted(store.ids_for_keys(keys.tolist()).values()) == sorted([queued[0], *free])
+    said = invoke("queue", "import", str(path), "--unqueued", "-p", str(project.root))
+    assert said.exit_code == 0 and "4 unchanged" in said.text
+    df = digits_frame(120)
+    df.write_csv(tmp_path / "h.csv")
+    init_project(tmp_path / "h.csv", tmp_path / "h", InitOptions(id_col="id", label_col="label", features=PX,
+                                                                 hide_labels=True))
+    hidden = load_project(tmp_path / "h")
+    with pytest.raises(QueueError, match="--unqueued: this project's runs label their picks from its data file"):
+        import_labels(hidden, path, unqueued=True)

@@ -583,6 +583,7 @@ def import_labels(
     store: Store | None = None,
     fmt: str | None = None,
     label_field: str | None = None,
+    unqueued: bool = False,
 ) -> ImportResult:
     """Import people's labels for queued items, all or nothing.
 
@@ -593,7 +594,13 @@ def import_labels(
     already has a label (or a skip) is unchanged by the same answer; a different answer is a
     conflict: refused (``error``), ignored (``keep``) or overwritten (``replace``).  ``fmt``
     names the file's format (alkit/pools/labelfiles); by default its suffix decides.
+    ``unqueued``: pool items no run queued take labels too (labels the team has from elsewhere: every
+    run learns from them, none spent them); refused where runs label from the data file (--hide-labels),
+    whose runs would no longer be comparable.
     """
+    if unqueued and project.config.hide_labels:
+        raise QueueError("--unqueued: this project's runs label their picks from its data file (init --hide-labels); "
+                         "a shared label from outside would change every run's learning curve")
     if on_conflict not in ON_CONFLICT:
         raise QueueError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
     if annotator is not None and "\x00" in annotator:
@@ -624,7 +631,7 @@ def import_labels(
     try:  # the store checks the ids of every well-formed row even when the file is already refused
         counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
                                             on_conflict=on_conflict, annotator=annotator, found=problems,
-                                            refused_rows=refused)
+                                            refused_rows=refused, unqueued=unqueued)
     except ImportRefused as exc:
         raise refuse(path, exc.problems) from None
     named = {r.item_id for r in rows}

@@ -740,7 +740,8 @@ class Store:
     # ------------------------------------------------------------------ people's labels
     def import_labels(self, decisions: dict[str, tuple[Any, str, str | None]], *, on_conflict: str = "error",
                       annotator: str | None = None, found: Sequence[str] = (),
-                      refused_rows: dict[str, str] | None = None) -> tuple[dict[str, int], int]:
+                      refused_rows: dict[str, str] | None = None,
+                      unqueued: bool = False) -> tuple[dict[str, int], int]:
         """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
         annotator)) in one transaction under the write lock, all or nothing.
 
@@ -751,6 +752,8 @@ class Store:
         with the store's (unknown or not-queued ids) so a file's problems come in one round;
         ``refused_rows`` (item id -> where) are rows the caller refused for their label, whose ids are
         checked too, so a row with two problems names both.
+        ``unqueued``: a pool item no run queued (state unlabeled) takes its answer too, as a shared label
+        with no cycle (labels a team has from elsewhere).
         Returns the counts (labeled, skipped, replaced, unchanged, kept) and the items still queued.
         """
         counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
@@ -812,8 +815,9 @@ class Store:
                     existing = shared[it.key].value
                 elif it.state == "skipped":
                     existing = SKIP
-                elif it.state != "queued":
-                    problems.append(f"{where}: the item is not queued (state {it.state}); only queued items take labels")
+                elif it.state != "queued" and not (unqueued and it.state == "unlabeled"):
+                    problems.append(f"{where}: the item is not queued (state {it.state}); only queued items take labels"
+                                    + (" (--unqueued: also pool items no run queued)" if it.state == "unlabeled" else ""))
                     continue
                 if existing is None:
                     plan.append(("new", it, decision, row_annotator))
