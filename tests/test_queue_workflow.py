@@ -185,6 +185,10 @@ def test_ids_a_spreadsheet_stripped_of_leading_zeros_are_named(tmp_path: Path) -
     saved.write_text("id,label\n" + "".join(f"{int(i)},1\n" for i in ids))
     with pytest.raises(QueueError, match=rf"ids {int(ids[0])} \(queued as {ids[0]}\).* lost their leading zeros"):
         import_labels(project, saved)
+    # both lost: the zeros and the whole-number form (157.0); it was a bare 'unknown id' per row
+    saved.write_text("id,label\n" + "".join(f"{int(i)}.0,1\n" for i in ids))
+    with pytest.raises(QueueError, match=rf"ids such as '{int(ids[0])}.0' are the queued id '{ids[0]}' written as a number"):
+        import_labels(project, saved)
 
 
 def test_the_import_names_queued_items_the_file_leaves_out(tmp_path: Path) -> None:

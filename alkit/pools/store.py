@@ -279,10 +279,19 @@ def _float_id_hint(s: Any, unknown: list[str]) -> str | None:
         if math.isfinite(x) and x == int(x) and abs(x) < 2**53:
             whole[str(int(x))] = k
     known = _known_ids(s, list(whole))
-    if not known:
+    if known:
+        return (f"ids such as {whole[known[0]]!r} are the id {known[0]!r} written as a decimal number (pandas' 34007.0, "
+                "a spreadsheet's 3.40E+04): write the id column as text or whole numbers")
+    if not whole:
         return None
-    return (f"ids such as {whole[known[0]]!r} are the id {known[0]!r} written as a decimal number (pandas' 34007.0, a "
-            "spreadsheet's 3.40E+04): write the id column as text or whole numbers")
+    # a queued 00157 read as a number and saved as 157.0: both its leading zeros and its form lost
+    for item_id in s.scalars(select(Item.item_id).where(Item.state == "queued", Item.item_id.like("0%"))):
+        short = item_id.strip().lstrip("0") or "0"
+        if short in whole and short != item_id.strip():
+            return (f"ids such as {whole[short]!r} are the queued id {item_id!r} written as a number (a spreadsheet "
+                    "dropped its leading zeros and wrote it as a decimal): format the id column as text before "
+                    "saving, or fill in the file alkit wrote in a text editor")
+    return None
 
 
 def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
