@@ -303,6 +303,34 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
                      "import or move it first")
 
 
+def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
+    """The format an export to ``out`` is written in, after refusing an ``out`` that is one of the
+    project's own files or a folder (a raw '[Errno 21] Is a directory' with a temp name), before
+    anything is read; ``what``: the file's name in the refusals ('queue', 'labels')."""
+    if out is not None and Path(out).resolve() in project.own_files():
+        raise QueueError(f"{out} is one of the project's own files: write the {what} to another name")
+    if out is not None and Path(out).is_dir():
+        raise QueueError(f"{out} is a folder: give the {what} file's name (e.g. {Path(out) / f'{what}.csv'})")
+    fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)
+    project.require(project.payload_path, why=f"the {what} file is written from it", readable=True)
+    return fmt
+
+
+def _data_cells(project: Project, keys: list[int], cols: list[str], feats: list[str],
+                reserved: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each item's payload and feature cells under the names they are written by (``written_names``),
+    in ``keys``' order, and those columns' types."""
+    key = payload_key(project.payload_path)
+    payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
+               .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
+    by_key = {row[key]: row for row in payload.to_dicts()}
+    values = _feature_values(project, keys, feats)
+    name = written_names([*cols, *feats], reserved)
+    cells = [{**{name[c]: by_key.get(k, {}).get(c) for c in cols}, **{name[c]: values[c][i] for c in feats}}
+             for i, k in enumerate(keys)]
+    return cells, {**{name[c]: payload.schema[c] for c in cols}, **{name[c]: pl.Float64 for c in feats}}
+
+
 def export_queue(
     project: Project,
     out: str | Path | None = None,
@@ -318,41 +346,24 @@ def export_queue(
     ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format.
     ``include``: the payload columns to write (default: all), which may also name numeric feature
     columns (``ProjectConfig.data_feature_cols``), written after them."""
-    if out is not None and Path(out).resolve() in project.own_files():
-        raise QueueError(f"{out} is one of the project's own files: write the queue to another name")
-    if out is not None and Path(out).is_dir():  # a raw '[Errno 21] Is a directory' with a temp name
-        raise QueueError(f"{out} is a folder: give the queue file's name (e.g. {Path(out) / 'queue.csv'})")
-    fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)  # refused before reading anything
-    project.require(project.payload_path, why="the queue file is written from it", readable=True)
+    fmt = _check_out(project, out, fmt, "queue")
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
     path = Path(out) if out is not None else default_queue_path(project, fmt, max((q.cycle for q in items), default=None))
-    keys = [q.key for q in items]
-    key = payload_key(project.payload_path)
-    payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
-               .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
-    by_key = {row[key]: row for row in payload.to_dicts()}
-    values = _feature_values(project, keys, feats)
-    name = written_names([*cols, *feats])
+    cells, types = _data_cells(project, [q.key for q in items], cols, feats, RESERVED)
     records = []
-    for i, q in enumerate(items):
-        p = by_key.get(q.key, {})
-        records.append({"id": q.item_id, **{name[c]: p.get(c) for c in cols}, **{name[c]: values[c][i] for c in feats},
-                        "label": None, "skip": None,
+    for q, data in zip(items, cells):
+        records.append({"id": q.item_id, **data, "label": None, "skip": None,
                         # a model-free pick (cold start, random) has no score: empty, not a low 0.0
                         "score": None if q.selector in INITIAL_SELECTORS and q.score == 0 else _finite(q.score),
                         "rank": q.rank, "cycle": q.cycle, "run": q.run,
                         "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
-    schema: dict[str, Any] = {"id": pl.Utf8, **{name[c]: payload.schema[c] for c in cols},
-                              **{name[c]: pl.Float64 for c in feats},
-                              "label": pl.Utf8,
-                              "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
+    schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Utf8, "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside, unreadable = _set_aside_unimported(path, project, store)
-    columns = labelfiles.get_format(fmt).write(path, records, frame, [name[c] for c in [*cols, *feats]],
-                                               escape_formulas=escape_formulas)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, list(types), escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)
 
 
@@ -424,41 +435,24 @@ def export_labels(
     (to train its production model, to audit annotators) without reading the store's tables.
     ``fmt``/``out``/``include`` as :func:`export_queue`; Label Studio tasks are no label table and are
     refused.  A file at ``out`` holding queue answers not yet imported is kept aside, as export does."""
-    if out is not None and Path(out).resolve() in project.own_files():
-        raise QueueError(f"{out} is one of the project's own files: write the labels to another name")
-    if out is not None and Path(out).is_dir():
-        raise QueueError(f"{out} is a folder: give the labels file's name (e.g. {Path(out) / 'labels.csv'})")
-    fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)
+    fmt = _check_out(project, out, fmt, "labels")
     if fmt == "label-studio":
         raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
-    project.require(project.payload_path, why="the labels file is written with its payload", readable=True)
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store)
     path = Path(out) if out is not None else default_labels_path(project, fmt)
-    keys = [c.key for c in given]
-    key = payload_key(project.payload_path)
-    payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
-               .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
-    by_key = {row[key]: row for row in payload.to_dicts()}
-    values = _feature_values(project, keys, feats)
-    name = written_names([*cols, *feats], LABELS_COLS)
+    cells, types = _data_cells(project, [c.key for c in given], cols, feats, LABELS_COLS)
     records = []
-    for i, c in enumerate(given):
-        p = by_key.get(c.key, {})
+    for c, data in zip(given, cells):
         t = _utc(c.time)
-        records.append({"id": c.item_id, **{name[col]: p.get(col) for col in cols},
-                        **{name[col]: values[col][i] for col in feats},
-                        "label": c.label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
+        records.append({"id": c.item_id, **data, "label": c.label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
                         "cycle": c.cycle, "labelled_at": None if t is None else t.isoformat(timespec="seconds")})
-    schema: dict[str, Any] = {"id": pl.Utf8, **{name[col]: payload.schema[col] for col in cols},
-                              **{name[col]: pl.Float64 for col in feats},
-                              "label": pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
+    schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
                               "cycle": pl.Int64, "labelled_at": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside, unreadable = _set_aside_unimported(path, project, store)
-    columns = labelfiles.get_format(fmt).write(path, records, frame, [name[col] for col in [*cols, *feats]],
-                                               escape_formulas=escape_formulas)
+    columns = labelfiles.get_format(fmt).write(path, records, frame, list(types), escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(given), columns, set_aside, unreadable,
                         n_skipped=sum(c.label is None for c in given))
 
