@@ -89,6 +89,25 @@ def test_the_readme_example_runs() -> None:
     assert len(scope["labeled"]) == 40
 
 
+def test_the_readmes_stopping_rule_in_a_loop_of_ones_own_runs_and_stops() -> None:
+    """The README's own-loop stopping example, after its Python API example (X, y, labeled): with a
+    rule that fires at the first pair of models (any agreement), it stops after the second fit; with the
+    default it runs on."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    setup = re.search(r"## Python API.*?```python\n(.*?)```", readme, re.S)
+    loop = re.search(r"## When to stop.*?```python\n(.*?)```", readme, re.S)
+    assert setup is not None and loop is not None, "README lacks an example"
+    torch.manual_seed(0)
+    for rule, fired in (('"kappa:threshold=0.01,k=1"', True), ('"kappa"', False)):
+        scope: dict = {}
+        exec(compile(setup.group(1).replace("CYCLES = 10", "CYCLES = 0"), "README.md", "exec"), scope)
+        code = loop.group(1).replace('get_rule("kappa")', f"get_rule({rule})").replace("range(CYCLES)", "range(3)")
+        exec(compile(code, "README.md", "exec"), scope)
+        assert scope["decision"].fired is fired and len(scope["cycles"]) == (2 if fired else 3)
+        assert len(scope["labeled"]) == (30 if fired else 50)
+        assert 0.0 < scope["decision"].details["kappa"] <= 1.0
+
+
 def test_query_decides_acquisitions_as_alkit_run_does(digits) -> None:
     """query refused what `alkit run` accepts: random picks with the plain MLP, a preset whose
     acquisition the learner cannot feed (run falls back to the scorer's own score, with a note)."""
