@@ -138,7 +138,8 @@ def init(
                # --test-frac needs --hide-labels: it named an option this project refuses (a peer-user check)
                else "mark rows test with --split-col, or leave labelled rows out of --initial-labeled: without "
                     "--hide-labels they are the test split")
-        console.print("note: no test split, so runs will record no accuracy and `alkit plot` has no curve to "
+        what = "accuracy" if cfg.task == "classification" else "test error (CRPS, RMSE)"
+        console.print(f"note: no test split, so runs will record no {what} and `alkit plot` has no curve to "
                       f"draw ({how}; `--stop forecast` estimates a curve by cross-validation instead)")
     if not id_col:
         console.print(f"no --id-col: the items are named by their row number (1 = the first data row; column "
@@ -160,6 +161,14 @@ def init(
     if why:
         console.print(f"hint: the labels are {len(cfg.classes)} whole numbers ({why}), taken as classes; if they "
                       "are counts, amounts or measurements, init again with --task regression")
+    cased: dict[str, list[str]] = {}
+    for c in cfg.classes:
+        cased.setdefault(c.casefold(), []).append(c)
+    same = [v for v in cased.values() if len(v) > 1]
+    if same:  # barolo / Barolo / BAROLO were three classes without a word (a black-box check)
+        console.print(f"hint: classes that differ only in case: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"
+                      f"{' ...' if len(same) > 3 else ''}; if they are one class, spell them alike in the data file "
+                      "and init again")
     shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
     if shape is not None:
         h, w = shape

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -746,3 +747,46 @@ def test_labels_for_items_no_run_queued_need_unqueued_and_join_every_run(tmp_pat
     hidden = load_project(tmp_path / "h")
     with pytest.raises(QueueError, match="--unqueued: this project's runs label their picks from its data file"):
         import_labels(hidden, path, unqueued=True)
+
+
+def test_labels_as_the_data_file_spells_them_and_classes_it_would_split(tmp_path: Path) -> None:
+    """Black-box checks of a team's labels: a True/False label column gives the classes 'true'/'false', yet
+    the file's own True (and Excel's TRUE) was refused at import; a label column of numbers beside text
+    ('other') made '1' and '1.0' two classes without a word; classes that differ only in case, a few-label
+    numeric target taken as classes, and a few labels all of one class were not said as such."""
+    from alkit.config import Project
+
+    rng = np.random.default_rng(0)
+    feats = {f"f{j}": rng.normal(size=60) for j in range(3)}
+    ids = [f"r{i}" for i in range(60)]
+
+    def make(name: str, labels: list, *extra: str) -> tuple[Project | None, str]:
+        pl.DataFrame({"id": ids, **feats, "y": labels}).write_csv(tmp_path / f"{name}.csv")
+        said = invoke("init", str(tmp_path / f"{name}.csv"), "--id-col", "id", "--label-col", "y",
+                      "-p", str(tmp_path / name), *extra)
+        return (load_project(tmp_path / name) if said.exit_code == 0 else None), said.text
+
+    project, _ = make("b", [True, False] * 5 + [None] * 50)
+    assert project is not None and project.config.classes == ["false", "true"]
+    ids_q = queue_batch(project, 3)
+    (tmp_path / "a.csv").write_text(f"id,label\n{ids_q[0]},True\n{ids_q[1]},FALSE\n{ids_q[2]},true\n")
+    assert import_labels(project, tmp_path / "a.csv").labeled == 3
+    project, said = make("m", ["1", "1.0", "other", "0", "0.0"] * 2 + [None] * 50)
+    assert project is not None and project.config.classes == ["0", "1", "other"]
+    ids_q = queue_batch(project, 2)
+    (tmp_path / "m.csv").write_text(f"id,label\n{ids_q[0]},1.00\n{ids_q[1]},Other\n")
+    assert import_labels(project, tmp_path / "m.csv").labeled == 2
+    assert {v[0] for i, v in shared_labels(project).items() if i in ids_q} == {"1", "other"}
+    _, said = make("c", ["barolo", "Barolo", "grignolino"] * 4 + [None] * 48)
+    assert "classes that differ only in case: 'Barolo', 'barolo'" in said
+    project, said = make("r", [12, 30, 45, 7, 22, 30] + [None] * 54)
+    assert project is not None and "most of them seen only once, from 7 to 45 with gaps" in said
+    assert "--task regression" in said
+    ids_q = queue_batch(project, 1)
+    (tmp_path / "r.csv").write_text(f"id,label\n{ids_q[0]},15\n")
+    with pytest.raises(QueueError, match="unknown class '15'.*init a project with --task regression"):
+        import_labels(project, tmp_path / "r.csv")
+    _, said = make("codes", [1, 2, 3, 4, 5] * 2 + [None] * 50)  # class codes seen a few times: no hint
+    assert "--task regression" not in said
+    _, said = make("one", ["spam"] * 5 + [None] * 55)
+    assert "the labels given are all 'spam': declare every class with --classes" in said

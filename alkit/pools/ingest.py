@@ -124,6 +124,10 @@ def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
     counts = _whole_number_counts(labels)
     if counts is not None and len(counts) >= min_values and float(np.median(counts)) < 2:
         return "most of them seen only once"
+    if counts is not None and len(counts) >= 5 and float(np.median(counts)) < 2:
+        values = np.unique([float(v) for v in labels])
+        if values[-1] - values[0] + 1 >= 2 * len(values):  # few labels yet: codes run 0..K-1; 7, 12, 22, 30, 45 do not
+            return f"most of them seen only once, from {values[0]:g} to {values[-1]:g} with gaps"
     if counts is not None and len(counts) >= 4 and counts.max() >= 5.0 * float(np.median(counts)):
         values = np.unique([float(v) for v in labels])
         if values[-1] - values[0] + 1 >= 2 * len(values):  # class codes run 0..K-1 or 1..K; a binned count skips
@@ -780,6 +784,14 @@ def _blank_labels_missing(s: pl.Series) -> pl.Series:
             return text
         whole = given.str.contains(r"^[+-]?\d+$").all()
         return numbers.cast(pl.Int64) if whole else numbers  # as a CSV reader types the column
+    if numbers.is_not_null().any() and not text.filter(numbers.is_not_null()).str.contains(r"^[+-]?0\d").any():
+        # text beside numbers ('other' beside 0 and 1): each number spelled once, as a column of numbers reads
+        # it; '1' and '1.0' were two classes without a word, and an import of '1.00' was refused (a black-box check)
+        cells = pl.DataFrame({"t": text, "x": numbers})
+        finite = pl.col("x").is_not_null() & pl.col("x").is_finite()
+        whole = finite & (pl.col("x") == pl.col("x").round(0)) & (pl.col("x").abs() < 2.0 ** 53)
+        return cells.select(pl.when(whole).then(pl.col("x").cast(pl.Int64).cast(pl.Utf8))
+                            .when(finite).then(pl.col("x").cast(pl.Utf8)).otherwise(pl.col("t")).alias(s.name)).to_series()
     return text
 
 
@@ -1293,7 +1305,8 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
         raise InputError(f"classification needs at least 2 classes in {opts.label_col!r}, found {len(classes)}"
                          + ("" if opts.classes is not None else
                             f" ({classes[0]!r} in every row: a constant target; --task regression takes it)" if constant else
-                            "; a pool no one has labelled yet: declare them with --classes a,b,c"))
+                            f"; the labels given are all {classes[0]!r}: declare every class with --classes a,b,c"
+                            if classes else "; a pool no one has labelled yet: declare them with --classes a,b,c"))
     if task == "classification" and len(classes) > opts.max_classes and opts.task != "classification":
         numeric = label_raw.dtype.is_numeric()  # only a numeric column can be a regression target
         if not numeric:  # numbers but for a few cells (a typo, a note): name the first, as for a feature column

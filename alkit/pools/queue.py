@@ -477,11 +477,20 @@ def canonical_label(project: Project, raw: str) -> str:
         if not match:  # the same text in another Unicode form (decomposed accents, as macOS types them)
             nfc = unicodedata.normalize("NFC", raw)
             match = [c for c in cfg.classes if unicodedata.normalize("NFC", c) == nfc]
+        if not match:  # in another case where that names one class: the data file's True (init's 'true'), Excel's TRUE
+            folded = unicodedata.normalize("NFC", raw).casefold()
+            match = [c for c in cfg.classes if unicodedata.normalize("NFC", c).casefold() == folded]
+            if len(match) > 1:
+                raise ValueError(f"label {raw!r} is several classes in another case ({', '.join(map(repr, match))}): "
+                                 "write the class as the project lists it")
         if match:
             return match[0]
         shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
+        numeric = _float_or_none(raw) is not None and all(_float_or_none(c) is not None for c in cfg.classes)
         raise ValueError(f"unknown class {raw!r} (classes: {shown}; a project's classes are set at `alkit init`, "
-                         "with --classes for ones its labels do not show yet)")
+                         "with --classes for ones its labels do not show yet"
+                         + ("; if the labels are a numeric target, init a project with --task regression" if numeric
+                            else "") + ")")
     try:
         if "_" in raw:  # Python reads 1_000 as 1000; a data file, and a person, would not mean that
             raise ValueError(raw)
