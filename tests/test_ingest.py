@@ -288,6 +288,12 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     _bad(tmp_path, df, r"--store 'sqlite:///.*nodir/x.db': the folder '.*nodir' does not exist; create it first",
          store=f"sqlite:///{tmp_path / 'nodir' / 'x.db'}")
     _bad(tmp_path, df, r"--image-shape describes pixel features.*--text-col", image_shape=(8, 8), text_col="px1")
+    # a relative SQLite path is inside the project folder: the folder check looked in the current one, so
+    # p/sub was refused as missing and sqlite:///p/x.db (p/p/x.db) passed, to end in a traceback
+    (tmp_path / "p" / "sub").mkdir(parents=True, exist_ok=True)
+    _bad(tmp_path, df, r"--store 'sqlite:///p/payload.parquet': the folder '.*p/p' does not exist.*relative SQLite "
+         r"path is inside the project folder", store="sqlite:///p/payload.parquet")
+    (tmp_path / "p" / "sub").rmdir()
     from alkit.pools.ingest import parse_image_shape
 
     assert parse_image_shape("28,28") == (28, 28) and parse_image_shape(" 1, 28,28") == (1, 28, 28)
@@ -1277,3 +1283,16 @@ def test_a_nul_character_in_an_id_or_label_is_refused_at_init(tmp_path: Path) ->
     cfg = init_project(tmp_path / "note.csv", tmp_path / "p_note",
                        InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False, exclude=["note"]))
     assert cfg.n_items == 30
+
+
+def test_a_relative_sqlite_store_lives_in_a_folder_of_the_project(tmp_path: Path, monkeypatch) -> None:
+    """`--store sqlite:///sub/s.db -p q` with q/sub there was refused ('the folder sub does not exist')
+    because the check looked in the current folder; the store is made inside the project's."""
+    monkeypatch.chdir(tmp_path)
+    df = digits_frame(80)
+    df.write_csv(tmp_path / "d.csv")
+    (tmp_path / "q" / "sub").mkdir(parents=True)
+    init_project(tmp_path / "d.csv", tmp_path / "q", InitOptions(**{**OPTS, "hide_labels": True,
+                                                                    "store": "sqlite:///sub/s.db"}))
+    assert (tmp_path / "q" / "sub" / "s.db").is_file() and not (tmp_path / "sub").exists()
+    assert Store(load_project(tmp_path / "q").store_url).n_items() == 80

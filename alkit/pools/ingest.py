@@ -1086,7 +1086,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             raise InputError(f"--store {opts.store!r} is not a store URL (e.g. sqlite:///alkit.db, postgresql://host/db)") from None
         from alkit.pools.store import sqlite_file
 
-        db_file = sqlite_file(opts.store)
+        # a relative SQLite path is inside the project folder, where the store is made: checked against the
+        # current folder, a valid layout was refused and a bad one passed to fail later (a black-box check)
+        db_file = sqlite_file(resolve_store_url(opts.store, root))
+        relative = db_file is not None and not opts.store.startswith("sqlite:////")
         if db_file is not None and "?" in db_file.name:  # 'x.db?timeout=30' made a file of that name (a black-box check)
             raise InputError(f"--store {opts.store!r}: a SQLite store takes no URL options "
                              f"('?{db_file.name.partition('?')[2]}'): the store file would be named {db_file.name!r}; "
@@ -1095,7 +1098,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         if db_file is not None and not db_file.parent.is_dir() and not in_root:  # SQLite said '[Errno 2] No such file'
             what = "is a file, not a folder" if db_file.parent.exists() else "does not exist; create it first"
             raise InputError(f"--store {opts.store!r}: the folder {str(db_file.parent)!r} {what} (init makes the "
-                             "store file, not its folder)")
+                             "store file, not its folder" + ("; a relative SQLite path is inside the project folder"
+                                                            if relative else "") + ")")
         if db_file is not None and db_file.is_dir():
             raise InputError(f"--store {opts.store!r} names a folder: give the store file's name in it (e.g. "
                              f"{str(db_file / 'alkit.db')!r})")
