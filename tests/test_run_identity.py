@@ -188,7 +188,7 @@ def test_an_option_at_the_value_the_task_gives_it_makes_the_same_learner() -> No
                                            for h in ("gaussian", "hetero", "quantile", "buckets")]
     for task, n_classes, given in cases:
         implied = vbll.task_defaults(task, given)
-        assert set(implied) == {"cov"}
+        assert set(implied) == ({"cov", "head"} if task == "classification" else {"cov"})
         base = _state(make_learner("vbll", task, n_classes, train=TrainConfig(), **given))
         assert _state(make_learner("vbll", task, n_classes, train=TrainConfig(), **given, **implied)) == base
     # with the head unset a regression fit chooses it (and its covariance) from the labels
@@ -204,6 +204,9 @@ def test_cov_shared_on_classification_is_the_default_run(digits_project: Path) -
     assert shared.name == "epistemic-b10-s0" and shared.options["learner"] == {}
     dense = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"cov": "dense"})).spec
     assert dense.name == "epistemic-dense-b10-s0"
+    # --head gaussian, classification's one head, named 'epistemic-gaussian-b10-s0' beside it (a black-box check)
+    head = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": "gaussian"})).spec
+    assert head.name == "epistemic-b10-s0" and head.options["learner"] == {}
 
     def kept(options: dict) -> dict:
         return without_defaults(RunRequest(strategy="epistemic", budget=20, learner_options=options), "vbll",

@@ -167,13 +167,15 @@ class VBLLLearner:
 
     @classmethod
     def task_defaults(cls, task: Task, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The values of options left unset that the task decides, not the data: ``cov`` on
-        classification, and on regression once ``head`` is given (``default_cov``); with the head
+        """The values of options left unset that the task decides, not the data: ``cov`` and ``head`` on
+        classification, and ``cov`` on regression once ``head`` is given (``default_cov``); with the head
         unset a regression fit chooses it, and the covariance with it.  Why: `--cov shared` on
         classification named a run of its own, identical to the default one (alkit/runs.py)."""
         head = options.get("head")
-        if task == "classification" or head is not None:
-            return {"cov": default_cov(task, head or "gaussian")}
+        if task == "classification":  # the Gaussian-logit head, the only one (--head gaussian named a second run)
+            return {"cov": default_cov(task, head or "gaussian"), "head": "gaussian"}
+        if head is not None:
+            return {"cov": default_cov(task, head)}
         return {}
 
     def __init__(
