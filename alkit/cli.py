@@ -521,10 +521,12 @@ def plot(
         unfitted = sorted(r.name for r in store.runs() if r.name not in drawn and store.cycles(r.id))
         if unfitted:  # left out of the curves without a word, where bench names them (a black-box check)
             shown = ", ".join(unfitted[:5]) + (" ..." if len(unfitted) > 5 else "")
+            why = (f"without a test split only `--stop forecast` runs record {metric}" if metric.startswith("cv_")
+                   and len(store.test_set()[0]) == 0 else "no model fitted, e.g. a classification run whose labels "
+                   "are all of one class")
             err.print(f"note: {len(unfitted)} run{'s' if len(unfitted) > 1 else ''} with no {metric} yet "
-                      f"{'are' if len(unfitted) > 1 else 'is'} not drawn ({escape(shown)}: no model fitted, e.g. a "
-                      "classification run whose labels are all of one class); the legend counts the seeds drawn",
-                      highlight=False, style="dim")
+                      f"{'are' if len(unfitted) > 1 else 'is'} not drawn ({escape(shown)}: {why}); the legend counts "
+                      "the seeds drawn", highlight=False, style="dim")
     console.print(f"[green]wrote[/] {path}")
 
 

@@ -188,6 +188,12 @@ def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_pat
     out = CliRunner().invoke(app, ["plot", "-p", str(tmp_path / "none"), "--out", str(tmp_path / "cv.png")])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "cv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a run without --stop forecast has no such curve: said so, not 'no model fitted' (a black-box check)
+    loop.run(RunRequest(strategy="random", scorer="vbll", budget=40, batch_size=20, seed=1))
+    out = CliRunner().invoke(app, ["plot", "-p", str(tmp_path / "none"), "--out", str(tmp_path / "cv.png")])
+    said = " ".join(out.output.split())
+    assert out.exit_code == 0 and "without a test split only `--stop forecast` runs record cv_accuracy" in said
+    assert "no model fitted" not in said
     # the estimate against the held-out accuracy of the same learner recipe on a test split
     init_project(digits_csv, tmp_path / "test", InitOptions(**opts, test_frac=0.25, progress=False))
     held = ActiveLoop(load_project(tmp_path / "test"))
