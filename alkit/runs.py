@@ -86,12 +86,17 @@ _OWNED = {
 }
 
 
-def _name_part(key: str, value: Any, legacy: bool = False) -> str:
+def _name_part(key: str, value: Any, legacy: bool = False, full_paths: bool = False) -> str:
     """An option as it appears in a curve name: KEY=VALUE (a number as short as it reads back:
     30, 0.003), except the options of flags of their own, by value: a model directory by its
     folder name, a prompt template by a short hash (names stay short and free of spaces and
     slashes), --head and --cov by their value.  ``legacy``: every option by its value alone, as
-    runs were named before two options of one value (-o width=64, -o rff_dim=64) clashed."""
+    runs were named before two options of one value (-o width=64, -o rff_dim=64) clashed.  A
+    ``--learner`` / ``--backbone`` file by its name and function (mymodels.py:fit), not its full path
+    (``full_paths``: as rules before 7 named it): the path made names of the machine's folders, four
+    lines long in a table, and another name from another folder."""
+    if key in _BY_PATH and not (legacy or full_paths) and "/" in str(value):
+        return Path(str(value)).name
     if key == "model_dir":
         return Path(str(value)).name
     if key == "class_prompts":
@@ -102,6 +107,7 @@ def _name_part(key: str, value: Any, legacy: bool = False) -> str:
 
 
 _BY_VALUE = ("head", "cov", "module", "estimator")  # options of flags of their own: --head, --cov, --backbone, --learner
+_BY_PATH = ("module", "estimator")  # a file.py:function of --backbone / --learner, as resolved to its full path
 
 
 def value_text(value: Any) -> str:
@@ -129,7 +135,7 @@ def _vlm_features(model_dir: str) -> Callable[[Project, bool], Path]:
 
 
 def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none: bool = False,
-               with_initial: bool = True) -> str:
+               with_initial: bool = True, full_paths: bool = False) -> str:
     """The learning-curve group of a run (stored in its config as data, never parsed back from
     its name): the strategy with whatever differs from its defaults (-o values, then training
     settings, each as KEY=VALUE); for a run given its own --name, that name less its
@@ -137,7 +143,8 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none:
     before training settings and option keys were part of them (``current_curve`` recognises
     those runs by it); ``hide_none``: the scorer ``none`` left out of the name whatever the preset's
     own scorer (naming rules before 5: `--strategy margin --scorer none` took the default run's name);
-    ``with_initial`` False: a first batch of another size than --batch-size left out (rules before 6)."""
+    ``with_initial`` False: a first batch of another size than --batch-size left out (rules before 6);
+    ``full_paths``: a --learner / --backbone file by its full path (rules before 7)."""
     if req.name:
         ending = f"-b{req.batch_size}-s{req.seed}"
         return req.name[:-len(ending)] if req.name.endswith(ending) and len(req.name) > len(ending) else req.name
@@ -150,7 +157,7 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none:
         base += f"-init{req.initial_selector}"
     if with_initial and not legacy and req.initial is not None and req.initial != req.batch_size:
         base += f"-i{req.initial}"
-    opts = "".join(f"-{_name_part(k, v, legacy)}" for k, v in sorted(req.learner_options.items()))
+    opts = "".join(f"-{_name_part(k, v, legacy, full_paths)}" for k, v in sorted(req.learner_options.items()))
     return f"{base}{opts}" if legacy else f"{base}{opts}{training_parts(req.train)}"
 
 
@@ -201,7 +208,8 @@ NAMING = "naming"  # in a run's config: the naming rules it was named by (earlie
 # 6: a first batch of another size than the batch in the name (margin-i20-b10-s0: the run of --initial 20
 #    took the name margin-b10-s0, so the default run beside it was refused, and the README's two curves
 #    `margin i10` / `margin i20` could not be made without --name)
-NAMING_VERSION = 6
+# 7: a --learner / --backbone file by its name (mymodels.py:fit), not its full path
+NAMING_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -296,7 +304,7 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
         else:
             named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
                                                 input_kind if version >= 4 else None), run.scorer,
-                               hide_none=version < 5, with_initial=version >= 6)
+                               hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
         return curve_name(without_defaults(req, run.scorer, task, input_kind), run.scorer)

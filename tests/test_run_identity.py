@@ -336,3 +336,25 @@ def test_a_run_recorded_with_a_setting_later_refused_as_idle_is_continued(digits
     with pytest.raises(LoopError, match="csd.steps sets the distilled network"):
         loop.resolve(RunRequest(strategy="epistemic", scorer="csd", budget=30, seed=1,
                                 learner_options={"csd.steps": 500}))
+
+
+def test_a_learner_file_names_its_run_by_its_file_name_and_earlier_full_path_runs_continue() -> None:
+    """`--learner /abs/folder/mymodels.py:fit` put the folder in the run's name (four lines in a table, a
+    name of the machine's folders); it is named by the file's name now (naming rules 7), and a run an
+    earlier alkit named by the full path is continued by the same settings, on today's curve."""
+    from types import SimpleNamespace
+
+    from alkit.runs import current_curve, run_identity
+
+    path = "/home/team/models/mymodels.py:fit"
+    req = RunRequest(strategy="margin", budget=30, scorer="sklearn", learner_options={"estimator": path})
+    now = run_identity(req, "sklearn", [], "classification", "raw")
+    assert now.name == "margin-sklearn-mymodels.py:fit-b10-s0" and now.learner == {"estimator": path}
+    old = SimpleNamespace(name=f"margin-sklearn-{path}-b10-s0", strategy="margin", scorer="sklearn", seed=0,
+                          batch_size=10, budget=30, initial=10,
+                          config={"learner": {"estimator": path}, "train": {}, "curve": f"margin-sklearn-{path}",
+                                  "acquisition": "margin", "initial_selector": "random", "naming": 6})
+    assert current_curve(old, "classification", "raw") == "margin-sklearn-mymodels.py:fit"
+    assert run_identity(req, "sklearn", [old], "classification", "raw").name == old.name
+    named = SimpleNamespace(**{**vars(old), "name": "mine", "config": {**old.config, "curve": "mine"}})
+    assert current_curve(named, "classification", "raw") == "mine"  # a --name of its own is kept
