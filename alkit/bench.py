@@ -185,6 +185,11 @@ def run_bench(
     if at is not None and any(n > budget for n in at):  # the column held the budget's values under another count
         raise LoopError(f"--at {max(at)} is beyond --budget {budget}: the label counts of the table's columns must be "
                         "within the budget")
+    first = initial if initial is not None else batch_size
+    if first > budget:  # a project holding a longer run read as 'none fitted a model' (a black-box check)
+        raise LoopError(f"--initial {initial} is larger than --budget {budget}" if initial is not None else
+                        f"--batch-size {batch_size} is larger than --budget {budget} (the first batch is --batch-size "
+                        "items unless --initial sets it)")
     loop = ActiveLoop(proj)
     if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "
@@ -214,6 +219,7 @@ def run_bench(
             plan.append((req, spec.name))
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
+    extended: list[str] = []  # runs of a smaller budget, continued after a last batch cut short
     failed: dict[str, str] = {}
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
@@ -275,6 +281,8 @@ def run_bench(
         existing = {r.name: r for r in loop.store.runs()}  # as the bench starts; a held run is read again
         for req, run_name in plan:
             prev = existing.get(run_name)
+            if prev is not None and prev.budget < budget and (loop.store.n_spent(prev.id) - prev.initial) % batch_size:
+                extended.append(run_name)  # its last batch was cut to its budget: it goes on from there
             if done_for_bench(prev):
                 result_runs["skipped"].append(run_name)
                 bar.advance(overall, budget)
@@ -328,11 +336,26 @@ def run_bench(
     notes = [f"AULC{span}"] if span else []
     ends = df.group_by("run").agg(pl.col("n_labeled").max().alias("last")).filter(pl.col("last") < budget).sort("run")
     if ends.height:  # a run stopped by a rule, or reused from a smaller budget: its values were mixed in unsaid
-        shown = ", ".join(f"{r} at {n}" for r, n in ends.head(5).iter_rows()) + (" ..." if ends.height > 5 else "")
+        runs_now = {r.name: r for r in loop.store.runs()}
+
+        def why(run: str) -> str:
+            r = runs_now.get(run)
+            if r is not None and r.budget > budget:  # 'run with a smaller budget' was said of a longer one
+                return f"a run of budget {r.budget}, read up to {budget}: its batches end at other counts"
+            if r is not None and r.status == "stopped":
+                return "stopped by a --stop rule"
+            return "run with a smaller budget"
+
+        shown = ", ".join(f"{r} at {n} ({why(r)})" for r, n in ends.head(5).iter_rows()) + (" ..." if ends.height > 5 else "")
         notes.append(f"{ends.height} run{'s' if ends.height > 1 else ''} end{'' if ends.height > 1 else 's'} before "
-                     f"{budget} labels ({shown}; stopped by a --stop rule, or run with a smaller budget): "
-                     "in the columns past their end they count with their last value, and their AULC covers "
-                     "their shorter curve")
+                     f"{budget} labels ({shown}): in the columns past their end they count with their last value, "
+                     "and their AULC covers their shorter curve; a fresh --out-dir and project give every run this "
+                     "budget's batches")
+    if extended:  # 10, 10, 5, then 5 more: not a fresh bench's 10, 10, 10 (a black-box check)
+        shown = ", ".join(extended[:5]) + (" ..." if len(extended) > 5 else "")
+        notes.append(f"{len(extended)} run{'s' if len(extended) > 1 else ''} of a smaller earlier budget went on from "
+                     f"a last batch cut to that budget ({shown}): their batches, and so their picks, differ from a "
+                     "fresh bench's at this budget")
     evaluated = set(df.filter(pl.col(metric).is_not_null())["run"].unique().to_list())
     unfitted = sorted(bench_runs - evaluated - set(failed))
     if unfitted:  # left out of the means without a word: a strategy's row read 1.000 over its one fitted seed

@@ -416,7 +416,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
                             "to start it")
         else:
             say_interrupted(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
-                            f"command (or `alkit run --resume {shlex.quote(spec.name)}`) to continue")
+                            f"command (or `alkit run --resume {shlex.quote(spec.name)}{loop.project.cli_flag()}`) to continue")
         raise typer.Exit(code=130) from None
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries

@@ -312,8 +312,18 @@ def test_bench_says_which_runs_end_before_its_budget(digits_project: Path) -> No
     run_bench(digits_project, strategies=["random:none"], **{**ARGS, "seeds": 1})
     res = run_bench(digits_project, strategies=["random:none"], **{**ARGS, "seeds": 1, "budget": 15})
     said = [n for n in res.notes if "end before 15 labels" in n or "ends before 15 labels" in n]
-    assert said and "random-b10-s0 at 10" in said[0], res.notes
+    assert said and "random-b10-s0 at 10 (a run of budget 20, read up to 15" in said[0], res.notes
+    assert "run with a smaller budget" not in said[0]  # said of a longer run (a black-box check)
     assert "Note: 1 run ends before 15 labels" in res.summary_md.read_text()
+    # continued from that bench's last batch cut to 15 (10, 5, then 5 more): said, not a fresh bench's batches
+    fresh = run_bench(digits_project, strategies=["random:none"], **{**ARGS, "budget": 15, "seeds": [1]})
+    assert not any("went on from" in n for n in fresh.notes)
+    more = run_bench(digits_project, strategies=["random:none"], **{**ARGS, "budget": 25, "seeds": [1]})
+    assert any("1 run of a smaller earlier budget went on from a last batch cut to that budget (random-b10-s1)" in n
+               for n in more.notes), more.notes
+    # below the first batch: refused before anything runs, not 'none fitted a model' (a black-box check)
+    with pytest.raises(LoopError, match="--batch-size 10 is larger than --budget 5"):
+        run_bench(digits_project, strategies=["random:none"], **{**ARGS, "seeds": 1, "budget": 5})
 
 
 def test_a_longer_run_short_of_the_budget_is_continued_not_lowered(digits_project: Path) -> None:

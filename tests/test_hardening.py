@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import json
 import os
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -239,7 +240,9 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
     _, err = proc.communicate(timeout=120)
     if how in ("SIGINT", "SIGTERM"):
         assert proc.returncode == 130 and "Traceback" not in err, err
-        assert "interrupted at cycle" in err and "run the same command (or `alkit run --resume epistemic-b10-s0`) to continue" in err
+        # with the project flag it was started with (the hint failed with 'no alkit project' elsewhere)
+        assert "interrupted at cycle" in err and "run the same command (or `alkit run --resume epistemic-b10-s0 " \
+            f"--project {shlex.quote(str(project.resolve()))}`) to continue" in " ".join(err.split()), err
     status = json.loads(alkit("status", "--json", "-p", str(project), cwd=project.parent).stdout)
     assert [r["status"] for r in status] == ["interrupted"]
     done = alkit(*RUN[:2], "epistemic", "--budget", "40", "--batch-size", "10", "-p", str(project),
