@@ -324,14 +324,17 @@ def test_cli_split_col_and_image_shape(tmp_path: Path) -> None:
     assert labelled.exit_code == 0 and "every pool item already has a label" in " ".join(labelled.output.split())
 
 
-@pytest.mark.parametrize("cell, says", [("nan", "holds 'nan', a missing value; missing values are not allowed"),
-                                         ("NA", "holds 'NA', a missing value"),
-                                         ("abc", "holds 'abc', text; features must be numbers")])
-def test_non_numeric_feature_cell_is_named(tmp_path: Path, cell: str, says: str) -> None:
-    """A literal nan / NA or a word in a numeric column: the column, the row, its id and the value."""
+@pytest.mark.parametrize("cells, says", [
+    (("nan", "2"), "has missing values (empty or 'NA'-like cells; ids: b); missing values are not allowed"),
+    (("NA", "2"), "has missing values (empty or 'NA'-like cells; ids: b)"),
+    # an empty cell beside an 'NA' one was 'not numeric: row 2 holds None', the other row unnamed (a black-box check)
+    (("", "NA"), "has missing values (empty or 'NA'-like cells; ids: b, c)"),
+    (("abc", ""), "is not numeric: row 2 (id b) holds 'abc', text; features must be numbers")])
+def test_non_numeric_feature_cell_is_named(tmp_path: Path, cells: tuple[str, str], says: str) -> None:
+    """A literal nan / NA or a word in a numeric column: the column, the row(s), their ids and the value."""
     path = tmp_path / "d.csv"
-    path.write_text(f"id,px0,px1,label\na,1.0,2,x\nb,{cell},3,y\nc,2,4,x\nd,3,5,y\n")
-    with pytest.raises(InputError, match=f"feature column 'px0' is not numeric: row 2 \\(id b\\) {re.escape(says)}"):
+    path.write_text(f"id,px0,px1,label\na,1.0,2,x\nb,{cells[0]},3,y\nc,{cells[1]},4,x\nd,3,5,y\n")
+    with pytest.raises(InputError, match=f"feature column 'px0' {re.escape(says)}"):
         init_project(path, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
     assert not (tmp_path / "p").exists() or not any((tmp_path / "p").iterdir())
 
@@ -660,7 +663,7 @@ def test_impute_refusals_and_the_hint_without_it(tmp_path: Path) -> None:
     in the pool, a word among the numbers, and an infinite value are still refused, by name."""
     df, _, _ = _gappy_table(60)
     _bad(tmp_path, df.drop("b"), "feature column 'a' has missing values .*--impute fills them.*--exclude a")
-    _bad(tmp_path, df.drop("a"), "feature column 'b' is not numeric: row .* holds 'NA', a missing value.*--impute")
+    _bad(tmp_path, df.drop("a"), "feature column 'b' has missing values \(empty or 'NA'-like cells; ids: r\d+.*--impute fills them")
     df.with_columns(pl.lit(None, dtype=pl.Float64).alias("a")).write_parquet(tmp_path / "empty.parquet")
     with pytest.raises(InputError, match="feature column 'a' has no value in the pool to impute from: "
                                          "leave it out with --exclude a"):

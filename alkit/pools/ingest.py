@@ -374,12 +374,15 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
             missing = _is_gap(text)
             bad = missing | text.str.strip_chars().cast(pl.Float64, strict=False).is_null()
             i = int(bad.arg_true()[0]) if bad.any() else None
-            if i is not None:
-                rid = df[opts.id_col][i]
-                kind = ("a missing value; missing values are not allowed in features (--impute fills them)"
-                        if missing[i] else "text; features must be numbers")
-                raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {rid}) holds "
-                                 f"{text[i]!r}, {kind}")
+            if i is not None and bool((bad & ~missing).any()):
+                i = int((bad & ~missing).arg_true()[0])  # text is the problem to name first; gaps come with it
+                raise InputError(f"feature column {c!r} is not numeric: row {i + 1} (id {df[opts.id_col][i]}) holds "
+                                 f"{text[i]!r}, text; features must be numbers")
+            if i is not None:  # numbers with gaps, empty and 'NA' alike: every row named, as for empty cells alone
+                rows = missing.arg_true()
+                ids = ", ".join(str(df[opts.id_col][int(r)]) for r in rows[:10]) + (" ..." if len(rows) > 10 else "")
+                raise InputError(f"feature column {c!r} has missing values (empty or 'NA'-like cells; ids: {ids}); "
+                                 "missing values are not allowed in features (--impute fills them)")
     # every cell a number the CSV reader kept as text ('+7', ' 5'): read as numbers (FeatureValues.text)
     if text_numbers:
         non_numeric = [c for c in non_numeric if schema[c] != pl.Utf8
