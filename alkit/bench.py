@@ -193,7 +193,7 @@ def run_bench(
     loop = ActiveLoop(proj)
     if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "
-                        "is in the pool): make one with `alkit init --test-frac F` (or --split-col)")
+                        "is in the pool): make one with `alkit init --hide-labels --test-frac F` (or --split-col)")
     plan: list[tuple[RunRequest, str]] = []
     for entry in names:
         name, _, scorer = entry.partition(":")  # "epistemic:laplace" = preset with another scorer

@@ -127,7 +127,9 @@ def init(
         console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so {noise} and the learning "
                       "curves mostly show that noise; give it more rows ("
                       + ("more rows marked test in the --split-col column" if split_col else
-                         "--test-frac, --split-col or more labelled rows") + ")")
+                         "--test-frac, --split-col or more labelled rows" if cfg.hide_labels else
+                         # --test-frac needs --hide-labels: it named an option this project refuses (a black-box check)
+                         "more labelled rows in the data file, or --split-col") + ")")
     for note in notes:
         console.print(note, highlight=False)
     if test == 0:
@@ -533,7 +535,7 @@ def plot(
 @app.command()
 def bench(
     budget: int = typer.Option(..., "--budget", "-b", help="Labels per run."),
-    strategies_: Optional[str] = typer.Option(None, "--strategies", help="Comma-separated presets, or preset:scorer (e.g. epistemic:laplace); default: every installed one."),
+    strategies_: Optional[str] = typer.Option(None, "--strategies", help="Comma-separated presets, or preset:scorer (e.g. epistemic:laplace); default: every preset that can run on this project, each with its own scorer."),
     seeds: int = typer.Option(3, "--seeds", help="Seeds per strategy (0..N-1)."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     initial: Optional[int] = typer.Option(None, "--initial", help="First, model-free batch size (default: --batch-size)."),
@@ -589,7 +591,7 @@ def bench(
 def strategies(
     scorer: Optional[Scorer] = typer.Option(None, "--scorer", help="List this scorer's --opt options instead."),
 ) -> None:
-    """List every strategy preset, selector and scorer with one line each (or one scorer's options)."""
+    """List every strategy preset, acquisition, selector and scorer with one line each (or one scorer's options)."""
     if scorer is not None:
         from alkit.registry import get_scorer, learner_class
         from alkit.scorer_options import declared, training

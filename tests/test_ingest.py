@@ -193,7 +193,7 @@ def test_split_col_without_hidden_labels(tmp_path: Path) -> None:
     # a test row without a label is refused, naming it
     bad = df.with_columns(pl.when(pl.col("id") == df["id"][5]).then(None).otherwise(pl.col("label")).alias("label"))
     (tmp_path / "q").mkdir()
-    _bad(tmp_path / "q", bad, rf"1 rows marked test in split column 'split' have no label \(ids: {df['id'][5]}\)",
+    _bad(tmp_path / "q", bad, rf"1 row marked test in split column 'split' has no label \(ids: {df['id'][5]}\)",
          hide_labels=False, split_col="split")
 
 

@@ -100,8 +100,15 @@ def test_constant_features_get_a_note_and_all_constant_is_refused(tmp_path: Path
 def test_a_small_test_split_gets_a_note(tmp_path: Path, wine: pl.DataFrame) -> None:
     code, out, _ = _init(tmp_path, wine, "--label-col", "label", "--test-frac", "0.1")
     assert code == 0 and ("note: the test split holds 18 items, so its accuracy moves in steps of 1/18") in out
+    assert "give it more rows (--test-frac, --split-col or more labelled rows)" in out
     code, out, _ = _init(tmp_path / "big", wine, "--label-col", "label")
     assert code == 0 and "test split holds" not in out
+    # labelled by people: --test-frac is refused there, so the note does not offer it (a black-box check)
+    few = wine.with_columns(pl.when(pl.int_range(pl.len()) % 15 == 0).then(pl.col("label")).alias("label"))
+    few.write_csv(tmp_path / "few.csv")
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "few.csv"), "--label-col", "label", "-p", str(tmp_path / "f")])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0 and "give it more rows (more labelled rows in the data file, or --split-col)" in said
 
 
 def test_constant_pixels_of_an_image_get_no_exclude_advice(tmp_path: Path) -> None:

@@ -1347,7 +1347,9 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
     elif marked_test is not None:
         unlabeled_test = marked_test & ~has_label
         if unlabeled_test.any():
-            raise InputError(f"{int(unlabeled_test.sum())} rows marked test in split column {opts.split_col!r} have no "
+            n_bad = int(unlabeled_test.sum())
+            raise InputError(f"{n_bad} row{'' if n_bad == 1 else 's'} marked test in split column {opts.split_col!r} "
+                             f"ha{'s' if n_bad == 1 else 've'} no "
                              f"label (ids: {_first_ids(df, opts.id_col, pl.Series(unlabeled_test))})")
         split[marked_test] = "test"
         shared = ~marked_test & has_label  # labeled pool rows: the learner's first labels
