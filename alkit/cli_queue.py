@@ -47,7 +47,8 @@ def export_cmd(
                           f"{res.set_aside}", highlight=False)
         else:
             console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}: "
-                          f"`alkit queue import {shlex.quote(str(res.set_aside))}{where}`", highlight=False)
+                          f"`alkit queue import {shlex.quote(str(res.set_aside))}{where}` (with --on-conflict replace "
+                          "where they correct a label already imported)", highlight=False)
     if res.n_items == 0:
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else

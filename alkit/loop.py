@@ -296,7 +296,9 @@ class ActiveLoop:
         kept = ("" if out.set_aside is None else
                 f" ({out.path.name}, which was no label file alkit can read, was moved out of the way as {out.set_aside})"
                 if out.set_aside_unreadable else
-                f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import them too)")
+                f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import them too, "
+                f"`alkit queue import {shlex.quote(str(out.set_aside))}{self._where()}`, with --on-conflict replace "
+                "where they correct a label already imported)")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "
                f"column (or export another format with `alkit queue export{where}`), then `alkit queue import "
                f"{shlex.quote(str(out.path))}{where}` and `alkit run --resume {shlex.quote(name)}{where}`")

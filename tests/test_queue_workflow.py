@@ -390,6 +390,10 @@ def test_a_filled_queue_whose_ids_import_refuses_is_kept_not_overwritten(tmp_pat
             import_labels(project, path)
         kept = export_queue(project).set_aside
         assert kept is not None and kept.read_text() == f"id,label\n{ids[0]},{other}\n"
+        # the hint to import it names the option its correction needs (it led to a refusal; a black-box check)
+        path.write_text(f"id,label\n{ids[0]},{other}\n")
+        said = invoke("queue", "export", "-p", str(project.root)).text
+        assert "with --on-conflict replace where they correct a label already imported" in said
 
 
 def test_an_export_onto_the_projects_own_files_is_refused(tmp_path: Path) -> None:
