@@ -7,7 +7,7 @@ import json
 import shlex
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich import box
@@ -73,6 +73,7 @@ def import_cmd(
     on_conflict: OnConflict = typer.Option("error", "--on-conflict", help="An item already labeled differently: refuse the file, keep the old label, or replace it."),
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file's format (default: from its suffix)."),
     label_field: Optional[str] = typer.Option(None, "--label-field", help="Label Studio JSON-MIN/CSV exports: the control holding the label (default: the one field that is neither data nor Label Studio's own)."),
+    add_class: Optional[List[str]] = typer.Option(None, "--add-class", help="A class found after init (repeat for several): appended to the project's classes with this import."),
     unqueued: bool = typer.Option(False, "--unqueued", help="Also take labels for pool items no run queued (labels the team has from elsewhere); every run learns from them, none spent them."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     project: Path = ProjectOpt,
@@ -83,7 +84,7 @@ def import_cmd(
     with user_errors():
         proj = load_project(project)
         res = import_labels(proj, file, annotator=annotator, on_conflict=on_conflict, fmt=fmt,
-                           label_field=label_field, unqueued=unqueued)
+                           label_field=label_field, unqueued=unqueued, add_classes=add_class or ())
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
         return
@@ -96,6 +97,10 @@ def import_cmd(
         rest = len(res.not_in_file) - 5
         more = f" and {rest} more" if rest > 0 else ""
         absent = f"; not in this file: {', '.join(res.not_in_file[:5])}{more}"
+    if res.added_classes:
+        console.print(f"[green]added[/] class{'' if len(res.added_classes) == 1 else 'es'} "
+                      f"{', '.join(map(repr, res.added_classes))} to the project (alkit.toml); every run learns "
+                      "them from its next cycle", highlight=False)
     console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} "
                   f"item{'' if res.still_queued == 1 else 's'} still queued{absent}"
                   + _next_step(res, proj.cli_flag()), highlight=False)

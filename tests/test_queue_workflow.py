@@ -794,3 +794,47 @@ def test_labels_as_the_data_file_spells_them_and_classes_it_would_split(tmp_path
     assert "--task regression" not in said
     _, said = make("one", ["spam"] * 5 + [None] * 55)
     assert "the labels given are all 'spam': declare every class with --classes" in said
+
+
+def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path: Path) -> None:
+    """A class that shows up after init (a rare kind the first labels missed) could not be added: the
+    refusal pointed at init's --classes and init refuses an existing project (a black-box check).
+    `--add-class` appends it, in alkit.toml and the store's record (the classes before keep their
+    indices), with the import, all or nothing; runs then learn it."""
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.queue import queued_items
+    from alkit.pools.store import Store
+
+    df = digits_frame(160)
+    keep = ["0", "1", "2"]
+    df = df.with_columns(pl.when((pl.int_range(pl.len()) < 60) & pl.col("label").cast(pl.Utf8).is_in(keep))
+                         .then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    assert project.config.classes == keep
+    ActiveLoop(project).run(RunRequest(strategy="random", budget=20, batch_size=10))  # queues the first batch
+    queued = [q.item_id for q in queued_items(Store(project.store_url))]
+    answers = {i: ("7" if j < 2 else "8" if j < 4 else keep[j % 3]) for j, i in enumerate(queued)}
+    path = tmp_path / "a.csv"
+    path.write_text("id,label\n" + "".join(f"{i},{v}\n" for i, v in answers.items()))
+    toml = (project.root / "alkit.toml").read_bytes()
+    before = snapshot(project)
+    with pytest.raises(QueueError, match=r"unknown class '7'.*--add-class '7'"):
+        import_labels(project, path)
+    with pytest.raises(QueueError, match="unknown class '8'"):  # one of the two added: refused, nothing changed
+        import_labels(project, path, add_classes=["7"])
+    with pytest.raises(QueueError, match=r"already a class of the project: '1' \(the class '1'\)"):
+        import_labels(project, path, add_classes=[" 1", "8"])
+    assert (project.root / "alkit.toml").read_bytes() == toml and snapshot(project) == before
+    said = invoke("queue", "import", str(path), "--add-class", "7", "--add-class", "8", "-p", str(project.root))
+    assert said.exit_code == 0 and "added classes '7', '8' to the project" in said.text, said.text
+    grown = load_project(project.root)
+    assert grown.config.classes == [*keep, "7", "8"] and Store(grown.store_url).init_classes() == grown.config.classes
+    res = ActiveLoop(grown).run(RunRequest(strategy="random", budget=20, batch_size=10))
+    assert res and res[-1].metrics  # trained on the grown class list, evaluated
+    hidden = tmp_path / "h"
+    digits_frame(100).write_csv(tmp_path / "h.csv")
+    init_project(tmp_path / "h.csv", hidden, InitOptions(id_col="id", label_col="label", features=PX, hide_labels=True))
+    with pytest.raises(QueueError, match="--add-class: this project's labels come from its data file"):
+        import_labels(load_project(hidden), path, add_classes=["x"])

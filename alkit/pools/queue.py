@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import unicodedata
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -31,7 +32,8 @@ import polars as pl
 from sqlalchemy import func, select
 
 from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, SKIP_LABEL
-from alkit.config import PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key
+from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
+                          write_config)
 from alkit.pools import labelfiles, leases
 from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
@@ -89,6 +91,7 @@ class ImportResult:
     not_in_file: list[str] = field(default_factory=list)  # every queued item the file does not name
     waiting_runs: list[str] = field(default_factory=list)  # runs that wait for people's labels (status waiting)
     running_runs: list[str] = field(default_factory=list)  # runs a live process drives now (they take the labels)
+    added_classes: list[str] = field(default_factory=list)  # --add-class: the classes this import added
 
     @property
     def changed(self) -> int:
@@ -487,8 +490,8 @@ def canonical_label(project: Project, raw: str) -> str:
             return match[0]
         shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
         numeric = _float_or_none(raw) is not None and all(_float_or_none(c) is not None for c in cfg.classes)
-        raise ValueError(f"unknown class {raw!r} (classes: {shown}; a project's classes are set at `alkit init`, "
-                         "with --classes for ones its labels do not show yet"
+        raise ValueError(f"unknown class {raw!r} (classes: {shown}; a class found after init is added with "
+                         f"`alkit queue import FILE --add-class {raw.strip()!r}`"
                          + ("; if the labels are a numeric target, init a project with --task regression" if numeric
                             else "") + ")")
     try:
@@ -587,6 +590,7 @@ def import_labels(
     fmt: str | None = None,
     label_field: str | None = None,
     unqueued: bool = False,
+    add_classes: Sequence[str] = (),
 ) -> ImportResult:
     """Import people's labels for queued items, all or nothing.
 
@@ -600,6 +604,9 @@ def import_labels(
     ``unqueued``: pool items no run queued take labels too (labels the team has from elsewhere: every
     run learns from them, none spent them); refused where runs label from the data file (--hide-labels),
     whose runs would no longer be comparable.
+    ``add_classes``: classes found after init, appended to the project's (alkit.toml and the store's
+    record, so the classes before keep their indices) with this import, all or nothing; not while a
+    run is running (its process knows the classes as they were).
     """
     if unqueued and project.config.hide_labels:
         raise QueueError("--unqueued: this project's runs label their picks from its data file (init --hide-labels); "
@@ -612,6 +619,9 @@ def import_labels(
         raise QueueError(f"--annotator is longer than {_MAX_ANNOTATOR} characters")
     path = Path(path)
     store = store or Store(project.store_url)
+    before = project
+    if add_classes:
+        project = _with_classes(project, add_classes, store)
     problems: list[str] = []
     rows = labelfiles.read(path, problems, fmt, label_field=label_field, data_fields=_data_fields(project))
     nul = [r for r in rows if any("\x00" in (v or "") for v in (r.item_id, r.label, r.annotator))]
@@ -631,12 +641,20 @@ def import_labels(
     if problems and not decisions and not refused:
         raise refuse(path, problems)
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
+    grown = project is not before
     try:  # the store checks the ids of every well-formed row even when the file is already refused
+        if grown and not problems:  # alkit.toml first: killed before the store, it lists a class no label has yet
+            _write_config_atomic(project)
         counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
                                             on_conflict=on_conflict, annotator=annotator, found=problems,
-                                            refused_rows=refused, unqueued=unqueued)
-    except ImportRefused as exc:
-        raise refuse(path, exc.problems) from None
+                                            refused_rows=refused, unqueued=unqueued,
+                                            classes=project.config.classes if grown else None)
+    except BaseException as exc:
+        if grown and not problems:
+            _write_config_atomic(before)
+        if isinstance(exc, ImportRefused):
+            raise refuse(path, exc.problems) from None
+        raise
     named = {r.item_id for r in rows}
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
@@ -644,7 +662,40 @@ def import_labels(
     live = leases.live_runs(store)  # a resumed run keeps 'waiting' in the store until its cycle ends
     waiting = [r.name for r in store.runs() if r.status == "waiting" and r.name not in live]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
-                        counts["unchanged"], counts["kept"], pending, still, absent, waiting, sorted(live))
+                        counts["unchanged"], counts["kept"], pending, still, absent, waiting, sorted(live),
+                        project.config.classes[len(before.config.classes):])
+
+
+def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
+    """The project with ``names`` appended to its classes, each checked: a classification project whose
+    labels come from people, a name not empty, not a class already (in any case), not the skip label,
+    and no run running now."""
+    cfg = project.config
+    if cfg.task != "classification":
+        raise QueueError("--add-class: a regression project has no classes")
+    if cfg.hide_labels:
+        raise QueueError("--add-class: this project's labels come from its data file (init --hide-labels), whose "
+                         "classes init took")
+    added = list(dict.fromkeys(unicodedata.normalize("NFC", n.strip()) for n in names))
+    if "" in added or any("\x00" in n for n in added):
+        raise QueueError("--add-class holds an empty class name or a NUL character")
+    if SKIP_LABEL in added:
+        raise QueueError(f"--add-class {SKIP_LABEL!r}: label files use that label to skip an item")
+    known = {c.casefold(): c for c in cfg.classes}
+    taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]
+    if taken:
+        raise QueueError(f"--add-class: already a class of the project: {', '.join(taken)}")
+    live = leases.live_runs(store)
+    if live:  # its process holds the class list as it was, and would meet a label it cannot encode
+        raise QueueError(f"--add-class: {', '.join(sorted(live))} {'is' if len(live) == 1 else 'are'} running now; "
+                         "add the class once no run is running (`alkit status` shows them)")
+    return Project(project.root, replace(cfg, classes=[*cfg.classes, *added]))
+
+
+def _write_config_atomic(project: Project) -> None:
+    """alkit.toml replaced in one step (written beside it, then renamed over it)."""
+    tmp = write_config(project.root, project.config, name=f".{CONFIG_NAME}.{os.getpid()}.tmp")
+    os.replace(tmp, project.root / CONFIG_NAME)
 
 
 # ---------------------------------------------------------------------------- status

@@ -750,7 +750,7 @@ class Store:
     def import_labels(self, decisions: dict[str, tuple[Any, str, str | None]], *, on_conflict: str = "error",
                       annotator: str | None = None, found: Sequence[str] = (),
                       refused_rows: dict[str, str] | None = None,
-                      unqueued: bool = False) -> tuple[dict[str, int], int]:
+                      unqueued: bool = False, classes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
         """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
         annotator)) in one transaction under the write lock, all or nothing.
 
@@ -762,7 +762,8 @@ class Store:
         ``refused_rows`` (item id -> where) are rows the caller refused for their label, whose ids are
         checked too, so a row with two problems names both.
         ``unqueued``: a pool item no run queued (state unlabeled) takes its answer too, as a shared label
-        with no cycle (labels a team has from elsewhere).
+        with no cycle (labels a team has from elsewhere).  ``classes``: the project's class order, grown
+        by classes added with this import, recorded in the same transaction (``init_classes``).
         Returns the counts (labeled, skipped, replaced, unchanged, kept) and the items still queued.
         """
         counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
@@ -847,6 +848,12 @@ class Store:
                         problems.insert(0, hint)
                 raise ImportRefused(list(found) + problems + conflicts)
             now = utcnow()
+            if classes is not None:
+                recorded = s.scalar(select(Meta).where(Meta.key == "classes"))
+                if recorded is None:
+                    s.add(Meta(key="classes", value=json.dumps(list(classes))))
+                else:
+                    recorded.value = json.dumps(list(classes))
             for action, it, decision, row_annotator in plan:
                 who = annotator or row_annotator
                 if action == "replace":
