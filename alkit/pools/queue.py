@@ -490,8 +490,8 @@ def canonical_label(project: Project, raw: str) -> str:
             return match[0]
         shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
         numeric = _float_or_none(raw) is not None and all(_float_or_none(c) is not None for c in cfg.classes)
-        raise ValueError(f"unknown class {raw!r} (classes: {shown}; a class found after init is added with "
-                         f"`alkit queue import FILE --add-class {raw.strip()!r}`"
+        raise ValueError(f"unknown class {raw!r} (classes: {shown}; a project's classes are set at `alkit init`, and "
+                         f"one found later is added with `alkit queue import FILE --add-class {raw.strip()!r}`"
                          + ("; if the labels are a numeric target, init a project with --task regression" if numeric
                             else "") + ")")
     try:
