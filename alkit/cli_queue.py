@@ -128,6 +128,7 @@ def labels_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file (default: labels.csv, labels.jsonl or labels.parquet in the project)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas; off for machine consumers."),
+    history: bool = typer.Option(False, "--history", help="Also every answer a correction (--on-conflict replace) replaced, with a replaced_at column."),
     project: Path = ProjectOpt,
 ) -> None:
     """Write every label collected (from the data file and from people) and every skip: id, payload, label, skip, annotator, source, cycle, labelled_at."""
@@ -135,16 +136,17 @@ def labels_cmd(
 
     with user_errors():
         proj = load_project(project)
-        res = export_labels(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas)
+        res = export_labels(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas, history=history)
     if res.set_aside is not None:
         console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}",
                       highlight=False)
     shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
     note = (" (the runs of this project label their picks from its data file, init --hide-labels: those labels "
             "are the data file's and are not written here)" if proj.config.hide_labels else "")
-    n_labels = res.n_items - res.n_skipped
-    console.print(f"[green]wrote[/] {n_labels} label{'' if n_labels == 1 else 's'} and {res.n_skipped} "
-                  f"skip{'' if res.n_skipped == 1 else 's'} to {res.path} ({shape}){note}", highlight=False)
+    n_labels = res.n_items - res.n_skipped - res.n_replaced
+    older = f" and {res.n_replaced} replaced answer{'' if res.n_replaced == 1 else 's'}" if history else ""
+    console.print(f"[green]wrote[/] {n_labels} label{'' if n_labels == 1 else 's'}, {res.n_skipped} "
+                  f"skip{'' if res.n_skipped == 1 else 's'}{older} to {res.path} ({shape}){note}", highlight=False)
 
 
 @queue_app.command("status")

@@ -710,10 +710,22 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
     parquet = pl.read_parquet(export_labels(project, tmp_path / "l.parquet").path)
     assert parquet.filter(pl.col("id") == ids[1])["label"].to_list() == [other]
     assert parquet.height == len(given) + 5 and parquet["skip"].sum() == 1
+    # the answer a correction replaced is kept, not lost: --history writes it, with when it was replaced
+    answer.write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\n")  # the skip becomes a label
+    import_labels(project, answer, on_conflict="replace", annotator="cy")
+    res = export_labels(project, tmp_path / "h.csv", history=True)
+    assert (res.n_items, res.n_skipped, res.n_replaced) == (len(given) + 7, 0, 2)
+    hist = pl.read_csv(res.path, infer_schema=False).filter(pl.col("id").is_in(ids[:2]))
+    old = hist.filter(pl.col("replaced_at").is_not_null()).sort("id")
+    assert sorted(zip(old["id"], old["label"].fill_null(""), old["skip"], old["annotator"])) == sorted(
+        [(ids[0], "", "true", "bo"), (ids[1], truth[ids[1]], "false", "ann")])
+    now = hist.filter(pl.col("replaced_at").is_null())
+    assert dict(zip(now["id"], now["label"])) == {ids[0]: truth[ids[0]], ids[1]: other}
+    assert "replaced_at" not in pl.read_csv(export_labels(project).path).columns
     with pytest.raises(QueueError, match="csv, jsonl or parquet"):
         export_labels(project, tmp_path / "l.json")
     said = invoke("queue", "labels", "-o", str(tmp_path / "l.jsonl"), "-p", str(project.root))
-    assert said.exit_code == 0 and f"wrote {len(given) + 4} labels and 1 skip" in said.text.replace("\n", " ")
+    assert said.exit_code == 0 and f"wrote {len(given) + 5} labels, 0 skips to" in said.text.replace("\n", " ")
     assert len((tmp_path / "l.jsonl").read_text().splitlines()) == len(given) + 5
 
 

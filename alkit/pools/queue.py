@@ -39,13 +39,13 @@ from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
-from alkit.pools.store import SKIP, ImportRefused, Store, show_decision
+from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, show_decision
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
 FORMATS: tuple[str, ...] = tuple(labelfiles.FORMATS)
 RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
-LABELS_COLS = ("id", "label", "skip", "annotator", "source", "cycle", "labelled_at")  # a labels file's own columns
+LABELS_COLS = ("id", "label", "skip", "annotator", "source", "cycle", "labelled_at", "replaced_at")  # a labels file's own columns
 _MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
 
 
@@ -73,6 +73,7 @@ class ExportResult:
     set_aside: Path | None = None  # the file ``path`` held, with people's unimported answers, moved here
     set_aside_unreadable: bool = False  # what was moved aside is no label file alkit can read (not answers)
     n_skipped: int = 0  # a labels export: how many of the n_items rows are skips
+    n_replaced: int = 0  # a labels export with history: how many are answers a correction replaced
 
 
 @dataclass(frozen=True)
@@ -382,12 +383,14 @@ class CollectedLabel:
     source: str
     cycle: int | None
     time: datetime | None
+    replaced_at: datetime | None = None  # an earlier answer, replaced then (``history``)
 
 
-def collected_labels(store: Store) -> list[CollectedLabel]:
+def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel]:
     """Every shared label and skip of the pool, in the order they were given (labels before skips
-    at the same time).  A run's own simulated labels (``init --hide-labels``) are not collected: they
-    are the data file's."""
+    at the same time); with ``history``, also every answer `--on-conflict replace` overwrote, with
+    when.  A run's own simulated labels (``init --hide-labels``) are not collected: they are the data
+    file's."""
     with store.session() as s:
         labels = s.execute(
             select(Item.key, Item.item_id, Label.value, Label.annotator, Label.source, Label.cycle, Label.created_at)
@@ -395,20 +398,27 @@ def collected_labels(store: Store) -> list[CollectedLabel]:
             .where(Label.run_id.is_(None), Item.split == "pool").order_by(Label.id)).all()
         skipped = {int(k[len("skip:"):]): json.loads(v) for k, v in s.execute(
             select(Meta.key, Meta.value).where(Meta.key.like("skip:%"))).all()}
+        replaced = [(int(k[len(REPLACED):].split(":")[0]), json.loads(v)) for k, v in s.execute(
+            select(Meta.key, Meta.value).where(Meta.key.like(f"{REPLACED}%"))).all()] if history else []
         cycles: dict[int, int] = {}
         for chunk in _key_chunks(sorted(skipped)):
             cycles.update({int(k): int(c) for k, c in s.execute(
                 select(SelectionRow.item_key, func.max(SelectionRow.cycle))
                 .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
-    ids = store.ids_for_keys(sorted(skipped))
+    ids = store.ids_for_keys(sorted({*skipped, *(k for k, _ in replaced)}))
     out = [CollectedLabel(int(k), i, v, a, src, None if c is None else int(c), t) for k, i, v, a, src, c, t in labels]
     for key, meta in skipped.items():
         when = meta.get("time")
         out.append(CollectedLabel(key, ids[key], None, meta.get("annotator"), "import", cycles.get(key),
                                   datetime.fromisoformat(when) if when else None))
+    for key, meta in replaced:
+        when, gone = meta.get("time"), meta.get("replaced")
+        out.append(CollectedLabel(key, ids[key], meta.get("label"), meta.get("annotator"), meta.get("source") or "import",
+                                  meta.get("cycle"), datetime.fromisoformat(when) if when else None,
+                                  datetime.fromisoformat(gone) if gone else None))
     first = datetime.min.replace(tzinfo=timezone.utc)
     order = {id(c): n for n, c in enumerate(out)}
-    return sorted(out, key=lambda c: (_utc(c.time) or first, c.label is None, order[id(c)]))
+    return sorted(out, key=lambda c: (_utc(c.time) or first, c.replaced_at is None, c.label is None, order[id(c)]))
 
 
 def _utc(t: datetime | None) -> datetime | None:
@@ -431,33 +441,39 @@ def export_labels(
     include: Sequence[str] | None = None,
     store: Store | None = None,
     escape_formulas: bool = True,
+    history: bool = False,
 ) -> ExportResult:
     """Write every label the project's people and data file gave (and every skip): id, payload
     columns, label, skip, annotator, source (init | import), cycle and labelled_at (UTC, ISO 8601).
     Why: the labels are the project's most expensive asset, and a team needs them outside alkit
     (to train its production model, to audit annotators) without reading the store's tables.
     ``fmt``/``out``/``include`` as :func:`export_queue`; Label Studio tasks are no label table and are
-    refused.  A file at ``out`` holding queue answers not yet imported is kept aside, as export does."""
+    refused.  A file at ``out`` holding queue answers not yet imported is kept aside, as export does.
+    ``history``: also every answer a correction replaced, with a ``replaced_at`` column (empty for the
+    answers that stand); such a file is no answer file to import back."""
     fmt = _check_out(project, out, fmt, "labels")
     if fmt == "label-studio":
         raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
-    given = collected_labels(store)
+    given = collected_labels(store, history)
     path = Path(out) if out is not None else default_labels_path(project, fmt)
     cells, types = _data_cells(project, [c.key for c in given], cols, feats, LABELS_COLS)
     records = []
     for c, data in zip(given, cells):
         t = _utc(c.time)
         records.append({"id": c.item_id, **data, "label": c.label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
-                        "cycle": c.cycle, "labelled_at": None if t is None else t.isoformat(timespec="seconds")})
+                        "cycle": c.cycle, "labelled_at": None if t is None else t.isoformat(timespec="seconds"),
+                        **({"replaced_at": None if c.replaced_at is None else
+                            _utc(c.replaced_at).isoformat(timespec="seconds")} if history else {})})
     schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
-                              "cycle": pl.Int64, "labelled_at": pl.Utf8}
+                              "cycle": pl.Int64, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside, unreadable = _set_aside_unimported(path, project, store)
     columns = labelfiles.get_format(fmt).write(path, records, frame, list(types), escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(given), columns, set_aside, unreadable,
-                        n_skipped=sum(c.label is None for c in given))
+                        n_skipped=sum(c.label is None and c.replaced_at is None for c in given),
+                        n_replaced=sum(c.replaced_at is not None for c in given))
 
 
 # ---------------------------------------------------------------------------- import: checks

@@ -10,6 +10,7 @@ import atexit
 import json
 import math
 import os
+import uuid
 import weakref
 from collections.abc import Iterable, Sequence
 from contextlib import closing, contextmanager
@@ -856,10 +857,20 @@ class Store:
                     recorded.value = json.dumps(list(classes))
             for action, it, decision, row_annotator in plan:
                 who = annotator or row_annotator
-                if action == "replace":
+                if action == "replace":  # the answer it replaces is kept as history (REPLACED), not lost
                     if it.key in shared:
-                        s.execute(delete(Label).where(Label.id == shared[it.key].id))
+                        old = shared[it.key]
+                        s.add(Meta(key=f"{REPLACED}{it.key}:{uuid.uuid4().hex[:12]}", value=json.dumps(
+                            {"label": old.value, "annotator": old.annotator, "source": old.source, "cycle": old.cycle,
+                             "time": old.created_at.isoformat() if old.created_at else None,
+                             "replaced": now.isoformat()})))
+                        s.execute(delete(Label).where(Label.id == old.id))
                     if it.key in skip_keys:
+                        skip = s.scalar(select(Meta).where(Meta.key == f"skip:{it.key}"))
+                        was = json.loads(skip.value) if skip is not None else {}
+                        s.add(Meta(key=f"{REPLACED}{it.key}:{uuid.uuid4().hex[:12]}", value=json.dumps(
+                            {"label": None, "annotator": was.get("annotator"), "source": "import",
+                             "cycle": cycles.get(it.key), "time": was.get("time"), "replaced": now.isoformat()})))
                         s.execute(delete(Meta).where(Meta.key == f"skip:{it.key}"))
                     counts["replaced"] += 1
                 if decision is SKIP:
@@ -874,6 +885,9 @@ class Store:
             s.flush()
             still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
         return counts, still
+
+
+REPLACED = "replaced:"  # meta keys replaced:<item key>:<tag>: an answer `--on-conflict replace` overwrote
 
 
 def _check_identity(run: Run, spec: RunSpec) -> None:
