@@ -68,8 +68,9 @@ def queued(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], d
 
 DEFECTS = ["unknown_id", "unknown_class", "no_id_column", "conflict_in_file", "truncated", "garbage"]
 IMPORT_SAYS = {  # defect -> what the one line must say (any of)
-    "unknown_id": ("unknown id", "missing id"),  # a blank id cell is missing
-    "unknown_class": ("unknown class",),
+    # a blank id cell is missing; one holding a NUL character is refused for it, on every store
+    "unknown_id": ("unknown id", "missing id", "holds a NUL character"),
+    "unknown_class": ("unknown class", "holds a NUL character"),
     "no_id_column": ("missing column id", "missing key id", "no data.alkit_id"),
     "conflict_in_file": ("conflicting labels in the file",),
     # the bytes FF FE that break the encoding are UTF-16's byte-order mark where they open the file
@@ -145,7 +146,8 @@ INIT_DEFECTS = ["nan_feature", "text_feature", "duplicate_id", "missing_id", "no
 _BOTH = lambda *says: {"csv": says, "parquet": says}  # noqa: E731
 INIT_SAYS = {  # defect -> format -> what the one line must say (any of)
     "nan_feature": _BOTH("NaN or infinite feature values in px10"),
-    "text_feature": _BOTH("feature column 'px20' is not numeric"),
+    # text that is a missing-value token ('?', 'NA') is named as a missing value, every such row listed
+    "text_feature": _BOTH("feature column 'px20' is not numeric", "feature column 'px20' has missing values"),
     "duplicate_id": _BOTH("duplicate ids in 'id'"),
     "missing_id": _BOTH("id column 'id' has 1 missing ids"),
     "no_label_column": _BOTH("label column 'label' not found"),
