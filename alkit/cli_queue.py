@@ -100,7 +100,7 @@ def import_cmd(
     if res.added_classes:
         console.print(f"[green]added[/] class{'' if len(res.added_classes) == 1 else 'es'} "
                       f"{', '.join(map(repr, res.added_classes))} to the project (alkit.toml); every run learns "
-                      "them from its next cycle", highlight=False)
+                      f"{'it' if len(res.added_classes) == 1 else 'them'} from its next cycle", highlight=False)
     console.print(f"[green]imported[/] {res.path.name}: {', '.join(parts)}; {res.still_queued} "
                   f"item{'' if res.still_queued == 1 else 's'} still queued{absent}"
                   + _next_step(res, proj.cli_flag()), highlight=False)
@@ -145,6 +145,8 @@ def labels_cmd(
             "are the data file's and are not written here)" if proj.config.hide_labels else "")
     n_labels = res.n_items - res.n_skipped - res.n_replaced
     older = f" and {res.n_replaced} replaced answer{'' if res.n_replaced == 1 else 's'}" if history else ""
+    if res.n_items == 0:
+        note += " (nothing collected yet: the file holds its header alone)"
     console.print(f"[green]wrote[/] {n_labels} label{'' if n_labels == 1 else 's'}, {res.n_skipped} "
                   f"skip{'' if res.n_skipped == 1 else 's'}{older} to {res.path} ({shape}){note}", highlight=False)
 

@@ -221,8 +221,11 @@ class ActiveLoop:
             shown = ", ".join(repr(v) for v in bad[:5]) + (" ..." if len(bad) > 5 else "")
             what = (f"classes = [{', '.join(self.cfg.classes)}]" if self.cfg.task == "classification"
                     else "a regression project (numbers only)")
+            grown = recorded is not None and self.cfg.task == "classification" and recorded != list(self.cfg.classes)
             raise LoopError(f"the store holds labels that alkit.toml does not know ({shown}); it lists {what}. "
-                            "Restore alkit.toml as `alkit init` wrote it")
+                            + (f"The store records the classes [{', '.join(recorded)}] (init's, and any a `queue "
+                               "import --add-class` added): list them so in alkit.toml" if grown else
+                               "Restore alkit.toml as `alkit init` wrote it"))
 
     def _drive(self, req: RunRequest, plan: RunPlan, lease: leases.Lease) -> list[CycleResult]:
         spec = plan.spec

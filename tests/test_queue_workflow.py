@@ -724,6 +724,12 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
     assert "replaced_at" not in pl.read_csv(export_labels(project).path).columns
     with pytest.raises(QueueError, match="csv, jsonl or parquet"):
         export_labels(project, tmp_path / "l.json")
+    queue_file = export_queue(project).path  # the labelers' file is no place for the labels (it was overwritten)
+    for name in ("queue.csv", "queue-c9.jsonl"):
+        with pytest.raises(QueueError, match="is where alkit writes the labelers' queue"):
+            export_labels(project, project.root / name)
+    still = pl.read_csv(queue_file).columns
+    assert "score" in still and "labelled_at" not in still  # the queue it was
     said = invoke("queue", "labels", "-o", str(tmp_path / "l.jsonl"), "-p", str(project.root))
     assert said.exit_code == 0 and f"wrote {len(given) + 5} labels, 0 skips to" in said.text.replace("\n", " ")
     assert len((tmp_path / "l.jsonl").read_text().splitlines()) == len(given) + 5
@@ -838,6 +844,21 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
         import_labels(project, path, add_classes=["7"])
     with pytest.raises(QueueError, match=r"already a class of the project: '1' \(the class '1'\)"):
         import_labels(project, path, add_classes=[" 1", "8"])
+    with pytest.raises(QueueError, match=r"--add-class '8' and 'x8' differ only in case|'new' and 'NEW' differ only"):
+        import_labels(project, path, add_classes=["7", "8", "new", "NEW"])
+    import os as _os
+
+    def unwritable(*_: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    real = _os.replace
+    _os.replace = unwritable  # alkit.toml cannot be replaced: nothing left behind, the file named
+    try:
+        with pytest.raises(QueueError, match=r"cannot write .*alkit.toml \(Operation not permitted\)"):
+            import_labels(project, path, add_classes=["7", "8"])
+    finally:
+        _os.replace = real
+    assert sorted(p.name for p in project.root.iterdir() if p.name.startswith(".alkit.toml")) == []
     assert (project.root / "alkit.toml").read_bytes() == toml and snapshot(project) == before
     said = invoke("queue", "import", str(path), "--add-class", "7", "--add-class", "8", "-p", str(project.root))
     assert said.exit_code == 0 and "added classes '7', '8' to the project" in said.text, said.text
@@ -845,6 +866,13 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
     assert grown.config.classes == [*keep, "7", "8"] and Store(grown.store_url).init_classes() == grown.config.classes
     res = ActiveLoop(grown).run(RunRequest(strategy="random", budget=20, batch_size=10))
     assert res and res[-1].metrics  # trained on the grown class list, evaluated
+    # alkit.toml put back as init wrote it: the refusal names the classes the store records ('restore alkit.toml
+    # as init wrote it' gave the same refusal again; a black-box check)
+    (project.root / "alkit.toml").write_bytes(toml)
+    from alkit.runs import LoopError
+
+    with pytest.raises(LoopError, match=r"The store records the classes \[0, 1, 2, 7, 8\].*list them so in alkit.toml"):
+        ActiveLoop(load_project(project.root)).run(RunRequest(strategy="random", budget=30, batch_size=10))
     hidden = tmp_path / "h"
     digits_frame(100).write_csv(tmp_path / "h.csv")
     init_project(tmp_path / "h.csv", hidden, InitOptions(id_col="id", label_col="label", features=PX, hide_labels=True))

@@ -452,6 +452,11 @@ def export_labels(
     ``history``: also every answer a correction replaced, with a ``replaced_at`` column (empty for the
     answers that stand); such a file is no answer file to import back."""
     fmt = _check_out(project, out, fmt, "labels")
+    target = Path(out).resolve() if out is not None else None
+    if target is not None and target.parent == project.root.resolve() and target.name.startswith("queue") \
+            and labelfiles.format_for_suffix(target) is not None:  # the labelers' file, overwritten (a black-box check)
+        raise QueueError(f"{out} is where alkit writes the labelers' queue: write the labels to another name "
+                         "(default: labels.csv)")
     if fmt == "label-studio":
         raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
     store = store or Store(project.store_url)
@@ -701,6 +706,11 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]
     if taken:
         raise QueueError(f"--add-class: already a class of the project: {', '.join(taken)}")
+    folded: dict[str, str] = {}
+    for n in added:  # 'new' and 'NEW' both added: every later 'New' was refused as two classes (a black-box check)
+        if n.casefold() in folded:
+            raise QueueError(f"--add-class {folded[n.casefold()]!r} and {n!r} differ only in case: add one of them")
+        folded[n.casefold()] = n
     live = leases.live_runs(store)
     if live:  # its process holds the class list as it was, and would meet a label it cannot encode
         raise QueueError(f"--add-class: {', '.join(sorted(live))} {'is' if len(live) == 1 else 'are'} running now; "
@@ -709,9 +719,16 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
 
 
 def _write_config_atomic(project: Project) -> None:
-    """alkit.toml replaced in one step (written beside it, then renamed over it)."""
-    tmp = write_config(project.root, project.config, name=f".{CONFIG_NAME}.{os.getpid()}.tmp")
-    os.replace(tmp, project.root / CONFIG_NAME)
+    """alkit.toml replaced in one step (written beside it, then renamed over it); where it cannot be
+    written, the temp file is removed and alkit.toml named."""
+    tmp = project.root / f".{CONFIG_NAME}.{os.getpid()}.tmp"
+    try:
+        write_config(project.root, project.config, name=tmp.name)
+        os.replace(tmp, project.root / CONFIG_NAME)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise QueueError(f"cannot write {project.root / CONFIG_NAME} ({exc.strerror or exc}): --add-class records the "
+                         "class there; make it writable") from None
 
 
 # ---------------------------------------------------------------------------- status
