@@ -82,7 +82,8 @@ def _late_bad_csv(path: Path, n: int, bad_rows: list[int], cell: str, col: int =
     # types come from every row: a word or a 'nan' among whole numbers makes the column text, named at its row
     ("abc", "feature column 'px3' is not numeric: row 10501 (id {first}) holds 'abc', text; features must be numbers"),
     ("", "feature column 'px3' has missing values (ids: {ids})"),
-    ("nan", "feature column 'px3' is not numeric: row 10501 (id {first}) holds 'nan', a missing value; missing "
+    # a 'nan' token is a missing value, every such row named (e7dcd66)
+    ("nan", "feature column 'px3' has missing values (empty or 'NA'-like cells; ids: {ids}); missing "
             "values are not allowed in features (--impute fills them)"),
     ("-inf", "NaN or infinite feature values in px3 (ids: {ids})"),
     ("1e39", "feature values beyond float32's range (|x| > 3.4e+38) in px3 (ids: {ids}); rescale those columns"),
