@@ -663,7 +663,7 @@ def test_impute_refusals_and_the_hint_without_it(tmp_path: Path) -> None:
     in the pool, a word among the numbers, and an infinite value are still refused, by name."""
     df, _, _ = _gappy_table(60)
     _bad(tmp_path, df.drop("b"), "feature column 'a' has missing values .*--impute fills them.*--exclude a")
-    _bad(tmp_path, df.drop("a"), "feature column 'b' has missing values \(empty or 'NA'-like cells; ids: r\d+.*--impute fills them")
+    _bad(tmp_path, df.drop("a"), r"feature column 'b' has missing values \(empty or 'NA'-like cells; ids: r\d+.*--impute fills them")
     df.with_columns(pl.lit(None, dtype=pl.Float64).alias("a")).write_parquet(tmp_path / "empty.parquet")
     with pytest.raises(InputError, match="feature column 'a' has no value in the pool to impute from: "
                                          "leave it out with --exclude a"):
