@@ -39,7 +39,7 @@ from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
-from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, show_decision
+from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, _chunks, show_decision
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -401,7 +401,7 @@ def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel
         replaced = [(int(k[len(REPLACED):].split(":")[0]), json.loads(v)) for k, v in s.execute(
             select(Meta.key, Meta.value).where(Meta.key.like(f"{REPLACED}%"))).all()] if history else []
         cycles: dict[int, int] = {}
-        for chunk in _key_chunks(sorted(skipped)):
+        for chunk in _chunks(sorted(skipped)):
             cycles.update({int(k): int(c) for k, c in s.execute(
                 select(SelectionRow.item_key, func.max(SelectionRow.cycle))
                 .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
@@ -423,10 +423,6 @@ def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel
 
 def _utc(t: datetime | None) -> datetime | None:
     return None if t is None else (t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc))
-
-
-def _key_chunks(keys: list[int], n: int = 10_000) -> list[list[int]]:
-    return [keys[i:i + n] for i in range(0, len(keys), n)]
 
 
 def default_labels_path(project: Project, fmt: str = "csv") -> Path:
