@@ -40,7 +40,7 @@ from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
 from alkit.acquisition import ACQUISITIONS
 from alkit.report import cycles_frame
-from alkit.runs import resolve_acquisition
+from alkit.runs import first_batch_refusal, resolve_acquisition
 from alkit.strategies import SELECTORS
 
 BUSY_POLL_S = 2.0  # how often bench looks whether a run another process holds is free
@@ -185,11 +185,8 @@ def run_bench(
     if at is not None and any(n > budget for n in at):  # the column held the budget's values under another count
         raise LoopError(f"--at {max(at)} is beyond --budget {budget}: the label counts of the table's columns must be "
                         "within the budget")
-    first = initial if initial is not None else batch_size
-    if first > budget:  # a project holding a longer run read as 'none fitted a model' (a black-box check)
-        raise LoopError(f"--initial {initial} is larger than --budget {budget}" if initial is not None else
-                        f"--batch-size {batch_size} is larger than --budget {budget} (the first batch is --batch-size "
-                        "items unless --initial sets it)")
+    if (initial if initial is not None else batch_size) > budget:  # resolve leaves it to a recorded run: a project
+        raise first_batch_refusal(initial, batch_size, budget)   # holding a longer one read 'none fitted a model'
     loop = ActiveLoop(proj)
     if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "

@@ -161,6 +161,13 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none:
     return f"{base}{opts}" if legacy else f"{base}{opts}{training_parts(req.train)}"
 
 
+def first_batch_refusal(initial: int | None, batch_size: int, budget: int) -> LoopError:
+    """The refusal of a first batch (``--initial``, else ``--batch-size``) larger than the budget."""
+    return LoopError(f"--initial {initial} is larger than --budget {budget}" if initial is not None else
+                     f"--batch-size {batch_size} is larger than --budget {budget} (the first batch is --batch-size "
+                     "items unless --initial sets it)")
+
+
 def run_name(req: RunRequest, scorer: str) -> str:
     """The run's unique name: its curve, batch size and seed (or the given --name)."""
     if req.name:
@@ -485,9 +492,7 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                            "labelling)" if n_pool == 0 else ""))
     if initial > req.budget and ident.name not in {r.name for r in runs}:  # a recorded run spent its first
         # batch: a budget below that is below what it spent, which the store refuses naming the labels spent
-        raise LoopError(f"--initial {initial} is larger than --budget {req.budget}" if req.initial is not None else
-                        f"--batch-size {req.batch_size} is larger than --budget {req.budget} (the first batch is "
-                        "--batch-size items unless --initial sets it)")
+        raise first_batch_refusal(req.initial, req.batch_size, req.budget)
     if req.stratify_by and req.stratify_by not in cfg.payload_cols:
         feature = req.stratify_by in cfg.feature_cols
         raise LoopError(f"--stratify-by {req.stratify_by!r} is "
