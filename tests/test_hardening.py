@@ -776,7 +776,7 @@ def test_second_round_checks_of_2026_12_06(tmp_path: Path) -> None:
         assert out.returncode == 2 and f"is the project's own {own}" in out.stderr, out.stderr
         assert "Traceback" not in out.stderr and list(folder.iterdir()) == []
     # files alkit writes later: `run` rewrote a store named queue.csv as the labelers' queue (a third round)
-    for later in ("queue.csv", "queue.unimported-1.csv", "bench/s.db"):
+    for later in ("queue.csv", "queue.unimported-1.csv", "queue.tab", "queue-c2.pq", "bench/s.db"):
         folder = tmp_path / f"l_{later.replace('/', '_')}"
         if "/" in later:  # a folder inside the project that exists
             (folder / later).parent.mkdir(parents=True)

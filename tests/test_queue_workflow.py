@@ -725,7 +725,7 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
     with pytest.raises(QueueError, match="csv, jsonl or parquet"):
         export_labels(project, tmp_path / "l.json")
     queue_file = export_queue(project).path  # the labelers' file is no place for the labels (it was overwritten)
-    for name in ("queue.csv", "queue-c9.jsonl"):
+    for name in ("queue.csv", "queue-c9.jsonl", "queue.tsv", "queue-c9.json"):  # one predicate with init's refusal
         with pytest.raises(QueueError, match="is where alkit writes the labelers' queue"):
             export_labels(project, project.root / name)
     still = pl.read_csv(queue_file).columns

@@ -41,6 +41,7 @@ from alkit.config import (
 from alkit.pools.commas import comma_hint, comma_kind
 from alkit.pools.feature_hints import feature_hints
 from alkit.pools.features import FeatureWriter, write_features
+from alkit.pools.labelfiles import is_queue_file
 from alkit.pools.procs import file_lock, pid_alive
 from alkit.pools.store import Store
 from alkit.pools.tables import InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
@@ -1018,14 +1019,13 @@ def _refuse_nul(values: pl.Series, what: str) -> None:
 
 
 def _written_by_alkit(root: Path, db_file: Path) -> str | None:
-    """What alkit itself writes at ``db_file`` in the project ``root`` (the labelers' queue files
-    queue*.csv/.tsv/.jsonl/.json/.parquet, bench/, the feature caches), or None."""
+    """What alkit itself writes at ``db_file`` in the project ``root`` (the labelers' queue files,
+    bench/, the feature caches), or None."""
     try:
         path, top = db_file.resolve(), root.resolve()
     except OSError:
         return None
-    if path.parent == top and path.name.startswith("queue") and path.suffix.lower() in (
-            ".csv", ".tsv", ".jsonl", ".json", ".parquet"):
+    if is_queue_file(path, top):
         return "the labelers' queue files (queue.csv, queue.unimported-*.csv, ...)"
     for folder in ("bench", "stem-features", "vlm-features"):
         if (top / folder) in path.parents:

@@ -449,8 +449,7 @@ def export_labels(
     answers that stand); such a file is no answer file to import back."""
     fmt = _check_out(project, out, fmt, "labels")
     target = Path(out).resolve() if out is not None else None
-    if target is not None and target.parent == project.root.resolve() and target.name.startswith("queue") \
-            and labelfiles.format_for_suffix(target) is not None:  # the labelers' file, overwritten (a black-box check)
+    if target is not None and labelfiles.is_queue_file(target, project.root):  # the labelers' file, overwritten (a black-box check)
         raise QueueError(f"{out} is where alkit writes the labelers' queue: write the labels to another name "
                          "(default: labels.csv)")
     if fmt == "label-studio":

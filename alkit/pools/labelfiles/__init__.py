@@ -27,6 +27,18 @@ def format_for_suffix(path: Path) -> ModuleType | None:
     return next((mod for mod in FORMATS.values() if path.suffix.lower() in mod.SUFFIXES), None)
 
 
+def is_queue_file(path: Path, root: Path) -> bool:
+    """Whether ``path`` is one of the labelers' queue files alkit writes in the project folder ``root``
+    (queue.csv, queue-c3.jsonl, queue.unimported-*.csv, ...: a queue* name in any label file format).
+    Why one predicate: init's refusal of such a data file and `queue labels`'s refusal to write over one
+    must agree on which files they are."""
+    try:
+        path, root = path.resolve(), root.resolve()
+    except OSError:
+        return False
+    return path.parent == root and path.name.startswith("queue") and format_for_suffix(path) is not None
+
+
 def export_format(path: Path | None, name: str | None = None) -> str:
     """The format an export to ``path`` is written in: ``name`` if given, else the one its suffix
     names, else csv (no path: the project's queue file).  A suffix that names another format than
