@@ -39,7 +39,7 @@ from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
-from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, _chunks, show_decision
+from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, show_decision
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -400,11 +400,7 @@ def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel
             select(Meta.key, Meta.value).where(Meta.key.like("skip:%"))).all()}
         replaced = [(int(k[len(REPLACED):].split(":")[0]), json.loads(v)) for k, v in s.execute(
             select(Meta.key, Meta.value).where(Meta.key.like(f"{REPLACED}%"))).all()] if history else []
-        cycles: dict[int, int] = {}
-        for chunk in _chunks(sorted(skipped)):
-            cycles.update({int(k): int(c) for k, c in s.execute(
-                select(SelectionRow.item_key, func.max(SelectionRow.cycle))
-                .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
+        cycles = last_queued_cycles(s, sorted(skipped))
     ids = store.ids_for_keys(sorted({*skipped, *(k for k, _ in replaced)}))
     out = [CollectedLabel(int(k), i, v, a, src, None if c is None else int(c), t) for k, i, v, a, src, c, t in labels]
     for key, meta in skipped.items():

@@ -184,6 +184,17 @@ def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
         yield seq[start : start + n]
 
 
+def last_queued_cycles(s: Session, keys: Sequence[int]) -> dict[int, int]:
+    """item key -> the last cycle any run queued it in (keys no run queued are absent), read in chunks
+    of the store's IN-list size.  One query for import (a label's cycle) and `queue labels` (a skip's)."""
+    cycles: dict[int, int] = {}
+    for chunk in _chunks(keys):
+        cycles.update({int(k): int(c) for k, c in s.execute(
+            select(SelectionRow.item_key, func.max(SelectionRow.cycle))
+            .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
+    return cycles
+
+
 def _batched(rows: Iterable[Any], n: int) -> Iterator[list[Any]]:
     """Consecutive lists of ``n`` rows (the last one shorter) from any iterable, a generator included."""
     it = iter(rows)
@@ -786,14 +797,11 @@ class Store:
             problems: list[str] = [f"{where}: unknown id" for k, where in refused_rows.items() if k not in items]
             keys = [it.key for it in items.values()]
             shared: dict[int, Label] = {}
-            cycles: dict[int, int] = {}
+            cycles = last_queued_cycles(s, keys)
             skip_keys: set[int] = set()
             for chunk in _chunks(keys):
                 shared.update({lab.item_key: lab for lab in s.scalars(
                     select(Label).where(Label.item_key.in_(chunk), Label.run_id.is_(None)))})
-                cycles.update({int(k): int(c) for k, c in s.execute(
-                    select(SelectionRow.item_key, func.max(SelectionRow.cycle))
-                    .where(SelectionRow.item_key.in_(chunk)).group_by(SelectionRow.item_key))})
                 skip_keys.update(int(k[len("skip:"):]) for k in s.scalars(
                     select(Meta.key).where(Meta.key.in_([f"skip:{k}" for k in chunk]))))
             conflicts: list[str] = []
