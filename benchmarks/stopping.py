@@ -43,14 +43,15 @@ def run_seed(loop: ActiveLoop, seed: int, budget: int) -> str:
     return name
 
 
-def replay(loop: ActiveLoop, name: str, rule: str, budget: int) -> dict[str, float]:
+def replay(loop: ActiveLoop, name: str, rule: str | None, budget: int) -> dict[str, float]:
+    """Where ``rule`` would have stopped run ``name`` (None: no rule, the run to its budget)."""
     run = next(r for r in loop.store.runs() if r.name == name)
     cycles = [c for c in loop.store.cycles(run.id) if c.metrics]
     signals = loop.store.signals(run.id)
     final = cycles[-1]
     stop_at = final
     points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in cycles]
-    for i in range(len(cycles)):
+    for i in range(len(cycles) if rule is not None else 0):
         if first_fired([get_rule(rule)], History.of(points[: i + 1], 10, budget, "accuracy")) is not None:
             stop_at = cycles[i]
             break
@@ -80,8 +81,7 @@ def main() -> None:
                 print(f"{data} seed {seed}: {time.perf_counter() - t0:.1f} s", flush=True)
             rows = []
             for rule in ["(none: run to the budget)", *RULES]:
-                per = [replay(loop, n, rule, budget) for n in names] if not rule.startswith("(") else \
-                      [replay(loop, n, "max-uncertainty:threshold=0", budget) for n in names]
+                per = [replay(loop, n, None if rule.startswith("(") else rule, budget) for n in names]
                 df = pl.DataFrame(per)
                 rows.append({"rule": rule, "labels": df["labels"].mean(), "saved": df["saved"].mean(),
                              "acc_stop": df["acc_stop"].mean(), "acc_stop_std": df["acc_stop"].std(ddof=0),
