@@ -219,7 +219,9 @@ def run_bench(
     extended: list[str] = []  # runs of a smaller budget, continued after a last batch cut short
     failed: dict[str, str] = {}
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, disable=not progress, transient=False) as bar:
+    # off a terminal (a pipe, a log file) no bar, as `run` does: rich drew it once at the end, into the output
+    drawn = progress and (console is None or console.is_terminal)
+    with Progress(*columns, console=console, disable=not drawn, transient=False) as bar:
         overall = bar.add_task(f"bench: {len(plan)} runs, labels", total=budget * len(plan))
         current = bar.add_task("", total=budget)
         now: dict[str, Any] = {"run": "", "done": 0}

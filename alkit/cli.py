@@ -20,7 +20,8 @@ from rich import box
 from rich.table import Table
 
 from alkit import cli_common
-from alkit.cli_common import (Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer, Strategy, Task,
+from alkit.cli_common import (INTERRUPTED, Acquisition, Covariance, Engine, Head, InitialSelector, ProjectOpt, Scorer,
+                              Strategy, Task,
                               console, err, interrupt_said, on_interrupt, one_line, say_interrupted, use_threads,
                               user_errors, was_interrupted)
 from alkit.cli_common import parse_counts, utf8_path
@@ -431,7 +432,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         err.print(f"note: run {escape(spec.name)} had nothing left to do: its budget of {spec.budget} labels is spent "
                   "(a larger --budget extends it)", highlight=False)
     if json_out:
-        console.print_json(json.dumps(rows))
+        print(json.dumps(rows, default=str))  # plain, as every --json: no colour on a terminal
         return
     print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide, console.width), wide)
 
@@ -730,14 +731,14 @@ def main() -> None:
         err.print(f"[bold red]error:[/] {escape(one_line(msg))} (see {path} -h)", highlight=False)
         sys.exit(2)
     except typer.Abort:  # Ctrl-C outside a run (a run reports its own interruption)
-        err.print("interrupted", highlight=False)
+        err.print(INTERRUPTED, highlight=False)
         sys.exit(130)
     except Exception:  # noqa: BLE001 - after a Ctrl-C, what it broke (a half-loaded module) is the interrupt
         if not was_interrupted():
             raise
         code = 130
     if code == 130 and not interrupt_said():  # typer turns a Ctrl-C it meets into exit 130 without a word
-        err.print("interrupted", highlight=False)
+        err.print(INTERRUPTED, highlight=False)
     sys.exit(code if isinstance(code, int) else 0)
 
 

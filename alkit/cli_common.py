@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import sys
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
@@ -92,6 +93,9 @@ def use_threads() -> None:
     _BLAS_LIMITS[:] = [threadpool_limits(limits=THREADS)]
 
 
+# a Ctrl-C no command reported in words of its own: every command writes all or nothing, or continues where it
+# stopped (a bare 'interrupted' said neither, a black-box check)
+INTERRUPTED = "interrupted; run the same command again"
 _INTERRUPT_SAID: list[str] = []  # what a handler said of a Ctrl-C, for main() to leave the line to it
 
 
@@ -110,7 +114,15 @@ def on_interrupt(signum: int, frame: object) -> None:
     lazy NumPy/SciPy import leaves the module half-loaded, and what surfaces is a RecursionError or an
     AttributeError with no KeyboardInterrupt behind it (a traceback, exit 1); the handlers ask was_interrupted."""
     _INTERRUPTED.append(signum)
+    # what the interrupt leaves half-done is reported by the garbage collector as 'Exception ignored in ...'
+    # (SQLAlchemy's identity map: thousands of tracebacks after a Ctrl-C in a large import, a black-box check);
+    # the command is ending on the interrupt, which is the one line worth saying
+    sys.unraisablehook = _quiet
     raise KeyboardInterrupt
+
+
+def _quiet(unraisable: object) -> None:
+    """sys.unraisablehook once a command is interrupted: nothing printed."""
 
 
 def was_interrupted() -> bool:
@@ -155,7 +167,7 @@ def user_errors() -> Iterator[None]:
         yield
     except USER_ERRORS as exc:
         if was_interrupted():  # an error an interrupt caused (a half-loaded module): the interrupt is the news
-            say_interrupted("interrupted")
+            say_interrupted(INTERRUPTED)
             raise typer.Exit(code=130) from None
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else os_error_line(exc) or str(exc)
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)

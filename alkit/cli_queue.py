@@ -46,7 +46,8 @@ def export_cmd(
             console.print(f"[yellow]moved[/] {res.path}, which is no label file alkit can read, out of the way as "
                           f"{res.set_aside}", highlight=False)
         else:
-            console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}: "
+            console.print(f"[yellow]kept[/] the file {res.path} held (answers the store does not hold: not imported "
+                          f"yet, or declined by --on-conflict keep) as {res.set_aside}: to import them, "
                           f"`alkit queue import {shlex.quote(str(res.set_aside))}{where}` (with --on-conflict replace "
                           "where they correct a label already imported)", highlight=False)
     if res.n_items == 0:
@@ -138,11 +139,14 @@ def labels_cmd(
         proj = load_project(project)
         res = export_labels(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas, history=history)
     if res.set_aside is not None:
-        console.print(f"[yellow]kept[/] the file {res.path} held (answers not yet imported) as {res.set_aside}",
+        console.print(f"[yellow]kept[/] the file {res.path} held (answers the store does not hold: not imported yet, "
+                      f"or declined by --on-conflict keep) as {res.set_aside}",
                       highlight=False)
     shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
     note = (" (the runs of this project label their picks from its data file, init --hide-labels: those labels "
-            "are the data file's and are not written here)" if proj.config.hide_labels else "")
+            "are the data file's and are not written here)" if proj.config.hide_labels else
+            f" (not the test split's {res.n_test} label{'' if res.n_test == 1 else 's'} from the data file, which "
+            "measure the runs)" if res.n_test else "")
     n_labels = res.n_items - res.n_skipped - res.n_replaced
     older = f" and {res.n_replaced} replaced answer{'' if res.n_replaced == 1 else 's'}" if history else ""
     if res.n_items == 0:

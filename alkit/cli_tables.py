@@ -93,7 +93,7 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, wi
     t = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     if wide:
         shown = metric_names
-        for col in ("id", "run", "strategy", "scorer", "seed", "cycles", "labels", "status"):
+        for col in ("id", "run", "strategy", "scorer", "acquisition", "selector", "seed", "cycles", "labels", "status"):
             t.add_column(col, justify="right" if col in ("id", "seed", "cycles", "labels") else "left", no_wrap=col != "run",
                          overflow="fold")
     else:
@@ -126,11 +126,20 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, wi
         if values and values[0] and at is not None and at != r["n_labeled"]:  # the latest fit is older than the labels
             values[0] += f" @{at}"
         if wide:
-            t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], str(r["seed"]), str(r["cycles"]), labels,
+            t.add_row(str(r["id"]), r["name"], r["strategy"], r["scorer"], r.get("acquisition") or "-",
+                      _selectors(r), str(r["seed"]), str(r["cycles"]), labels,
                       r["status"], *values)
         else:
             t.add_row(names[i], *([str(r["cycles"])] if show_cycles else []), labels, r["status"], *values)
     return t
+
+
+def _selectors(row: dict[str, Any]) -> str:
+    """'coldstart, then power-diverse': the first batch's selector and the one after it."""
+    first, then = row.get("initial_selector"), row.get("selector")
+    if not then:
+        return first or "-"
+    return then if not first or first == then else f"{first}, then {then}"
 
 
 def _pair(row: dict[str, Any], base: str) -> str:

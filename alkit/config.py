@@ -234,6 +234,8 @@ def load_project(root: str | Path = ".") -> Project:
     root = Path(root).resolve()
     path = root / CONFIG_NAME
     if not path.exists():
+        if root.is_file() and (root.name == CONFIG_NAME or (root.parent / CONFIG_NAME).is_file()):
+            raise ConfigError(f"{root} is a file: -p takes the project's folder ({root.parent})")
         raise ConfigError(f"no alkit project in {root} ({CONFIG_NAME} not found); create one with `alkit init`")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # UTF-8 in any locale; Notepad adds a BOM

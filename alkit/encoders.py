@@ -56,11 +56,13 @@ def progress_bar(total: int, description: str, enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield lambda k: None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
+    screen = Console(stderr=True)  # the bar is no output: on stderr, and only on a terminal (it was left in `> file`)
     with Progress(
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-        TimeRemainingColumn(), transient=False,
+        TimeRemainingColumn(), transient=False, console=screen, disable=not screen.is_terminal,
     ) as bar:
         task = bar.add_task(description, total=total)
         yield lambda k: bar.advance(task, k)

@@ -10,6 +10,6 @@ def main() -> None:
     try:
         from alkit.cli import main as cli_main
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write("interrupted; run the same command again\n")
         sys.exit(130)
     cli_main()

@@ -23,7 +23,7 @@ import polars as pl
 
 from alkit import metrics
 from alkit.acquisition import AcquisitionError
-from alkit.config import Project, payload_key
+from alkit.config import Project, load_project, payload_key
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
@@ -222,6 +222,13 @@ class ActiveLoop:
             what = (f"classes = [{', '.join(self.cfg.classes)}]" if self.cfg.task == "classification"
                     else "a regression project (numbers only)")
             grown = recorded is not None and self.cfg.task == "classification" and recorded != list(self.cfg.classes)
+            try:  # the file now lists them: an --add-class import came between this run's read of it and its check
+                now = load_project(self.project.root).config.classes
+            except (ValueError, OSError):  # a damaged alkit.toml: the message below says what to restore
+                now = None
+            if grown and now == recorded:
+                raise LoopError(f"classes were added ({', '.join(repr(c) for c in recorded[len(self.cfg.classes):])}, "
+                                "`queue import --add-class`) while this run was starting: run the same command again")
             raise LoopError(f"the store holds labels that alkit.toml does not know ({shown}); it lists {what}. "
                             + (f"The store records the classes [{', '.join(recorded)}] (init's, and any a `queue "
                                "import --add-class` added): list them so in alkit.toml" if grown else
@@ -299,7 +306,8 @@ class ActiveLoop:
         kept = ("" if out.set_aside is None else
                 f" ({out.path.name}, which was no label file alkit can read, was moved out of the way as {out.set_aside})"
                 if out.set_aside_unreadable else
-                f" (the answers {out.path.name} held, not yet imported, were kept as {out.set_aside}: import them too, "
+                f" (the answers {out.path.name} held that the store does not hold (not imported yet, or declined by "
+                f"--on-conflict keep) were kept as {out.set_aside}: to import them too, "
                 f"`alkit queue import {shlex.quote(str(out.set_aside))}{self._where()}`, with --on-conflict replace "
                 "where they correct a label already imported)")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "

@@ -12,6 +12,7 @@ from alkit.choices import HIGHER_IS_BETTER
 from alkit.pools.leases import live_runs
 from alkit.pools.queue import n_waiting
 from alkit.pools.store import Store, curve_cycles
+from alkit.presets import get_preset
 from alkit.runs import current_curve
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "curve": curve_label(run, cfg),  # the learning curve plot and bench put it on
             "strategy": run.strategy,
             "scorer": run.scorer,
+            # what picked its batches: the settings a run's name abbreviates (the store keeps them)
+            **_method(run, cfg),
             "seed": run.seed,
             "batch_size": run.batch_size,
             "initial": run.initial,  # the first, model-free batch's size (--initial; it names the run's curve)
@@ -104,6 +107,20 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "forecast": _forecast(run, rows),
         })
     return out
+
+
+def _method(run: Any, cfg: "ProjectConfig | None") -> dict[str, Any]:
+    """The run's acquisition, its selector once a model exists and its first batch's selector (the
+    preset's, unless the run named another); None where unknown (a preset no longer listed)."""
+    try:
+        preset = get_preset(run.strategy)
+    except (KeyError, ValueError):
+        preset = None
+    task = cfg.task if cfg is not None else None
+    selector = preset.selector_for(task, run.batch_size) if preset is not None and task else None
+    return {"acquisition": None if selector == "random" else run.config.get("acquisition"),  # random picks score nothing
+            "selector": selector,
+            "initial_selector": run.config.get("initial_selector") or (preset.initial_selector if preset else None)}
 
 
 def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:

@@ -3,6 +3,7 @@ and a regression project, every value whole (no ellipsis), no line wider than th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,6 +55,14 @@ def test_tables_fit_80_columns(tmp_path: Path, digits_csv: Path, task: str) -> N
     assert "AULC" in table
     wide = _alkit("status", "--wide", "-p", "p", cwd=tmp_path)
     assert "…" not in wide and "scorer" in wide and ("nll10" in wide if task == "regression" else "ece" in wide)
+    # the settings a run's name abbreviates: acquisition and selectors (an audit found them only in the store)
+    said = {r["strategy"]: r for r in json.loads(_alkit("status", "--json", "-p", "p", cwd=tmp_path))}
+    picks = "power-sqrt" if task == "regression" else "power-diverse"
+    assert (said["epistemic"]["selector"], said["epistemic"]["initial_selector"]) == (picks, "coldstart")
+    assert said["epistemic"]["acquisition"] == ("epistemic" if task == "regression" else "decision-flip")
+    assert said["random"]["selector"] == "random" and said["random"]["acquisition"] is None
+    flat = "".join(wide.split())
+    assert f"coldstart,then{picks}" in flat and "acquisition" in flat
 
 
 def test_number_is_short() -> None:

@@ -516,7 +516,7 @@ def test_ctrl_c_while_a_command_reads_the_project_says_interrupted(project: Path
     monkeypatch.setattr(sys, "argv", ["alkit", *RUN, "-p", str(project)])
     with pytest.raises(SystemExit) as stopped:
         alkit.cli.main()
-    assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"
+    assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted; run the same command again"
     import alkit.cli_common
 
     # the remembered signal is module state: a CliRunner test after this one (no main() to clear it) read every
@@ -548,7 +548,7 @@ def test_ctrl_c_while_a_command_reads_the_project_says_interrupted(project: Path
     monkeypatch.setattr("builtins.__import__", import_interrupted)
     with pytest.raises(SystemExit) as stopped:
         alkit.entry.main()
-    assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"
+    assert stopped.value.code == 130 and capsys.readouterr().err.strip() == "interrupted; run the same command again"
 
 
 def test_a_regression_head_on_a_classification_project_says_head_is_for_regression(project: Path) -> None:

@@ -616,8 +616,10 @@ def test_csv_export_escapes_formulas_and_import_round_trips(tmp_path: Path) -> N
                                    for i, k in enumerate(keys)])
     out = export_queue(project, tmp_path / "q.csv", "csv").path
     cells = [c for row in csv_mod.reader(out.open(newline="")) for c in row]
-    assert not any(c[:1] in ("=", "+", "-", "@", "\t", "\r") for c in cells)
+    # a plain number ('-3') is a number to a spreadsheet and stays one (a label '-2.6' came back as text "'-2.6")
+    assert not any(c[:1] in ("=", "+", "-", "@", "\t", "\r") and c != "-3" for c in cells)
     assert "'=HYPERLINK(\"http://x\")" in cells and "''=quoted" in cells and "'\tTAB" in cells and "plain" in cells
+    assert "-3" in cells and "'+1+2" in cells
     raw = export_queue(project, tmp_path / "raw.csv", "csv", escape_formulas=False).path
     assert "=HYPERLINK(\"http://x\")" in [c for row in csv_mod.reader(raw.open(newline="")) for c in row]
     rows = list(csv_mod.DictReader(out.open(newline="")))

@@ -878,3 +878,120 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
     init_project(tmp_path / "h.csv", hidden, InitOptions(id_col="id", label_col="label", features=PX, hide_labels=True))
     with pytest.raises(QueueError, match="--add-class: this project's labels come from its data file"):
         import_labels(load_project(hidden), path, add_classes=["x"])
+
+
+def test_a_teams_lifecycle_checks_of_2026_12_06(tmp_path: Path) -> None:
+    """A black-box check of a project's life over weeks: a negative number written as text ("'-2.6"), the
+    skip token in capitals made a class, another project's unfilled queue taken, the data file overwritten
+    by `queue labels -o`, a labels file set aside as 'not yet imported' after a correction, and labels put
+    on other items where ids are row numbers.  Each now holds."""
+    from alkit.pools.labelfiles._common import escape_formula, unescape_formula
+    from alkit.pools.queue import export_labels
+
+    # numbers are no formulas; text that a spreadsheet would run still is, and both read back exactly
+    for cell, written in (("-2.646", "-2.646"), ("+3", "+3"), ("-1e5", "-1e5"), ("=1+1", "'=1+1"),
+                          ("-2+3", "'-2+3"), ("'-2", "''-2"), ("@x", "'@x")):
+        assert escape_formula(cell) == written and unescape_formula(written) == cell
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 4)
+    # another project's unfilled queue: unknown ids refuse it, as they do once filled in
+    other = tmp_path / "other.csv"
+    other.write_text("id,label\nnot-an-id,\n" + f"{ids[0]},\n")
+    before = snapshot(project)
+    with pytest.raises(QueueError, match="not-an-id.*unknown id"):
+        import_labels(project, other)
+    assert snapshot(project) == before
+    # the skip token in any case is a skip, never a class to add
+    first = tmp_path / "a.csv"
+    first.write_text(f"id,label\n{ids[0]},__SKIP__\n{ids[1]},{truth[ids[1]]}\n")
+    res = import_labels(project, first)
+    assert (res.skipped, res.labeled) == (1, 1)
+    with pytest.raises(QueueError, match="label files use that label to skip an item"):
+        import_labels(project, first, add_classes=["__Skip__"])
+    # the project's own data file is no place for the labels (it was set aside as 'answers', the labels in its place)
+    source = Path(project.config.source)
+    kept = source.read_bytes()
+    with pytest.raises(QueueError, match="the data file the project was made from"):
+        export_labels(project, source)
+    assert source.read_bytes() == kept
+    # a labels file rewritten after a correction holds nothing to import: not set aside
+    written = export_labels(project).path
+    fix = tmp_path / "fix.csv"
+    wrong = next(c for c in project.config.classes if c != truth[ids[1]])
+    fix.write_text(f"id,label\n{ids[1]},{wrong}\n")
+    assert import_labels(project, fix, on_conflict="replace").replaced == 1
+    again = export_labels(project, written)
+    assert again.set_aside is None and not list(tmp_path.glob("proj/labels.unimported-*"))
+    # ... but one with an answer the store never held is kept, as before
+    pl.read_csv(written, infer_schema=False).with_columns(
+        pl.when(pl.col("id") == ids[1]).then(pl.lit(truth[ids[1]])).otherwise(pl.col("label")).alias("label")
+    ).write_csv(written)
+    pl.DataFrame({"id": [ids[2]], "label": [truth[ids[2]]]}).write_csv(tmp_path / "x.csv")
+    assert export_labels(project, written).set_aside is None  # the old answer of a correction: history
+    pl.DataFrame({"id": [ids[3]], "label": [truth[ids[3]]], "skip": [False]}).write_csv(written)
+    assert export_labels(project, written).set_aside is not None  # never imported
+
+    # ids that are row numbers: a labels file from the same data in another row order is refused by its text
+    df = digits_frame(60).with_columns(pl.format("text {}", pl.col("id")).alias("text"))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) < 20).then(pl.col("label")).otherwise(None).alias("label"))
+    df.drop("id").write_csv(tmp_path / "rows.csv")
+    init_project(tmp_path / "rows.csv", tmp_path / "rp", InitOptions(id_col="", label_col="label", features=PX))
+    rows_project = load_project(tmp_path / "rp")
+    queue_batch(rows_project, 3)
+    queued = export_queue(rows_project).path
+    q = pl.read_csv(queued, infer_schema=False)
+    truth_by_text = dict(zip(df["text"], df["label"].cast(pl.Utf8)))
+    answers = q.with_columns(pl.Series("label", [truth_by_text.get(t) or "0" for t in q["text"]]))
+    shifted = answers.with_columns(pl.Series("text", list(reversed(q["text"].to_list()))))
+    shifted.write_csv(tmp_path / "shifted.csv")
+    before = snapshot(rows_project)
+    with pytest.raises(QueueError, match="names its items by row number"):
+        import_labels(rows_project, tmp_path / "shifted.csv", unqueued=True)
+    assert snapshot(rows_project) == before
+    answers.write_csv(tmp_path / "same.csv")
+    assert import_labels(rows_project, tmp_path / "same.csv").labeled == 3
+    # a class added between a run's read of alkit.toml and its check: the run says so, not "list them in alkit.toml"
+    from alkit.loop import ActiveLoop, LoopError
+
+    stale = load_project(rows_project.root)
+    new = tmp_path / "new.csv"
+    new.write_text("id,label\n60,fresh\n")
+    assert import_labels(load_project(rows_project.root), new, add_classes=["fresh"],
+                         unqueued=True).added_classes == ["fresh"]
+    with pytest.raises(LoopError, match=r"classes were added \('fresh'.*run the same command again"):
+        ActiveLoop(stale)._check_labels()
+
+
+def test_exports_through_links_history_files_and_the_test_splits_labels(tmp_path: Path) -> None:
+    """More of the same checks: `--out` a symbolic link (to /dev/stdout: the link was moved aside and a file
+    written in its place) is refused; a `--history` file imported back names its replaced rows instead of
+    'conflicting labels'; `queue labels` says the test split's labels are not in its file."""
+    from alkit.pools.queue import export_labels
+
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 2)
+    (tmp_path / "a.csv").write_text(f"id,label\n{ids[0]},{truth[ids[0]]}\n")
+    import_labels(project, tmp_path / "a.csv")
+    wrong = next(c for c in project.config.classes if c != truth[ids[0]])
+    (tmp_path / "b.csv").write_text(f"id,label\n{ids[0]},{wrong}\n")
+    import_labels(project, tmp_path / "b.csv", on_conflict="replace")
+    target = tmp_path / "shared.csv"
+    target.write_text("kept\n")
+    (tmp_path / "link.csv").symlink_to(target)
+    for out in (tmp_path / "link.csv", Path("/dev/null")):
+        with pytest.raises(QueueError, match="renames it into place"):
+            export_labels(project, out)
+        with pytest.raises(QueueError, match="renames it into place"):
+            export_queue(project, out)
+    assert target.read_text() == "kept\n" and (tmp_path / "link.csv").is_symlink()
+    hist = export_labels(project, tmp_path / "h.csv", history=True).path
+    before = snapshot(project)
+    with pytest.raises(QueueError, match="an answer a correction replaced.*without --history"):
+        import_labels(project, hist)
+    assert snapshot(project) == before
+    said = invoke("queue", "labels", "-o", str(tmp_path / "l.csv"), "-p", str(project.root))
+    assert said.exit_code == 0 and f"not the test split's {N_TEST} labels" in " ".join(said.text.split())
+    from alkit.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"alkit.toml is a file: -p takes the project's folder"):
+        load_project(project.root / "alkit.toml")

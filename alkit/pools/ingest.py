@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from alkit.choices import MISSING_LABELS, SEED_MAX, SKIP_LABEL
+from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, is_skip_label
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -76,7 +76,6 @@ class InitOptions:
 
 
 DEFAULT_TEST_FRAC = 0.2
-ROW_ID_NAMES = ("row", "row_number", "alkit_row")  # the id column made without --id-col: the first free name
 SPLIT_VALUES = {"test": "test", "pool": "pool", "train": "pool"}  # split-column value -> split
 
 
@@ -1305,7 +1304,7 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
             raise InputError(f"label column {opts.label_col!r} holds {', '.join(map(repr, unknown[:5]))}"
                              f"{' ...' if len(unknown) > 5 else ''}, not among --classes ({', '.join(declared)})")
         classes = _sorted_classes(declared)
-    if SKIP_LABEL in classes:  # an import reads it as "skip this item": that class could never be labelled
+    if any(is_skip_label(c) for c in classes):  # an import reads it as "skip this item": that class could never be labelled
         raise InputError(f"a class is named {SKIP_LABEL!r}, which label files use to skip an item: rename that class")
     if task == "classification" and len(classes) < 2:
         constant = len(classes) == 1 and has_label.all() and opts.classes is None

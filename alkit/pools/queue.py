@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, SKIP_LABEL
+from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, is_skip_label
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
 from alkit.pools import labelfiles, leases
@@ -74,6 +74,7 @@ class ExportResult:
     set_aside_unreadable: bool = False  # what was moved aside is no label file alkit can read (not answers)
     n_skipped: int = 0  # a labels export: how many of the n_items rows are skips
     n_replaced: int = 0  # a labels export with history: how many are answers a correction replaced
+    n_test: int = 0  # a labels export: the test split's labels (from the data file), not written
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ def _holds(project: Project, stored: tuple[str, str | None] | None, row: Row) ->
     if stored is None:
         return False
     state, value = stored
-    if row.label == SKIP_LABEL or (row.skip and not (row.label or "").strip()):
+    if is_skip_label(row.label) or (row.skip and not (row.label or "").strip()):
         return state == "skipped"
     try:
         return state == "labeled" and canonical_label(project, (row.label or "").strip()) == value
@@ -294,8 +295,9 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
         answered = [r for r in rows if r.skip or (r.label or "").strip()]
         ids = {i for r in answered if r.item_id is not None for i in (r.item_id, r.item_id.strip())}
         stored = store.answers_for_ids(sorted(ids))
-        if all(r.item_id is not None and _holds(project, stored.get(r.item_id) or stored.get(r.item_id.strip()), r)
-               for r in answered):
+        differ = [r for r in answered if not (
+            r.item_id is not None and _holds(project, stored.get(r.item_id) or stored.get(r.item_id.strip()), r))]
+        if not differ or _all_replaced(project, store, differ):
             return None, False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1, 1000):
@@ -307,14 +309,41 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
                      "import or move it first")
 
 
+def _all_replaced(project: Project, store: Store, rows: list[Row]) -> bool:
+    """Whether each of these answers was imported once and later replaced by a correction (--on-conflict
+    replace keeps it as history): such a file holds no work to import; rewriting `queue labels`'s file after
+    a correction set it aside as 'answers not yet imported', and importing it back would undo the correction."""
+    old = {(c.item_id, c.label) for c in collected_labels(store, history=True) if c.replaced_at is not None}
+    for r in rows:
+        if is_skip_label(r.label) or (r.skip and not (r.label or "").strip()):
+            label = None
+        else:
+            try:
+                label = canonical_label(project, (r.label or "").strip())
+            except ValueError:
+                return False
+        if r.item_id is None or not ({(r.item_id, label), (r.item_id.strip(), label)} & old):
+            return False
+    return True
+
+
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
     """The format an export to ``out`` is written in, after refusing an ``out`` that is one of the
     project's own files or a folder (a raw '[Errno 21] Is a directory' with a temp name), before
     anything is read; ``what``: the file's name in the refusals ('queue', 'labels')."""
     if out is not None and Path(out).resolve() in project.own_files():
         raise QueueError(f"{out} is one of the project's own files: write the {what} to another name")
+    source = project.config.source
+    if out is not None and source and Path(out).resolve() == Path(source).resolve():  # it was set aside as answers
+        raise QueueError(f"{out} is the data file the project was made from (alkit.toml's source): write the {what} "
+                         "to another name")
     if out is not None and Path(out).is_dir():
         raise QueueError(f"{out} is a folder: give the {what} file's name (e.g. {Path(out) / f'{what}.csv'})")
+    if out is not None and (Path(out).is_symlink() or (Path(out).exists() and not Path(out).is_file())):
+        # /dev/stdout, or a link to a shared file: the link was moved aside as 'answers' and a file written in its
+        # place (as root, /dev/stdout itself), and the file it named kept the old labels (a black-box check)
+        raise QueueError(f"{out} is {'a symbolic link' if Path(out).is_symlink() else 'no regular file'}: alkit "
+                         f"writes the {what} file whole and renames it into place; give the file's own path")
     fmt = labelfiles.export_format(Path(out) if out is not None else None, fmt)
     project.require(project.payload_path, why=f"the {what} file is written from it", readable=True)
     return fmt
@@ -469,7 +498,14 @@ def export_labels(
     columns = labelfiles.get_format(fmt).write(path, records, frame, list(types), escape_formulas=escape_formulas)
     return ExportResult(path, fmt, len(given), columns, set_aside, unreadable,
                         n_skipped=sum(c.label is None and c.replaced_at is None for c in given),
-                        n_replaced=sum(c.replaced_at is not None for c in given))
+                        n_replaced=sum(c.replaced_at is not None for c in given), n_test=_n_test_labels(store))
+
+
+def _n_test_labels(store: Store) -> int:
+    """The test split's labels (given in the data file): they measure the runs and are no pool answer."""
+    with store.session() as s:
+        return int(s.scalar(select(func.count()).select_from(Item)
+                            .where(Item.split == "test", Item.label.is_not(None))) or 0)
 
 
 # ---------------------------------------------------------------------------- import: checks
@@ -568,7 +604,7 @@ def _decisions(project: Project, rows: list[Row], problems: list[str],
         if r.annotator is not None and len(r.annotator) > _MAX_ANNOTATOR:
             problems.append(f"{r.name()}: annotator name longer than {_MAX_ANNOTATOR} characters")
             continue
-        if r.label == SKIP_LABEL or (r.skip and r.label is None):
+        if is_skip_label(r.label) or (r.skip and r.label is None):
             decision: Any = SKIP
         elif r.skip:
             problems.append(f"{r.name()}: both a label {r.label!r} and skip=true; keep one")
@@ -650,16 +686,20 @@ def import_labels(
         raise refuse(path, [stripped])
     refused: dict[str, str] = {}
     decisions = _decisions(project, rows, problems, refused)
+    problems.extend(_other_rows(project, store, [row for _, row in decisions.values()]))
     if problems and not decisions and not refused:
         raise refuse(path, problems)
     pending = sum(1 for r in rows if r.item_id and r.item_id not in decisions)
+    # rows with no answer yet name items too: another project's unfilled queue was taken ("10 without a label
+    # yet", exit 0) where the same file filled in was refused for its unknown ids (a black-box check)
+    unanswered = {r.item_id: r.name() for r in rows if r.item_id and r.item_id not in decisions and r.item_id not in refused}
     grown = project is not before
     try:  # the store checks the ids of every well-formed row even when the file is already refused
         if grown and not problems:  # alkit.toml first: killed before the store, it lists a class no label has yet
             _write_config_atomic(project)
         counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
                                             on_conflict=on_conflict, annotator=annotator, found=problems,
-                                            refused_rows=refused, unqueued=unqueued,
+                                            refused_rows={**unanswered, **refused}, unqueued=unqueued,
                                             classes=project.config.classes if grown else None)
     except BaseException as exc:
         if grown and not problems:
@@ -678,6 +718,38 @@ def import_labels(
                         project.config.classes[len(before.config.classes):])
 
 
+def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
+    """Rows whose text payload cells are not those of the item their id names, in a project whose ids are
+    row numbers (init without --id-col).  Why: there an id is only a position, and a labels file from another
+    project, or from this data in another row order, put its labels on other items without a word (a
+    black-box check: 'dog text 164' labelled onto item 165, 'bird text 114'); a project's own ids are
+    trusted, and checked only against each other."""
+    cfg = project.config
+    cols = [c for c in cfg.payload_cols if c != cfg.id_col]
+    rows = [r for r in rows if r.data and r.item_id]
+    if cfg.id_col not in ROW_ID_NAMES or not cols or not rows:
+        return []
+    keys = store.keys_for_ids([r.item_id for r in rows])
+    found = [r for r in rows if r.item_id in keys]
+    cells, types = _data_cells(project, [keys[r.item_id] for r in found], cols, [], ())
+    names = [written_names(cols, reserved) for reserved in (RESERVED, LABELS_COLS)]
+    text = [c for c in cols if types.get(c) == pl.Utf8]
+
+    def norm(v: Any) -> str:
+        return " ".join(unicodedata.normalize("NFC", "" if v is None else str(v)).split())
+
+    out = []
+    for r, item in zip(found, cells):
+        for c in text:
+            given = next((r.data[n] for n in (c, *(m[c] for m in names)) if n in r.data), None)
+            if given is not None and norm(given) != norm(item.get(c)):
+                out.append(f"{r.name()}: its {c!r} is {given[:40]!r}, item {r.item_id}'s is {str(item.get(c))[:40]!r}: "
+                           "this project names its items by row number (no --id-col), so the file is another "
+                           "project's or another row order's")
+                break
+    return out
+
+
 def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
     """The project with ``names`` appended to its classes, each checked: a classification project whose
     labels come from people, a name not empty, not a class already (in any case), not the skip label,
@@ -691,7 +763,7 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     added = list(dict.fromkeys(unicodedata.normalize("NFC", n.strip()) for n in names))
     if "" in added or any("\x00" in n for n in added):
         raise QueueError("--add-class holds an empty class name or a NUL character")
-    if SKIP_LABEL in added:
+    if any(is_skip_label(n) for n in added):
         raise QueueError(f"--add-class {SKIP_LABEL!r}: label files use that label to skip an item")
     known = {c.casefold(): c for c in cfg.classes}
     taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]

@@ -771,8 +771,9 @@ class Store:
         (``replace``).  Any problem raises ImportRefused listing every one, nothing written;
         ``found`` are problems the caller already found in the file (bad labels), reported together
         with the store's (unknown or not-queued ids) so a file's problems come in one round;
-        ``refused_rows`` (item id -> where) are rows the caller refused for their label, whose ids are
-        checked too, so a row with two problems names both.
+        ``refused_rows`` (item id -> where) are rows with no decision (refused for their label, or with no
+        answer yet) whose ids are checked too: a row with two problems names both, and an unknown id is
+        refused whether or not its row was filled in.
         ``unqueued``: a pool item no run queued (state unlabeled) takes its answer too, as a shared label
         with no cycle (labels a team has from elsewhere).  ``classes``: the project's class order, grown
         by classes added with this import, recorded in the same transaction (``init_classes``).

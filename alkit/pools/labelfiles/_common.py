@@ -10,7 +10,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,9 @@ WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection").
 _FORMULA = re.compile(r"^'*[=+\-@\t\r]")
 _ESCAPED = re.compile(r"^'+[=+\-@\t\r]")
+# a plain number ('-2.5', '+3', '-1e5') is a number to a spreadsheet, not a formula: left as it is (a regression
+# label '-2.646' came out as "'-2.646" in `queue labels`, a string to every reader)
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0", ""}
 _MAX_LISTED = 20
@@ -78,6 +81,9 @@ class Row:
     label: str | None
     skip: bool
     annotator: str | None
+    # the row's cells of the project's data columns (payload, as the export wrote them), where the file has
+    # them: what an import can check the id against
+    data: dict[str, str | None] = field(default_factory=dict, compare=False, hash=False)
 
     def name(self) -> str:
         return f"{self.where} (id {self.item_id})" if self.item_id else self.where
@@ -224,6 +230,11 @@ def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], p
         if misplaced:
             problems.append(f"{where}: {misplaced}")
             continue
+        if as_text(rec.get("replaced_at")) is not None:  # read as a conflicting answer ('conflicting labels in the file')
+            problems.append(f"{where}: an answer a correction replaced (`queue labels --history`'s replaced_at "
+                            f"{as_text(rec.get('replaced_at'))}): no answer to import; import the file written without "
+                            "--history")
+            continue
         aliases = canonical_columns(list(rec))
         if aliases:
             rec = {aliases.get(k, k): v for k, v in rec.items()}
@@ -231,14 +242,14 @@ def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], p
         if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
             item_id = str(int(float(item_id)))
         rows.append(Row(where, item_id, as_text(rec.get("label")), as_skip(rec.get("skip"), where, problems),
-                         as_text(rec.get("annotator"))))
+                         as_text(rec.get("annotator")), {k: as_text(rec[k]) for k in data_fields if k in rec}))
     return rows
 
 
 def escape_formula(value: str) -> str:
-    """A text cell a spreadsheet will show, not run: a leading ' before =, +, -, @, tab or CR
-    (also before any quotes already there, so ``unescape_formula`` gives the value back exactly)."""
-    return "'" + value if _FORMULA.match(value) else value
+    """A text cell a spreadsheet will show, not run: a leading ' before =, +, -, @, tab or CR, unless the
+    cell is a plain number (also before any quotes already there, so ``unescape_formula`` gives the value back exactly)."""
+    return "'" + value if _FORMULA.match(value) and not _NUMBER.match(value) else value
 
 
 def unescape_formula(value: str) -> str:
@@ -252,5 +263,6 @@ def escape_formulas(frame: "pl.DataFrame") -> "pl.DataFrame":
 
     text = [c for c, t in frame.schema.items() if t == pl.Utf8]
     return frame.with_columns(
-        pl.when(pl.col(c).str.contains(_FORMULA.pattern)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
+        pl.when(pl.col(c).str.contains(_FORMULA.pattern) & ~pl.col(c).str.contains(_NUMBER.pattern))
+        .then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
         for c in text)
