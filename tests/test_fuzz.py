@@ -72,7 +72,7 @@ IMPORT_SAYS = {  # defect -> what the one line must say (any of)
     "unknown_id": ("unknown id", "missing id", "holds a NUL character"),
     "unknown_class": ("unknown class", "holds a NUL character"),
     "no_id_column": ("missing column id", "missing key id", "no data.alkit_id"),
-    "conflict_in_file": ("conflicting labels in the file",),
+    "conflict_in_file": ("conflicting labels in the file", "holds a NUL character"),  # an annotator cell with a NUL
     # the bytes FF FE that break the encoding are UTF-16's byte-order mark where they open the file
     "truncated": ("not valid UTF-8", "invalid JSON", "not a readable Parquet file", "UTF-16 text"),
     "garbage": ("",),  # random bytes: any named problem of the file
