@@ -47,9 +47,10 @@ def export_cmd(
                           f"{res.set_aside}", highlight=False)
         else:
             console.print(f"[yellow]kept[/] the file {res.path} held (answers the store does not hold: not imported "
-                          f"yet, or declined by --on-conflict keep) as {res.set_aside}: to import them, "
-                          f"`alkit queue import {shlex.quote(str(res.set_aside))}{where}` (with --on-conflict replace "
-                          "where they correct a label already imported)", highlight=False)
+                          f"yet, declined by --on-conflict keep, or since corrected) as {res.set_aside}: to import "
+                          f"them, `alkit queue import {shlex.quote(str(res.set_aside))}{where}` (with --on-conflict "
+                          "replace where they correct a label; a file older than a correction would undo it)",
+                          highlight=False)
     if res.n_items == 0:
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else
@@ -140,7 +141,7 @@ def labels_cmd(
         res = export_labels(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas, history=history)
     if res.set_aside is not None:
         console.print(f"[yellow]kept[/] the file {res.path} held (answers the store does not hold: not imported yet, "
-                      f"or declined by --on-conflict keep) as {res.set_aside}",
+                      f"declined by --on-conflict keep, or since corrected) as {res.set_aside}",
                       highlight=False)
     shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
     note = (" (the runs of this project label their picks from its data file, init --hide-labels: those labels "

@@ -306,8 +306,8 @@ class ActiveLoop:
         kept = ("" if out.set_aside is None else
                 f" ({out.path.name}, which was no label file alkit can read, was moved out of the way as {out.set_aside})"
                 if out.set_aside_unreadable else
-                f" (the answers {out.path.name} held that the store does not hold (not imported yet, or declined by "
-                f"--on-conflict keep) were kept as {out.set_aside}: to import them too, "
+                f" (the answers {out.path.name} held that the store does not hold (not imported yet, declined by "
+                f"--on-conflict keep, or since corrected) were kept as {out.set_aside}: to import them too, "
                 f"`alkit queue import {shlex.quote(str(out.set_aside))}{self._where()}`, with --on-conflict replace "
                 "where they correct a label already imported)")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "

@@ -168,6 +168,16 @@ def test_label_studio_full_json_skip_then_label_and_one_name_per_user(tmp_path: 
     disagree.write_text(json.dumps([{"data": {"alkit_id": ids[3]}, "annotations": [ann(9, 1.0), ann(10, 2.0)]}]))
     with pytest.raises(QueueError, match="conflicting labels in the file.*settle them in the file, or in Label Studio"):
         import_labels(project, disagree)
+    # a task not annotated yet is a row without an answer: counted so (it was "not in this file"), its id checked
+    # (another project's unannotated tasks were taken, exit 0; a black-box check)
+    open_tasks = [{"data": {"alkit_id": ids[3]}, "annotations": [ann(9, truth[ids[3]])]},
+                  {"data": {"alkit_id": ids[2]}, "annotations": []}]
+    (tmp_path / "open.json").write_text(json.dumps(open_tasks))
+    res = import_labels(project, tmp_path / "open.json")
+    assert (res.labeled, res.pending) == (1, 1) and ids[2] not in res.not_in_file
+    (tmp_path / "foreign.json").write_text(json.dumps([*open_tasks, {"data": {"alkit_id": "nope"}, "annotations": []}]))
+    with pytest.raises(QueueError, match="nope.*unknown id"):
+        import_labels(project, tmp_path / "foreign.json")
 
 
 def _project_with_ids(tmp_path: Path, ids: "pl.Expr") -> Project:
@@ -393,7 +403,7 @@ def test_a_filled_queue_whose_ids_import_refuses_is_kept_not_overwritten(tmp_pat
         # the hint to import it names the option its correction needs (it led to a refusal; a black-box check)
         path.write_text(f"id,label\n{ids[0]},{other}\n")
         said = invoke("queue", "export", "-p", str(project.root)).text
-        assert "with --on-conflict replace where they correct a label already imported" in said
+        assert "with --on-conflict replace where they correct a label; a file older than a correction would undo it" in said
 
 
 def test_an_export_onto_the_projects_own_files_is_refused(tmp_path: Path) -> None:
@@ -914,25 +924,25 @@ def test_a_teams_lifecycle_checks_of_2026_12_06(tmp_path: Path) -> None:
     with pytest.raises(QueueError, match="the data file the project was made from"):
         export_labels(project, source)
     assert source.read_bytes() == kept
-    # a labels file rewritten after a correction holds nothing to import: not set aside
+    # a labels file written before a correction holds the old answer: kept aside (it may as well be a labeller's
+    # revert, which must not be lost), and the message says it may be an answer since corrected
     written = export_labels(project).path
     fix = tmp_path / "fix.csv"
     wrong = next(c for c in project.config.classes if c != truth[ids[1]])
     fix.write_text(f"id,label\n{ids[1]},{wrong}\n")
     assert import_labels(project, fix, on_conflict="replace").replaced == 1
-    again = export_labels(project, written)
-    assert again.set_aside is None and not list(tmp_path.glob("proj/labels.unimported-*"))
-    # ... but one with an answer the store never held is kept, as before
-    pl.read_csv(written, infer_schema=False).with_columns(
-        pl.when(pl.col("id") == ids[1]).then(pl.lit(truth[ids[1]])).otherwise(pl.col("label")).alias("label")
-    ).write_csv(written)
-    pl.DataFrame({"id": [ids[2]], "label": [truth[ids[2]]]}).write_csv(tmp_path / "x.csv")
-    assert export_labels(project, written).set_aside is None  # the old answer of a correction: history
-    pl.DataFrame({"id": [ids[3]], "label": [truth[ids[3]]], "skip": [False]}).write_csv(written)
-    assert export_labels(project, written).set_aside is not None  # never imported
+    said = invoke("queue", "labels", "-p", str(project.root))
+    assert said.exit_code == 0 and "or since corrected" in " ".join(said.text.split())
+    assert len(list((tmp_path / "proj").glob("labels.unimported-*"))) == 1
+    # a --history file's replaced rows are a record: rewriting it over itself keeps nothing aside
+    hist = export_labels(project, tmp_path / "hist.csv", history=True).path
+    assert export_labels(project, hist, history=True).set_aside is None
+    assert export_labels(project, written).set_aside is None  # the file as the store holds it now
 
     # ids that are row numbers: a labels file from the same data in another row order is refused by its text
-    df = digits_frame(60).with_columns(pl.format("text {}", pl.col("id")).alias("text"))
+    df = digits_frame(60).with_columns(pl.format("text {}", pl.col("id")).alias("text"),  # and two texts named like
+                                       pl.format("grade {}", pl.col("id")).alias("score"),  # a queue's / a labels
+                                       pl.format("web {}", pl.col("id")).alias("source"))  # file's own columns
     df = df.with_columns(pl.when(pl.int_range(pl.len()) < 20).then(pl.col("label")).otherwise(None).alias("label"))
     df.drop("id").write_csv(tmp_path / "rows.csv")
     init_project(tmp_path / "rows.csv", tmp_path / "rp", InitOptions(id_col="", label_col="label", features=PX))
@@ -948,8 +958,18 @@ def test_a_teams_lifecycle_checks_of_2026_12_06(tmp_path: Path) -> None:
     with pytest.raises(QueueError, match="names its items by row number"):
         import_labels(rows_project, tmp_path / "shifted.csv", unqueued=True)
     assert snapshot(rows_project) == before
-    answers.write_csv(tmp_path / "same.csv")
+    shifted.write_parquet(tmp_path / "shifted.parquet")
+    with pytest.raises(QueueError, match="names its items by row number"):
+        import_labels(rows_project, tmp_path / "shifted.parquet")
+    assert snapshot(rows_project) == before
+    # a text a spreadsheet changed names no other item: no refusal (accents read in the wrong encoding)
+    answers.with_columns((pl.col("text") + " cafÃ©").alias("text")).write_csv(tmp_path / "same.csv")
     assert import_labels(rows_project, tmp_path / "same.csv").labeled == 3
+    # the project's own files, whose payload 'score' / 'source' are written as data_score / data_source, read back
+    back = export_labels(rows_project, tmp_path / "rows_labels.csv").path
+    assert import_labels(rows_project, back).unchanged == 3
+    with pytest.raises(QueueError, match="no regular file"):  # a device was read whole (/dev/zero: memory)
+        import_labels(rows_project, Path("/dev/null"))
     # a class added between a run's read of alkit.toml and its check: the run says so, not "list them in alkit.toml"
     from alkit.loop import ActiveLoop, LoopError
 

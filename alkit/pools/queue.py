@@ -37,7 +37,7 @@ from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Projec
 from alkit.pools import labelfiles, leases
 from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
-from alkit.pools.labelfiles._common import WHY_COLS
+from alkit.pools.labelfiles._common import HISTORY_ROW, WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
 from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, show_decision
 
@@ -291,13 +291,15 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
         return None, False
     problems: list[str] = []
     rows = _read_old_file(path, _data_fields(project), problems)
-    if rows is not None and not problems:  # a row an import refuses may hold an answer (in the wrong column)
+    # a --history file's replaced rows are a record, no answers (a rerun of `queue labels --history` set its own
+    # earlier file aside); any other row an import refuses may hold an answer (in the wrong column)
+    problems = [p for p in problems if HISTORY_ROW not in p]
+    if rows is not None and not problems:
         answered = [r for r in rows if r.skip or (r.label or "").strip()]
         ids = {i for r in answered if r.item_id is not None for i in (r.item_id, r.item_id.strip())}
         stored = store.answers_for_ids(sorted(ids))
-        differ = [r for r in answered if not (
-            r.item_id is not None and _holds(project, stored.get(r.item_id) or stored.get(r.item_id.strip()), r))]
-        if not differ or _all_replaced(project, store, differ):
+        if all(r.item_id is not None and _holds(project, stored.get(r.item_id) or stored.get(r.item_id.strip()), r)
+               for r in answered):
             return None, False
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     for n in range(1, 1000):
@@ -307,24 +309,6 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
             return kept, rows is None
     raise QueueError(f"{path} holds answers not yet imported and no free name was found to keep it: "
                      "import or move it first")
-
-
-def _all_replaced(project: Project, store: Store, rows: list[Row]) -> bool:
-    """Whether each of these answers was imported once and later replaced by a correction (--on-conflict
-    replace keeps it as history): such a file holds no work to import; rewriting `queue labels`'s file after
-    a correction set it aside as 'answers not yet imported', and importing it back would undo the correction."""
-    old = {(c.item_id, c.label) for c in collected_labels(store, history=True) if c.replaced_at is not None}
-    for r in rows:
-        if is_skip_label(r.label) or (r.skip and not (r.label or "").strip()):
-            label = None
-        else:
-            try:
-                label = canonical_label(project, (r.label or "").strip())
-            except ValueError:
-                return False
-        if r.item_id is None or not ({(r.item_id, label), (r.item_id.strip(), label)} & old):
-            return False
-    return True
 
 
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
@@ -719,11 +703,11 @@ def import_labels(
 
 
 def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
-    """Rows whose text payload cells are not those of the item their id names, in a project whose ids are
-    row numbers (init without --id-col).  Why: there an id is only a position, and a labels file from another
-    project, or from this data in another row order, put its labels on other items without a word (a
-    black-box check: 'dog text 164' labelled onto item 165, 'bird text 114'); a project's own ids are
-    trusted, and checked only against each other."""
+    """Rows whose text payload cell is another item's text, in a project whose ids are row numbers (init
+    without --id-col).  Why: there an id is only a position, and an answers file for this data in another row
+    order put its labels on other items without a word (a black-box check: 'dog text 164' labelled onto item
+    165, 'bird text 114').  Only a text that names another item refuses a row: a cell a spreadsheet changed
+    ('00075' saved as '75', accents read in the wrong encoding) names none.  A project's own ids are trusted."""
     cfg = project.config
     cols = [c for c in cfg.payload_cols if c != cfg.id_col]
     rows = [r for r in rows if r.data and r.item_id]
@@ -732,21 +716,37 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
     keys = store.keys_for_ids([r.item_id for r in rows])
     found = [r for r in rows if r.item_id in keys]
     cells, types = _data_cells(project, [keys[r.item_id] for r in found], cols, [], ())
-    names = [written_names(cols, reserved) for reserved in (RESERVED, LABELS_COLS)]
-    text = [c for c in cols if types.get(c) == pl.Utf8]
+    renamed = [{k: v for k, v in written_names(cols, reserved).items() if k != v} for reserved in (RESERVED, LABELS_COLS)]
+    own = {*RESERVED, *LABELS_COLS}  # a payload column of such a name is written as data_<name>: the file's is alkit's
 
     def norm(v: Any) -> str:
         return " ".join(unicodedata.normalize("NFC", "" if v is None else str(v)).split())
 
-    out = []
+    differ: dict[str, list[tuple[Row, str, int]]] = {}  # column -> (row, its text, its item's key)
     for r, item in zip(found, cells):
-        for c in text:
-            given = next((r.data[n] for n in (c, *(m[c] for m in names)) if n in r.data), None)
-            if given is not None and norm(given) != norm(item.get(c)):
-                out.append(f"{r.name()}: its {c!r} is {given[:40]!r}, item {r.item_id}'s is {str(item.get(c))[:40]!r}: "
-                           "this project names its items by row number (no --id-col), so the file is another "
-                           "project's or another row order's")
-                break
+        for c in (c for c in cols if types.get(c) == pl.Utf8):
+            names = [m[c] for m in renamed if c in m] or ([] if c in own else [c])
+            given = next((r.data[n] for n in names if n in r.data), None)
+            if given is not None and norm(given) and norm(given) != norm(item.get(c)):
+                differ.setdefault(c, []).append((r, given, keys[r.item_id]))
+    out: list[str] = []
+    key = payload_key(project.payload_path)
+    for c, hits in differ.items():
+        wanted = sorted({norm(g) for _, g, _ in hits})
+        owners = (pl.scan_parquet(project.payload_path).select(key, c)
+                  .with_columns(pl.col(c).cast(pl.Utf8).str.replace_all(r"\s+", " ").str.strip_chars().alias("_t"))
+                  .filter(pl.col("_t").is_in(pl.Series(wanted, dtype=pl.Utf8).implode())).collect())
+        by_text: dict[str, list[int]] = {}
+        for k, t in zip(owners[key], owners["_t"]):
+            by_text.setdefault(unicodedata.normalize("NFC", t), []).append(int(k))
+        others = {k for _, g, own_key in hits for k in by_text.get(norm(g), []) if k != own_key}
+        ids = store.ids_for_keys(sorted(others))
+        for r, g, own_key in hits:
+            other = next((k for k in by_text.get(norm(g), []) if k != own_key), None)
+            if other is not None and len(out) < 1000:
+                out.append(f"{r.name()}: its {c!r} {g[:40]!r} is item {ids[other]}'s, not item {r.item_id}'s: this "
+                           "project names its items by row number (no --id-col), so the file is in another row order "
+                           "or another project's")
     return out
 
 

@@ -93,8 +93,10 @@ def read(path: str | Path, problems: list[str], name: str | None = None, *, labe
     """Parse a labeled queue file; structural problems raise, row problems are appended.
     ``label_field`` / ``data_fields``: which Label Studio control holds the label (flat exports)."""
     path = Path(path)
-    if path.is_dir() or not path.exists():  # a pipe or device reads as what it holds (/dev/null was 'no such file')
-        raise QueueError(f"{path}: {'a folder, not a file' if path.is_dir() else 'no such file'}")
+    if not path.is_file():  # a device is read whole (/dev/zero until memory ran out), a pipe may never end
+        what = ("a folder, not a file" if path.is_dir() else "no such file" if not path.exists()
+                else "no regular file (a device or pipe): give a label file")
+        raise QueueError(f"{path}: {what}")
     mod = format_of(path, name)
     data = path.read_bytes() if getattr(mod, "READS_BYTES", True) else None
     if mod is label_studio:

@@ -16,6 +16,7 @@ from typing import Any
 
 from alkit.pools.tables import looks_utf16
 
+HISTORY_ROW = "an answer a correction replaced"  # a `queue labels --history` row: no answer, and no work to keep
 WHY_COLS = ("score", "rank", "cycle", "run", "strategy", "scorer", "selector")
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection").
 _FORMULA = re.compile(r"^'*[=+\-@\t\r]")
@@ -231,7 +232,7 @@ def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], p
             problems.append(f"{where}: {misplaced}")
             continue
         if as_text(rec.get("replaced_at")) is not None:  # read as a conflicting answer ('conflicting labels in the file')
-            problems.append(f"{where}: an answer a correction replaced (`queue labels --history`'s replaced_at "
+            problems.append(f"{where}: {HISTORY_ROW} (`queue labels --history`'s replaced_at "
                             f"{as_text(rec.get('replaced_at'))}): no answer to import; import the file written without "
                             "--history")
             continue

@@ -253,6 +253,8 @@ def read(path: Path, data: bytes, problems: list[str], *, label_field: str | Non
         # disagree stay a conflict, for people to settle)
         if any(not r.skip and r.label is not None for r in task_rows):
             task_rows = [r for r in task_rows if not r.skip]
+        if not anns:  # a task not annotated yet: no answer, but its id names an item (it was "not in this file",
+            task_rows = [Row(where, item_id, None, False, None)]  # and another project's ids went unchecked)
         rows.extend(task_rows)
     return rows
 

@@ -27,6 +27,8 @@ def read(path: Path, data: bytes | None, problems: list[str], data_fields: Seque
         raise refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
     df = df.rename(canonical_columns(df.columns))
     check_columns(path, df.columns, "columns")
-    keep = [c for c in df.columns if c.strip().casefold() in ("id", "label", "skip", "annotator")]
+    # the answer columns, a --history file's replaced_at, and the project's data columns (what the ids are checked by)
+    keep = [c for c in df.columns if c.strip().casefold() in ("id", "label", "skip", "annotator", "replaced_at")
+            or c in data_fields]
     return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems,
                            data_fields)
