@@ -7,12 +7,9 @@ from __future__ import annotations
 QUEUE_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")  # = alkit.pools.labelfiles.FORMATS
 ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
 SKIP_LABEL = "__skip__"  # the label text that means "skip this item"
+# the id column `alkit init` makes without --id-col (items named by their row number): the first free name
+ROW_ID_NAMES = ("row", "row_number", "alkit_row")
 
-
-def is_skip_label(text: str | None) -> bool:
-    """Whether a label cell is the skip token, in any case ('__SKIP__' was read as an unknown class, and
-    the hint to add it made a class of the skip)."""
-    return text is not None and text.strip().casefold() == SKIP_LABEL
 # Cells of a label column that mean "no label", in a data file and an answers file alike: the missing-value
 # markers that no class is named ('NA', as R and pandas write a missing cell; not 'none', '?' or '-', which a
 # feature column also reads as missing but a class may be called)
@@ -57,5 +54,8 @@ def peer_name_hint(name: str, known: object) -> str:
             return f" (did you mean {candidate!r}?)"
     return ""
 
-# the id column `alkit init` makes without --id-col (items named by their row number): the first free name
-ROW_ID_NAMES = ("row", "row_number", "alkit_row")
+
+def is_skip_label(text: str | None) -> bool:
+    """Whether a label cell is the skip token, in any case ('__SKIP__' was read as an unknown class, and
+    the hint to add it made a class of the skip)."""
+    return text is not None and text.strip().casefold() == SKIP_LABEL

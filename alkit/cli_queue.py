@@ -35,7 +35,7 @@ def export_cmd(
 ) -> None:
     """Write the queued items for labelers: id, payload, empty label/skip, score, rank, cycle and why."""
     from alkit.pools.labelfiles import format_for_suffix
-    from alkit.pools.queue import export_queue
+    from alkit.pools.queue import export_queue, kept_aside_note
 
     with user_errors():
         proj = load_project(project)
@@ -46,11 +46,7 @@ def export_cmd(
             console.print(f"[yellow]moved[/] {res.path}, which is no label file alkit can read, out of the way as "
                           f"{res.set_aside}", highlight=False)
         else:
-            console.print(f"[yellow]kept[/] the file {res.path} held (answers the store does not hold: not imported "
-                          f"yet, declined by --on-conflict keep, or since corrected) as {res.set_aside}: to import "
-                          f"them, `alkit queue import {shlex.quote(str(res.set_aside))}{where}` (with --on-conflict "
-                          "replace where they correct a label; a file older than a correction would undo it)",
-                          highlight=False)
+            console.print(f"[yellow]note:[/] {kept_aside_note(res.path, res.set_aside, where)}", highlight=False)
     if res.n_items == 0:
         why = ("this project's labels come from its own file (init --hide-labels): runs label their picks "
                "themselves and queue nothing for people" if proj.config.hide_labels else
@@ -134,15 +130,13 @@ def labels_cmd(
     project: Path = ProjectOpt,
 ) -> None:
     """Write every label collected (from the data file and from people) and every skip: id, payload, label, skip, annotator, source, cycle, labelled_at."""
-    from alkit.pools.queue import export_labels
+    from alkit.pools.queue import export_labels, kept_aside_note
 
     with user_errors():
         proj = load_project(project)
         res = export_labels(proj, out, fmt, parse_csv(include), escape_formulas=escape_formulas, history=history)
     if res.set_aside is not None:
-        console.print(f"[yellow]kept[/] the file {res.path} held (answers the store does not hold: not imported yet, "
-                      f"declined by --on-conflict keep, or since corrected) as {res.set_aside}",
-                      highlight=False)
+        console.print(f"[yellow]note:[/] {kept_aside_note(res.path, res.set_aside)}", highlight=False)
     shape = "tab-separated" if res.path.suffix.lower() in (".tsv", ".tab") else res.format
     note = (" (the runs of this project label their picks from its data file, init --hide-labels: those labels "
             "are the data file's and are not written here)" if proj.config.hide_labels else

@@ -33,6 +33,7 @@ from alkit.models.user_backbone import search_project
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
+from alkit.pools.queue import kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
@@ -306,10 +307,7 @@ class ActiveLoop:
         kept = ("" if out.set_aside is None else
                 f" ({out.path.name}, which was no label file alkit can read, was moved out of the way as {out.set_aside})"
                 if out.set_aside_unreadable else
-                f" (the answers {out.path.name} held that the store does not hold (not imported yet, declined by "
-                f"--on-conflict keep, or since corrected) were kept as {out.set_aside}: to import them too, "
-                f"`alkit queue import {shlex.quote(str(out.set_aside))}{self._where()}`, with --on-conflict replace "
-                "where they correct a label already imported)")
+                f" ({kept_aside_note(out.path, out.set_aside, self._where())})")
         msg = (f"{out.n_items} item{'' if out.n_items == 1 else 's'} queued in {out.path}{kept}: fill in their 'label' "
                f"column (or export another format with `alkit queue export{where}`), then `alkit queue import "
                f"{shlex.quote(str(out.path))}{where}` and `alkit run --resume {shlex.quote(name)}{where}`")

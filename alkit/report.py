@@ -114,7 +114,7 @@ def _method(run: Any, cfg: "ProjectConfig | None") -> dict[str, Any]:
     preset's, unless the run named another); None where unknown (a preset no longer listed)."""
     try:
         preset = get_preset(run.strategy)
-    except (KeyError, ValueError):
+    except ValueError:  # get_preset's refusal of a name it does not list
         preset = None
     task = cfg.task if cfg is not None else None
     selector = preset.selector_for(task, run.batch_size) if preset is not None and task else None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import unicodedata
 import warnings
 from collections import Counter
@@ -309,6 +310,17 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
             return kept, rows is None
     raise QueueError(f"{path} holds answers not yet imported and no free name was found to keep it: "
                      "import or move it first")
+
+
+def kept_aside_note(held: Path, kept: Path, where: str | None = None) -> str:
+    """That the answers the file ``held`` had were moved to ``kept`` and, given ``where`` (the command's -p
+    flag), how to import them: one wording for `queue export`, `queue labels` and a run's queue file."""
+    note = (f"the answers {held.name} held that the store does not hold (not imported yet, declined by "
+            f"--on-conflict keep, or since corrected) were kept as {kept}")
+    if where is None:
+        return note
+    return (f"{note}: to import them, `alkit queue import {shlex.quote(str(kept))}{where}` (with --on-conflict "
+            "replace where they correct a label; a file older than a correction would undo it)")
 
 
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
@@ -739,14 +751,13 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
         by_text: dict[str, list[int]] = {}
         for k, t in zip(owners[key], owners["_t"]):
             by_text.setdefault(unicodedata.normalize("NFC", t), []).append(int(k))
-        others = {k for _, g, own_key in hits for k in by_text.get(norm(g), []) if k != own_key}
-        ids = store.ids_for_keys(sorted(others))
-        for r, g, own_key in hits:
-            other = next((k for k in by_text.get(norm(g), []) if k != own_key), None)
-            if other is not None and len(out) < 1000:
-                out.append(f"{r.name()}: its {c!r} {g[:40]!r} is item {ids[other]}'s, not item {r.item_id}'s: this "
-                           "project names its items by row number (no --id-col), so the file is in another row order "
-                           "or another project's")
+        elsewhere = [(r, g, other) for r, g, own_key in hits
+                     if (other := next((k for k in by_text.get(norm(g), []) if k != own_key), None)) is not None]
+        ids = store.ids_for_keys(sorted({other for _, _, other in elsewhere}))
+        for r, g, other in elsewhere[:max(0, 1000 - len(out))]:
+            out.append(f"{r.name()}: its {c!r} {g[:40]!r} is item {ids[other]}'s, not item {r.item_id}'s: this "
+                       "project names its items by row number (no --id-col), so the file is in another row order "
+                       "or another project's")
     return out
 
 
