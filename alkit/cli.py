@@ -434,8 +434,8 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     if not results and rows and rows[0].get("status") == "complete":  # said nothing: a rerun looked like a run
         err.print(f"note: run {escape(spec.name)} had nothing left to do: its budget of {spec.budget} labels is spent "
                   "(a larger --budget extends it)", highlight=False)
-    if json_out:
-        print(json.dumps(rows, default=str))  # plain, as every --json: no colour on a terminal
+    if json_out:  # cycles_run: a script tells 'nothing left to do' (0) from a run without reading stderr's note
+        print(json.dumps([{**r, "cycles_run": len(results)} for r in rows], default=str))  # plain, as every --json
         return
     print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide, console.width), wide)
 

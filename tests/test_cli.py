@@ -28,13 +28,14 @@ def alkit(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProc
 def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
     out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", cwd=tmp_path)
     assert "300 pool items" in out.stdout or "320 pool items" in out.stdout
-    for seed in ("0", "1"):
-        alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", seed,
-              cwd=tmp_path)
+    first = alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", "0", "--json",
+                  cwd=tmp_path)
+    assert json.loads(first.stdout)[0]["cycles_run"] == 4  # cycle 0 (no labels) and three batches of 10
+    alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", "1", cwd=tmp_path)
     again = alkit("run", "--strategy", "random", "--budget", "30", "--batch-size", "10", "--seed", "0",
                   "--json", cwd=tmp_path)
     rows = json.loads(again.stdout)
-    assert rows[0]["cycles"] == 4 and rows[0]["n_labeled"] == 30  # idempotent rerun
+    assert rows[0]["cycles"] == 4 and rows[0]["n_labeled"] == 30 and rows[0]["cycles_run"] == 0  # idempotent rerun
     assert "run random-b10-s0 had nothing left to do: its budget of 30 labels is spent" in again.stderr
     st = json.loads(alkit("status", "--json", cwd=tmp_path).stdout)
     assert [r["seed"] for r in st] == [0, 1]
