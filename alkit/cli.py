@@ -11,7 +11,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 import typer
 from rich.markup import escape
@@ -96,87 +96,106 @@ def init(
     from alkit.pools.ingest import (InitOptions, init_project, label_values, parse_image_shape, regression_hint,
                                     pixel_shape_hint)
 
-    with user_errors():
-        if features and feature_col:
-            raise ValueError("pass either --features or --feature-col, not both")
-        opts = InitOptions(id_col=id_col or "", label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
-                           exclude=_parse_csv(exclude),
-                           task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
-                           initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
-                           cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
-                           image_shape=parse_image_shape(image_shape) if image_shape is not None else None,
-                           classes=classes.split(",") if classes is not None else None)
-        notes: list[str] = []
-        cfg = init_project(data, project, opts, notes)
-        external = store is not None and not store.startswith("sqlite")
-        counts = _store(store if external else load_project(project).store_url).counts()  # the URL as typed
-    if external and cfg.store != store:
-        console.print(f"the store's password is not kept in {CONFIG_NAME} (owner-only, 0600): give it to later "
-                      f"commands as ${STORE_URL_ENV} (the full URL) or with PGPASSWORD / ~/.pgpass")
-    pool = sum(v for k, v in counts.items() if k.startswith("pool:"))
-    test = sum(v for k, v in counts.items() if k.startswith("test:"))
-    classes = f", {len(cfg.classes)} classes" if cfg.classes else ""
-    console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
-                  f"{cfg.n_features} features, {pool} pool items, {test} test items"
-                  + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
-    if pool and not counts.get("pool:unlabeled", 0):  # a run then fails: 'larger than the unlabeled pool (0 items)'
-        console.print("note: every pool item already has a label, so there is nothing left to select; to simulate "
-                      "labelling the pool from those labels, init again with --hide-labels")
-    if 0 < test < SMALL_TEST:
-        noise = (f"its accuracy moves in steps of 1/{test}" if cfg.task == "classification"
-                 else "its error figures (CRPS, RMSE) rest on that few targets")
-        console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so {noise} and the learning "
-                      "curves mostly show that noise; give it more rows ("
-                      + ("more rows marked test in the --split-col column" if split_col else
-                         "--test-frac, --split-col or more labelled rows" if cfg.hide_labels else
-                         # --test-frac needs --hide-labels: it named an option this project refuses (a black-box check)
-                         "more labelled rows in the data file, or --split-col") + ")")
-    for note in notes:
-        console.print(note, highlight=False)
-    if test == 0:
-        unlabelled = not any(v for k, v in counts.items() if k in ("pool:labeled", "pool:shared"))
-        how = ("label a few hundred rows in the file (without --hide-labels the labelled rows are the test split, "
-               "or mark them test with --split-col)" if unlabelled and not cfg.hide_labels
-               else "give one with --test-frac, --split-col or labelled rows" if cfg.hide_labels
-               # --test-frac needs --hide-labels: it named an option this project refuses (a peer-user check)
-               else "mark rows test with --split-col, or leave labelled rows out of --initial-labeled: without "
-                    "--hide-labels they are the test split")
-        what = "accuracy" if cfg.task == "classification" else "test error (CRPS, RMSE)"
-        console.print(f"note: no test split, so runs will record no {what} and `alkit plot` has no curve to "
-                      f"draw ({how}; `--stop forecast` estimates a curve by cross-validation instead)")
-    if not id_col:
-        console.print(f"no --id-col: the items are named by their row number (1 = the first data row; column "
-                      f"'{cfg.id_col}' in the payload), and queue files use these numbers: keep the file's row order")
-        id_like = [c for c in cfg.feature_cols if c.lower() in ID_LIKE_COLUMNS]
-        if id_like:  # a row id learned from as a feature: on a file sorted by class, it gives the answer away
-            console.print(f"hint: column {id_like[0]!r} looks like a row id and is a feature; if it is one, init again "
-                          f"with --id-col {id_like[0]} (or --exclude {id_like[0]})")
-    if cfg.one_hot:
-        n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
-        console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
-                      + ", ".join(f"{c} ({k} value{'' if k == 1 else 's'})" for c, k in n_levels.items()))
-    if cfg.imputed:
-        console.print("imputed (missing cells set to the pool's median, each column followed by a 0/1 feature "
-                      f"COL=missing): {', '.join(cfg.imputed)}")
-    elif impute:
-        console.print("--impute: no feature column has a missing cell")
-    why = regression_hint(label_values(data, label_col)) if task is None and cfg.task == "classification" else None
-    if why:
-        console.print(f"hint: the labels are {len(cfg.classes)} whole numbers ({why}), taken as classes; if they "
-                      "are counts, amounts or measurements, init again with --task regression")
-    cased: dict[str, list[str]] = {}
-    for c in cfg.classes:
-        cased.setdefault(c.casefold(), []).append(c)
-    same = [v for v in cased.values() if len(v) > 1]
-    if same:  # barolo / Barolo / BAROLO were three classes without a word (a black-box check)
-        console.print(f"hint: classes that differ only in case: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"
-                      f"{' ...' if len(same) > 3 else ''}; if they are one class, spell them alike in the data file "
-                      "and init again")
-    shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
-    if shape is not None:
-        h, w = shape
-        console.print(f"hint: the {cfg.n_features} feature columns look like the pixels of {h} x {w} images; "
-                      f"if they are, init again with --image-shape {h},{w}: learners then use the image backbone")
+    with _created_on_interrupt(project):
+        with user_errors():
+            if features and feature_col:
+                raise ValueError("pass either --features or --feature-col, not both")
+            opts = InitOptions(id_col=id_col or "", label_col=label_col, features=_parse_csv(features), feature_col=feature_col,
+                               exclude=_parse_csv(exclude),
+                               task=task, test_frac=test_frac, seed=seed, store=store, hide_labels=hide_labels,
+                               initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
+                               cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
+                               image_shape=parse_image_shape(image_shape) if image_shape is not None else None,
+                               classes=classes.split(",") if classes is not None else None)
+            notes: list[str] = []
+            cfg = init_project(data, project, opts, notes)
+            external = store is not None and not store.startswith("sqlite")
+            counts = _store(store if external else load_project(project).store_url).counts()  # the URL as typed
+        if external and cfg.store != store:
+            console.print(f"the store's password is not kept in {CONFIG_NAME} (owner-only, 0600): give it to later "
+                          f"commands as ${STORE_URL_ENV} (the full URL) or with PGPASSWORD / ~/.pgpass")
+        pool = sum(v for k, v in counts.items() if k.startswith("pool:"))
+        test = sum(v for k, v in counts.items() if k.startswith("test:"))
+        classes = f", {len(cfg.classes)} classes" if cfg.classes else ""
+        console.print(f"[green]created[/] project in {project.resolve()}: {cfg.task}{classes}, "
+                      f"{cfg.n_features} features, {pool} pool items, {test} test items"
+                      + (" (pool labels hidden: simulated oracle)" if cfg.hide_labels else ""))
+        if pool and not counts.get("pool:unlabeled", 0):  # a run then fails: 'larger than the unlabeled pool (0 items)'
+            console.print("note: every pool item already has a label, so there is nothing left to select; to simulate "
+                          "labelling the pool from those labels, init again with --hide-labels")
+        if 0 < test < SMALL_TEST:
+            noise = (f"its accuracy moves in steps of 1/{test}" if cfg.task == "classification"
+                     else "its error figures (CRPS, RMSE) rest on that few targets")
+            console.print(f"note: the test split holds {test} item{'' if test == 1 else 's'}, so {noise} and the learning "
+                          "curves mostly show that noise; give it more rows ("
+                          + ("more rows marked test in the --split-col column" if split_col else
+                             "--test-frac, --split-col or more labelled rows" if cfg.hide_labels else
+                             # --test-frac needs --hide-labels: it named an option this project refuses (a black-box check)
+                             "more labelled rows in the data file, or --split-col") + ")")
+        for note in notes:
+            console.print(note, highlight=False)
+        if test == 0:
+            unlabelled = not any(v for k, v in counts.items() if k in ("pool:labeled", "pool:shared"))
+            how = ("label a few hundred rows in the file (without --hide-labels the labelled rows are the test split, "
+                   "or mark them test with --split-col)" if unlabelled and not cfg.hide_labels
+                   else "give one with --test-frac, --split-col or labelled rows" if cfg.hide_labels
+                   # --test-frac needs --hide-labels: it named an option this project refuses (a peer-user check)
+                   else "mark rows test with --split-col, or leave labelled rows out of --initial-labeled: without "
+                        "--hide-labels they are the test split")
+            what = "accuracy" if cfg.task == "classification" else "test error (CRPS, RMSE)"
+            console.print(f"note: no test split, so runs will record no {what} and `alkit plot` has no curve to "
+                          f"draw ({how}; `--stop forecast` estimates a curve by cross-validation instead)")
+        if not id_col:
+            console.print(f"no --id-col: the items are named by their row number (1 = the first data row; column "
+                          f"'{cfg.id_col}' in the payload), and queue files use these numbers: keep the file's row order")
+            id_like = [c for c in cfg.feature_cols if c.lower() in ID_LIKE_COLUMNS]
+            if id_like:  # a row id learned from as a feature: on a file sorted by class, it gives the answer away
+                console.print(f"hint: column {id_like[0]!r} looks like a row id and is a feature; if it is one, init again "
+                              f"with --id-col {id_like[0]} (or --exclude {id_like[0]})")
+        if cfg.one_hot:
+            n_levels = {c: sum(f.startswith(f"{c}=") for f in cfg.feature_cols) for c in cfg.one_hot}
+            console.print("one-hot encoded (categorical text columns, one 0/1 feature per value): "
+                          + ", ".join(f"{c} ({k} value{'' if k == 1 else 's'})" for c, k in n_levels.items()))
+        if cfg.imputed:
+            console.print("imputed (missing cells set to the pool's median, each column followed by a 0/1 feature "
+                          f"COL=missing): {', '.join(cfg.imputed)}")
+        elif impute:
+            console.print("--impute: no feature column has a missing cell")
+        why = regression_hint(label_values(data, label_col)) if task is None and cfg.task == "classification" else None
+        if why:
+            console.print(f"hint: the labels are {len(cfg.classes)} whole numbers ({why}), taken as classes; if they "
+                          "are counts, amounts or measurements, init again with --task regression")
+        cased: dict[str, list[str]] = {}
+        for c in cfg.classes:
+            cased.setdefault(c.casefold(), []).append(c)
+        same = [v for v in cased.values() if len(v) > 1]
+        if same:  # barolo / Barolo / BAROLO were three classes without a word (a black-box check)
+            console.print(f"hint: classes that differ only in case: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"
+                          f"{' ...' if len(same) > 3 else ''}; if they are one class, spell them alike in the data file "
+                          "and init again")
+        shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
+        if shape is not None:
+            h, w = shape
+            console.print(f"hint: the {cfg.n_features} feature columns look like the pixels of {h} x {w} images; "
+                          f"if they are, init again with --image-shape {h},{w}: learners then use the image backbone")
+
+
+@contextlib.contextmanager
+def _created_on_interrupt(project: Path) -> Iterator[None]:
+    """Ctrl-C once init has moved alkit.toml in (its last step) lands on a complete project: the generic
+    'run the same command again' was then refused ('already exists'), so say that the project is made."""
+    existed = (project / CONFIG_NAME).exists()
+    try:
+        yield
+    except (KeyboardInterrupt, typer.Exit) as exc:
+        made = not existed and (project / CONFIG_NAME).exists()
+        if not made or (isinstance(exc, typer.Exit) and exc.exit_code != 130):
+            raise
+        if isinstance(exc, KeyboardInterrupt) or not interrupt_said():
+            say_interrupted(f"interrupted after the project in {project} was made; it is complete (`alkit status"
+                            f"{'' if project == Path('.') else ' -p ' + shlex.quote(str(project))}`), and its "
+                            "remaining notes were not printed")
+        raise typer.Exit(code=130) from None
 
 
 def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -> list:

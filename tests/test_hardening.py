@@ -888,3 +888,34 @@ def test_a_runs_cycles_import_no_library_so_cycle_one_reports_its_own_fit_time(p
     assert res.returncode == 0, res.stderr
     imported = [line for line in res.stderr.splitlines() if line.startswith("NEW")]
     assert len(imported) == 3 and all(line == "NEW []" for line in imported), imported
+
+
+def test_ctrl_c_after_init_made_the_project_says_it_is_complete(tmp_path: Path, digits_csv: Path, monkeypatch,
+                                                                  capsys) -> None:
+    """A Ctrl-C once alkit.toml is in place (init's last move) said 'run the same command again', which init then
+    refused ('already exists'); it now says the project is complete.  One before that point still rolls back."""
+    import alkit.cli
+
+    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003 - Ctrl-C while init counts the made store's items
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(alkit.cli, "_store", interrupted)
+    root = tmp_path / "made"
+    monkeypatch.setattr(sys, "argv", ["alkit", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
+                                      "--hide-labels", "-p", str(root)])
+    with pytest.raises(SystemExit) as stopped:
+        alkit.cli.main()
+    err = capsys.readouterr().err.strip()
+    assert stopped.value.code == 130 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"interrupted after the project in {root} was made; it is complete"), err
+    assert load_project(root).config.n_features == 64  # complete: it loads
+    import alkit.pools.ingest
+
+    monkeypatch.setattr(alkit.pools.ingest, "write_config", interrupted)  # Ctrl-C before alkit.toml: nothing made
+    other = tmp_path / "not-made"
+    monkeypatch.setattr(sys, "argv", ["alkit", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
+                                      "--hide-labels", "-p", str(other)])
+    with pytest.raises(SystemExit) as stopped:
+        alkit.cli.main()
+    err = capsys.readouterr().err.strip()
+    assert stopped.value.code == 130 and err == "interrupted; run the same command again" and not other.exists(), err
