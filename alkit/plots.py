@@ -16,14 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import matplotlib
 import numpy as np
 import polars as pl
 
 from alkit.choices import HIGHER_IS_BETTER
-from alkit.errors import Note
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from alkit.errors import MissingExtra, Note
+
+try:  # a dependency, so only a broken install lacks it: say so in one line (it was a traceback)
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+except ImportError as exc:
+    raise MissingExtra(f"plots need matplotlib, which is not installed ({exc}): pip install matplotlib") from exc
 
 from alkit.metrics import aulc, labels_to_target, value_at
 from alkit.presets import PRESETS

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install alkit with every extra its tests exercise (dev, postgres, ray, text,
-# image, data, vlm).
+# Create .venv and install alkit with every extra its tests and benchmarks exercise (dev, postgres, ray,
+# text, image, data, vlm, bench).  Needs Python 3.11 or newer (PYTHON=python3.11 names one).
 # torch is pinned in the same pip command so no other package can pull a CUDA build here;
 # pyproject.toml keeps an ordinary range for users elsewhere.
 # PostgreSQL server binaries (for the PostgreSQL store tests, which start a throwaway server)
@@ -22,6 +22,10 @@ if { ! have_pg || ! have_fashion; } && [ "${ALKIT_SKIP_APT:-0}" != 1 ] && comman
     fi
 fi
 
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    echo "setup.sh: alkit needs Python 3.11 or newer; $PY is $("$PY" --version 2>&1): set PYTHON=python3.11 (or newer)" >&2
+    exit 1
+}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0" -e ".[dev,postgres,ray,text,image,data,vlm,bench]"

