@@ -277,7 +277,8 @@ def summary_table(
       = better, also for a lower-is-better metric); ``better_seeds``, on how many shared seeds it
       was better, of ``paired_seeds``, the seeds both have; ``worst_vs_ref``, the worst label count's
       mean difference over the seeds both curves have at that count, in units of the reference's std
-      there (over all its seeds), from ``aulc_from`` on (the issue's "never more than one std below random"), and
+      there (over all its seeds), from ``aulc_from`` on (the issue's "never more than one std below random"; -inf
+      where it is below a reference whose seeds all have one value there), and
       ``worst_vs_ref_at``, that label count;
     - ``{metric}@{n}_seeds`` where some strategy's value at n is over fewer seeds than it has (runs that
       had no model yet there), for every strategy: how many seeds that value is over.
@@ -347,7 +348,7 @@ def _against(curves: dict[object, tuple[np.ndarray, np.ndarray]], ref: dict[obje
     """A strategy's seed curves against the reference's (see summary_table): paired AULC
     differences over the seeds both have, and the worst label count in the reference's std units."""
     shared = [s for s in curves if s in ref]
-    diffs = [sign * (aulc(*_from(*curves[s], start)) - aulc(*_from(*ref[s], start))) for s in shared]
+    diffs = [sign * (aulc(*_from(*curves[s], start)) - aulc(*_from(*ref[s], start))) + 0.0 for s in shared]
     mean, std = _mean_std(diffs)
     out: dict[str, object] = {"aulc_vs_ref_mean": mean, "aulc_vs_ref_std": std,
                               "better_seeds": sum(d > 0 for d in diffs), "paired_seeds": len(shared),
@@ -367,11 +368,20 @@ def _against(curves: dict[object, tuple[np.ndarray, np.ndarray]], ref: dict[obje
         for n, v in zip(ref[s][0].tolist(), ref[s][1].tolist()):
             if int(n) in mine and (start is None or n >= start):
                 diffs_n.setdefault(int(n), []).append(mine[int(n)] - v)
-    gaps = [(sign * float(np.mean(d)) / np.std(ref_n[n], ddof=1), n) for n, d in sorted(diffs_n.items())
-            if len(ref_n[n]) >= 2 and np.std(ref_n[n], ddof=1) > 0]
+    gaps = [(_in_std(sign * float(np.mean(d)), ref_n[n]), n) for n, d in sorted(diffs_n.items()) if len(ref_n[n]) >= 2]
     if gaps:
         out["worst_vs_ref"], out["worst_vs_ref_at"] = min(gaps)
     return out
+
+
+def _in_std(gap: float, ref_values: list[float]) -> float:
+    """``gap`` in units of the reference's std over ``ref_values``; where every seed of the reference has one
+    value (a small test split: 0.947 on both seeds) a gap is -inf or +inf, and none 0.  Such a count was left
+    out, so a strategy 0.013 below random there read 'worst vs ref 0.000' (a metrics check)."""
+    sd = float(np.std(ref_values, ddof=1))
+    if sd > 0:
+        return gap / sd + 0.0  # + 0.0: no '-0.000' where the two curves meet (sign * 0.0 for a lower-is-better metric)
+    return 0.0 if gap == 0 else math.copysign(math.inf, gap)
 
 
 def _decimals(x: float) -> int:

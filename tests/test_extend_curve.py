@@ -34,6 +34,11 @@ def test_curve_cycles_keeps_the_last_fit_of_each_label_count() -> None:
     assert [r.cycle for r in curve_cycles(rows, next_n_labeled=40)] == [0, 1, 3, 5]  # a cycle being decided
     assert [r.cycle for r in curve_cycles(rows, next_n_labeled=50)] == [0, 1, 3, 5, 6]
     assert curve_cycles([]) == []
+    # a team's run learning from fewer labels than before (an answer made a skip, then a batch all skipped; a
+    # metrics check): the older fit on more labels is superseded, so the curve ends on the latest fit
+    fewer = [_row(0, 10, 10), _row(1, 18, 10), _row(2, 17, 10)]
+    assert [r.cycle for r in curve_cycles(fewer)] == [0, 2]
+    assert [r.cycle for r in curve_cycles(fewer, next_n_labeled=16)] == [0]
 
 
 def test_an_extended_run_equals_a_run_given_the_larger_budget_from_the_start(digits_project: Path) -> None:

@@ -1,3 +1,4 @@
+import math
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -161,7 +162,7 @@ def test_summary_table_against_a_reference_by_hand():
     a = t.row(by_predicate=pl.col("strategy") == "a", named=True)
     assert a["aulc_vs_ref_mean"] == pytest.approx(-0.025) and a["aulc_vs_ref_std"] == pytest.approx(0.075)
     assert a["better_seeds"] == 1
-    assert a["worst_vs_ref"] == pytest.approx(-2 / 3) and a["worst_vs_ref_at"] == 20  # n = 10: reference std 0, skipped
+    assert a["worst_vs_ref"] == pytest.approx(-2 / 3) and a["worst_vs_ref_at"] == 20  # n = 10: reference std 0, no gap
     r = t.row(by_predicate=pl.col("strategy") == "random-vbll", named=True)
     assert r["aulc_vs_ref_mean"] is None and r["worst_vs_ref"] is None
     low = P.summary_table(df.rename({"v": "nll"}), "nll", higher_is_better=False, reference="random-vbll")
@@ -169,6 +170,18 @@ def test_summary_table_against_a_reference_by_hand():
     assert a["aulc_vs_ref_mean"] == pytest.approx(0.025) and a["better_seeds"] == 2
     assert a["worst_vs_ref"] == pytest.approx(-1 / 3) and a["worst_vs_ref_at"] == 30
     assert "aulc_vs_ref_mean" not in P.summary_table(df.rename({"v": "nll"}), "nll").columns
+    # below the reference where all its seeds have one value (a small test split; a metrics check): that count
+    # was skipped, and a strategy below random there read 0.000; it is now -inf, and a tie there no '-0.000'
+    below = df.with_columns(v=pl.when((pl.col("strategy") == "a") & (pl.col("n_labeled") == 10)).then(0.4)
+                            .otherwise(pl.col("v")))
+    a = P.summary_table(below.rename({"v": "accuracy"}), "accuracy", reference="random-vbll").row(
+        by_predicate=pl.col("strategy") == "a", named=True)
+    assert a["worst_vs_ref"] == -math.inf and a["worst_vs_ref_at"] == 10
+    tie = pl.DataFrame([dict(run_id=f"{name}{s}", strategy=name, seed=s, n_labeled=n, nll=1.0)
+                        for name in ("a", "random-vbll") for s in (0, 1) for n in (10, 20)])
+    a = P.summary_table(tie, "nll", higher_is_better=False, reference="random-vbll").row(
+        by_predicate=pl.col("strategy") == "a", named=True)
+    assert math.copysign(1, a["worst_vs_ref"]) == 1 and math.copysign(1, a["aulc_vs_ref_mean"]) == 1
 
 
 def test_random_curve_prefers_the_learner_named_one():

@@ -213,10 +213,17 @@ def curve_cycles(rows: Sequence[CycleRow], next_n_labeled: int | None = None) ->
     spent (the evaluation-only last cycle, then the first new cycle on the same labels) or where
     every item of a batch was skipped; the later fit supersedes the earlier one.
     ``next_n_labeled``: the label count of a cycle not yet committed, which supersedes the last
-    row too.  Label counts never decrease within a run (no label is lost)."""
-    rows = list(rows)
-    after = [r.n_labeled for r in rows[1:]] + [next_n_labeled]
-    return [r for r, n in zip(rows, after) if n != r.n_labeled]
+    row too.  A team's run can learn from fewer labels than before (an answer turned into a skip
+    with --on-conflict replace, then a batch all skipped: 10, 18, 17 labels): a fit supersedes every
+    earlier one on as many labels or more, so the curve stays in fit order and ends on the latest
+    fit (sorted by label count it had ended on the older fit at 18)."""
+    kept: list[CycleRow] = []
+    fewest = float("inf") if next_n_labeled is None else next_n_labeled  # the fewest labels of a later fit
+    for r in reversed(list(rows)):
+        if r.n_labeled < fewest:
+            kept.append(r)
+        fewest = min(fewest, r.n_labeled)
+    return kept[::-1]
 
 
 # The run options that define its method (the acquisition, the learner's and the training loop's
