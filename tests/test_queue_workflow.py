@@ -1015,3 +1015,27 @@ def test_exports_through_links_history_files_and_the_test_splits_labels(tmp_path
 
     with pytest.raises(ConfigError, match=r"alkit.toml is a file: -p takes the project's folder"):
         load_project(project.root / "alkit.toml")
+
+
+def test_a_filled_queue_goes_back_where_it_was_when_the_export_cannot_be_written(tmp_path: Path, monkeypatch) -> None:
+    """A full disk while `queue export` (or a run) wrote the queue: the labeller's filled queue.csv had been moved
+    aside as queue.unimported-*.csv, the error said nothing of it, and the next run wrote a blank queue.csv in its
+    place (a hostile-filesystem check).  The filled file is now back where the labeller left it."""
+    import errno
+
+    from alkit.pools import labelfiles
+
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    path = export_queue(project).path
+    filled = "id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids)
+    path.write_text(filled)
+    fmt = labelfiles.get_format("csv")
+
+    def disk_full(*args, **kwargs):  # noqa: ANN002, ANN003 - the format's writer meeting a full disk
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fmt, "write", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        export_queue(project)
+    assert path.read_text() == filled and not list(project.root.glob("queue.unimported-*"))

@@ -312,6 +312,18 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
                      "import or move it first")
 
 
+def _write_or_put_back(path: Path, set_aside: Path | None, write: Callable[[], Any]) -> Any:
+    """``write()`` the file at ``path``; where it fails (a full disk) after a labeller's file there was set
+    aside, the file goes back to ``path``: the failure said nothing of the move, and the next run wrote a
+    blank queue where the answers had been (a hostile-filesystem check)."""
+    try:
+        return write()
+    except BaseException:
+        if set_aside is not None and not path.exists():
+            set_aside.rename(path)
+        raise
+
+
 def kept_aside_note(held: Path, kept: Path, where: str | None = None) -> str:
     """That the answers the file ``held`` had were moved to ``kept`` and, given ``where`` (the command's -p
     flag), how to import them: one wording for `queue export`, `queue labels` and a run's queue file."""
@@ -392,7 +404,8 @@ def export_queue(
                               "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside, unreadable = _set_aside_unimported(path, project, store)
-    columns = labelfiles.get_format(fmt).write(path, records, frame, list(types), escape_formulas=escape_formulas)
+    columns = _write_or_put_back(path, set_aside, lambda: labelfiles.get_format(fmt).write(
+        path, records, frame, list(types), escape_formulas=escape_formulas))
     return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)
 
 
@@ -491,7 +504,8 @@ def export_labels(
                               "cycle": pl.Int64, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside, unreadable = _set_aside_unimported(path, project, store)
-    columns = labelfiles.get_format(fmt).write(path, records, frame, list(types), escape_formulas=escape_formulas)
+    columns = _write_or_put_back(path, set_aside, lambda: labelfiles.get_format(fmt).write(
+        path, records, frame, list(types), escape_formulas=escape_formulas))
     return ExportResult(path, fmt, len(given), columns, set_aside, unreadable,
                         n_skipped=sum(c.label is None and c.replaced_at is None for c in given),
                         n_replaced=sum(c.replaced_at is not None for c in given), n_test=_n_test_labels(store))
