@@ -173,6 +173,11 @@ def user_errors() -> Iterator[None]:
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
         raise typer.Exit(code=2) from None
     except Exception as exc:  # noqa: BLE001 - only the store going away mid-command is turned into a line
+        if _store_damaged(exc):  # a corrupt page met mid-command: an 88-line SQLAlchemy traceback, exit 1
+            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            err.print(f"[bold red]error:[/] the store is damaged ({escape(one_line(reason))}): restore it from a backup "
+                      "(for SQLite, `sqlite3 alkit.db .recover` may save its rows into a new file)", highlight=False)
+            raise typer.Exit(code=2) from None
         if not _store_outage(exc):
             raise
         reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
@@ -184,6 +189,12 @@ def user_errors() -> Iterator[None]:
             err.print(f"[bold red]error:[/] the store stopped answering ({escape(one_line(reason))}); every committed "
                       "cycle and label is kept: run the same command again when it is back", highlight=False)
         raise typer.Exit(code=1) from None
+
+
+def _store_damaged(exc: BaseException) -> bool:
+    """SQLite's 'database disk image is malformed' (a damaged page), told by name as _store_outage is."""
+    return (type(exc).__module__.startswith("sqlalchemy") and type(exc).__name__ == "DatabaseError"
+            and "malformed" in str(getattr(exc, "orig", "")))
 
 
 def _store_outage(exc: BaseException) -> bool:

@@ -30,6 +30,7 @@ except ImportError as exc:
     raise MissingExtra(f"plots need matplotlib, which is not installed ({exc}): pip install matplotlib") from exc
 
 from alkit.metrics import aulc, labels_to_target, value_at
+from alkit.pools.labelfiles._common import atomic_write
 from alkit.presets import PRESETS
 
 Band = Literal["std", "minmax"]
@@ -230,7 +231,8 @@ def plot_learning_curves(
         path.parent.mkdir(parents=True, exist_ok=True)
         metadata = {"Date": None} if ext == ".svg" else None
         with matplotlib.rc_context({"svg.hashsalt": "alkit"}):
-            fig.savefig(path, format=ext[1:], dpi=150, metadata=metadata)
+            # through a temporary file: a full disk left a 0-byte learning_curves.png (a hostile-filesystem check)
+            atomic_write(path, lambda tmp: fig.savefig(tmp, format=ext[1:], dpi=150, metadata=metadata))
     missing = sorted({str(w.message).partition("(")[2].partition(")")[0] for w in caught
                       if "missing from font" in str(w.message)})
     for w in caught:

@@ -958,3 +958,20 @@ def test_a_missing_optional_package_is_one_line_and_exit_2(tmp_path: Path, proje
     code, err = _main_says(monkeypatch, capsys, *RUN, "--engine", "ray", "-p", str(project))
     assert code == 2 and err == "error: --engine ray needs Ray: pip install 'alkit[ray]'", err
     assert snapshot(project) == before and not Store(load_project(project).store_url).runs()
+
+
+def test_a_store_with_a_damaged_page_is_one_line(project: Path) -> None:
+    """A corrupt page in alkit.db (a disk fault) gave an 88-line SQLAlchemy traceback and exit 1 (a
+    hostile-filesystem check); a truncated or random-bytes store was already one line."""
+    db = project / "alkit.db"
+    con = sqlite3.connect(db)
+    page_size = con.execute("pragma page_size").fetchone()[0]
+    root = con.execute("select rootpage from sqlite_master where name = 'runs'").fetchone()[0]
+    con.close()
+    with db.open("r+b") as f:  # the runs table's root page, which status reads, made garbage
+        f.seek((root - 1) * page_size)
+        f.write(np.random.default_rng(0).integers(0, 256, page_size, dtype=np.uint8).tobytes())
+    res = alkit("status", "-p", str(project), cwd=project.parent)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-3000:]
+    assert res.stderr.startswith("error: the store is damaged (database disk image is malformed)"), res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -21,3 +21,32 @@ def test_a_killed_writes_temporary_file_is_removed_by_a_later_write(tmp_path: Pa
     os.utime(old, (past, past))
     atomic_write(target, lambda p: p.write_text("[]"))
     assert target.read_text() == "[]" and not old.exists() and fresh.exists()
+
+
+def test_a_failed_write_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:
+    """A hostile-filesystem check: a folder where queue.csv goes was named by the temporary file ('cannot use
+    .queue.csv.3osf6sju: the path is a folder'); polars' own error for a full disk (a ComputeError) was a
+    traceback; a plot on a full disk left a 0-byte learning_curves.png.  Each failure now names the file as an
+    OSError (one line in the CLI) and leaves no file behind."""
+    import errno
+
+    import polars as pl
+    import pytest
+
+    from alkit.pools.labelfiles._common import atomic_write
+
+    folder = tmp_path / "queue.csv"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError) as taken:
+        atomic_write(folder, lambda p: p.write_text("id,label\n"))
+    assert taken.value.filename == str(folder) and taken.value.errno == errno.EISDIR
+
+    def full_disk(p: Path) -> None:  # polars' words for ENOSPC, as a parquet write on a full disk raised them
+        raise pl.exceptions.ComputeError("parquet: File out of specification: underlying IO error: No space left "
+                                         "on device (os error 28)")
+
+    target = tmp_path / "queue.parquet"
+    with pytest.raises(OSError) as taken:
+        atomic_write(target, full_disk)
+    assert taken.value.errno == errno.ENOSPC and taken.value.filename == str(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["queue.csv"]  # no temporary file, no target

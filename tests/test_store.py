@@ -89,7 +89,7 @@ def test_a_store_file_deleted_or_replaced_under_a_command_is_noticed(tmp_path: P
     s.check_file()  # the file it opened: nothing to say
     shutil.copy(path, tmp_path / "copy.db")
     path.unlink()
-    with pytest.raises(StoreError, match="alkit.db was deleted while this command ran"):
+    with pytest.raises(StoreError, match="alkit.db was moved or deleted while this command ran"):
         s.check_file()
     shutil.copy(tmp_path / "copy.db", path)  # another file under the same name
     with pytest.raises(StoreError, match="alkit.db was replaced by another file while this command ran"):

@@ -392,8 +392,10 @@ class Store:
             return
         now = _file_id(self._db_file)
         if now is None:
-            raise StoreError(f"the store {self._db_file} was deleted while this command ran: what it wrote since went "
-                             "with the deleted file; restore alkit.db (a store is only created by `alkit init`)")
+            raise StoreError(f"the store {self._db_file} was moved or deleted while this command ran, which stopped: if "
+                             "its folder was moved, the store there holds every cycle, so run the same command on the "
+                             "new path; if it was deleted, what it wrote since went with it: restore alkit.db (a store "
+                             "is only created by `alkit init`)")
         if now != self._file_id:  # SQLite's -wal and -shm beside it still belong to the file this command had open
             raise StoreError(f"the store {self._db_file} was replaced by another file while this command ran, which "
                              "stopped; its last writes may have reached the new file through alkit.db-wal: check it "

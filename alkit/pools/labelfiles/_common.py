@@ -3,6 +3,7 @@ that names every bad row, cell decoding, and the atomic write (labelers never se
 
 from __future__ import annotations
 
+import errno
 import glob
 import math
 import re
@@ -68,8 +69,16 @@ def atomic_write(path: Path, write: Any) -> None:
         write(Path(tmp))
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except OSError as exc:  # named by the file written, not the temporary one ('cannot use .queue.csv.3osf6sju: the
+        Path(tmp).unlink(missing_ok=True)  # path is a folder' where queue.csv was one; a hostile-filesystem check)
+        if exc.errno is None or exc.filename not in (None, tmp):
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, Exception) and ("No space left on device" in str(exc) or "os error 28" in str(exc)):
+            # a writer's own error for a full disk (polars' ComputeError: a traceback, exit 1)
+            raise OSError(errno.ENOSPC, "No space left on device", str(path)) from exc
         raise
 
 
