@@ -241,6 +241,9 @@ def load_project(root: str | Path = ".") -> Project:
         raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # UTF-8 in any locale; Notepad adds a BOM
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:  # the codec's words alone did not name the file (a hostile-filesystem check)
+        raise ConfigError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start}): restore it, or save it as "
+                          "UTF-8") from exc
     section: dict[str, Any] = raw.get("project", {})
     known = set(ProjectConfig.__dataclass_fields__)
     unknown = set(section) - known

@@ -975,3 +975,32 @@ def test_a_store_with_a_damaged_page_is_one_line(project: Path) -> None:
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-3000:]
     assert res.stderr.startswith("error: the store is damaged (database disk image is malformed)"), res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_rollback_journal_left_beside_the_store_does_not_block_it(project: Path) -> None:
+    """A stray alkit.db-journal (a killed writer's, or another tool's) made every command refuse a healthy store,
+    'attempt to write a readonly database' (its first, read-only open cannot roll a journal back; a
+    hostile-filesystem check).  The store is now opened as any SQLite client opens it."""
+    (project / "alkit.db-journal").write_bytes(np.random.default_rng(0).integers(0, 256, 1000, dtype=np.uint8).tobytes())
+    res = alkit("status", "--json", "-p", str(project), cwd=project.parent)
+    assert res.returncode == 0 and json.loads(res.stdout) == [], res.stderr
+    assert alkit(*RUN, "-p", str(project), cwd=project.parent).returncode == 0
+
+
+def test_a_store_that_is_a_folder_and_a_config_that_is_not_utf8_are_named(project: Path, tmp_path: Path) -> None:
+    """'alkit.db is not an alkit store (or cannot be opened): disk I/O error' for a folder where the store goes,
+    and "'utf-8' codec can't decode byte 0xff" with no file named for a damaged alkit.toml (hostile-filesystem
+    checks)."""
+    import shutil
+
+    other = tmp_path / "copy"
+    shutil.copytree(project, other)
+    (other / "alkit.db").unlink()
+    (other / "alkit.db").mkdir()
+    res = alkit("status", "-p", str(other), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.strip() == (f"error: the store {other / 'alkit.db'} is a folder, not a "
+                                                          "file: restore alkit.db there (a store is only created by "
+                                                          "`alkit init`)"), res.stderr
+    (project / "alkit.toml").write_bytes(b"\xff\xfe garbage")
+    res = alkit("status", "-p", str(project), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.startswith(f"error: {project / 'alkit.toml'} is not UTF-8 text"), res.stderr

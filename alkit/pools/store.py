@@ -354,6 +354,9 @@ class Store:
         if not create and db_file is not None and not db_file.exists():  # connecting would create an empty one
             raise StoreError(f"the store {db_file} does not exist; a store is only created by `alkit init` "
                              "(restore the file, or point alkit.toml's store at the right one)")
+        if db_file is not None and db_file.is_dir():  # SQLite said 'disk I/O error' (a hostile-filesystem check)
+            raise StoreError(f"the store {db_file} is a folder, not a file: restore alkit.db there (a store is only "
+                             "created by `alkit init`)")
         self.read_only = _read_only_uri(db_file) if not create and db_file is not None else None
         if not create and db_file is not None:
             self._check_schema(db_file)  # before the engine's pragmas switch a foreign file to WAL
@@ -425,7 +428,11 @@ class Store:
                 import sqlite3
 
                 uri = self.read_only or f"{db_file.resolve().as_uri()}?mode=ro"
-                with closing(sqlite3.connect(uri, uri=True, timeout=60)) as db:
+                journal = db_file.with_name(db_file.name + "-journal")
+                if self.read_only is None and journal.exists():  # a rollback journal a killed writer left: only a
+                    uri = str(db_file)  # writable open rolls it back, as any SQLite client does; read-only, every
+                    # command was refused, 'attempt to write a readonly database' (a hostile-filesystem check)
+                with closing(sqlite3.connect(uri, uri=uri != str(db_file), timeout=60)) as db:
                     row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
                 version = None if row is None else row[0]
             else:
