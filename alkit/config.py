@@ -178,8 +178,13 @@ class Project:
         changes anything, so a damaged project fails at once instead of after a batch is committed."""
         for path in paths:
             if not path.is_file():
-                raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: "
-                                  "re-create it with `alkit init`")
+                keep = ("the store still holds every label, and `alkit queue labels` writes them from it"
+                        if path.name == PAYLOAD_NAME else  # queue labels reads the payload: advised, it was refused
+                        f"or keep people's labels while starting over: `alkit queue labels{self.cli_flag()} -o "
+                        "labels.csv`, `alkit init` in a new folder, then `alkit queue import labels.csv --unqueued` "
+                        "there")
+                raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: restore the file"
+                                  f"{' (' + keep + ' once it is back)' if path.name == PAYLOAD_NAME else ', ' + keep}")
             if readable and path.suffix == ".parquet":  # a truncated file failed only when read, after a cycle
                 # was committed (the features file has a reader of its own that names what is wrong)
                 import pyarrow.parquet as pq

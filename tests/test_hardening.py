@@ -1004,3 +1004,21 @@ def test_a_store_that_is_a_folder_and_a_config_that_is_not_utf8_are_named(projec
     (project / "alkit.toml").write_bytes(b"\xff\xfe garbage")
     res = alkit("status", "-p", str(project), cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.startswith(f"error: {project / 'alkit.toml'} is not UTF-8 text"), res.stderr
+
+
+def test_a_missing_features_file_is_refused_with_advice_that_keeps_the_labels(project: Path) -> None:
+    """'re-create it with `alkit init`' for a missing features.parquet led to a folder init refuses, or to one
+    without the store's labels (a hostile-filesystem check); the advice now keeps them, and its first step works
+    on the damaged project.  A missing payload, which that step reads, is advised to be restored."""
+    (project / "features.parquet").unlink()
+    res = alkit(*RUN, "-p", str(project), cwd=project.parent)
+    assert res.returncode == 2 and "restore the file, or keep people's labels while starting over: `alkit queue " \
+        "labels --project" in res.stderr and "then `alkit queue import labels.csv --unqueued` there" in res.stderr
+    out = project.parent / "labels.csv"
+    assert alkit("queue", "labels", "-p", str(project), "-o", str(out), cwd=project.parent).returncode == 0
+    assert out.read_text().startswith("id,")
+    (project / "payload.parquet").unlink()
+    res = alkit("queue", "labels", "-p", str(project), "-o", str(out), cwd=project.parent)
+    assert res.returncode == 2 and res.stderr.rstrip().endswith(
+        "restore the file (the store still holds every label, and `alkit queue labels` writes them from it once it "
+        "is back)"), res.stderr

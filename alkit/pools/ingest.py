@@ -1236,7 +1236,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
                                  "name (default: alkit.db)")
         if db_file is not None and db_file.exists():
             _refuse_if_created_meanwhile(root)
-            raise InputError(f"store file {db_file} already exists; remove it or pass another --store")
+            raise InputError(f"store file {db_file} already exists (it may hold people's labels: move it aside, "
+                             "do not delete it, or pass another --store)")
         # the embedded store is built in the temp folder too, and moved in with the rest
         build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
         df.select(cfg.payload_cols).with_columns(pl.Series(PAYLOAD_KEY, np.arange(cfg.n_items, dtype=np.int64))).write_parquet(
