@@ -49,4 +49,12 @@ def test_a_failed_write_names_the_file_and_leaves_nothing(tmp_path: Path) -> Non
     with pytest.raises(OSError) as taken:
         atomic_write(target, full_disk)
     assert taken.value.errno == errno.ENOSPC and taken.value.filename == str(target)
+    for words in (OSError("No space left on device (os error 28)"),  # polars' CSV writer: no errno, no file
+                  OSError(errno.ENOSPC, "No space left on device")):  # Python's write(): no file
+        def fails(p: Path, exc: OSError = words) -> None:
+            raise exc
+
+        with pytest.raises(OSError) as taken:
+            atomic_write(target, fails)
+        assert taken.value.errno == errno.ENOSPC and taken.value.filename == str(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["queue.csv"]  # no temporary file, no target

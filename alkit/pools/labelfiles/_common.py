@@ -71,6 +71,8 @@ def atomic_write(path: Path, write: Any) -> None:
         os.replace(tmp, path)
     except OSError as exc:  # named by the file written, not the temporary one ('cannot use .queue.csv.3osf6sju: the
         Path(tmp).unlink(missing_ok=True)  # path is a folder' where queue.csv was one; a hostile-filesystem check)
+        if exc.errno is None and "os error 28" in str(exc):  # a writer's own words (polars' CSV), no errno
+            raise OSError(errno.ENOSPC, "No space left on device", str(path)) from exc
         if exc.errno is None or exc.filename not in (None, tmp):
             raise
         raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
