@@ -1039,3 +1039,18 @@ def test_a_filled_queue_goes_back_where_it_was_when_the_export_cannot_be_written
     with pytest.raises(OSError, match="No space left"):
         export_queue(project)
     assert path.read_text() == filled and not list(project.root.glob("queue.unimported-*"))
+
+
+def test_a_run_whose_queue_file_cannot_be_written_says_its_batch_is_recorded(tmp_path: Path) -> None:
+    """A folder where queue.csv goes: the run committed its batch, then failed naming a temporary file, exit 2,
+    which reads as 'nothing changed' (a hostile-filesystem check).  It names queue.csv, says the batch is
+    recorded, and the same command writes the file once the folder is gone."""
+    project, _ = _digits_human(tmp_path)
+    (project.root / "queue.csv").mkdir()
+    res = invoke("run", "--strategy", "random", "--budget", "20", "-p", str(project.root))
+    assert res.exit_code == 2 and f"cannot use {project.root / 'queue.csv'}: the path is a folder" in res.text, res.text
+    assert "the batch of 10 is recorded and queued, and the same command writes its queue file once that is mended" \
+        in res.text
+    (project.root / "queue.csv").rmdir()
+    again = invoke("run", "--strategy", "random", "--budget", "20", "-p", str(project.root))
+    assert again.exit_code == 0 and len(pl.read_csv(project.root / "queue.csv")) == 10, again.text
