@@ -1022,3 +1022,26 @@ def test_a_missing_features_file_is_refused_with_advice_that_keeps_the_labels(pr
     assert res.returncode == 2 and res.stderr.rstrip().endswith(
         "restore the file (the store still holds every label, and `alkit queue labels` writes them from it once it "
         "is back)"), res.stderr
+
+
+def test_a_features_file_of_the_same_shape_from_another_init_is_refused(tmp_path: Path, digits_csv: Path) -> None:
+    """The same data made into a project again in another row order gives a features.parquet of the same shape;
+    copied over a project's own, it passed the shape check and every item was fitted and scored on another row's
+    features, exit 0 (a hostile-filesystem check).  The store keeps a digest of the values init wrote."""
+    import shutil
+
+    shuffled = tmp_path / "shuffled.csv"
+    pl.read_csv(digits_csv).sample(fraction=1.0, shuffle=True, seed=0).write_csv(shuffled)
+    for name, data in (("own", digits_csv), ("again", shuffled), ("same", digits_csv)):
+        init_project(data, tmp_path / name, InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                        progress=False))
+    own = tmp_path / "own"
+    shutil.copy(tmp_path / "same" / "features.parquet", own / "features.parquet")  # the same values: no refusal
+    assert alkit(*RUN, "-p", str(own), cwd=tmp_path).returncode == 0
+    shutil.copy(tmp_path / "again" / "features.parquet", own / "features.parquet")
+    before = snapshot(own)
+    res = alkit(*RUN, "--seed", "1", "-p", str(own), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.strip() == (
+        "error: features.parquet is not the file this project was made with (its values differ: another project's, "
+        "or the data made again in another row order); restore the project's own file"), res.stderr
+    assert snapshot(own) == before

@@ -6,6 +6,8 @@ list of float32 (the feature vector).  Keys are row positions, so a row is found
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROW_GROUP = 65_536
+# A digest of a features.parquet's values, kept in its metadata and in the store init made with it (``features_id``):
+# a file of the same shape from another project, or the same data made again in another row order, passed the shape
+# check, and every item was fitted and scored on another row's features (a hostile-filesystem check)
+FILE_ID_KEY = b"alkit_values_digest"
 
 
 class FeatureWriter:
@@ -26,6 +32,7 @@ class FeatureWriter:
         self.schema = pa.schema([("key", pa.int64()), ("x", pa.list_(pa.float32(), n_features))])
         self.writer = pq.ParquetWriter(path, self.schema)
         self.n_rows = 0
+        self._digest = hashlib.blake2b(digest_size=16)  # of the values in key order (FILE_ID_KEY)
         self._pending: list[np.ndarray] = []  # blocks not yet written, fewer than ROW_GROUP rows in all
         self._n_pending = 0
 
@@ -46,6 +53,7 @@ class FeatureWriter:
     def _write_group(self, X_g_f: np.ndarray) -> None:
         keys = pa.array(np.arange(self.n_rows, self.n_rows + len(X_g_f), dtype=np.int64))
         values = pa.FixedSizeListArray.from_arrays(pa.array(X_g_f.reshape(-1)), self.n_features)
+        self._digest.update(np.ascontiguousarray(X_g_f).tobytes())
         self.writer.write_table(pa.Table.from_arrays([keys, values], schema=self.schema))
         self.n_rows += len(X_g_f)
 
@@ -54,6 +62,7 @@ class FeatureWriter:
         if self._n_pending:
             self._write_group(np.concatenate(self._pending))
             self._pending, self._n_pending = [], 0
+        self.writer.add_key_value_metadata({FILE_ID_KEY: self._digest.hexdigest().encode()})
         self.writer.close()
 
     def __enter__(self) -> FeatureWriter:
@@ -134,6 +143,7 @@ class FeatureReader:
         except Exception as exc:  # noqa: BLE001 - any reader failure means a damaged file
             raise _unreadable(self.path, exc) from None
         _check_shape(self, n_items, n_features)
+        self.file_id = ((self.file.metadata.metadata or {}).get(FILE_ID_KEY) or b"").decode() or None
         self.chunk_rows = chunk_rows
 
     def iter_chunks(self, mask_n: np.ndarray | None = None,

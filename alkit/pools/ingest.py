@@ -40,7 +40,7 @@ from alkit.config import (
 )
 from alkit.pools.commas import comma_hint, comma_kind
 from alkit.pools.feature_hints import feature_hints
-from alkit.pools.features import FeatureWriter, write_features
+from alkit.pools.features import FeatureReader, FeatureWriter, write_features
 from alkit.pools.labelfiles import is_queue_file
 from alkit.pools.procs import file_lock, pid_alive
 from alkit.pools.store import Store
@@ -1244,7 +1244,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             tmp / PAYLOAD_NAME)
         store = Store(build_url, create=True)
         created = store.created_tables
-        store.initialise(bar.counted("items", items), shared_labels, cfg.classes)
+        store.initialise(bar.counted("items", items), shared_labels, cfg.classes,
+                         features_id=FeatureReader(tmp / FEATURES_NAME).file_id)
         store.dispose()
         store = None
         write_config(tmp, cfg)

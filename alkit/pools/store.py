@@ -471,7 +471,7 @@ class Store:
 
     # ------------------------------------------------------------------ init
     def initialise(self, items: Iterable[dict[str, Any]], shared_labels: Iterable[dict[str, Any]],
-                   classes: Sequence[str] = ()) -> None:
+                   classes: Sequence[str] = (), features_id: str | None = None) -> None:
         """Fill a new store in one transaction: items, then labels given at init.  Both are taken
         chunk by chunk, so a generator of rows keeps a large pool out of memory; a refused chunk
         rolls the whole transaction back.  ``classes``: the class order alkit.toml records, kept
@@ -482,6 +482,8 @@ class Store:
             s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
             if classes:
                 s.add(Meta(key="classes", value=json.dumps(list(classes))))
+            if features_id:  # the id in the metadata of the features.parquet made with this store
+                s.add(Meta(key="features_id", value=features_id))
             # Core inserts on the session's connection: the ORM's bulk path took twice as long
             # (500,000 items on SQLite: 4.8-5.3 CPU-s against 2.5-2.8)
             conn = s.connection()
@@ -597,6 +599,12 @@ class Store:
             run = s.scalar(select(Run).where(Run.name == spec.name))
             if run is not None:
                 _check_identity(run, spec)
+
+    def features_id(self) -> str | None:
+        """The digest of the features.parquet init made with this store (None for a store made before it was
+        recorded): a project's file replaced by one of the same shape is refused by it (FILE_ID_KEY)."""
+        with self.session() as s:
+            return s.scalar(select(Meta.value).where(Meta.key == "features_id"))
 
     def init_classes(self) -> list[str] | None:
         """The class order `alkit init` recorded (None for a store made before it was recorded): class
