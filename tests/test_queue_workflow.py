@@ -1054,3 +1054,26 @@ def test_a_run_whose_queue_file_cannot_be_written_says_its_batch_is_recorded(tmp
     (project.root / "queue.csv").rmdir()
     again = invoke("run", "--strategy", "random", "--budget", "20", "-p", str(project.root))
     assert again.exit_code == 0 and len(pl.read_csv(project.root / "queue.csv")) == 10, again.text
+
+
+def test_a_default_queue_file_that_links_to_a_shared_folder_is_written_there(tmp_path: Path) -> None:
+    """queue.csv a symbolic link to the labellers' shared folder: the export replaced the link with a file, and
+    the shared file kept the old queue (a hostile-filesystem check).  The shared file is written, the link stays;
+    a link to no regular file is refused."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "queue.csv").write_text("id,label\n")  # an old, empty queue there
+    link = project.root / "queue.csv"
+    link.symlink_to(shared / "queue.csv")
+    out = export_queue(project)
+    assert link.is_symlink() and out.path == (shared / "queue.csv").resolve()
+    assert pl.read_csv(shared / "queue.csv")["id"].cast(pl.Utf8).to_list() == ids
+    (shared / "queue.csv").write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))  # filled there
+    kept = export_queue(project).set_aside  # answers not imported yet: kept beside the shared file, as ever
+    assert kept is not None and kept.parent == shared.resolve() and link.is_symlink()
+    link.unlink()
+    link.symlink_to(tmp_path / "nowhere.csv")
+    with pytest.raises(QueueError, match="is a symbolic link to .*nowhere.csv, which is no regular file"):
+        export_queue(project)

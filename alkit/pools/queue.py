@@ -335,6 +335,20 @@ def kept_aside_note(held: Path, kept: Path, where: str | None = None) -> str:
             "replace where they correct a label; a file older than a correction would undo it)")
 
 
+def _through_link(path: Path) -> Path:
+    """The default file (queue.csv, labels.csv) as written: where it is a symbolic link to a regular file (a
+    shared folder the labellers work in), the file it names, so the link stays and the labellers' file is the one
+    rewritten (the link was replaced by a file, and the shared one kept the old queue; a hostile-filesystem
+    check).  A link to anything else is refused, as `--out` one is."""
+    if not path.is_symlink():
+        return path
+    target = path.resolve()
+    if target.is_file():
+        return target
+    raise QueueError(f"{path} is a symbolic link to {target}, which is no regular file: point it at a file (alkit "
+                     "writes it whole and renames it into place), or remove the link")
+
+
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
     """The format an export to ``out`` is written in, after refusing an ``out`` that is one of the
     project's own files or a folder (a raw '[Errno 21] Is a directory' with a temp name), before
@@ -391,7 +405,8 @@ def export_queue(
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
-    path = Path(out) if out is not None else default_queue_path(project, fmt, max((q.cycle for q in items), default=None))
+    path = Path(out) if out is not None else _through_link(
+        default_queue_path(project, fmt, max((q.cycle for q in items), default=None)))
     cells, types = _data_cells(project, [q.key for q in items], cols, feats, RESERVED)
     records = []
     for q, data in zip(items, cells):
@@ -491,7 +506,7 @@ def export_labels(
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store, history)
-    path = Path(out) if out is not None else default_labels_path(project, fmt)
+    path = Path(out) if out is not None else _through_link(default_labels_path(project, fmt))
     cells, types = _data_cells(project, [c.key for c in given], cols, feats, LABELS_COLS)
     records = []
     for c, data in zip(given, cells):
