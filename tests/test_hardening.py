@@ -900,25 +900,18 @@ def test_ctrl_c_after_init_made_the_project_says_it_is_complete(tmp_path: Path, 
         raise KeyboardInterrupt
 
     monkeypatch.setattr(alkit.cli, "_store", interrupted)
+    init = ["init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "-p"]
     root = tmp_path / "made"
-    monkeypatch.setattr(sys, "argv", ["alkit", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
-                                      "--hide-labels", "-p", str(root)])
-    with pytest.raises(SystemExit) as stopped:
-        alkit.cli.main()
-    err = capsys.readouterr().err.strip()
-    assert stopped.value.code == 130 and len(err.splitlines()) == 1, err
+    code, err = _main_says(monkeypatch, capsys, *init, str(root))
+    assert code == 130 and len(err.splitlines()) == 1, err
     assert err.startswith(f"interrupted after the project in {root} was made; it is complete"), err
     assert load_project(root).config.n_features == 64  # complete: it loads
     import alkit.pools.ingest
 
     monkeypatch.setattr(alkit.pools.ingest, "write_config", interrupted)  # Ctrl-C before alkit.toml: nothing made
     other = tmp_path / "not-made"
-    monkeypatch.setattr(sys, "argv", ["alkit", "init", str(digits_csv), "--id-col", "id", "--label-col", "label",
-                                      "--hide-labels", "-p", str(other)])
-    with pytest.raises(SystemExit) as stopped:
-        alkit.cli.main()
-    err = capsys.readouterr().err.strip()
-    assert stopped.value.code == 130 and err == "interrupted; run the same command again" and not other.exists(), err
+    code, err = _main_says(monkeypatch, capsys, *init, str(other))
+    assert code == 130 and err == "interrupted; run the same command again" and not other.exists(), err
 
 
 def _main_says(monkeypatch, capsys, *argv: str) -> tuple[int, str]:  # noqa: ANN001 - alkit's main() in process
