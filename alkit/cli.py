@@ -27,7 +27,7 @@ from alkit.cli_common import (INTERRUPTED, Acquisition, Covariance, Engine, Head
 from alkit.cli_common import parse_counts, utf8_path
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
-from alkit.choices import SEED_MAX
+from alkit.choices import METRICS, SEED_MAX
 from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
 if TYPE_CHECKING:
     from alkit.pools.store import Store
@@ -539,8 +539,9 @@ def plot(
                 raise ValueError("no cycle has metrics yet: no run has fitted a model (a classification run needs "
                                  "labels of two classes; `alkit run` says which class its labels all are)")
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
-        if metric not in df.columns:
-            raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(c for c in df.columns if c not in ('run_id', 'run', 'strategy', 'seed', 'cycle', 'n_labeled', 'fit_s', 'eval_s', 'score_s', 'select_s', 'n_scored'))}")
+        logged = [c for c in df.columns if c in METRICS[proj.config.task]]  # not the log's other columns: --metric
+        if metric not in logged:  # n_labeled was a polars traceback, fit_s a plot of seconds (an options check)
+            raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(logged)}")
         path = plot_learning_curves(df, metric, out or proj.root / "learning_curves.png", title=f"{proj.root.name}: {metric}")
         drawn = set(df.filter(df[metric].is_not_null())["run"].unique().to_list())
         unfitted = sorted(r.name for r in store.runs() if r.name not in drawn and store.cycles(r.id))

@@ -112,11 +112,15 @@ class ProjectConfig:
         if self.task not in ("classification", "regression"):
             raise ConfigError(f"task must be classification or regression, not {self.task!r}")
         if self.task == "classification" and len(self.classes) < 2:
-            raise ConfigError("a classification project needs at least 2 classes")
+            raise ConfigError(f"classes holds {len(self.classes)} name{'' if len(self.classes) == 1 else 's'}: a "
+                              "classification project needs at least 2")
         if self.image_shape:
             shape = self.image_shape
             if len(shape) != 3 or any(not isinstance(v, int) or v < 1 for v in shape):
                 raise ConfigError(f"image_shape must be 3 positive integers [C, H, W], not {shape}")
+            if min(shape[1:]) < 3:  # as init --image-shape refuses it (a torch traceback at the first fit)
+                raise ConfigError(f"image_shape {shape}: an image side below 3 pixels is too small for the image "
+                                  "stem's 3 x 3 filters")
             if shape[0] * shape[1] * shape[2] != self.n_features:
                 raise ConfigError(f"image_shape {shape} holds {shape[0] * shape[1] * shape[2]} values "
                                   f"but the project has {self.n_features} features")
@@ -124,6 +128,10 @@ class ProjectConfig:
     @property
     def n_classes(self) -> int | None:
         return len(self.classes) if self.task == "classification" else None
+
+    def made_as(self) -> dict[str, Any]:
+        """The settings a store is made for, fixed at init and checked against it (Store.check_made_as)."""
+        return {"task": self.task, "hide_labels": bool(self.hide_labels)}
 
     def data_feature_cols(self) -> list[str]:
         """The feature columns that are numeric columns of the data file, as written: not a
@@ -190,10 +198,14 @@ class Project:
                 import pyarrow.parquet as pq
 
                 try:
-                    pq.read_schema(path)
+                    names = pq.read_schema(path).names
                 except Exception as exc:  # noqa: BLE001 - pyarrow's errors name no file
                     raise ConfigError(f"{path} is damaged ({why}; {str(exc).splitlines()[0][:80]}): restore it, or "
                                       "re-create the project with `alkit init`") from None
+                lacks = [c for c in self.config.payload_cols if c not in names] if path.name == PAYLOAD_NAME else []
+                if lacks:  # a hand edit: a polars traceback at the export, after a run had committed its batch
+                    raise ConfigError(f"alkit.toml's payload_cols names {', '.join(map(repr, lacks[:5]))}, which "
+                                      f"{path.name} does not hold: restore alkit.toml's payload_cols")
 
     def encode_label(self, value: str) -> float | int:
         """Stored label text -> what the learner trains on (class index or float)."""
@@ -254,9 +266,18 @@ def load_project(root: str | Path = ".") -> Project:
     unknown = set(section) - known
     if unknown:
         raise ConfigError(f"{path}: unknown keys {sorted(unknown)}")
+    import dataclasses
+
+    missing = [f.name for f in dataclasses.fields(ProjectConfig) if f.name not in section
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:  # Python's words ('ProjectConfig.__init__() missing 1 required positional argument') named no key
+        raise ConfigError(f"{path} lacks the key{'s' if len(missing) > 1 else ''} {', '.join(missing)} that `alkit "
+                          "init` wrote: restore it")
     try:
         cfg = ProjectConfig(**section)
     except TypeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except ConfigError as exc:  # a value's own refusal, named by the file it is in
         raise ConfigError(f"{path}: {exc}") from exc
     return Project(root, cfg)
 

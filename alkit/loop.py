@@ -112,6 +112,8 @@ class ActiveLoop:
         self.project = project
         self.cfg = project.config
         project.require(project.features_path, why="the pool's features, which every learner reads")
+        if not self.cfg.hide_labels:  # the queue file is written from it after a batch is committed: checked first
+            project.require(project.payload_path, why="the queue file is written from it", readable=True)
         search_project(project.root)  # --backbone / --learner modules kept in the project folder
         self.store = store or Store(project.store_url)
         # source: the features init stored (bayesvlm: its model's), whose pool statistics every learner's
@@ -195,6 +197,7 @@ class ActiveLoop:
         """The store must hold this project's items: as many as alkit.toml records, under the ids the payload
         file holds for a few sampled keys.  Another project's store copied in ran without a word (its keys and
         labels paired with these features: accuracy at chance) or crashed on a key beyond the features."""
+        self.store.check_made_as(self.cfg.made_as())
         n = sum(self.store.counts().values())
         url = self.project.store_url
         if n != self.cfg.n_items:

@@ -1038,3 +1038,50 @@ def test_a_features_file_of_the_same_shape_from_another_init_is_refused(tmp_path
         "error: features.parquet is not the file this project was made with (its values differ: another project's, "
         "or the data made again in another row order); restore the project's own file"), res.stderr
     assert snapshot(own) == before
+
+
+def _edit_config(project: Path, old: str, new: str) -> None:
+    path = project / "alkit.toml"
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_hand_edits_of_alkit_toml_and_impossible_options_are_refused_by_name(project: Path, tmp_path: Path,
+                                                                             digits_csv: Path) -> None:
+    """An options-and-config check, each refused in one line, exit 2, nothing changed:
+    - hide_labels turned off (or the store of another project of the same items): a run died on 'the simulated
+      oracle has no label for item key 33' after the run was recorded; the store now keeps what it was made for;
+    - a deleted key: Python's 'ProjectConfig.__init__() missing 1 required positional argument';
+    - image_shape with a side below 3: a torch traceback at the first fit;
+    - `plot --metric n_labeled`: a polars traceback (fit_s was plotted as a metric);
+    - `init --store sqlite:///:memory:`: a half-made project that blocked a retry, and a ':memory:' file;
+    - -o train.patience=-1, train.full_batch_max=-1, train.val_min_n=-5: accepted, and they changed the fit."""
+    assert alkit(*RUN, "-p", str(project), cwd=tmp_path).returncode == 0
+    res = alkit("plot", "--metric", "n_labeled", "-p", str(project), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.strip() == ("error: unknown metric 'n_labeled'; logged metrics: "
+                                                          "accuracy, balanced_accuracy, macro_f1, nll, ece"), res.stderr
+    for option, said in (("train.patience=-1", "patience must be at least 1"),
+                         ("train.full_batch_max=-1", "full_batch_max must be at least 0 (a label count)"),
+                         ("train.val_min_n=-5", "val_min_n must be at least 0 (a label count)")):
+        res = alkit(*RUN, "--name", "x", "-o", option, "-p", str(project), cwd=tmp_path)
+        assert res.returncode == 2 and said in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    before = snapshot(project)
+    _edit_config(project, "hide_labels = true", "hide_labels = false")
+    res = alkit(*RUN, "--seed", "3", "-p", str(project), cwd=tmp_path)
+    assert res.returncode == 2 and "alkit.toml has hide_labels = false where the store was made with true" in res.stderr
+    _edit_config(project, "hide_labels = false", "hide_labels = true")
+    assert snapshot(project) == before
+    _edit_config(project, 'task = "classification"\n', "")
+    res = alkit("status", "-p", str(project), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.strip().endswith("alkit.toml lacks the key task that `alkit init` wrote: "
+                                                               "restore it"), res.stderr
+    _edit_config(project, "[project]\n", '[project]\ntask = "classification"\n')
+    _edit_config(project, "image_shape = []", "image_shape = [16, 2, 2]")
+    res = alkit(*RUN, "--seed", "3", "-p", str(project), cwd=tmp_path)
+    assert res.returncode == 2 and "an image side below 3 pixels is too small" in res.stderr, res.stderr
+    for url in ("sqlite:///:memory:", "sqlite://"):
+        res = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels", "--store", url,
+                    "-p", str(tmp_path / "mem"), cwd=tmp_path)
+        assert res.returncode == 2 and "names no SQLite file" in res.stderr, res.stderr
+        assert not (tmp_path / "mem").exists() and not (tmp_path / ":memory:").exists()

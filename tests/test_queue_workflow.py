@@ -1077,3 +1077,28 @@ def test_a_default_queue_file_that_links_to_a_shared_folder_is_written_there(tmp
     link.symlink_to(tmp_path / "nowhere.csv")
     with pytest.raises(QueueError, match="is a symbolic link to .*nowhere.csv, which is no regular file"):
         export_queue(project)
+
+
+def test_a_class_renamed_or_a_payload_column_added_in_alkit_toml_is_refused_before_anything_is_written(
+        tmp_path: Path) -> None:
+    """Hand edits of alkit.toml (an options-and-config check): with class '9' renamed 'nine', an import stored
+    'nine' labels the store's class record did not know, and with the file restored every run was refused; an
+    unknown payload_cols name made a run commit its batch and then fail with a polars traceback."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 6)
+    answers = tmp_path / "answers.csv"
+    answers.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
+    toml = project.root / "alkit.toml"
+    original = toml.read_text()
+    toml.write_text(original.replace('"9",', '"nine",', 1))
+    before = snapshot(project)
+    res = invoke("queue", "import", str(answers), "-p", str(project.root))
+    assert res.exit_code == 2 and "the store recorded [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]" in res.text, res.text
+    assert snapshot(project) == before
+    toml.write_text(original.replace('payload_cols = [\n', 'payload_cols = [\n    "zzz",\n', 1))
+    res = invoke("run", "--strategy", "random", "--budget", "20", "-p", str(project.root))
+    assert res.exit_code == 2 and "alkit.toml's payload_cols names 'zzz', which payload.parquet does not hold" \
+        in res.text, res.text
+    assert snapshot(project) == before
+    toml.write_text(original)
+    assert invoke("queue", "import", str(answers), "-p", str(project.root)).exit_code == 0

@@ -177,9 +177,12 @@ class TrainConfig:
         for name in ("grad_clip", "full_batch_clip"):
             if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive (or unset), got {getattr(self, name)}")
-        for name in ("max_epochs", "batch_size", "steps", "min_steps"):
+        for name in ("max_epochs", "batch_size", "steps", "min_steps", "patience"):
             if getattr(self, name) is not None and int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("full_batch_max", "val_min_n"):  # label counts: -1 ran (full_batch_max=-1 made every fit a
+            if int(getattr(self, name)) < 0:  # minibatch one, val_min_n=-5 held out labels at 10; an options check)
+                raise ValueError(f"{name} must be at least 0 (a label count), got {getattr(self, name)}")
         if self.lr_decay is not None and not 0.0 <= self.lr_decay <= 1.0:
             raise ValueError(f"lr_decay must be in [0, 1] (the share of lr taken away by the end), got {self.lr_decay}")
         if not 0.0 <= self.val_frac < 1.0:

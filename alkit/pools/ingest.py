@@ -1091,6 +1091,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         # a relative SQLite path is inside the project folder, where the store is made: checked against the
         # current folder, a valid layout was refused and a bad one passed to fail later (a black-box check)
         db_file = sqlite_file(resolve_store_url(opts.store, root))
+        if db_file is None and opts.store.startswith("sqlite"):  # in memory, or a 'file:' URI: it left a half-made
+            # project that blocked a retry, and a file named ':memory:' in the current folder (an options check)
+            raise InputError(f"--store {opts.store!r} names no SQLite file (an in-memory store is gone when the command "
+                             "ends): give a file, e.g. sqlite:///alkit.db, or a server URL")
         relative = db_file is not None and not opts.store.startswith("sqlite:////")
         if db_file is not None and "?" in db_file.name:  # 'x.db?timeout=30' made a file of that name (a black-box check)
             raise InputError(f"--store {opts.store!r}: a SQLite store takes no URL options "
@@ -1245,7 +1249,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         store = Store(build_url, create=True)
         created = store.created_tables
         store.initialise(bar.counted("items", items), shared_labels, cfg.classes,
-                         features_id=FeatureReader(tmp / FEATURES_NAME).file_id)
+                         features_id=FeatureReader(tmp / FEATURES_NAME).file_id, made_as=cfg.made_as())
         store.dispose()
         store = None
         write_config(tmp, cfg)

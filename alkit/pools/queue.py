@@ -692,6 +692,14 @@ def import_labels(
         raise QueueError(f"--annotator is longer than {_MAX_ANNOTATOR} characters")
     path = Path(path)
     store = store or Store(project.store_url)
+    store.check_made_as(project.config.made_as())
+    recorded = store.init_classes()
+    if recorded is not None and project.config.task == "classification" and recorded != list(project.config.classes):
+        # a class renamed in alkit.toml by hand: its labels were stored under the new name, which the store's
+        # record and every later run refused (an options check)
+        raise QueueError(f"alkit.toml lists the classes as [{', '.join(project.config.classes)}], the store recorded "
+                         f"[{', '.join(recorded)}] (init and --add-class write both): restore alkit.toml's classes; "
+                         "--add-class adds one")
     before = project
     if add_classes:
         project = _with_classes(project, add_classes, store)

@@ -471,7 +471,8 @@ class Store:
 
     # ------------------------------------------------------------------ init
     def initialise(self, items: Iterable[dict[str, Any]], shared_labels: Iterable[dict[str, Any]],
-                   classes: Sequence[str] = (), features_id: str | None = None) -> None:
+                   classes: Sequence[str] = (), features_id: str | None = None,
+                   made_as: dict[str, Any] | None = None) -> None:
         """Fill a new store in one transaction: items, then labels given at init.  Both are taken
         chunk by chunk, so a generator of rows keeps a large pool out of memory; a refused chunk
         rolls the whole transaction back.  ``classes``: the class order alkit.toml records, kept
@@ -484,6 +485,8 @@ class Store:
                 s.add(Meta(key="classes", value=json.dumps(list(classes))))
             if features_id:  # the id in the metadata of the features.parquet made with this store
                 s.add(Meta(key="features_id", value=features_id))
+            if made_as:  # the settings of alkit.toml this store was made for (check_made_as)
+                s.add(Meta(key="made_as", value=json.dumps(made_as, sort_keys=True)))
             # Core inserts on the session's connection: the ORM's bulk path took twice as long
             # (500,000 items on SQLite: 4.8-5.3 CPU-s against 2.5-2.8)
             conn = s.connection()
@@ -605,6 +608,22 @@ class Store:
         recorded): a project's file replaced by one of the same shape is refused by it (FILE_ID_KEY)."""
         with self.session() as s:
             return s.scalar(select(Meta.value).where(Meta.key == "features_id"))
+
+    def check_made_as(self, settings: dict[str, Any], config_name: str = "alkit.toml") -> None:
+        """Refuse where alkit.toml's ``settings`` (task, hide_labels) are not those the store was made for (a
+        store made before they were recorded is not checked): another project's store of the same items, or a
+        hand edit, ran on (a team project's store took a --hide-labels project's runs, which died on 'the
+        simulated oracle has no label for item key 33'; an options check)."""
+        with self.session() as s:
+            value = s.scalar(select(Meta.value).where(Meta.key == "made_as"))
+        made = {} if value is None else json.loads(value)
+        differ = [k for k in sorted(settings) if k in made and made[k] != settings[k]]
+        if differ:
+            said = ", ".join(f"{k} = {json.dumps(settings[k])} where the store was made with {json.dumps(made[k])}"
+                             for k in differ)
+            raise StoreError(f"{config_name} has {said}: the store {self._safe_url()} is another project's, or "
+                             f"{config_name} was edited; restore the project's own store or {config_name} (a "
+                             "project's task and labels' source are fixed at init)")
 
     def init_classes(self) -> list[str] | None:
         """The class order `alkit init` recorded (None for a store made before it was recorded): class
