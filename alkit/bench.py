@@ -182,6 +182,8 @@ def run_bench(
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")
     higher = metric in HIGHER_IS_BETTER
 
+    if budget < 1:  # as `run` says it ('--batch-size 10 is larger than --budget 0' named the other option)
+        raise LoopError(f"--budget must be at least 1, got {budget}")
     if at is not None and any(n > budget for n in at):  # the column held the budget's values under another count
         raise LoopError(f"--at {max(at)} is beyond --budget {budget}: the label counts of the table's columns must be "
                         "within the budget")

@@ -1085,3 +1085,15 @@ def test_hand_edits_of_alkit_toml_and_impossible_options_are_refused_by_name(pro
                     "-p", str(tmp_path / "mem"), cwd=tmp_path)
         assert res.returncode == 2 and "names no SQLite file" in res.stderr, res.stderr
         assert not (tmp_path / "mem").exists() and not (tmp_path / ":memory:").exists()
+
+
+def test_bench_budget_0_and_an_empty_annotator_are_named(project: Path, tmp_path: Path) -> None:
+    """`bench -b 0` said '--batch-size 10 is larger than --budget 0' where `run -b 0` names the budget, and
+    `queue import --annotator ''` stored an empty name, shown as '(unnamed)' (an options check)."""
+    res = alkit("bench", "-b", "0", "--seeds", "1", "-p", str(project), cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.strip() == "error: --budget must be at least 1, got 0", res.stderr
+    answers = tmp_path / "a.csv"
+    answers.write_text("id,label\n")
+    for name in ("", "   "):
+        res = alkit("queue", "import", str(answers), "--annotator", name, "-p", str(project), cwd=tmp_path)
+        assert res.returncode == 2 and "--annotator is empty" in res.stderr, res.stderr

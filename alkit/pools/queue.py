@@ -686,6 +686,8 @@ def import_labels(
                          "a shared label from outside would change every run's learning curve")
     if on_conflict not in ON_CONFLICT:
         raise QueueError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+    if annotator is not None and not annotator.strip():  # '' or spaces: stored, then shown as '(unnamed)'
+        raise QueueError("--annotator is empty: give a name, or leave the option out (the file's annotator column)")
     if annotator is not None and "\x00" in annotator:
         raise QueueError("--annotator holds a NUL character (\\x00): remove it")
     if annotator is not None and len(annotator) > _MAX_ANNOTATOR:
