@@ -11,6 +11,8 @@ from typing import Any
 
 import tomli_w
 
+from alkit.errors import keep_labels_advice
+
 CONFIG_NAME = "alkit.toml"
 FEATURES_NAME = "features.parquet"
 PAYLOAD_NAME = "payload.parquet"
@@ -188,9 +190,7 @@ class Project:
             if not path.is_file():
                 keep = ("the store still holds every label, and `alkit queue labels` writes them from it"
                         if path.name == PAYLOAD_NAME else  # queue labels reads the payload: advised, it was refused
-                        f"or keep people's labels while starting over: `alkit queue labels{self.cli_flag()} -o "
-                        "labels.csv`, `alkit init` in a new folder, then `alkit queue import labels.csv --unqueued` "
-                        "there")
+                        f"or {keep_labels_advice(self.cli_flag())}")
                 raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: restore the file"
                                   f"{' (' + keep + ' once it is back)' if path.name == PAYLOAD_NAME else ', ' + keep}")
             if readable and path.suffix == ".parquet":  # a truncated file failed only when read, after a cycle
@@ -200,8 +200,10 @@ class Project:
                 try:
                     names = pq.read_schema(path).names
                 except Exception as exc:  # noqa: BLE001 - pyarrow's errors name no file
-                    raise ConfigError(f"{path} is damaged ({why}; {str(exc).splitlines()[0][:80]}): restore it, or "
-                                      "re-create the project with `alkit init`") from None
+                    keep = ("the store still holds every label, and `alkit queue labels` writes them from it once "
+                            "it is restored" if path.name == PAYLOAD_NAME else keep_labels_advice(self.cli_flag()))
+                    raise ConfigError(f"{path} is damaged ({why}; {str(exc).splitlines()[0][:200]}): restore it"
+                                      f"{' (' + keep + ')' if path.name == PAYLOAD_NAME else ', or ' + keep}") from None
                 lacks = [c for c in self.config.payload_cols if c not in names] if path.name == PAYLOAD_NAME else []
                 if lacks:  # a hand edit: a polars traceback at the export, after a run had committed its batch
                     raise ConfigError(f"alkit.toml's payload_cols names {', '.join(map(repr, lacks[:5]))}, which "

@@ -32,7 +32,7 @@ from alkit.models.capacity import CapacityHint, effective_mode
 from alkit.models.user_backbone import search_project
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
-from alkit.pools.features import ArrayFeatureReader, FeatureFileError, FeatureReader
+from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.queue import kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
@@ -120,11 +120,7 @@ class ActiveLoop:
         # InputSpec holds and which the model-free cold start reads; features: what learners read, the
         # source or, on image projects, the frozen stem's outputs over it (use_features)
         self.source = FeatureReader(project.features_path, n_items=self.cfg.n_items, n_features=self.cfg.n_features)
-        made_with = self.store.features_id()
-        if made_with and self.source.file_id and made_with != self.source.file_id:  # same shape, other values
-            raise FeatureFileError(f"{project.features_path.name} is not the file this project was made with (its "
-                                   "values differ: another project's, or the data made again in another row order); "
-                                   "restore the project's own file")
+        self.store.check_features(self.source.file_id, project.features_path.name)
         self.features = self.source
         self.on_event = on_event or (lambda kind, payload: None)
         self.oracle: Oracle = oracle_for(project, self.store)

@@ -115,11 +115,14 @@ class HumanOracle:
         named = queue_file is not None and format_for_suffix(Path(queue_file)) is not None
         try:
             out = queue.export_queue(self.project, queue_file, None if named else "csv", store=self.store)
-        except OSError as exc:  # a refusal read as 'nothing changed' while the batch was committed (a check)
+        except (OSError, queue.QueueError) as exc:  # a refusal read as 'nothing changed' while the batch was
+            recorded = (f"the batch of {n_selected} is recorded and queued, and the same command writes its queue "
+                        "file once that is mended")  # committed (a folder or a bad link at queue.csv; checks)
+            if isinstance(exc, queue.QueueError):
+                raise queue.QueueError(f"{exc}; {recorded}") from exc
             if exc.errno is None or exc.filename is None:
                 raise
-            raise type(exc)(exc.errno, f"{exc.strerror}; the batch of {n_selected} is recorded and queued, and the "
-                            "same command writes its queue file once that is mended", exc.filename) from exc
+            raise type(exc)(exc.errno, f"{exc.strerror}; {recorded}", exc.filename) from exc
         return Handoff(n_selected, out.path, out.set_aside, out.set_aside_unreadable)
 
     def hand_off_again(self, n_waiting: int, queue_file: str | None) -> Handoff | None:

@@ -1075,7 +1075,7 @@ def test_a_default_queue_file_that_links_to_a_shared_folder_is_written_there(tmp
     assert kept is not None and kept.parent == shared.resolve() and link.is_symlink()
     link.unlink()
     link.symlink_to(tmp_path / "nowhere.csv")
-    with pytest.raises(QueueError, match="is a symbolic link to .*nowhere.csv, which is no regular file"):
+    with pytest.raises(QueueError, match="is a symbolic link to .*nowhere.csv, which does not exist"):
         export_queue(project)
 
 
@@ -1102,3 +1102,57 @@ def test_a_class_renamed_or_a_payload_column_added_in_alkit_toml_is_refused_befo
     assert snapshot(project) == before
     toml.write_text(original)
     assert invoke("queue", "import", str(answers), "-p", str(project.root)).exit_code == 0
+
+
+def test_a_default_file_linked_to_a_file_alkit_must_not_write_over_is_refused(tmp_path: Path) -> None:
+    """A check of the link fix: queue.csv a link to features.parquet, labels.csv a link to alkit.db or to the
+    data file were written through, destroying the project (the store moved aside as 'answers'); a link to a
+    folder or to nothing was refused after the run had committed its batch, reading as 'nothing changed'; a
+    shared file written through a link lost its group write permission."""
+    import os
+    import stat
+
+    project, _ = _digits_human(tmp_path)
+    queue_batch(project, 3)
+    root = project.root
+    for name, target, command in (("queue.csv", "features.parquet", ("queue", "export")),
+                                  ("labels.csv", "alkit.db", ("queue", "labels")),
+                                  ("labels.csv", "queue.csv", ("queue", "labels")),
+                                  ("queue.csv", str(tmp_path / "digits_pool.csv"), ("queue", "export"))):
+        if name == "labels.csv" and target == "queue.csv":
+            export_queue(project)
+        link = root / name
+        link.symlink_to(target)
+        before = snapshot(project)
+        res = invoke(*command, "-p", str(root))
+        assert res.exit_code == 2 and "which alkit does not write the" in res.text, (name, target, res.text)
+        assert snapshot(project) == before and link.is_symlink()
+        link.unlink()
+        (root / "queue.csv").unlink(missing_ok=True)
+    (tmp_path / "shared").mkdir()
+    (root / "queue.csv").symlink_to(tmp_path / "shared")
+    res = invoke("run", "--strategy", "random", "--budget", "20", "-p", str(root))
+    assert res.exit_code == 2 and "which is no regular file" in res.text and "is recorded and queued" in res.text
+    (root / "queue.csv").unlink()
+    shared = tmp_path / "shared" / "queue.csv"
+    shared.write_text("id,label\n")
+    os.chmod(shared, 0o664)
+    (root / "queue.csv").symlink_to(shared)
+    export_queue(project)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and pl.read_csv(shared).height > 0
+
+
+def test_an_export_with_feature_columns_refuses_a_swapped_features_file(tmp_path: Path) -> None:
+    """The digest check covered runs only: `queue export --include` wrote another row's feature values, exit 0
+    (a check of the fix).  The same data made again in another row order gives the swapped file."""
+    import shutil
+
+    project, _ = _digits_human(tmp_path)
+    queue_batch(project, 3)
+    frame = pl.read_csv(tmp_path / "digits_pool.csv")
+    frame.reverse().write_csv(tmp_path / "reversed.csv")
+    init_project(tmp_path / "reversed.csv", tmp_path / "other", InitOptions(id_col="id", label_col="label",
+                                                                            features=PX))
+    shutil.copy(tmp_path / "other" / "features.parquet", project.root / "features.parquet")
+    res = invoke("queue", "export", "--include", "px0,px1", "-p", str(project.root))
+    assert res.exit_code == 2 and "features.parquet is not the file this project was made with" in res.text, res.text

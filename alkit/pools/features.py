@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from alkit.errors import keep_labels_advice
+
 ROW_GROUP = 65_536
 # A digest of a features.parquet's values, kept in its metadata and in the store init made with it (``features_id``):
 # a file of the same shape from another project, or the same data made again in another row order, passed the shape
@@ -85,8 +87,8 @@ class FeatureFileError(ValueError):
 
 def _unreadable(path: Path | str, exc: BaseException) -> FeatureFileError:
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return FeatureFileError(f"{Path(path).name} is not a readable alkit feature file ({first}); "
-                            "re-create the project with `alkit init`")
+    return FeatureFileError(f"{Path(path).name} is not a readable alkit feature file ({first[:200]}): restore it, "
+                            f"or {keep_labels_advice()}")
 
 
 def open_features(path: Path | str) -> pq.ParquetFile:

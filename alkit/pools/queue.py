@@ -254,15 +254,16 @@ def written_names(columns: Sequence[str], reserved: Sequence[str] = RESERVED) ->
     return out
 
 
-def _feature_values(project: Project, keys: list[int], names: list[str]) -> dict[str, list[float | None]]:
+def _feature_values(project: Project, store: Store, keys: list[int], names: list[str]) -> dict[str, list[float | None]]:
     """The named feature columns of these items as alkit stores them (float32, shortest text): an imputed cell empty, not
     the median it was given."""
     if not names or not keys:
         return {c: [] for c in names}
     from alkit.pools.features import FeatureReader
 
-    X = FeatureReader(project.features_path, n_items=project.config.n_items,
-                      n_features=project.config.n_features).take(np.asarray(keys, dtype=np.int64))
+    reader = FeatureReader(project.features_path, n_items=project.config.n_items, n_features=project.config.n_features)
+    store.check_features(reader.file_id, project.features_path.name)  # another row's values, exit 0 (a check)
+    X = reader.take(np.asarray(keys, dtype=np.int64))
     at = {c: j for j, c in enumerate(project.config.feature_cols)}
     out = {}
     for c in names:
@@ -335,18 +336,25 @@ def kept_aside_note(held: Path, kept: Path, where: str | None = None) -> str:
             "replace where they correct a label; a file older than a correction would undo it)")
 
 
-def _through_link(path: Path) -> Path:
+def _through_link(project: Project, path: Path, what: str) -> Path:
     """The default file (queue.csv, labels.csv) as written: where it is a symbolic link to a regular file (a
     shared folder the labellers work in), the file it names, so the link stays and the labellers' file is the one
     rewritten (the link was replaced by a file, and the shared one kept the old queue; a hostile-filesystem
-    check).  A link to anything else is refused, as `--out` one is."""
+    check).  A link to anything else, or to a file `--out` may not name (the project's own files, its data file,
+    for labels the labellers' queue: a link to alkit.db wrote the labels over the store), is refused."""
     if not path.is_symlink():
         return path
     target = path.resolve()
-    if target.is_file():
-        return target
-    raise QueueError(f"{path} is a symbolic link to {target}, which is no regular file: point it at a file (alkit "
-                     "writes it whole and renames it into place), or remove the link")
+    if not target.is_file():
+        state = "which does not exist" if not target.exists() else "which is no regular file"
+        raise QueueError(f"{path} is a symbolic link to {target}, {state}: point it at a file (alkit writes it whole "
+                         "and renames it into place), or remove the link")
+    source = project.config.source
+    if (target in project.own_files() or (source and target == Path(source).resolve())
+            or (what == "labels" and labelfiles.is_queue_file(target, project.root))):
+        raise QueueError(f"{path} is a symbolic link to {target}, which alkit does not write the {what} over (one of "
+                         "the project's own files, its data file or the labellers' queue): remove the link")
+    return target
 
 
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
@@ -371,7 +379,7 @@ def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: 
     return fmt
 
 
-def _data_cells(project: Project, keys: list[int], cols: list[str], feats: list[str],
+def _data_cells(project: Project, store: Store, keys: list[int], cols: list[str], feats: list[str],
                 reserved: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each item's payload and feature cells under the names they are written by (``written_names``),
     in ``keys``' order, and those columns' types."""
@@ -379,7 +387,7 @@ def _data_cells(project: Project, keys: list[int], cols: list[str], feats: list[
     payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
                .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
     by_key = {row[key]: row for row in payload.to_dicts()}
-    values = _feature_values(project, keys, feats)
+    values = _feature_values(project, store, keys, feats)
     name = written_names([*cols, *feats], reserved)
     cells = [{**{name[c]: by_key.get(k, {}).get(c) for c in cols}, **{name[c]: values[c][i] for c in feats}}
              for i, k in enumerate(keys)]
@@ -406,8 +414,8 @@ def export_queue(
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
     path = Path(out) if out is not None else _through_link(
-        default_queue_path(project, fmt, max((q.cycle for q in items), default=None)))
-    cells, types = _data_cells(project, [q.key for q in items], cols, feats, RESERVED)
+        project, default_queue_path(project, fmt, max((q.cycle for q in items), default=None)), "queue")
+    cells, types = _data_cells(project, store, [q.key for q in items], cols, feats, RESERVED)
     records = []
     for q, data in zip(items, cells):
         records.append({"id": q.item_id, **data, "label": None, "skip": None,
@@ -506,8 +514,8 @@ def export_labels(
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store, history)
-    path = Path(out) if out is not None else _through_link(default_labels_path(project, fmt))
-    cells, types = _data_cells(project, [c.key for c in given], cols, feats, LABELS_COLS)
+    path = Path(out) if out is not None else _through_link(project, default_labels_path(project, fmt), "labels")
+    cells, types = _data_cells(project, store, [c.key for c in given], cols, feats, LABELS_COLS)
     records = []
     for c, data in zip(given, cells):
         t = _utc(c.time)
@@ -766,7 +774,7 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
         return []
     keys = store.keys_for_ids([r.item_id for r in rows])
     found = [r for r in rows if r.item_id in keys]
-    cells, types = _data_cells(project, [keys[r.item_id] for r in found], cols, [], ())
+    cells, types = _data_cells(project, store, [keys[r.item_id] for r in found], cols, [], ())
     renamed = [{k: v for k, v in written_names(cols, reserved).items() if k != v} for reserved in (RESERVED, LABELS_COLS)]
     own = {*RESERVED, *LABELS_COLS}  # a payload column of such a name is written as data_<name>: the file's is alkit's
 

@@ -10,6 +10,7 @@ import atexit
 import json
 import math
 import os
+import shutil
 import uuid
 import weakref
 from collections.abc import Iterable, Sequence
@@ -446,6 +447,11 @@ class Store:
                     if f.exists() and (f.name.endswith("-shm") or f.stat().st_size == 0):
                         f.unlink(missing_ok=True)
             hint = ""
+            if db_file is not None and "disk I/O error" in reason and shutil.disk_usage(db_file.parent).free < 1 << 20:
+                # a full disk read as 'is not an alkit store' (exit 2) for a store that is whole (a check)
+                raise StoreError(f"the store {db_file} cannot be opened: its disk is full ("
+                                 f"{shutil.disk_usage(db_file.parent).free:,} bytes free): free space and run the same "
+                                 "command again") from exc
             if db_file is None and any(w in reason.lower() for w in ("password", "authentication")):
                 hint = ("; give the password as $ALKIT_STORE_URL (the full URL, with the same driver, user, host, port "
                         "and database as alkit.toml's store) or with PGPASSWORD / ~/.pgpass")
@@ -608,6 +614,15 @@ class Store:
         recorded): a project's file replaced by one of the same shape is refused by it (FILE_ID_KEY)."""
         with self.session() as s:
             return s.scalar(select(Meta.value).where(Meta.key == "features_id"))
+
+    def check_features(self, file_id: str | None, name: str) -> None:
+        """Refuse a features file whose digest (FILE_ID_KEY) is not the one init recorded: a file of the same
+        shape with other values (another project's, or the data made again in another row order) was fitted,
+        scored and exported row by row as this project's (a hostile-filesystem check)."""
+        made_with = self.features_id()
+        if made_with and file_id and made_with != file_id:
+            raise StoreError(f"{name} is not the file this project was made with (its values differ: another "
+                             "project's, or the data made again in another row order); restore the project's own file")
 
     def check_made_as(self, settings: dict[str, Any], config_name: str = "alkit.toml") -> None:
         """Refuse where alkit.toml's ``settings`` (task, hide_labels) are not those the store was made for (a

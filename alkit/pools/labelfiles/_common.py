@@ -60,14 +60,15 @@ def _remove_stale_temps(path: Path) -> None:
 def atomic_write(path: Path, write: Any) -> None:
     """Write through a temporary file in the same folder, so labelers never see half a file.  The file gets
     the permissions of any new file (0666 less the umask), not mkstemp's owner-only 0600: it is written to
-    be handed to other people."""
+    be handed to other people; a file rewritten keeps its own permissions (a labellers' shared, group-writable
+    queue went from 664 to 644 through a link; a check)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask())
         os.replace(tmp, path)
     except OSError as exc:  # named by the file written, not the temporary one ('cannot use .queue.csv.3osf6sju: the
         Path(tmp).unlink(missing_ok=True)  # path is a folder' where queue.csv was one; a hostile-filesystem check)
