@@ -120,7 +120,6 @@ class ActiveLoop:
         # InputSpec holds and which the model-free cold start reads; features: what learners read, the
         # source or, on image projects, the frozen stem's outputs over it (use_features)
         self.source = FeatureReader(project.features_path, n_items=self.cfg.n_items, n_features=self.cfg.n_features)
-        self.store.check_features(self.source.file_id, project.features_path.name)
         self.features = self.source
         self.on_event = on_event or (lambda kind, payload: None)
         self.oracle: Oracle = oracle_for(project, self.store)
@@ -147,6 +146,7 @@ class ActiveLoop:
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
         self._check_store_is_this_projects()
+        self._check_features_file()
         if spec.options.get("engine") == "ray":  # no Ray, or no cluster at --ray-address: refused before the run
             from alkit.engines.ray_engine import ensure_ray  # was recorded (it failed after cycle 0's batch)
 
@@ -211,6 +211,11 @@ class ActiveLoop:
             k = keys[0]
             raise LoopError(f"the store ({url}) names item {k} {stored.get(k)!r}, this project's data {str(ids[k])!r}: "
                             "it is another project's store; restore this project's alkit.db (or its --store)")
+
+    def _check_features_file(self) -> None:
+        """The store is this project's: then the features file must be the one it was made with (after the store's
+        own checks, which name a foreign store better than the digest of a file would)."""
+        self.store.check_features(FeatureReader(self.project.features_path).file_id, self.project.features_path.name)
 
     def _check_labels(self) -> None:
         """Every stored label must be one the project's alkit.toml knows, in the order init recorded,
