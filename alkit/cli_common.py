@@ -172,15 +172,15 @@ def user_errors() -> Iterator[None]:
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else os_error_line(exc) or str(exc)
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
         raise typer.Exit(code=2) from None
-    except Exception as exc:  # noqa: BLE001 - only the store going away mid-command is turned into a line
-        if _store_damaged(exc):  # a corrupt page met mid-command: an 88-line SQLAlchemy traceback, exit 1
-            reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+    except Exception as exc:  # noqa: BLE001 - only the store going away or damaged mid-command is turned into a line
+        damaged = _store_damaged(exc)  # a corrupt page met mid-command: an 88-line SQLAlchemy traceback, exit 1
+        if not damaged and not _store_outage(exc):
+            raise
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        if damaged:
             err.print(f"[bold red]error:[/] the store is damaged ({escape(one_line(reason))}): restore it from a backup "
                       "(for SQLite, `sqlite3 alkit.db .recover` may save its rows into a new file)", highlight=False)
             raise typer.Exit(code=2) from None
-        if not _store_outage(exc):
-            raise
-        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         if "disk is full" in reason or "No space left" in reason:  # not an outage: init said 'every committed cycle'
             err.print(f"[bold red]error:[/] the store's disk is full ({escape(one_line(reason))}); what was written "
                       "before this command's last step is kept: free space and run the same command again",

@@ -188,11 +188,8 @@ class Project:
         changes anything, so a damaged project fails at once instead of after a batch is committed."""
         for path in paths:
             if not path.is_file():
-                keep = ("the store still holds every label, and `alkit queue labels` writes them from it"
-                        if path.name == PAYLOAD_NAME else  # queue labels reads the payload: advised, it was refused
-                        f"or {keep_labels_advice(self.cli_flag())}")
                 raise ConfigError(f"{path} is missing ({why}); the project folder is damaged: restore the file"
-                                  f"{' (' + keep + ' once it is back)' if path.name == PAYLOAD_NAME else ', ' + keep}")
+                                  f"{self._restore_advice(path)}")
             if readable and path.suffix == ".parquet":  # a truncated file failed only when read, after a cycle
                 # was committed (the features file has a reader of its own that names what is wrong)
                 import pyarrow.parquet as pq
@@ -200,14 +197,19 @@ class Project:
                 try:
                     names = pq.read_schema(path).names
                 except Exception as exc:  # noqa: BLE001 - pyarrow's errors name no file
-                    keep = ("the store still holds every label, and `alkit queue labels` writes them from it once "
-                            "it is restored" if path.name == PAYLOAD_NAME else keep_labels_advice(self.cli_flag()))
                     raise ConfigError(f"{path} is damaged ({why}; {str(exc).splitlines()[0][:200]}): restore it"
-                                      f"{' (' + keep + ')' if path.name == PAYLOAD_NAME else ', or ' + keep}") from None
+                                      f"{self._restore_advice(path)}") from None
                 lacks = [c for c in self.config.payload_cols if c not in names] if path.name == PAYLOAD_NAME else []
                 if lacks:  # a hand edit: a polars traceback at the export, after a run had committed its batch
                     raise ConfigError(f"alkit.toml's payload_cols names {', '.join(map(repr, lacks[:5]))}, which "
                                       f"{path.name} does not hold: restore alkit.toml's payload_cols")
+
+    def _restore_advice(self, path: Path) -> str:
+        """What follows 'restore it' for a missing or damaged project file: how to keep people's labels while
+        starting over, except for the payload, which that way reads (it was advised, then refused)."""
+        if path.name == PAYLOAD_NAME:
+            return " (the store still holds every label, and `alkit queue labels` writes them from it once it is back)"
+        return f", or {keep_labels_advice(self.cli_flag())}"
 
     def encode_label(self, value: str) -> float | int:
         """Stored label text -> what the learner trains on (class index or float)."""

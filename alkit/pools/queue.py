@@ -349,24 +349,35 @@ def _through_link(project: Project, path: Path, what: str) -> Path:
         state = "which does not exist" if not target.exists() else "which is no regular file"
         raise QueueError(f"{path} is a symbolic link to {target}, {state}: point it at a file (alkit writes it whole "
                          "and renames it into place), or remove the link")
-    source = project.config.source
-    if (target in project.own_files() or (source and target == Path(source).resolve())
-            or (what == "labels" and labelfiles.is_queue_file(target, project.root))):
-        raise QueueError(f"{path} is a symbolic link to {target}, which alkit does not write the {what} over (one of "
-                         "the project's own files, its data file or the labellers' queue): remove the link")
+    taken = _written_over(project, target, what)
+    if taken:
+        raise QueueError(f"{path} is a symbolic link to {target}, which alkit does not write the {what} over ({taken}): "
+                         "remove the link")
     return target
+
+
+def _written_over(project: Project, target: Path, what: str) -> str | None:
+    """What the resolved ``target`` is where no export of ``what`` may write over it, else None: one of the
+    project's own files (a queue exported onto features.parquet or alkit.db replaced it), the data file it was
+    made from (set aside as answers), or for labels the labellers' queue (overwritten; black-box checks)."""
+    if target in project.own_files():
+        return "one of the project's own files"
+    source = project.config.source
+    if source and target == Path(source).resolve():
+        return "the data file the project was made from (alkit.toml's source)"
+    if what == "labels" and labelfiles.is_queue_file(target, project.root):
+        return "where alkit writes the labelers' queue"
+    return None
 
 
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
     """The format an export to ``out`` is written in, after refusing an ``out`` that is one of the
     project's own files or a folder (a raw '[Errno 21] Is a directory' with a temp name), before
     anything is read; ``what``: the file's name in the refusals ('queue', 'labels')."""
-    if out is not None and Path(out).resolve() in project.own_files():
-        raise QueueError(f"{out} is one of the project's own files: write the {what} to another name")
-    source = project.config.source
-    if out is not None and source and Path(out).resolve() == Path(source).resolve():  # it was set aside as answers
-        raise QueueError(f"{out} is the data file the project was made from (alkit.toml's source): write the {what} "
-                         "to another name")
+    taken = _written_over(project, Path(out).resolve(), what) if out is not None else None
+    if taken:
+        default = " (default: labels.csv)" if taken.startswith("where alkit writes") else ""
+        raise QueueError(f"{out} is {taken}: write the {what} to another name{default}")
     if out is not None and Path(out).is_dir():
         raise QueueError(f"{out} is a folder: give the {what} file's name (e.g. {Path(out) / f'{what}.csv'})")
     if out is not None and (Path(out).is_symlink() or (Path(out).exists() and not Path(out).is_file())):
@@ -505,10 +516,6 @@ def export_labels(
     ``history``: also every answer a correction replaced, with a ``replaced_at`` column (empty for the
     answers that stand); such a file is no answer file to import back."""
     fmt = _check_out(project, out, fmt, "labels")
-    target = Path(out).resolve() if out is not None else None
-    if target is not None and labelfiles.is_queue_file(target, project.root):  # the labelers' file, overwritten (a black-box check)
-        raise QueueError(f"{out} is where alkit writes the labelers' queue: write the labels to another name "
-                         "(default: labels.csv)")
     if fmt == "label-studio":
         raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
     store = store or Store(project.store_url)

@@ -70,18 +70,17 @@ def atomic_write(path: Path, write: Any) -> None:
         write(Path(tmp))
         os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask())
         os.replace(tmp, path)
-    except OSError as exc:  # named by the file written, not the temporary one ('cannot use .queue.csv.3osf6sju: the
-        Path(tmp).unlink(missing_ok=True)  # path is a folder' where queue.csv was one; a hostile-filesystem check)
-        if exc.errno is None and "os error 28" in str(exc):  # a writer's own words (polars' CSV), no errno
-            raise OSError(errno.ENOSPC, "No space left on device", str(path)) from exc
-        if exc.errno is None or exc.filename not in (None, tmp):
-            raise
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, Exception) and ("No space left on device" in str(exc) or "os error 28" in str(exc)):
-            # a writer's own error for a full disk (polars' ComputeError: a traceback, exit 1)
+        errno_ = getattr(exc, "errno", None)
+        if isinstance(exc, Exception) and errno_ is None and ("No space left on device" in str(exc)
+                                                              or "os error 28" in str(exc)):
+            # a writer's own words for a full disk, without errno (polars' ComputeError: a traceback, exit 1)
             raise OSError(errno.ENOSPC, "No space left on device", str(path)) from exc
+        if isinstance(exc, OSError) and errno_ is not None and exc.filename in (None, tmp):
+            # named by the file written, not the temporary one ('cannot use .queue.csv.3osf6sju: the path is a
+            # folder' where queue.csv was one; a hostile-filesystem check)
+            raise type(exc)(errno_, exc.strerror, str(path)) from exc
         raise
 
 
