@@ -35,7 +35,7 @@ from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import escape_formulas
 from alkit.pools.leases import RunBusy, live_runs
 from alkit.plots import random_curve, summary_table, to_markdown
-from alkit.choices import HIGHER_IS_BETTER, METRICS
+from alkit.choices import HIGHER_IS_BETTER, METRIC_RANGE, METRICS
 from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
 from alkit.acquisition import ACQUISITIONS
@@ -181,6 +181,10 @@ def run_bench(
     if metric not in METRICS[task]:  # before the runs, not after them
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")
     higher = metric in HIGHER_IS_BETTER
+    low, high = METRIC_RANGE.get(metric, (-math.inf, math.inf))
+    if target is not None and not low <= target <= high:
+        raise LoopError(f"--target {target:g} is outside what {metric} can be ({low:g} to {high:g}): "
+                        "no run would reach it")
 
     if budget < 1:  # as `run` says it ('--batch-size 10 is larger than --budget 0' named the other option)
         raise LoopError(f"--budget must be at least 1, got {budget}")

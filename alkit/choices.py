@@ -32,6 +32,13 @@ METRICS: dict[str, tuple[str, ...]] = {
     "regression": ("mae", "rmse", "nll", "crps", "nll10", "ece10", "cv_crps"),
 }
 
+# The values a metric can take, where bounded (a --target outside them is never reached: every row read
+# 'never' after the whole bench); nll of a regression density can be negative, so it is unbounded
+METRIC_RANGE: dict[str, tuple[float, float]] = {
+    **{m: (0.0, 1.0) for m in ("accuracy", "balanced_accuracy", "macro_f1", "cv_accuracy", "ece", "ece10")},
+    **{m: (0.0, float("inf")) for m in ("mae", "rmse", "crps", "cv_crps")},
+}
+
 # Seeds of runs and splits: 0 .. 2^31 - 1, the range of the store's seed column on every backend
 # (PostgreSQL's INTEGER is 32-bit; a larger --seed failed with an overflow traceback)
 SEED_MAX = 2**31 - 1

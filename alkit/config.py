@@ -116,6 +116,7 @@ class ProjectConfig:
         if self.task == "classification" and len(self.classes) < 2:
             raise ConfigError(f"classes holds {len(self.classes)} name{'' if len(self.classes) == 1 else 's'}: a "
                               "classification project needs at least 2")
+        self._check_feature_cols()
         if self.image_shape:
             shape = self.image_shape
             if len(shape) != 3 or any(not isinstance(v, int) or v < 1 for v in shape):
@@ -134,6 +135,26 @@ class ProjectConfig:
     def made_as(self) -> dict[str, Any]:
         """The settings a store is made for, fixed at init and checked against it (Store.check_made_as)."""
         return {"task": self.task, "hide_labels": bool(self.hide_labels)}
+
+    def _check_feature_cols(self) -> None:
+        """feature_cols names the columns of features.parquet after an encoder's vectors, one name each: a
+        name deleted or added by hand shifted every later one, and an export wrote another column's values."""
+        if not self.feature_cols:
+            return
+        twice = sorted({c for c in self.feature_cols if self.feature_cols.count(c) > 1})
+        if twice:
+            raise ConfigError(f"feature_cols names {', '.join(map(repr, twice[:3]))} more than once")
+        named = len(self.feature_cols)
+        if self.encoder and not named < self.n_features or not self.encoder and named != self.n_features:
+            raise ConfigError(f"feature_cols holds {named} names but the project has {self.n_features} features"
+                              + (" (its encoder's vectors first)" if self.encoder else "")
+                              + ": restore the list init wrote")
+
+    def feature_index(self, name: str) -> int:
+        """The column of features.parquet that holds the feature column ``name``: an encoder's vectors
+        come first, then the feature_cols (a text project's --features exported the encoder's first
+        dimensions under their names)."""
+        return self.n_features - len(self.feature_cols) + self.feature_cols.index(name)
 
     def data_feature_cols(self) -> list[str]:
         """The feature columns that are numeric columns of the data file, as written: not a

@@ -815,6 +815,10 @@ def test_help_and_refusals_name_the_options_typed(project: Path) -> None:
         out = alkit("bench", "--budget", "10", "--strategies", "random", "--target", bad, "-p", p, cwd=project)
         assert out.returncode == 2 and "--target must be a finite number" in out.stderr, out.stderr
         assert not (project / "bench").exists()
+    for bad in ("1.5", "-0.1"):  # an accuracy no run can reach: the whole bench ran, then every row read 'never'
+        out = alkit("bench", "--budget", "10", "--strategies", "random", "--target", bad, "-p", p, cwd=project)
+        assert out.returncode == 2 and "is outside what accuracy can be (0 to 1)" in out.stderr, out.stderr
+        assert not (project / "bench").exists()
     assert alkit("status", "-p", p, cwd=project).returncode == 0
 
 

