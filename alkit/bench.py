@@ -193,6 +193,10 @@ def run_bench(
                         "within the budget")
     if (initial if initial is not None else batch_size) > budget:  # resolve leaves it to a recorded run: a project
         raise first_batch_refusal(initial, batch_size, budget)   # holding a longer one read 'none fitted a model'
+    default_out = proj.root / "bench"
+    if out_dir is None and default_out.is_symlink():  # a received project's bench/ led its tables out of the folder
+        raise LoopError(f"{default_out} is a symbolic link to {default_out.resolve()}: alkit writes the bench tables "
+                        "into the project's own bench folder; remove the link, or name the folder with --out-dir")
     loop = ActiveLoop(proj)
     if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "

@@ -144,7 +144,8 @@ def test_init_killed_at_any_point_then_rerun_just_works(tmp_path: Path, digits_c
         stale.mkdir(parents=True)
         for name in ("features.parquet", "alkit.db"):
             (root / name).write_bytes(b"half")
-        (stale / "moved.txt").write_text(f"{root / 'features.parquet'}\n{root / 'alkit.db'}\n")
+        moved = [root / "features.parquet", root / "alkit.db"]
+        (stale / "moved.txt").write_text("".join(f"{m}\t{m.stat().st_dev}\t{m.stat().st_ino}\n" for m in moved))
         out = alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
                     "-p", str(root), cwd=tmp_path)
         assert out.returncode == 0, out.stderr
@@ -152,6 +153,32 @@ def test_init_killed_at_any_point_then_rerun_just_works(tmp_path: Path, digits_c
     assert sorted(p.name for p in root.iterdir()) == ["alkit.db", "alkit.toml", "features.parquet", "payload.parquet"]
     assert alkit(*RUN, "-p", str(root), cwd=tmp_path).returncode == 0
     shutil.rmtree(root)
+
+
+def test_a_received_folders_init_journal_removes_no_file_init_did_not_make(tmp_path: Path, digits_csv: Path) -> None:
+    """A data folder received with a crafted .alkit-init-x-1/moved.txt naming a file elsewhere: `alkit init`
+    there (even a refused one) deleted that file (an untrusted-input check).  A journal line is honoured only
+    where its path is still the very file (device, inode) an init moved there."""
+    from alkit.pools.ingest import INIT_PREFIX
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    precious = victim / "precious.txt"
+    precious.write_text("precious thesis")
+    other = victim / "other.txt"
+    other.write_text("kept too")
+    data = tmp_path / "dl"
+    data.mkdir()
+    data.joinpath("data.csv").write_bytes(digits_csv.read_bytes())
+    for name, lines in (("x-1", f"{precious}\n"), ("99999999-z", f"{other}\t1\t2\n../victim/precious.txt\n")):
+        (data / f"{INIT_PREFIX}{name}").mkdir()
+        (data / f"{INIT_PREFIX}{name}" / "moved.txt").write_text(lines)
+    refused = alkit("init", "data.csv", "--id-col", "id", "--label-col", "NO_SUCH_COLUMN", cwd=data)
+    assert refused.returncode == 2
+    made = alkit("init", "data.csv", "--id-col", "id", "--label-col", "label", "--hide-labels", cwd=data)
+    assert made.returncode == 0, made.stderr
+    assert precious.read_text() == "precious thesis" and other.read_text() == "kept too"
+    assert not list(data.glob(f"{INIT_PREFIX}*"))
 
 
 def test_a_failed_init_leaves_no_store_file(tmp_path: Path, digits_csv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1101,3 +1128,16 @@ def test_bench_budget_0_and_an_empty_annotator_are_named(project: Path, tmp_path
     for name in ("", "   "):
         res = alkit("queue", "import", str(answers), "--annotator", name, "-p", str(project), cwd=tmp_path)
         assert res.returncode == 2 and "--annotator is empty" in res.stderr, res.stderr
+
+
+def test_a_bench_folder_that_links_out_of_the_project_is_refused_before_the_runs(project: Path, tmp_path: Path) -> None:
+    """A received project whose bench/ was a link to another folder: `alkit bench` replaced the bench tables
+    and plot there (an untrusted-input check).  Refused before any run; --out-dir names a folder as before."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "bench_summary.csv").write_text("theirs\n")
+    (project / "bench").symlink_to(elsewhere, target_is_directory=True)
+    out = alkit("bench", "--budget", "10", "--strategies", "random", "--seeds", "1", "-p", str(project), cwd=project)
+    assert out.returncode == 2 and "bench is a symbolic link to" in out.stderr and "--out-dir" in out.stderr, out.stderr
+    assert (elsewhere / "bench_summary.csv").read_text() == "theirs\n"
+    assert "bench" not in alkit("status", "-p", str(project), "--json", cwd=project).stdout

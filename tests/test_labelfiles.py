@@ -11,16 +11,21 @@ def test_a_killed_writes_temporary_file_is_removed_by_a_later_write(tmp_path: Pa
     import os
     import time
 
-    from alkit.pools.labelfiles._common import STALE_TEMP_S, atomic_write
+    from alkit.pools.labelfiles._common import STALE_TEMP_S, TEMP_MARK, atomic_write
 
     target = tmp_path / "queue-c0.json"
-    old, fresh = tmp_path / ".queue-c0.json.abc123", tmp_path / ".queue-c0.json.def456"
-    old.write_bytes(b"")
-    fresh.write_bytes(b"")
+    old, fresh = tmp_path / f".queue-c0.json{TEMP_MARK}abc123", tmp_path / f".queue-c0.json{TEMP_MARK}def456"
+    # a user's own files beside it, old as well: a backup and an editor's swap file were deleted (a check)
+    theirs = [tmp_path / ".queue-c0.json.bak", tmp_path / ".queue-c0.json.swp", tmp_path / ".queue-c0.json.abcd1234"]
     past = time.time() - 2 * STALE_TEMP_S
-    os.utime(old, (past, past))
+    for f in (old, fresh, *theirs):
+        f.write_bytes(b"")
+        if f is not fresh:
+            os.utime(f, (past, past))
     atomic_write(target, lambda p: p.write_text("[]"))
     assert target.read_text() == "[]" and not old.exists() and fresh.exists()
+    assert all(f.exists() for f in theirs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, fresh.name, *(f.name for f in theirs)])
 
 
 def test_a_failed_write_names_the_file_and_leaves_nothing(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ control; a spreadsheet's lost leading zeros are named."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -566,6 +567,29 @@ def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -
     fine.write_text("id,label\n02,3\n1,\n01,5\n2,\n")
     res = import_labels(project, fine)
     assert res.labeled == 2 and shared_labels(project)["02"][0] == "3" and shared_labels(project)["01"][0] == "5"
+
+
+def test_a_sign_or_exponent_a_spreadsheet_dropped_from_an_id_naming_another_item_refuses_the_file(
+        tmp_path: Path) -> None:
+    """Items +5, 5, 1e3, 1000 with +5 and 1e3 queued: a spreadsheet saves them as 5 and 1000, and their
+    labels went to the items 5 and 1000 with exit 0 (an untrusted-input check; leading zeros were refused)."""
+    ids = ["+5", "1e3", "5", "1000"] + [f"x{i}" for i in range(96)]
+    df = digits_frame(100).with_columns(pl.Series("id", ids))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) >= 80).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "z.csv")
+    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    assert queue_batch(project, 2) == ["+5", "1e3"]
+    before = snapshot(project)
+    saved = tmp_path / "saved.csv"
+    saved.write_text("id,label\n5,3\n1000,4\n")
+    with pytest.raises(QueueError, match=r"ids 5 \(queued as \+5\), 1000 \(queued as 1e3\) look like queued ids that "
+                                         r"a spreadsheet rewrote as numbers"):
+        import_labels(project, saved)
+    assert snapshot(project) == before
+    fine = tmp_path / "fine.csv"
+    fine.write_text("id,label\n+5,3\n1e3,4\n")
+    assert import_labels(project, fine).labeled == 2 and shared_labels(project)["+5"][0] == "3"
 
 
 def test_stripped_zeros_that_name_no_item_are_unknown_ids_not_another_item(tmp_path: Path) -> None:
@@ -1156,3 +1180,41 @@ def test_an_export_with_feature_columns_refuses_a_swapped_features_file(tmp_path
     shutil.copy(tmp_path / "other" / "features.parquet", project.root / "features.parquet")
     res = invoke("queue", "export", "--include", "px0,px1", "-p", str(project.root))
     assert res.exit_code == 2 and "features.parquet is not the file this project was made with" in res.text, res.text
+
+
+def test_a_received_projects_links_lead_no_export_out_of_the_folder_but_to_a_label_file(tmp_path: Path) -> None:
+    """A project received from someone else with queue.csv a link to ~/.bashrc: `alkit run` wrote the queue's
+    ids into it (moving the original aside), and labels.csv a link to notes.txt wrote every label there (an
+    untrusted-input check).  A default file leads elsewhere only to a label file; a hard-linked queue.csv (a
+    shared queue) is rewritten in place, and one hard-linked to the store is refused."""
+    from alkit.pools.queue import export_labels
+
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    home = tmp_path / "home"
+    home.mkdir()
+    rc = home / "bashrc"
+    rc.write_text('alias ll="ls -l"\n')
+    link = project.root / "queue.csv"
+    link.symlink_to(rc)
+    with pytest.raises(QueueError, match=r"queue.csv is a symbolic link to .*bashrc, and bashrc is no label file"):
+        export_queue(project)
+    assert rc.read_text() == 'alias ll="ls -l"\n' and sorted(p.name for p in home.iterdir()) == ["bashrc"]
+    notes = home / "notes.txt"
+    notes.write_text("private\n")
+    (project.root / "labels.csv").symlink_to(notes)
+    with pytest.raises(QueueError, match="labels.csv is a symbolic link to .*notes.txt, and notes.txt is no label file"):
+        export_labels(project)
+    assert notes.read_text() == "private\n"
+    link.unlink()
+    shared = home / "shared.csv"
+    shared.write_text("id,label\n")
+    os.link(shared, link)  # a hard link: the shared queue, the same file under two names
+    export_queue(project)
+    assert pl.read_csv(shared)["id"].cast(pl.Utf8).to_list() == ids and os.path.samefile(shared, link)
+    link.unlink()
+    os.link(project.root / "alkit.db", link)
+    before = (project.root / "alkit.db").read_bytes()
+    with pytest.raises(QueueError, match="queue.csv is a hard link to a file alkit does not write the queue over"):
+        export_queue(project)
+    assert (project.root / "alkit.db").read_bytes() == before

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -962,21 +963,43 @@ def _refuse_if_created_meanwhile(root: Path) -> None:
 
 
 def _journaled_moves(tmp: Path, moves: list[tuple[Path, Path]]) -> None:
+    """Each move is journaled with the file's identity (device, inode) before it is made, and again after
+    a move that copied (a store on another file system), so a rollback removes only files this init made."""
     with (tmp / _JOURNAL).open("a", encoding="utf-8") as journal:
-        for src, dst in moves:
-            journal.write(f"{dst}\n")
+        def note(path: Path, made: os.stat_result) -> None:
+            journal.write(f"{path}\t{made.st_dev}\t{made.st_ino}\n")
             journal.flush()
             os.fsync(journal.fileno())
+
+        for src, dst in moves:
+            before = os.stat(src)
+            note(dst, before)
             shutil.move(src, dst)  # a rename within one file system; a copy for a store elsewhere
+            after = os.stat(dst)
+            if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+                note(dst, after)
 
 
 def _roll_back(tmp: Path) -> None:
-    """Remove what a failed or killed init had already moved into the project."""
+    """Remove what a failed or killed init had already moved into the project: a journaled path only where
+    it is still the file the init moved there (same device and inode).  A path alone was removed whatever
+    it was: a data folder received with a crafted .alkit-init-*/moved.txt made `alkit init` delete any file
+    it named (an untrusted-input check); a line without an identity (an older alkit's) is left alone."""
     journal = tmp / _JOURNAL
-    if journal.exists():
-        for line in journal.read_text(encoding="utf-8").splitlines():
+    if not journal.exists():
+        return
+    for line in journal.read_text(encoding="utf-8", errors="replace").splitlines():
+        path, _, ident = line.partition("\t")
+        dev, _, ino = ident.partition("\t")
+        if not (dev.isdigit() and ino.isdigit()):
+            continue
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except (OSError, ValueError):
+            continue
+        if (now.st_dev, now.st_ino) == (int(dev), int(ino)) and stat.S_ISREG(now.st_mode):
             for suffix in ("", "-wal", "-shm"):
-                Path(line + suffix).unlink(missing_ok=True)
+                Path(path + suffix).unlink(missing_ok=True)
 
 
 def remove_stale_inits(root: Path) -> None:

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -343,6 +344,12 @@ def _through_link(project: Project, path: Path, what: str) -> Path:
     check).  A link to anything else, or to a file `--out` may not name (the project's own files, its data file,
     for labels the labellers' queue: a link to alkit.db wrote the labels over the store), is refused."""
     if not path.is_symlink():
+        taken = _written_over(project, path.resolve(), what) if path.is_file() and path.stat().st_nlink > 1 else None
+        if taken:  # a hard link is rewritten in place (atomic_write), so it is held to a symbolic link's rule
+            raise QueueError(f"{path} is a hard link to a file alkit does not write the {what} over ({taken}): "
+                             "remove it")
+        if path.is_file() and path.stat().st_nlink > 1:
+            _refuse_unless_label_file(path, f"{path} has other hard links (it is written in place)")
         return path
     target = path.resolve()
     if not target.is_file():
@@ -353,21 +360,44 @@ def _through_link(project: Project, path: Path, what: str) -> Path:
     if taken:
         raise QueueError(f"{path} is a symbolic link to {target}, which alkit does not write the {what} over ({taken}): "
                          "remove the link")
+    _refuse_unless_label_file(target, f"{path} is a symbolic link to {target}")
     return target
+
+
+def _refuse_unless_label_file(target: Path, lead: str) -> None:
+    """A default file that leads to another file is written there only where that file is a label file (the
+    labellers' shared queue, or an empty file made for it): a project received from someone else with
+    queue.csv a link to ~/.bashrc wrote the queue's ids into it (an untrusted-input check)."""
+    if labelfiles.format_for_suffix(target) is None or (
+            target.stat().st_size > 0 and _read_old_file(target) is None):
+        raise QueueError(f"{lead}, and {target.name} is no label file alkit can read: alkit writes through a link "
+                         "only to a label file (a shared queue); remove the link")
 
 
 def _written_over(project: Project, target: Path, what: str) -> str | None:
     """What the resolved ``target`` is where no export of ``what`` may write over it, else None: one of the
     project's own files (a queue exported onto features.parquet or alkit.db replaced it), the data file it was
     made from (set aside as answers), or for labels the labellers' queue (overwritten; black-box checks)."""
-    if target in project.own_files():
+    if any(_same_file(target, f) for f in project.own_files()):
         return "one of the project's own files"
     source = project.config.source
-    if source and target == Path(source).resolve():
+    if source and _same_file(target, Path(source).resolve()):
         return "the data file the project was made from (alkit.toml's source)"
-    if what == "labels" and labelfiles.is_queue_file(target, project.root):
+    if what == "labels" and (labelfiles.is_queue_file(target, project.root)
+                             or _same_file(target, default_queue_path(project))):
         return "where alkit writes the labelers' queue"
     return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same path, or one file under two names (a hard link: a file with other links is rewritten in
+    place, so a hard link to alkit.db would have been written over)."""
+    if a == b:
+        return True
+    try:
+        return a.is_file() and b.is_file() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: str) -> str:
@@ -618,8 +648,8 @@ def _stripped_zeros(rows: list[Row], queued: list[str], exists: Callable[[list[s
     lost = {}
     for q in queued:
         full = q.strip()
-        short = full.lstrip("0") or "0"
-        if full.startswith("0") and full.isdigit() and short != full and full not in named and short in named \
+        short = _as_a_spreadsheet_saves(full)
+        if short is not None and full not in named and short in named \
                 and (named[short] > 1 or short not in queued_set):
             lost[short] = full
     real = exists(sorted(lost)) if lost else set()
@@ -627,9 +657,25 @@ def _stripped_zeros(rows: list[Row], queued: list[str], exists: Callable[[list[s
     if not lost:
         return None
     shown = ", ".join(f"{k} (queued as {v})" for k, v in list(lost.items())[:3])
-    return (f"ids {shown}{' ...' if len(lost) > 3 else ''} look like queued ids that lost their leading zeros (a "
+    zeros = all(v.isdigit() for v in lost.values())
+    how = "lost their leading zeros" if zeros else "a spreadsheet rewrote as numbers (a sign, an exponent or zeros lost)"
+    return (f"ids {shown}{' ...' if len(lost) > 3 else ''} look like queued ids that {how} (a "
             "spreadsheet read them as numbers), and each also names another item: format the id column as text "
             "before saving, or fill in the file alkit wrote in a text editor")
+
+
+def _as_a_spreadsheet_saves(item_id: str) -> str | None:
+    """The id a spreadsheet writes back for a number-like id, where that differs from it: 007 -> 7, +5 -> 5,
+    1e3 -> 1000, 2.50 -> 2.5 (queued +5 and 1e3 came back as 5 and 1000, the ids of two other items, and
+    their labels went there with exit 0: an untrusted-input check); None for any other id."""
+    try:
+        value = Decimal(item_id)
+    except ArithmeticError:
+        return None
+    if not value.is_finite():
+        return None
+    saved = str(int(value)) if value == value.to_integral_value() else format(value.normalize(), "f")
+    return saved if saved != item_id else None
 
 
 def _decisions(project: Project, rows: list[Row], problems: list[str],

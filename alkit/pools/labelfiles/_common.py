@@ -8,6 +8,7 @@ import glob
 import math
 import re
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -45,11 +46,15 @@ def _umask() -> int:
 STALE_TEMP_S = 600.0  # a temporary file this old was left by a writer that was killed (a write takes seconds)
 
 
+TEMP_MARK = ".alkit-tmp-"  # in the name of every temporary file atomic_write makes: .queue.csv.alkit-tmp-XXXXXXXX
+
+
 def _remove_stale_temps(path: Path) -> None:
     """Remove the temporary files of earlier writes of ``path`` that were killed mid-write (they piled up
     in the project folder, 0-byte and owner-only); a recent one may be another writer's, at work now."""
     now = time.time()
-    for old in path.parent.glob(f".{glob.escape(path.name)}.*"):
+    # alkit's own temporaries only (TEMP_MARK): '.labels.csv.*' also took a user's backups and editor swap files
+    for old in path.parent.glob(f".{glob.escape(path.name)}{TEMP_MARK}*"):
         try:
             if old.is_file() and now - old.stat().st_mtime > STALE_TEMP_S:
                 old.unlink()
@@ -64,12 +69,18 @@ def atomic_write(path: Path, write: Any) -> None:
     queue went from 664 to 644 through a link; a check)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
         os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask())
-        os.replace(tmp, path)
+        if path.is_file() and path.stat().st_nlink > 1:
+            # a file with other hard links (a labellers' shared queue): a rename would split it from them, and
+            # they kept the old queue without a word; its own inode is rewritten, from the finished temporary
+            shutil.copyfile(tmp, path)
+            Path(tmp).unlink()
+        else:
+            os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         errno_ = getattr(exc, "errno", None)
