@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
-from alkit.cli_common import OnConflict, ProjectOpt, QueueFormat, console, parse_csv, typer_app, user_errors, utf8_path
+from alkit.cli_common import (OnConflict, ProjectOpt, QueueFormat, console, one_line, parse_csv, typer_app, user_errors,
+                              utf8_path)
 from alkit.config import load_project
 from alkit.choices import ON_CONFLICT, SKIP_LABEL
 from alkit.choices import QUEUE_FORMATS as FORMATS
@@ -171,5 +173,7 @@ def status_cmd(
         t.add_column("labeled", justify="right")
         t.add_column("skipped", justify="right")
         for a in st.by_annotator:
-            t.add_row(a.annotator, str(a.labeled), str(a.skipped))
+            # a name from a label file, shown as text: an escape sequence in it cleared the terminal and
+            # painted a red 'ADMIN' (an untrusted-input check), and [brackets] were read as markup
+            t.add_row(escape(one_line(a.annotator)), str(a.labeled), str(a.skipped))
         console.print(t)

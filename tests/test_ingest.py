@@ -1299,3 +1299,20 @@ def test_a_relative_sqlite_store_lives_in_a_folder_of_the_project(tmp_path: Path
                                                                     "store": "sqlite:///sub/s.db"}))
     assert (tmp_path / "q" / "sub" / "s.db").is_file() and not (tmp_path / "sub").exists()
     assert Store(load_project(tmp_path / "q").store_url).n_items() == 80
+
+
+def test_a_csv_column_name_with_quotes_keeps_its_name(tmp_path: Path) -> None:
+    """The header cell CSV writes for the name  say "hi"  was read with its quotes doubled, so --exclude with
+    the real name named no column and alkit.toml recorded the doubled name (an untrusted-input check)."""
+    import csv
+
+    rng = np.random.default_rng(0)
+    with (tmp_path / "q.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "f1", "f2", 'say "hi"', "label"])
+        for i in range(40):
+            w.writerow([f"r{i}", rng.random() + i % 2, rng.random(), 'x "y"', "ab"[i % 2] if i >= 10 else ""])
+    init_project(tmp_path / "q.csv", tmp_path / "p",
+                 InitOptions(id_col="id", label_col="label", exclude=['say "hi"'], progress=False))
+    cfg = load_project(tmp_path / "p").config
+    assert 'say "hi"' in cfg.payload_cols and cfg.feature_cols == ["f1", "f2"]

@@ -634,6 +634,50 @@ def test_csv_export_escapes_formulas_and_import_round_trips(tmp_path: Path) -> N
     assert set(shared_labels(project)) == set(evil)
 
 
+def test_a_raw_export_round_trips_and_categorical_cells_and_headers_are_escaped(tmp_path: Path) -> None:
+    """Untrusted-input checks: the leading ' was taken off every CSV cell of every file, so a file written with
+    --no-escape-formulas (ids '=x' and "'=x" both queued) put the label of "'=x" on '=x'; a Parquet file's
+    categorical text column and a formula-like column name were written raw into an escaped CSV."""
+    import csv as csv_mod
+
+    evil = ["=x", "'=x", "+cmd", "plain"]
+    df = digits_frame(120)
+    ids = df["id"].to_list()
+    ids[N_TEST : N_TEST + len(evil)] = evil
+    source = ["=HYPERLINK(\"http://evil\")", "@SUM(1+1)", "ok", "ok"] * 30
+    df = df.with_columns(pl.Series("id", ids), pl.Series("source", source).cast(pl.Categorical),
+                         pl.Series("=2+3", ["-cmd"] * 120),
+                         pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_parquet(tmp_path / "evil.parquet")
+    init_project(tmp_path / "evil.parquet", tmp_path / "proj",
+                 InitOptions(id_col="id", label_col="label", features=PX, progress=False))
+    project = load_project(tmp_path / "proj")
+    store = Store(project.store_url)
+    keys = [k for k, i in store.ids_for_keys(store.pool_keys().tolist()).items() if i in evil]
+    r = store.get_or_create_run(RunSpec("manual", "random", "none", 0, 1000, 10, 10, {}))
+    store.commit_cycle(r.id, 0, queue_selected=True, oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": len(keys), "metrics": {}},
+                       selections=[{"item_key": int(k), "rank": i, "score": 0.0, "utility": 0.0, "selector": "random"}
+                                   for i, k in enumerate(keys)])
+    escaped = export_queue(project, tmp_path / "q.csv", "csv").path
+    table = list(csv_mod.reader(escaped.open(newline="")))
+    assert "'=2+3" in table[0] and not any(c[:1] in ("=", "+", "-", "@") for row in table for c in row)
+    from alkit.pools import labelfiles
+
+    assert sorted(r.item_id for r in labelfiles.read(escaped, [])) == sorted(evil)  # alkit's ' taken off
+    raw = export_queue(project, tmp_path / "raw.csv", "csv", escape_formulas=False).path
+    answers = {"=x": "1", "'=x": "2", "+cmd": "3", "plain": "4"}
+    rows = list(csv_mod.DictReader(raw.open(newline="")))
+    assert sorted(row["id"] for row in rows) == sorted(evil)
+    for row in rows:
+        row["label"] = answers[row["id"]]
+    with (tmp_path / "raw-filled.csv").open("w", newline="") as f:
+        w = csv_mod.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert import_labels(project, tmp_path / "raw-filled.csv").labeled == 4
+    assert {i: v[0] for i, v in shared_labels(project).items()} == answers
+
+
 def test_all_problems_of_a_file_come_in_one_round(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
     """An unknown id beside two bad labels: one refusal names all three (not the labels now and the
     id on the next try)."""
@@ -970,3 +1014,56 @@ def test_a_text_projects_numeric_feature_columns_are_exported_with_their_own_val
     with pytest.raises(ConfigError, match=f"feature_cols holds {n_features - 1} names but the project has "
                                           f"{n_features} features"):
         load_project(tmp_path / "d")
+
+
+def test_a_long_document_in_a_text_column_round_trips_through_csv(tmp_path: Path) -> None:
+    """A text cell over 128 KiB (the csv module's default field cap): init refused the valid CSV as malformed,
+    and `queue import` refused alkit's own queue.csv (an untrusted-input check)."""
+    rng = np.random.default_rng(5)
+    long_doc = "long document text " * 8000  # 152,000 characters
+    df = pl.DataFrame({"id": [f"u{i}" for i in range(40)], "f1": rng.random(40) + np.arange(40) % 2,
+                       "f2": rng.random(40), "doc": [long_doc if i < 3 else "short" for i in range(40)],
+                       "label": [None] * 10 + ["ab"[i % 2] for i in range(30)]})
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", exclude=["doc"],
+                                                                 progress=False))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 10)
+    out = export_queue(project).path
+    filled = pl.read_csv(out, infer_schema=False).with_columns(
+        pl.when(pl.col("id").is_in(["u0", "u1"])).then(pl.lit("a")).otherwise(None).alias("label"))
+    assert filled.filter(pl.col("id") == "u0")["doc"].to_list() == [long_doc] and sorted(filled["id"]) == sorted(ids)
+    filled.write_csv(out)
+    assert import_labels(project, out).labeled == 2
+
+
+def test_an_annotator_name_from_a_file_is_shown_as_text(human: tuple[Project, dict[str, str]], tmp_path: Path) -> None:
+    """An annotator cell holding an escape sequence cleared the terminal in `queue status` and showed a red
+    'ADMIN' (an untrusted-input check); [brackets] in a name were read as markup."""
+    project, truth = human
+    ids = queue_batch(project, 2)
+    path = tmp_path / "esc.csv"
+    path.write_text(f'id,label,annotator\n{ids[0]},{truth[ids[0]]},"\x1b[2J\x1b[1;31mADMIN\x1b[0m"\n'
+                    f"{ids[1]},{truth[ids[1]]},[bold]ann[/bold]\n")
+    assert import_labels(project, path).labeled == 2
+    res = invoke("queue", "status", "-p", str(project.root))
+    assert res.exit_code == 0 and "\x1b" not in res.stdout, repr(res.stdout)
+    assert "\\x1b[2J\\x1b[1;31mADMIN\\x1b[0m" in res.stdout and "[bold]ann[/bold]" in res.stdout, res.stdout
+
+
+def test_an_id_in_another_unicode_form_is_named(tmp_path: Path) -> None:
+    """The pool id 'café' written with a combining accent, the file's with a composed é: they look alike and the
+    row was a bare 'unknown id' (an untrusted-input check)."""
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFD", "café")
+    df = digits_frame(100).with_columns(pl.Series("id", [decomposed] + [f"x{i}" for i in range(99)]))
+    df = df.with_columns(pl.when(pl.int_range(pl.len()) >= 80).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "u.csv")
+    init_project(tmp_path / "u.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    assert queue_batch(project, 2)[0] == decomposed
+    path = tmp_path / "a.csv"
+    path.write_text(f"id,label\n{unicodedata.normalize('NFC', 'café')},3\n", encoding="utf-8")
+    with pytest.raises(QueueError, match="in another Unicode form"):
+        import_labels(project, path)

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import shutil
+import unicodedata
 import uuid
 import weakref
 from collections.abc import Iterable, Sequence
@@ -334,6 +335,23 @@ def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
     return (f"ids such as {fixed[known[0]]!r} are {known[0]!r} read in the wrong text encoding (a spreadsheet opened the "
             "UTF-8 file as Windows-1252): open it with UTF-8 (in Excel: Data > From Text/CSV, File origin 65001: "
             "Unicode (UTF-8)), or fill in the file alkit wrote in a text editor")
+
+
+def _unicode_form_hint(s: Any, unknown: list[str]) -> str | None:
+    """Unknown ids that are known ids in another Unicode form: 'café' with a composed é beside the
+    item's e + combining accent look alike and were a bare 'unknown id' (an untrusted-input check)."""
+    other: dict[str, str] = {}
+    for k in unknown[:1000]:
+        for form in ("NFC", "NFD"):
+            twin = unicodedata.normalize(form, k)
+            if twin != k:
+                other[twin] = k
+    known = _known_ids(s, list(other))
+    if not known:
+        return None
+    return (f"ids such as {other[known[0]]!r} are the id {known[0]!r} in another Unicode form (the same letters, "
+            "composed or with combining accents, as some editors and file systems save them): write the ids as "
+            "the file alkit wrote has them")
 
 
 SQLITE_PATH_MAX = 511  # bytes of a database file's full path SQLite opens (its default SQLITE_MAX_PATHNAME 512)
@@ -911,7 +929,8 @@ class Store:
                 if conflicts:
                     conflicts[0] += " (use --on-conflict keep or replace)"
                 unknown = [k for k in ids if k not in items]
-                for hint in (_zeros_hint(s, unknown), _mojibake_hint(s, unknown), _float_id_hint(s, unknown)):
+                for hint in (_zeros_hint(s, unknown), _mojibake_hint(s, unknown), _float_id_hint(s, unknown),
+                             _unicode_form_hint(s, unknown)):
                     if hint:
                         problems.insert(0, hint)
                 raise ImportRefused(list(found) + problems + conflicts)

@@ -33,6 +33,10 @@ SEPARATORS = {".csv": ",", ".tsv": "\t", ".tab": "\t"}
 JSON_LINES = (".jsonl", ".ndjson")  # one JSON object per line
 _SEPARATOR_WORDS = {",": "commas", ";": "semicolons", "\t": "tabs"}
 _KNOWN = (*SEPARATORS, *JSON_LINES, ".parquet", ".pq")
+# the csv module's default cap on one field is 128 KiB: a long document in a text column made a valid data file
+# "malformed" at init, and alkit's own queue.csv unreadable by `queue import` (an untrusted-input check);
+# every reader of a delimited file in alkit imports this module
+csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
 
 
 def _suffix(path: Path) -> str:
@@ -111,10 +115,26 @@ class TableSource:
                 self.lazy = lazy.select([*(c for c in first if c in names), *(c for c in names if c not in first)])
             else:
                 self.lazy = pl.scan_parquet(path)
+            if self.sep:
+                self.lazy = self._header_quotes_undoubled(self.lazy)
             self.schema = self.lazy.collect_schema()
         except Exception as exc:  # noqa: BLE001 - report any parser failure as bad input
             raise self._read_error(exc) from None
         self.columns: list[str] = self.schema.names()
+
+    def _header_quotes_undoubled(self, lazy: pl.LazyFrame) -> pl.LazyFrame:
+        """The columns named as the CSV header spells them: polars keeps a quoted name's doubled quotes
+        (a header cell for the name  say "hi"  was read with both quotes doubled, so `--exclude` with the
+        real name named no column; an untrusted-input check); the csv module reads the header as `queue
+        import` does."""
+        with self.read_path.open(newline="", encoding="utf-8-sig", errors="replace") as f:
+            header = next(csv.reader(f, delimiter=self.sep), None)
+        names = lazy.collect_schema().names()
+        if header is None or len(header) != len(names):
+            return lazy
+        renamed = {old: new for old, new in zip(names, header)
+                   if old != new and old == new.replace('"', '""') and new not in names}
+        return lazy.rename(renamed) if renamed else lazy
 
     def _without_bom(self) -> Path:
         """A copy of this file without its UTF-8 byte-order mark, in a temporary folder that lives as long as

@@ -26,6 +26,7 @@ _ESCAPED = re.compile(r"^'+[=+\-@\t\r]")
 # a plain number ('-2.5', '+3', '-1e5') is a number to a spreadsheet, not a formula: left as it is (a regression
 # label '-2.646' came out as "'-2.646" in `queue labels`, a string to every reader)
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+_NON_FINITE = re.compile(r"^[+-](inf|infinity|nan)$", re.IGNORECASE)  # a number column's -inf, as polars writes it
 _TRUE = {"true", "t", "yes", "y", "1"}
 _FALSE = {"false", "f", "no", "n", "0", ""}
 _MAX_LISTED = 20
@@ -284,8 +285,23 @@ def escape_formulas(frame: "pl.DataFrame") -> "pl.DataFrame":
     """Every text column of a frame with ``escape_formula`` applied (numbers stay numbers)."""
     import polars as pl
 
+    # a categorical text column is text to a spreadsheet too (it was written raw: '=HYPERLINK(...)' from a
+    # Parquet file's categorical payload column; an untrusted-input check), and so is a header cell
+    frame = frame.with_columns(pl.col(c).cast(pl.Utf8) for c, t in frame.schema.items()
+                               if isinstance(t, (pl.Categorical, pl.Enum)))
     text = [c for c, t in frame.schema.items() if t == pl.Utf8]
-    return frame.with_columns(
+    frame = frame.with_columns(
         pl.when(pl.col(c).str.contains(_FORMULA.pattern) & ~pl.col(c).str.contains(_NUMBER.pattern))
         .then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
         for c in text)
+    renamed = {c: escape_formula(c) for c in frame.columns if escape_formula(c) != c}
+    return frame.rename(renamed) if renamed else frame
+
+
+def raw_formulas(cells: Iterable[str]) -> bool:
+    """Whether these CSV cells were written without formula escaping: one starts with a formula character
+    and is no number, which an escaped file never holds.  Then no cell is unescaped (a leading ' was taken
+    off every cell of every file: a label written beside id '=x in a file exported with --no-escape-formulas
+    went to item =x; an untrusted-input check)."""
+    return any(_FORMULA.match(c) and not c.startswith("'") and not _NUMBER.match(c) and not _NON_FINITE.match(c)
+               for c in cells)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import (Row, atomic_write, canonical_columns, check_columns, decode, records_to_rows, refuse,
-                                           separator_hint, unescape_formula)
+from alkit.pools.labelfiles._common import (Row, atomic_write, canonical_columns, check_columns, decode, raw_formulas, records_to_rows,
+                                           refuse, separator_hint, unescape_formula)
 from alkit.pools.labelfiles._common import escape_formulas as escape_text
 
 NAME = "csv"
@@ -45,14 +45,14 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
         header = next(reader, None)
         if header is None:
             raise refuse(path, ["the file is empty (no header line)"])
-        header = [h.strip() for h in header]
+        header = [unescape_formula(h.strip()) for h in header]
         if header and header[0].lower().startswith("sep=") and all(not h for h in header[1:]):
             raise refuse(path, [f"line 1 {_separator(path).join(header)!r} is Excel's separator hint, not the header: "
                                 "delete that line"])
         aliases = canonical_columns(header)
         header = [aliases.get(h, h) for h in header]
         check_columns(path, header)
-        records = []
+        rows: list[tuple[str, list[str]]] = []
         for fields in reader:
             if not fields or all(not f.strip() for f in fields):
                 continue
@@ -62,11 +62,13 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
                 problems.append(f"{where}{f' (id {first})' if first else ''}: {len(fields)} fields, expected "
                                 f"{len(header)} (truncated or malformed file)")
                 continue
-            records.append((where, dict(zip(header, (unescape_formula(f) for f in fields)))))
+            rows.append((where, fields))
     except csv.Error as exc:
         head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
         hint = separator_hint(head) if reader.line_num <= 1 and _separator(path) not in head else ""
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file){hint}"]) from None
+    raw = raw_formulas(f for _, fields in rows for f in fields)
+    records = [(where, dict(zip(header, fields if raw else map(unescape_formula, fields)))) for where, fields in rows]
     _note_cut_label(path, text, header, records)
     return records_to_rows(path, records, problems, data_fields)
 
