@@ -23,6 +23,9 @@ SCORERS: tuple[str, ...] = ("vbll", "laplace", "csd", "gradnorm", "ensemble", "m
                             "bayesvlm")  # = alkit.registry.SCORERS
 ACQUISITIONS: tuple[str, ...] = ("epistemic", "bald", "epig", "epig-decision", "decision-flip", "decision-bald",
                                  "decision-risk", "margin", "entropy", "least-confident")  # = alkit.acquisition.ACQUISITIONS
+# the words of an acquisition's ``needs`` a scorer's registry entry answers (ScorerInfo.provides, epistemic),
+# checked by name before a run; any other word names a Prediction field or extras key, checked on the Prediction
+CAPABILITIES = frozenset({"probs", "posterior", "members", "epistemic_n"})
 HIGHER_IS_BETTER = frozenset({"accuracy", "balanced_accuracy", "macro_f1", "cv_accuracy"})  # every other metric alkit reports (nll, ece, mae, rmse, crps, ...) is lower-is-better
 # The metrics a cycle can record, by task: alkit.metrics' classification_metrics / regression_metrics
 # (nll10, ece10 where the project has bucket edges) and the cross-validated curve of `--stop forecast`
@@ -55,6 +58,8 @@ PEER_NAMES = {"uncertainty": "least-confident", "uncertainty_sampling": "least-c
 
 def peer_name_hint(name: str, known: object) -> str:
     """' (did you mean 'kcenter'?)' for another library's name or spelling of one of ``known``, else ''."""
+    if not isinstance(name, str):  # an object given for a name: its own refusal says so, no hint
+        return ""
     key = name.strip().casefold().replace("-", "_").replace(" ", "_")
     for candidate in (PEER_NAMES.get(key), key.replace("_", "-"), key.replace("_", "")):
         if candidate and candidate in known and candidate != name:

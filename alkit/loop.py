@@ -22,7 +22,9 @@ import numpy as np
 import polars as pl
 
 from alkit import metrics
+from alkit.choices import SCORERS as BUILT_IN_SCORERS
 from alkit.acquisition import AcquisitionError
+from alkit.checks import not_distribution_rows
 from alkit.config import Project, load_project, payload_key
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
@@ -38,6 +40,7 @@ from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
 from alkit.stopping import Decision, History, first_fired
+from alkit.strategies._common import check_selection, constant_score_refusal
 from alkit.types import AcquisitionContext, Candidates, Learner, Prediction, Selection, SelectionContext
 
 STOP_SET = 1000  # pool items whose predicted classes the kappa stopping rule compares across cycles
@@ -103,6 +106,27 @@ class ChunkedDistribution:
 
 def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
+
+
+def _for_metrics(learner: Learner, pred: Prediction, task: str) -> Prediction:
+    """A Prediction the test metrics can read, else a LoopError naming what it lacks: a learner of the user's
+    own handing over log-probabilities got 'nll 27.6' every cycle and a complete run, and a regression one
+    without a predictive distribution (``dist``) an AttributeError traceback (a check of the extension
+    contracts)."""
+    who = f"the learner {type(learner).__name__}'s Prediction"
+    if task == "classification":
+        if pred.probs_n_C is None:
+            raise LoopError(f"{who} has no probs_n_C: the test metrics (accuracy, nll) need class probabilities")
+        bad = not_distribution_rows(pred.probs_n_C.double())
+        if bad.any():
+            i = int(bad.nonzero()[0])
+            raise LoopError(f"{who}: row {i} of probs_n_C is not a distribution (finite values in [0, 1] summing to "
+                            f"1), e.g. {[round(float(v), 4) for v in pred.probs_n_C[i, :4]]}: hand over probabilities, "
+                            "not logits or log-probabilities")
+    elif pred.dist is None or pred.mean_n is None:
+        raise LoopError(f"{who} has no {'dist' if pred.dist is None else 'mean_n'}: the test metrics of a regression "
+                        "project (CRPS, NLL) read its predictive distribution (alkit.distributions) and mean")
+    return pred
 
 
 class ActiveLoop:
@@ -398,9 +422,16 @@ class ActiveLoop:
                                        if getattr(selector, "needs_labeled_embedding", False) else None),
                 n_pool=int(mask.sum()),
             )
+            if learner is not None and plan.spec.scorer not in BUILT_IN_SCORERS:  # a scorer of the user's own
+                refusal = constant_score_refusal(cands.scores_n, selector, plan.acquisition.name)
+                if refusal:  # the run went on picking the pool's first rows, 'complete' (a check)
+                    raise LoopError(f"scorer {plan.spec.scorer!r}: {refusal}")
             selection = selector.select(cands, k, ctx)
             select_s = time.perf_counter() - t0
-            self._check_selection(selection, cands, k)
+            try:
+                check_selection(selection, cands, k, selector_name)
+            except ValueError as exc:  # a selector of the user's own (alkit's are tested against it)
+                raise LoopError(str(exc)) from None
         if learner is not None and signals is None:
             signals = self._signals(learner, cands, spec, hint)
         self._commit(run_id, cycle, spec, selection, selector_name if selection else "", len(y_lab),
@@ -457,12 +488,6 @@ class ActiveLoop:
             out["stop_preds"] = probs.argmax(1).tolist()
         return out
 
-    def _check_selection(self, sel: Selection, cands: Candidates, k: int) -> None:
-        if len(sel.keys) != min(k, len(cands)):
-            raise RuntimeError(f"strategy returned {len(sel.keys)} items, expected {min(k, len(cands))}")
-        if not np.isin(sel.keys, cands.keys_n).all():
-            raise RuntimeError("strategy returned items that were not candidates")
-
     def _commit(self, run_id: int, cycle: int, spec: RunSpec, sel: Selection | None, selector: str,
                 n_labeled: int, result_metrics: dict[str, float], fit_s: float, score_s: float,
                 select_s: float, n_scored: int, signals: dict[str, Any] | None = None) -> None:
@@ -511,7 +536,8 @@ class ActiveLoop:
             return {}
         t0 = time.thread_time()
         rows = self.chunk_rows
-        preds = [learner.predict(test.X[s:s + rows]) for s in range(0, len(test.keys), rows)]
+        preds = [_for_metrics(learner, learner.predict(test.X[s:s + rows]), self.cfg.task)
+                 for s in range(0, len(test.keys), rows)]
         if self.cfg.task == "classification":
             out = metrics.classification_metrics(np.concatenate([p.probs_n_C.numpy() for p in preds]), test.y)
         else:

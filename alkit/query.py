@@ -31,7 +31,8 @@ from alkit.errors import Note
 from alkit.registry import Terms, make_learner
 from alkit.runs import resolve_acquisition
 from alkit.strategies import get_selector
-from alkit.types import Candidates, Learner, SelectionContext
+from alkit.strategies._common import check_selection, constant_score_refusal
+from alkit.types import Acquisition, Candidates, Learner, SelectionContext, Strategy
 
 POOL_SAMPLE = 4096  # pool rows kept in the InputSpec (image filters, CSD's contexts), as the loop keeps
 
@@ -99,7 +100,8 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
 
 
 def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, labeled: np.ndarray | None = None,
-          strategy: str = "epistemic", acquisition: str | None = None, selector: str | None = None,
+          strategy: str = "epistemic", acquisition: str | Acquisition | None = None,
+          selector: str | Strategy | None = None,
           candidates: int | None = None, seed: int = 0,
           return_scores: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Indices into ``X_pool_n_f`` of the next ``batch_size`` items to label, (batch_size,) int64.
@@ -107,10 +109,11 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     ``learner``: fitted on the labels so far (None: the model-free first batch, the preset's
     initial selector); ``labeled``: indices (or a boolean mask) of rows already labelled, never
     picked; ``strategy``: a preset (`alkit strategies`) whose acquisition and selector are used
-    unless ``acquisition`` / ``selector`` name others; ``candidates``: m for top-m selectors
+    unless ``acquisition`` / ``selector`` name others (or are objects of your own following the
+    Acquisition / Strategy protocols of alkit.types); ``candidates``: m for top-m selectors
     (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it);
-    ``return_scores``: also return the picks' acquisition scores (batch_size,) float64 (0 where the
-    selector reads none: random, the cold start)."""
+    ``return_scores``: also return the picks' acquisition scores (batch_size,) float64 (0 for
+    random picks and for a first batch picked without a model)."""
     X = pool_array(X_pool_n_f)
     mask = np.ones(len(X), dtype=bool)
     if labeled is not None:
@@ -139,7 +142,13 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         raise ValueError(f"candidates must be a whole number, got {candidates!r}")
     if candidates is not None and (candidates < 1 or candidates < batch_size):
         raise ValueError(f"candidates must be at least batch_size ({batch_size}), got {candidates}")
+    if not isinstance(strategy, str):
+        raise ValueError(f"strategy must be a preset's name (str; `alkit strategies` lists them), got "
+                         f"{type(strategy).__name__}")
     preset = get_preset(strategy)
+    own_acquisition = _own(acquisition, "acquisition", ("score", "needs"))
+    if own_acquisition is not None:
+        acquisition = getattr(own_acquisition, "name", type(own_acquisition).__name__)
     task = learner.task if learner is not None else "classification"
     spec = getattr(learner, "input", None)
     width = None if spec is None or spec.mean_f is None else len(spec.mean_f)
@@ -155,10 +164,13 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         scorer, posterior, targets, registered, name = None, None, None, None, None
     else:
         chosen = _selector(selector or preset.selector_for(task, batch_size))
-        if acquisition is not None:
+        if acquisition is not None and own_acquisition is None:
             get_acquisition(acquisition)  # an unknown name is refused listing the known ones
         registered = _scorer_of(learner)
-        if registered is None:  # a learner of the user's own: its Prediction names what it lacks
+        if registered is None or own_acquisition is not None:  # its Prediction names what it lacks
+            if acquisition is not None and chosen.candidate_source == "all":  # as resolve_acquisition refuses it
+                raise ValueError(f"selector {chosen.name!r} picks without a score: acquisition={acquisition!r} "
+                                 "would have no effect; drop it, or use a selector that reads scores")
             name = acquisition or preset.acquisition_for(task)
         else:  # as `alkit run` decides it: the preset's acquisition, or the scorer's own score where it cannot feed it
             single = registered == "sklearn" and getattr(learner, "M", None) == 1  # -o members=1: no epistemic part
@@ -170,7 +182,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
                              f"(pool_learner(..., scorer={preset.default_scorer!r})); this learner is {registered!r}")
             for note in notes:
                 warnings.warn(Note(note), stacklevel=2)
-        acq = get_acquisition(name)
+        acq = own_acquisition if own_acquisition is not None else get_acquisition(name)
         acq_ctx = acquisition_context(acq, learner, pool, X.__getitem__, [seed, 4], seed)
         posterior, targets = acq_ctx.posterior, acq_ctx.targets
         scorer = AcquisitionScorer(acq, acq_ctx)
@@ -186,28 +198,40 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         cands = _subset(full, top)
     cands.targets = targets  # EPIG's target set, as the loop hands it on: batch-EPIG and risk greedies read it
     scores_n = None if cands.scores_n is None else np.asarray(cands.scores_n, dtype=np.float64)
-    if (learner is not None and registered is None and scores_n is not None and len(pool) > batch_size
-            and chosen.name in ("topk", "power", "power-sqrt")  # these rank by the score alone
-            and scores_n.size > 1 and np.all(scores_n == scores_n[0])):
-        # a learner of the user's own that fills epistemic_n with zeros got the pool's first rows back,
-        # as if ranked (a peer-user check); alkit's own one-member estimator is refused likewise
-        raise ValueError(f"every candidate's {name} score is {scores_n[0]:g}: the batch would be the pool's first "
-                         f"rows, not a choice; give your learner's Prediction a score that varies "
-                         f"({'epistemic_n' if name == 'epistemic' else name + ' reads it'}), or pick by "
-                         "acquisition='margin' / 'entropy' from its probabilities")
+    # a learner of the user's own (alkit's own one-member estimator is refused by resolve_acquisition)
+    refusal = (constant_score_refusal(scores_n, chosen, name) if learner is not None and registered is None
+               and len(pool) > batch_size else None)
+    if refusal:
+        raise ValueError(refusal)
     ctx = SelectionContext(seed=seed, posterior=posterior,
                            labeled_embedding_n_d=(learner.predict(X[~mask]).embedding_n_d.numpy()
                                                   if learner is not None and getattr(chosen, "needs_labeled_embedding", False)
                                                   and (~mask).any() else None),
                            n_pool=len(pool))
     picked = chosen.select(cands, batch_size, ctx)
+    check_selection(picked, cands, batch_size, chosen.name)
     keys = np.asarray(picked.keys, dtype=np.int64)
     if not return_scores:
         return keys
     return keys, np.asarray(picked.scores, dtype=np.float64)
 
 
-def _selector(name: str) -> Any:
+def _own(value: Any, what: str, methods: tuple[str, ...]) -> Any:
+    """An acquisition or selector object of the user's own given for ``what`` (it has ``methods``), else None
+    for a name; anything else is refused (an object crashed in the 'did you mean' hint with "'MyAcq' object has
+    no attribute 'strip'"; a check of the extension contracts)."""
+    if value is None or isinstance(value, str):
+        return None
+    if all(hasattr(value, m) for m in methods):
+        return value
+    raise ValueError(f"{what} must be a name (str) or an object with {' and '.join(methods)} (the {what.capitalize()} "
+                     f"protocol of alkit.types), got {type(value).__name__}")
+
+
+def _selector(name: Any) -> Any:
+    own = _own(name, "selector", ("select", "candidate_source", "needs_model"))
+    if own is not None:
+        return own
     try:
         return get_selector(name)
     except ValueError as exc:

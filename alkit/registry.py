@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from alkit.choices import CAPABILITIES
 from alkit.models.learner import MLPLearner
 from alkit.types import Learner, Task
 
@@ -189,6 +190,8 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
         have.discard("members")  # regression members carry means, not label distributions
     for need in needs:
         options = {alt.strip() for alt in need.split("|")}
+        if not options <= CAPABILITIES:  # a Prediction field or an extras key: checked on the Prediction itself
+            continue  # (engines.common.AcquisitionScorer); every learner was refused here as lacking it
         if not options & have:
             if options == {"epistemic_n"}:
                 instead = f"{terms.members('2')} or more" if single_member else f"another {terms.option('scorer')}"
@@ -202,7 +205,7 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
                                  "acquisition (their variance), or this one with scorer vbll or laplace")
             what = {"probs": "class probabilities (a classification project)",
                     "posterior": "a Gaussian last-layer posterior (scorers vbll, laplace)",
-                    "members": "ensemble members (scorers ensemble, mc-dropout, sve)"}
+                    "members": "ensemble members (scorers ensemble, mc-dropout, sve, sklearn)"}
             missing = " or ".join(what.get(o, o) for o in sorted(options))
             raise ValueError(f"acquisition {acquisition!r} needs {missing}; {who} "
                              f"on a {task} project has none of it")

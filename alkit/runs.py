@@ -358,7 +358,7 @@ def resolve_acquisition(strategy: str, requested: str | None, scorer: str, task:
                      "recorded with the run but changes no pick")
     elif requested and not ranks:  # the score only chooses which items are candidates, beyond --candidates
         notes.append(f"{who} picks from embeddings, not by score: {terms.acquisition(requested)} only "
-                     f"chooses its candidates, the pool's best-scored {terms.option('candidates')} items (default {POOL_CANDIDATES:,}); "
+                     f"chooses its candidates, the pool's best-scored items ({terms.option('candidates')}, default {POOL_CANDIDATES:,}); "
                      "a pool no larger than that is taken whole, and the acquisition changes nothing")
     try:
         check_acquisition(acquisition, scorer, task, ranks_by_score=ranks, single_member=single_member,

@@ -378,3 +378,46 @@ def test_stratify_by_is_said_to_change_nothing_where_no_cold_start_reads_it(tmp_
     for req in (RunRequest(strategy="epistemic", budget=20, stratify_by="grp"),
                 RunRequest(strategy="power", budget=20, stratify_by="grp", initial_selector="coldstart")):
         assert not any("stratify" in n for n in loop.resolve(req).notes)
+
+
+def test_a_scorer_of_ones_own_is_held_to_the_contracts(digits_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks of the extension contracts through ActiveLoop (README: "a learner factory to
+    alkit.registry.SCORERS"): a learner whose epistemic_n is all zeros ran a 'complete' top-k run of the pool's
+    first rows; log-probabilities handed over as probs_n_C were scored as metrics (nll 27.6 every cycle); a
+    regression Prediction without ``dist`` was an AttributeError traceback."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+
+    from alkit.registry import SCORERS, ScorerInfo
+    from alkit.types import Prediction
+
+    class Mine:
+        def __init__(self, task, n_classes, log=False, zeros=True, **options):
+            self.task, self.C, self.log, self.zeros = task, n_classes, log, zeros
+
+        def fit(self, X, y, *, seed):
+            self.m = LogisticRegression(max_iter=300).fit(X, y)
+            return {}
+
+        def predict(self, X):
+            p = np.full((len(X), self.C), 1e-9)
+            p[:, self.m.classes_] = self.m.predict_proba(X)
+            t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float32))  # noqa: E731
+            epi = np.zeros(len(X)) if self.zeros else -(p * np.log(p)).sum(1)
+            return Prediction(epistemic_n=t(epi), aleatoric_n=t(np.zeros(len(X))), embedding_n_d=t(X),
+                              probs_n_C=t(np.log(p) if self.log else p))
+
+        def posterior(self):
+            return None
+
+    project = load_project(digits_project)
+    for name, kw, match in (("zeros", {}, "scorer 'zeros': every candidate's epistemic score is 0: the candidates "
+                                          "would be the pool's first rows"),
+                            ("logs", {"log": True, "zeros": False}, "the learner Mine's Prediction: row 0 of probs_n_C "
+                                                                    "is not a distribution")):
+        monkeypatch.setitem(SCORERS, name, ScorerInfo(name, "mine", lambda task, C, kw=kw, **o: Mine(task, C, **kw)))
+        with pytest.raises(LoopError, match=match):
+            list(ActiveLoop(project).run(RunRequest(strategy="topk", budget=30, batch_size=10, seed=0, scorer=name)))
+    monkeypatch.setitem(SCORERS, "fine", ScorerInfo("fine", "mine", lambda task, C, **o: Mine(task, C, zeros=False)))
+    done = list(ActiveLoop(project).run(RunRequest(strategy="topk", budget=30, batch_size=10, seed=0, scorer="fine")))
+    assert done and 0.0 <= done[-1].metrics["accuracy"] <= 1.0

@@ -287,7 +287,7 @@ def test_one_member_and_scoreless_selectors_are_refused_or_said(digits, tmp_path
     with pytest.warns(UserWarning, match="selector 'coldstart' draws a stratified sample, not by score: acquisition='bald' is "
                                          "recorded with the run but changes no pick"):
         query(learner, X, 5, labeled=labeled, selector="coldstart", acquisition="bald")
-    with pytest.warns(UserWarning, match="only chooses its candidates, the pool.s best-scored candidates items"):
+    with pytest.warns(UserWarning, match="only chooses its candidates, the pool.s best-scored items .candidates, default"):
         query(learner, X, 5, labeled=labeled, selector="kcenter", acquisition="margin")
 
 
@@ -340,11 +340,77 @@ def test_a_learner_of_ones_own_with_a_constant_score_is_refused_not_ranked(digit
             return None
 
     labeled = np.arange(30)
-    for strategy in ("topk", "power"):
-        with pytest.raises(ValueError, match="every candidate's epistemic score is 0: the batch would be the pool's first"):
+    # diverse and power-diverse take the top-m by that score: the pool's first rows too (an extension check)
+    for strategy in ("topk", "diverse", "power-diverse"):
+        with pytest.raises(ValueError, match="every candidate's epistemic score is 0: the candidates would be the "
+                                             "pool's first rows"):
             query(Constant(), X, 5, labeled=labeled, strategy=strategy)
+    with pytest.raises(ValueError, match="every candidate's epistemic score is 0: the draw weighted by it would be a "
+                                         "uniform one"):  # power draws over the whole pool: not its first rows
+        query(Constant(), X, 5, labeled=labeled, strategy="power")
     picks = query(Constant(), X, 5, labeled=labeled, strategy="margin")
     assert len(picks) == 5 and not set(picks.tolist()) & set(labeled.tolist())
+
+
+def test_components_of_ones_own_are_held_to_the_contracts(digits) -> None:
+    """Checks of the extension contracts: a selector of one's own returning positions in the candidate array (the
+    labelled rows), keys outside the pool, floats or too few came back from query as the batch; an acquisition
+    needing a Prediction field or extras key refused every learner as lacking it; an acquisition or selector
+    object crashed in the 'did you mean' hint; a NumPy score from one's own acquisition was a traceback, and a
+    NaN one was refused without its name; an acquisition with random picks was silently dropped."""
+    from alkit.acquisition import ACQUISITIONS
+    from alkit.strategies import SELECTORS
+    from alkit.types import Scores, Selection
+
+    X, y = digits
+    labeled = np.arange(0, 600, 20)
+    learner = _fitted(X, y, labeled)
+
+    def selector(name, pick):
+        return type(name, (), {"name": name, "candidate_source": "topm", "needs_model": True,
+                               "select": lambda self, c, k, ctx: pick(c, k)})
+
+    positions = selector("positions", lambda c, k: Selection(np.argsort(-c.scores_n)[:k], np.zeros(k), np.zeros(k)))
+    fewer = selector("fewer", lambda c, k: Selection(c.keys_n[:k - 2], np.zeros(k - 2), np.zeros(k - 2)))
+    floats = selector("floats", lambda c, k: Selection(c.keys_n[:k] + 0.5, np.zeros(k), np.zeros(k)))
+    for made, match in ((positions, "returned items that are not candidates .e.g. key 0."),
+                        (fewer, "returned 3 items, expected 5"), (floats, "returned keys of dtype float64")):
+        with pytest.raises(ValueError, match=f"selector '{made.__name__}' {match}"):
+            query(learner, X, 5, labeled=labeled, strategy="topk", selector=made())
+    assert len(query(learner, X, 5, labeled=labeled, selector=SELECTORS["topk"]())) == 5  # an object works
+
+    def acquisition(name, needs, score):
+        return type(name, (), {"name": name, "needs": needs, "score": lambda self, pred, ctx: score(pred)})
+
+    var = acquisition("maxvar", ("logit_var_n_C",), lambda p: Scores(p.extras["logit_var_n_C"].max(1).values))
+    ACQUISITIONS["maxvar"] = var
+    try:
+        by_name = query(learner, X, 5, labeled=labeled, strategy="topk", acquisition="maxvar", seed=1)
+    finally:
+        del ACQUISITIONS["maxvar"]
+    by_object = query(learner, X, 5, labeled=labeled, strategy="topk", acquisition=var(), seed=1)
+    want = np.setdiff1d(np.arange(600), labeled)[np.argsort(
+        -learner.predict(X[np.setdiff1d(np.arange(600), labeled)]).extras["logit_var_n_C"].max(1).values.numpy(),
+        kind="stable")[:5]]
+    assert by_name.tolist() == by_object.tolist() and sorted(by_name.tolist()) == sorted(want.tolist())
+    lacking = acquisition("lacking", ("no_such_key",), lambda p: Scores(p.epistemic_n))
+    with pytest.raises(ValueError, match="acquisition 'lacking' needs no_such_key; the learner's Prediction has no"):
+        query(learner, X, 5, labeled=labeled, strategy="topk", acquisition=lacking())
+    as_numpy = acquisition("as_numpy", (), lambda p: p.epistemic_n.numpy() * 2)  # a bare NumPy array
+    assert len(query(learner, X, 5, labeled=labeled, strategy="topk", acquisition=as_numpy())) == 5
+    nan = acquisition("nan_one", (), lambda p: Scores(torch.where(torch.arange(len(p.epistemic_n)) == 3,
+                                                                  float("nan"), p.epistemic_n.double())))
+    with pytest.raises(ValueError, match="acquisition 'nan_one' gave 1 undefined score .NaN or infinite., the first "
+                                         "at row 3"):
+        query(learner, X, 5, labeled=labeled, strategy="topk", acquisition=nan())
+    none = acquisition("gives_none", (), lambda p: None)
+    with pytest.raises(ValueError, match="acquisition 'gives_none' returned NoneType, not an alkit.types.Scores"):
+        query(learner, X, 5, labeled=labeled, strategy="topk", acquisition=none())
+    for bad in (dict(acquisition=object()), dict(selector=3.5)):
+        with pytest.raises(ValueError, match="must be a name .str. or an object with"):
+            query(learner, X, 5, labeled=labeled, **bad)
+    with pytest.raises(ValueError, match="strategy must be a preset's name"):
+        query(learner, X, 5, labeled=labeled, strategy=None)
 
 
 def test_pool_learner_takes_an_image_shape_as_init_does(digits) -> None:

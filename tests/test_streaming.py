@@ -56,10 +56,10 @@ def test_topm_memory_is_bounded_and_buffers_are_not_aliased() -> None:
 
 def test_topm_rejects_nan_and_inconsistent_chunks() -> None:
     acc = TopM(3)
-    with pytest.raises(ValueError, match=r"scores contain 1 NaN values \(1 of 3"):
+    with pytest.raises(ValueError, match=r"scores contain 1 NaN value \(1 of 3"):
         acc.push(np.arange(3), np.array([0.1, np.nan, 0.2]))
     for bad in (np.inf, -np.inf):  # an overflowed score: ranked first by top-k, skipped by the greedy batches
-        with pytest.raises(ValueError, match=r"scores contain 1 infinite values \(1 of 3"):
+        with pytest.raises(ValueError, match=r"scores contain 1 infinite value \(1 of 3"):
             acc.push(np.arange(3), np.array([0.1, bad, 0.2]))
     acc.push(np.arange(3), np.zeros(3), embedding_n_d=np.zeros((3, 2)))
     with pytest.raises(ValueError, match="same arrays"):

@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from torch.nn.utils import parametrize
 
+from alkit.choices import CAPABILITIES
 from alkit.engines.streaming import TopM
+from alkit.errors import AcquisitionError
 from alkit.posterior import N_TARGETS, EPIGTargets
 from alkit.pools.features import (  # noqa: F401 (the engines' reader)
     ArrayFeatureReader,
@@ -25,7 +27,7 @@ from alkit.pools.features import (  # noqa: F401 (the engines' reader)
     open_features,
     open_reader,
 )
-from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction
+from alkit.types import Acquisition, AcquisitionContext, Candidates, Learner, Prediction, Scores
 
 TopMEngine = Callable[..., tuple[Candidates, int]]
 ENGINES = ("local", "ray")
@@ -46,10 +48,33 @@ class AcquisitionScorer:
         self.ctx = ctx or AcquisitionContext()
 
     def __call__(self, pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
+        name = getattr(self.acquisition, "name", type(self.acquisition).__name__)
+        for need in getattr(self.acquisition, "needs", ()):
+            options = [alt.strip() for alt in need.split("|")]
+            if any(o in CAPABILITIES for o in options):
+                continue  # checked by name before the run (registry.check_acquisition)
+            if "targets" in options and self.ctx.targets is None:
+                raise AcquisitionError(f"acquisition {name!r} needs targets: set uses_targets = True on it, and the "
+                                       "cycle draws the target sample it reads (ctx.targets)")
+            if "targets" not in options and not any(getattr(pred, o, None) is not None or o in pred.extras
+                                                    for o in options):
+                raise AcquisitionError(f"acquisition {name!r} needs {' or '.join(options)}; the learner's Prediction "
+                                       f"has no such field and no such extras key (extras: "
+                                       f"{', '.join(pred.extras) or 'none'})")
         out = self.acquisition.score(pred, self.ctx)
+        if isinstance(out, (torch.Tensor, np.ndarray)):  # the score alone, without its Scores wrapper
+            out = Scores(torch.as_tensor(out))
+        if not isinstance(out, Scores):
+            raise AcquisitionError(f"acquisition {name!r} returned {type(out).__name__}, not an alkit.types.Scores")
+        scores_n = as_numpy(out.scores_n).astype(np.float64)
+        bad = ~np.isfinite(scores_n)
+        if bad.any():  # named here, where the acquisition is known (the streamed check names none)
+            raise AcquisitionError(f"acquisition {name!r} gave {int(bad.sum())} undefined score"
+                                   f"{'s' if bad.sum() > 1 else ''} (NaN or infinite), the first at row "
+                                   f"{int(np.flatnonzero(bad)[0])} of {len(scores_n)} scored together: refusing to rank")
         arrays = prediction_arrays(pred)
-        arrays.update({k: v.detach().numpy() for k, v in out.arrays.items()})
-        return out.scores_n.double().numpy(), arrays
+        arrays.update({k: as_numpy(v) for k, v in out.arrays.items()})
+        return scores_n, arrays
 
 
 def acquisition_context(acquisition: Acquisition, learner: Learner, pool_n: np.ndarray,
@@ -69,19 +94,30 @@ def acquisition_context(acquisition: Acquisition, learner: Learner, pool_n: np.n
 
 def epistemic_scores(pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
     """The default scorer: ``Prediction.epistemic_n`` with the usual arrays."""
-    return pred.epistemic_n.double().numpy(), prediction_arrays(pred)
+    return as_numpy(pred.epistemic_n).astype(np.float64), prediction_arrays(pred)
+
+
+def as_numpy(x: Any) -> Any:
+    """A tensor (detached, on the CPU) or an array as a NumPy array; None stays None.  A learner or
+    acquisition of the user's own handing over NumPy arrays, or a tensor that requires grad, failed with
+    "'numpy.ndarray' object has no attribute 'double'" (a check of the extension contracts)."""
+    if x is None or isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
 
 
 def prediction_arrays(pred: Prediction) -> dict[str, np.ndarray | None]:
     """The arrays carried with each candidate (as ActiveLoop._arrays): embedding, class
     probabilities, and ensemble member probabilities where the learner has them."""
     arrays: dict[str, np.ndarray | None] = {
-        "embedding_n_d": pred.embedding_n_d.numpy(),
-        "probs_n_C": None if pred.probs_n_C is None else pred.probs_n_C.numpy(),
+        "embedding_n_d": as_numpy(pred.embedding_n_d),
+        "probs_n_C": as_numpy(pred.probs_n_C),
     }
     member = pred.extras.get("member_probs_n_M_C")
     if member is not None:
-        arrays["member_probs_n_M_C"] = member.numpy()
+        arrays["member_probs_n_M_C"] = as_numpy(member)
     return arrays
 
 

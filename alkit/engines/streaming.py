@@ -29,8 +29,8 @@ def check_scores(scores_n: np.ndarray, n: int) -> np.ndarray:
         # draws took or never took, and the greedy batches skipped: refused alike
         nan, inf = int(np.isnan(scores_n).sum()), int(np.isinf(scores_n).sum())
         what = " and ".join(f"{k} {w}" for k, w in ((nan, "NaN"), (inf, "infinite")) if k)
-        raise ValueError(f"scores contain {what} values ({nan + inf} of {n} in this chunk); the acquisition "
-                         "produced an undefined score, refusing to rank it")
+        raise ValueError(f"scores contain {what} value{'s' if nan + inf > 1 else ''} ({nan + inf} of {n} scored "
+                         "together); the acquisition produced an undefined score, refusing to rank it")
     return scores_n
 
 

@@ -48,7 +48,7 @@ def require_finite(values: np.ndarray, keys_n: np.ndarray, who: str, what: str) 
     bad_n = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
     if bad_n.any():
         raise ValueError(f"{who} cannot place items whose {what} holds NaN or inf: {int(bad_n.sum())} of "
-                         f"{len(values)} candidates, e.g. item {keys_n[int(np.flatnonzero(bad_n)[0])]!r}")
+                         f"{len(values)} candidates, e.g. item {keys_n[int(np.flatnonzero(bad_n)[0])].item()!r}")
 
 
 def key_tied_gumbel(keys_n: np.ndarray, seed: int) -> np.ndarray:
@@ -84,3 +84,44 @@ def log_weights(w_n: np.ndarray) -> np.ndarray:
     """log of non-negative sampling weights; a zero keeps a vanishing chance (the log of the
     smallest positive double), never -inf."""
     return np.log(np.maximum(w_n, np.finfo(np.float64).tiny))
+
+
+def check_selection(selection: object, candidates: Candidates, k: int, selector: str) -> None:
+    """A ValueError naming the selector where its Selection is not k distinct candidates' keys: a selector of
+    the user's own returning positions in the candidate array (already-labelled rows), keys outside the pool,
+    -1, floats or too few picks came back from `query` as the batch (a check of the extension contracts)."""
+    if not isinstance(selection, Selection):
+        raise ValueError(f"selector {selector!r} returned {type(selection).__name__}, not an alkit.types.Selection")
+    keys = np.asarray(selection.keys)
+    if keys.size and keys.dtype.kind not in "iu":
+        raise ValueError(f"selector {selector!r} returned keys of dtype {keys.dtype}: keys are integers taken from "
+                         "candidates.keys_n")
+    want = min(int(k), len(candidates))
+    if len(keys) != want:
+        raise ValueError(f"selector {selector!r} returned {len(keys)} items, expected {want}")
+    outside = keys[~np.isin(keys, candidates.keys_n)]
+    if outside.size:
+        raise ValueError(f"selector {selector!r} returned items that are not candidates (e.g. key {int(outside[0])}): "
+                         "keys come from candidates.keys_n, not positions in it")
+
+
+def constant_score_refusal(scores_n: np.ndarray | None, selector: object, acquisition: str) -> str | None:
+    """Why a batch must not be picked where every candidate has one score, for a selector that reads it: the
+    top-m candidates are then the pool's first rows (topk, diverse, batchbald), and a draw weighted by the
+    score is a uniform one (power); None otherwise.  A learner of the user's own that filled epistemic_n
+    with zeros got the pool's first rows back as if ranked (a peer-user check)."""
+    if scores_n is None or np.size(scores_n) < 2:
+        return None
+    scores = np.asarray(scores_n, dtype=np.float64)
+    if not np.all(scores == scores[0]):
+        return None
+    source, name = getattr(selector, "candidate_source", None), getattr(selector, "name", "?")
+    if source == "topm":
+        what = "the candidates would be the pool's first rows, not a choice"
+    elif name in ("power", "power-sqrt"):
+        what = "the draw weighted by it would be a uniform one (random picks)"
+    else:
+        return None
+    return (f"every candidate's {acquisition} score is {scores[0]:g}: {what}; give your learner's Prediction a score "
+            f"that varies ({'epistemic_n' if acquisition == 'epistemic' else acquisition + ' reads it'}), or pick by "
+            "an acquisition from its probabilities (margin, entropy)")

@@ -30,7 +30,7 @@ def gradient_factors(candidates: Candidates, emb_n_d: np.ndarray) -> np.ndarray:
         if bad_n.any():  # a NaN row was picked first and every later D^2 draw was uniform
             raise ValueError(f"the badge strategy needs class probabilities: {int(bad_n.sum())} candidates' rows are "
                              f"not a distribution (finite values in [0, 1] summing to 1), e.g. item "
-                             f"{candidates.keys_n[int(np.flatnonzero(bad_n)[0])]!r}")
+                             f"{candidates.keys_n[int(np.flatnonzero(bad_n)[0])].item()!r}")
         a_n_C = -probs_n_C
         a_n_C[np.arange(a_n_C.shape[0]), probs_n_C.argmax(axis=1)] += 1.0
         return a_n_C
