@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import inspect
 import json
+import os
 import re
 import shlex
 import sys
@@ -492,7 +494,8 @@ def status(
         print(json.dumps(rows, default=str))
         return
     if not rows:
-        console.print("no runs yet: start one with `alkit run --strategy random --budget N`")
+        where = "" if project == Path(".") else f" -p {shlex.quote(str(project))}"  # as every other hint names it
+        console.print(f"no runs yet: start one with `alkit run --strategy random --budget N{escape(where)}`")
         return
     print_table(console, summary_table(rows, f"runs in {proj.root}", wide, console.width), wide)
     for r in rows:
@@ -727,11 +730,15 @@ def main() -> None:
             shown(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show
+    out = _GuardedStdout(sys.stdout)
+    sys.stdout = out
     import signal
 
     # SIGTERM (a scheduler's stop, `timeout`) as Ctrl-C: the same message and clean-up (it ended the process
     # without a word); both remembered, for errors an interrupt causes inside an import
     signal.signal(signal.SIGTERM, on_interrupt)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:  # a closed SSH session ended a logged run without a word
+        signal.signal(signal.SIGHUP, on_interrupt)           # (nohup sets it to ignore: left so)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where the shell ignores it (nohup, &)
         signal.signal(signal.SIGINT, on_interrupt)
     usage_error = typer.BadParameter.__bases__[0]  # click's UsageError (typer may vendor its own click)
@@ -762,7 +769,44 @@ def main() -> None:
         code = 130
     if code == 130 and not interrupt_said():  # typer turns a Ctrl-C it meets into exit 130 without a word
         err.print(INTERRUPTED, highlight=False)
-    sys.exit(code if isinstance(code, int) else 0)
+    code = code if isinstance(code, int) else 0
+    if out.lost is not None and out.lost.errno != errno.EPIPE:  # a pipe's reader that stopped (| head) is no error
+        err.print(f"[bold red]error:[/] the output could not be written (standard output: "
+                  f"{escape(out.lost.strerror or str(out.lost))}); what the command did is kept", highlight=False)
+        code = code or 1
+    sys.exit(code)
+
+
+class _GuardedStdout:
+    """Standard output that never stops a command: a full disk behind a redirected stdout aborted a run after
+    its first cycle with "[Errno 28] No space left on device" (read as the store's disk), and `status > /dev/full`
+    was a traceback (an environment check).  The first failed write is kept (``lost``), later output dropped
+    (fd 1 then points at the null device, so Python's own flush at exit does not fail again), and `main` says
+    so on stderr with exit 1, as when the store stops answering mid-command."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self.lost = stream, None
+
+    def _guard(self, do: Any, default: Any) -> Any:
+        if self.lost is None:
+            try:
+                return do()
+            except OSError as exc:
+                self.lost = exc
+                try:
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+                except (OSError, ValueError, AttributeError):
+                    pass
+        return default
+
+    def write(self, text: str) -> int:
+        return self._guard(lambda: self._stream.write(text), len(text))
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush, None)
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno, ... as the stream has them
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":

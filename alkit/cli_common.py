@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from contextlib import contextmanager
 from enum import StrEnum
@@ -17,6 +18,10 @@ from alkit import choices
 from alkit.errors import MissingExtra, StoreError
 from alkit.presets import PRESETS
 
+# COLUMNS that is no positive width (COLUMNS=0 in a job's environment) made rich print nothing at all, errors
+# included (an environment check): such a value is left out, as the terminal's own width is then read
+if not os.environ.get("COLUMNS", "1").strip().isdigit() or int(os.environ.get("COLUMNS", "1").strip() or 0) < 1:
+    os.environ.pop("COLUMNS", None)
 # soft_wrap: a message is one line however narrow the terminal (a log or a pipe gets it whole);
 # tables are laid out to the width as before
 console = Console(soft_wrap=True)
@@ -40,6 +45,10 @@ def utf8_path(path: Path | None) -> Path | None:
     system's encoding (a Windows zip's 'out\xe9.csv') failed later in the writers' own words, a traceback
     (queue export -o, bench --out-dir) or a false 'features.parquet is not readable' (a black-box check)."""
     if path is not None:
+        if str(path) == "~" or str(path).startswith("~/"):
+            # `--out=~/a.parquet`: the shell leaves that ~ alone; the export made ./~/a.parquet and printed an import
+            # hint that the Parquet reader expanded to $HOME/a.parquet, another file (an environment check)
+            path = path.expanduser()
         try:
             str(path).encode("utf-8")
         except UnicodeEncodeError:
@@ -49,7 +58,7 @@ def utf8_path(path: Path | None) -> Path | None:
 
 
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).",
-                          callback=lambda p: utf8_path(p.expanduser()) if p is not None else p)  # `-p '~/x'`, `--project=~/x`:
+                          callback=utf8_path)  # `-p '~/x'`, `--project=~/x`:
 # the shell leaves that ~ alone; init made ./~/x while the Parquet writer expanded it (a raw error, a stray ./~)
 
 

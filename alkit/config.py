@@ -330,7 +330,9 @@ def write_config(root: Path, cfg: ProjectConfig, name: str = CONFIG_NAME) -> Pat
     path = root / name
     text = tomli_w.dumps({"project": asdict(cfg)})
     private = not cfg.store.startswith("sqlite")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
+    # 0666 less the umask otherwise, as every other file of the project (0644 fixed: a team's umask 002 left the
+    # file its teammates could not edit, e.g. for --add-class; an environment check)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o666)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         if private:
             os.fchmod(f.fileno(), 0o600)  # also when the file existed with wider permissions

@@ -7,6 +7,14 @@ import sys
 
 
 def main() -> None:
+    import os
+
+    try:
+        os.getcwd()
+    except OSError:  # torch's math library died at import ('Intel oneMKL FATAL ERROR'), exit 2 (an environment check)
+        sys.stderr.write("error: the current folder no longer exists (deleted or moved away): cd to a folder that "
+                         "exists and run the command again\n")
+        sys.exit(2)
     try:
         from alkit.cli import main as cli_main
     except KeyboardInterrupt:

@@ -244,9 +244,9 @@ def test_a_failed_init_on_postgres_drops_the_tables_it_created(tmp_path: Path, d
     assert not (tmp_path / "p").exists()
 
 
-@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"])
 def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: str) -> None:
-    """Ctrl-C and SIGTERM (which ended the process without a word) print where the run stopped and how
+    """Ctrl-C, SIGTERM and SIGHUP (a closed SSH session; these ended the process without a word) print where the run stopped and how
     to go on; after either or a kill, `alkit status`
     shows the run as interrupted (no live process holds it), and the same command finishes it."""
     import json
@@ -255,7 +255,9 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
 
     args = [*ALKIT, "run", "--strategy", "epistemic", "--budget", "200", "--batch-size", "10", "-p", str(project)]
     env = {**os.environ, "ALKIT_THREADS": "1", "COLUMNS": "200"}
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # SIGHUP as a terminal sends it: not ignored (a test session under nohup passes its SIG_IGN on)
+    hup = (lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL)) if how == "SIGHUP" else None
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=hup)
     db = project / "alkit.db"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # wait until two cycles are committed
@@ -265,7 +267,7 @@ def test_an_interrupted_run_says_so_and_shows_interrupted(project: Path, how: st
         time.sleep(0.2)
     proc.send_signal(getattr(signal, how))
     _, err = proc.communicate(timeout=120)
-    if how in ("SIGINT", "SIGTERM"):
+    if how in ("SIGINT", "SIGTERM", "SIGHUP"):
         assert proc.returncode == 130 and "Traceback" not in err, err
         # with the project flag it was started with (the hint failed with 'no alkit project' elsewhere)
         assert "interrupted at cycle" in err and "run the same command (or `alkit run --resume epistemic-b10-s0 " \
@@ -1141,3 +1143,45 @@ def test_a_bench_folder_that_links_out_of_the_project_is_refused_before_the_runs
     assert out.returncode == 2 and "bench is a symbolic link to" in out.stderr and "--out-dir" in out.stderr, out.stderr
     assert (elsewhere / "bench_summary.csv").read_text() == "theirs\n"
     assert "bench" not in alkit("status", "-p", str(project), "--json", cwd=project).stdout
+
+
+def test_the_environment_of_a_job_is_met_with_one_line(tmp_path: Path, digits_csv: Path) -> None:
+    """Environment checks: under umask 002 the store and alkit.toml were 0644 (teammates could not import:
+    'the store is read-only'); a deleted current folder made every command die in torch's import with an MKL
+    error; COLUMNS=0 printed nothing at all, errors included; `--out=~/x.parquet` (a ~ the shell leaves) wrote
+    ./~/x.parquet while its import hint read $HOME/x.parquet."""
+    root = tmp_path / "team"
+    made = subprocess.run([*ALKIT, "init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels",
+                           "-p", str(root)], cwd=tmp_path, capture_output=True, text=True,
+                          preexec_fn=lambda: os.umask(0o002))
+    assert made.returncode == 0, made.stderr
+    for name in ("alkit.db", "alkit.toml", "features.parquet", "payload.parquet"):
+        assert (root / name).stat().st_mode & 0o777 == 0o664, name
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    entry = [sys.executable, "-c", "from alkit.entry import main; main()"]  # the `alkit` command's entry point
+    dead = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$@"', "sh", *entry, "status", "-p",
+                           str(root)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert dead.returncode == 2 and dead.stderr.strip() == ("error: the current folder no longer exists (deleted or "
+                                                            "moved away): cd to a folder that exists and run the "
+                                                            "command again"), dead.stderr
+    if Path("/dev/full").exists():  # a full disk behind a redirected stdout: a traceback, or a run stopped at cycle 0
+        for cmd in (["status", "--json"], ["run", "--strategy", "random", "--budget", "20"]):
+            with open("/dev/full", "w") as full:
+                lost = subprocess.run([*ALKIT, *cmd, "-p", str(root)], stdout=full, stderr=subprocess.PIPE, text=True,
+                                      env={**os.environ, "ALKIT_THREADS": "1"})
+            assert lost.returncode == 1 and lost.stderr.strip().endswith(
+                "error: the output could not be written (standard output: No space left on device); what the "
+                "command did is kept") and "Traceback" not in lost.stderr, lost.stderr
+        status = subprocess.run([*ALKIT, "status", "--json", "-p", str(root)], capture_output=True, text=True)
+        assert '"complete"' in status.stdout, status.stdout
+    narrow = subprocess.run([*ALKIT, "status", "-p", str(tmp_path / "nowhere")], capture_output=True, text=True,
+                            env={**os.environ, "COLUMNS": "0"})
+    assert narrow.returncode == 2 and "no alkit project in" in narrow.stderr, narrow.stderr
+    home = tmp_path / "home"
+    home.mkdir()
+    out = subprocess.run([*ALKIT, "bench", "--budget", "10", "--strategies", "random", "--seeds", "1",
+                          "--out-dir=~/bo", "-p", str(root)], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "HOME": str(home), "ALKIT_THREADS": "1"})
+    assert out.returncode == 0, out.stderr
+    assert (home / "bo" / "bench_summary.csv").exists() and not (tmp_path / "~").exists()

@@ -43,6 +43,7 @@ from alkit.pools.commas import comma_hint, comma_kind
 from alkit.pools.feature_hints import feature_hints
 from alkit.pools.features import FeatureReader, FeatureWriter, write_features
 from alkit.pools.labelfiles import is_queue_file
+from alkit.pools.labelfiles._common import current_umask
 from alkit.pools.procs import file_lock, pid_alive
 from alkit.pools.store import Store
 from alkit.pools.tables import InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
@@ -1278,6 +1279,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         write_config(tmp, cfg)
         moves = [(tmp / FEATURES_NAME, root / FEATURES_NAME), (tmp / PAYLOAD_NAME, root / PAYLOAD_NAME)]
         if db_file is not None:
+            # SQLite makes its file 0644 whatever the umask: a team's umask 002 left a store that teammates could
+            # not import into ('the store is read-only'; an environment check); its -wal/-shm files follow it
+            os.chmod(tmp / db_file.name, 0o666 & ~current_umask())
             moves.append((tmp / db_file.name, db_file))
         _commit_moves(tmp, root, [*moves, (tmp / CONFIG_NAME, root / CONFIG_NAME)])  # alkit.toml last
     except BaseException:

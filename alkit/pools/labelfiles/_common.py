@@ -37,7 +37,7 @@ class QueueError(ValueError):
 
 
 # ---------------------------------------------------------------------------- typed results
-def _umask() -> int:
+def current_umask() -> int:
     """The process's umask (read by setting it, the only way POSIX offers, and setting it back)."""
     mask = os.umask(0o022)
     os.umask(mask)
@@ -70,11 +70,14 @@ def atomic_write(path: Path, write: Any) -> None:
     queue went from 664 to 644 through a link; a check)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{TEMP_MARK}", dir=path.parent)
+    except OSError as exc:  # a read-only folder was named by the temporary file it could not make (a check)
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from exc
     os.close(fd)
     try:
         write(Path(tmp))
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_umask())
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~current_umask())
         if path.is_file() and path.stat().st_nlink > 1:
             # a file with other hard links (a labellers' shared queue): a rename would split it from them, and
             # they kept the old queue without a word; its own inode is rewritten, from the finished temporary
