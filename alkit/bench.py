@@ -32,7 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from alkit.config import Project, load_project
 from alkit.errors import StoreError
 from alkit.loop import ActiveLoop, LoopError, RunRequest
-from alkit.pools.labelfiles._common import escape_formulas
+from alkit.pools.labelfiles._common import atomic_write, escape_formulas
 from alkit.pools.leases import RunBusy, live_runs
 from alkit.plots import random_curve, summary_table, to_markdown
 from alkit.choices import HIGHER_IS_BETTER, METRIC_RANGE, METRICS
@@ -181,7 +181,9 @@ def run_bench(
     if metric not in METRICS[task]:  # before the runs, not after them
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(METRICS[task])}")
     higher = metric in HIGHER_IS_BETTER
-    low, high = METRIC_RANGE.get(metric, (-math.inf, math.inf))
+    # a class's predictive NLL is >= 0 (a regression density's can be negative)
+    low, high = METRIC_RANGE.get(metric, (0.0, math.inf) if metric == "nll" and task == "classification"
+                                 else (-math.inf, math.inf))
     if target is not None and not low <= target <= high:
         raise LoopError(f"--target {target:g} is outside what {metric} can be ({low:g} to {high:g}): "
                         "no run would reach it")
@@ -340,8 +342,10 @@ def run_bench(
     out = Path(out_dir) if out_dir is not None else proj.root / "bench"
     out.mkdir(parents=True, exist_ok=True)
     paths = out / "bench_summary.csv", out / "bench_summary.md", out / "bench_cycles.csv"
-    escape_formulas(table).write_csv(paths[0])  # run names are the user's: no spreadsheet formulas
-    escape_formulas(df.sort("run", "cycle")).write_csv(paths[2])
+    # run names are the user's: no spreadsheet formulas; written through a temporary file, so a link a received
+    # project left in bench/ is replaced, not written through (an untrusted-input check)
+    atomic_write(paths[0], escape_formulas(table).write_csv)
+    atomic_write(paths[2], escape_formulas(df.sort("run", "cycle")).write_csv)
     notes = [f"AULC{span}"] if span else []
     ends = df.group_by("run").agg(pl.col("n_labeled").max().alias("last")).filter(pl.col("last") < budget).sort("run")
     if ends.height:  # a run stopped by a rule, or reused from a smaller budget: its values were mixed in unsaid
@@ -377,7 +381,8 @@ def run_bench(
         notes.append(f"the test split is {majority[1]:.0%} {majority[0]!r}: predicting that class alone scores "
                      f"{majority[1]:.3f} accuracy; compare with --metric balanced_accuracy or macro_f1 (the runs are reused)")
     markdown = _markdown(proj, table, metric, higher, target, budget, batch_size, seed_list, at_list, failed, command, span)
-    paths[1].write_text(markdown + "".join(f"\nNote: {n}.\n" for n in notes if not n.startswith("AULC")), encoding="utf-8")
+    text = markdown + "".join(f"\nNote: {n}.\n" for n in notes if not n.startswith("AULC"))
+    atomic_write(paths[1], lambda p: p.write_text(text, encoding="utf-8"))
     return BenchResult(table, *paths, metric=metric, target=target, runs=[n for _, n in plan], notes=notes,
                        ran=result_runs["ran"],
                        skipped=result_runs["skipped"], failed=failed,

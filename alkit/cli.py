@@ -731,7 +731,8 @@ def main() -> None:
 
     warnings.showwarning = show
     out = _GuardedStdout(sys.stdout)
-    sys.stdout = out
+    if sys.stdout is not None:  # a closed stdout (>&-, a daemon) is None: rich writes nowhere then, as before
+        sys.stdout = out
     import signal
 
     # SIGTERM (a scheduler's stop, `timeout`) as Ctrl-C: the same message and clean-up (it ended the process

@@ -18,9 +18,19 @@ from alkit import choices
 from alkit.errors import MissingExtra, StoreError
 from alkit.presets import PRESETS
 
-# COLUMNS that is no positive width (COLUMNS=0 in a job's environment) made rich print nothing at all, errors
-# included (an environment check): such a value is left out, as the terminal's own width is then read
-if not os.environ.get("COLUMNS", "1").strip().isdigit() or int(os.environ.get("COLUMNS", "1").strip() or 0) < 1:
+MIN_COLUMNS = 40  # the narrowest layout alkit's tables keep their run column in
+
+
+def _usable_columns(text: str | None) -> bool:
+    """Whether COLUMNS is a width rich can lay anything out in: COLUMNS=0 (a job's environment) printed nothing at
+    all, errors included, and 1-5 only blank rows (environment checks); '²' passed isdigit and failed int()."""
+    try:
+        return text is None or int(text.strip()) >= MIN_COLUMNS
+    except ValueError:
+        return False
+
+
+if not _usable_columns(os.environ.get("COLUMNS")):  # left out: the terminal's own width is read, else 80
     os.environ.pop("COLUMNS", None)
 # soft_wrap: a message is one line however narrow the terminal (a log or a pipe gets it whole);
 # tables are laid out to the width as before

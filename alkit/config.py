@@ -134,7 +134,8 @@ class ProjectConfig:
 
     def made_as(self) -> dict[str, Any]:
         """The settings a store is made for, fixed at init and checked against it (Store.check_made_as)."""
-        return {"task": self.task, "hide_labels": bool(self.hide_labels)}
+        # feature_cols: names swapped or renamed by hand shifted an export's feature values (a check)
+        return {"task": self.task, "hide_labels": bool(self.hide_labels), "feature_cols": list(self.feature_cols)}
 
     def _check_feature_cols(self) -> None:
         """feature_cols names the columns of features.parquet after an encoder's vectors, one name each: a

@@ -11,10 +11,13 @@ def main() -> None:
 
     try:
         os.getcwd()
-    except OSError:  # torch's math library died at import ('Intel oneMKL FATAL ERROR'), exit 2 (an environment check)
-        sys.stderr.write("error: the current folder no longer exists (deleted or moved away): cd to a folder that "
-                         "exists and run the command again\n")
-        sys.exit(2)
+    except OSError:  # torch's math library died at import ('Intel oneMKL FATAL ERROR'), exit 2 (an environment check);
+        # help, --version and the queue commands load no torch and work with an absolute --project as before
+        light = len(sys.argv) < 2 or sys.argv[1] == "queue" or {"-h", "--help", "--version"} & set(sys.argv[1:])
+        if not light:
+            sys.stderr.write("error: the current folder no longer exists (deleted or moved away): cd to a folder that "
+                             "exists and run the command again\n")
+            sys.exit(2)
     try:
         from alkit.cli import main as cli_main
     except KeyboardInterrupt:

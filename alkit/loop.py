@@ -422,8 +422,9 @@ class ActiveLoop:
                                        if getattr(selector, "needs_labeled_embedding", False) else None),
                 n_pool=int(mask.sum()),
             )
-            if learner is not None and plan.spec.scorer not in BUILT_IN_SCORERS:  # a scorer of the user's own
-                refusal = constant_score_refusal(cands.scores_n, selector, plan.acquisition.name)
+            if learner is not None and plan.spec.scorer not in BUILT_IN_SCORERS and int(mask.sum()) > k:
+                # a scorer of the user's own (a batch that takes every item left is no choice to refuse)
+                refusal = constant_score_refusal(cands, selector, plan.acquisition.name)
                 if refusal:  # the run went on picking the pool's first rows, 'complete' (a check)
                     raise LoopError(f"scorer {plan.spec.scorer!r}: {refusal}")
             selection = selector.select(cands, k, ctx)

@@ -196,10 +196,12 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         full = in_memory_candidates(pool.astype(np.int64), X[pool], learner, scorer)
         top = np.lexsort((full.keys_n, -np.asarray(full.scores_n)))[:m]
         cands = _subset(full, top)
+        if full.scores_n is not None and len(full):
+            cands.score_range = (float(np.min(full.scores_n)), float(np.max(full.scores_n)))
     cands.targets = targets  # EPIG's target set, as the loop hands it on: batch-EPIG and risk greedies read it
     scores_n = None if cands.scores_n is None else np.asarray(cands.scores_n, dtype=np.float64)
     # a learner of the user's own (alkit's own one-member estimator is refused by resolve_acquisition)
-    refusal = (constant_score_refusal(scores_n, chosen, name) if learner is not None and registered is None
+    refusal = (constant_score_refusal(cands, chosen, name) if learner is not None and registered is None
                and len(pool) > batch_size else None)
     if refusal:
         raise ValueError(refusal)

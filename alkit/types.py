@@ -79,6 +79,16 @@ class Prediction:
     dist: PredictiveDistribution | None = None
     extras: dict[str, torch.Tensor] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # NumPy arrays from a learner of the user's own (scikit-learn hands them over) as tensors: every reader
+        # calls tensor methods ("'numpy.ndarray' object has no attribute 'double'"; an extension check)
+        for name in ("epistemic_n", "aleatoric_n", "embedding_n_d", "probs_n_C", "mean_n"):
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                setattr(self, name, torch.from_numpy(np.ascontiguousarray(value)))
+        self.extras = {k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
+                       for k, v in self.extras.items()}
+
     def __len__(self) -> int:
         return int(self.epistemic_n.shape[0])
 
@@ -135,6 +145,9 @@ class Candidates:
     strata_n: np.ndarray | None = None  # metadata strata (e.g. --stratify-by), int codes
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     targets: object | None = None  # the cycle's EPIG target set, for selectors that condition on picks
+    # the lowest and highest score over every item scored, where the candidates are the top m of more (a score
+    # tied across the candidates may still vary over the pool: no constant score then)
+    score_range: tuple[float, float] | None = None
 
     def __len__(self) -> int:
         return int(self.keys_n.shape[0])

@@ -69,6 +69,27 @@ def test_a_lease_left_by_a_killed_process_is_taken_over(project: Path) -> None:
         assert db.execute("select count(*) from cycles").fetchone()[0] == 4
 
 
+def test_a_lease_from_another_pid_namespace_of_the_same_host_is_not_taken_over(project: Path) -> None:
+    """Two containers with one host name (--network host) each read the other's pid as dead: the second took
+    over the first's live run and both failed ('cycle 48 out of order'; an environment check).  A lease from
+    another PID namespace is judged by its heartbeat, as another host's; this namespace's dead holder's lease is
+    taken over (as a bare host name's, written before namespaces were recorded, is: the test above)."""
+    import socket
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    store = Store(load_project(project).store_url)
+    with store.session() as s:
+        s.add(leases.RunLease(run_name="random-b10-s0", token="t" * 32, pid=dead.pid,
+                              host=f"{socket.gethostname()}#pidns:1"))
+    proc = alkit(*RUN, "-p", str(project), cwd=project.parent)
+    assert proc.returncode == 2 and f"is busy: process {dead.pid} on {socket.gethostname()} has been running it" \
+        in proc.stderr, proc.stderr
+    with store.session() as s:
+        s.get(leases.RunLease, "random-b10-s0").host = leases._machine()  # this namespace's own, pid gone
+    assert alkit(*RUN, "-p", str(project), cwd=project.parent).returncode == 0
+
+
 def test_two_identical_runs_started_together(project: Path) -> None:
     """One of them runs, the other (if it overlaps) says busy; never an IntegrityError or a gap."""
     args = [*ALKIT, *RUN, "--budget", "60", "-p", str(project)]
@@ -1143,6 +1164,16 @@ def test_a_bench_folder_that_links_out_of_the_project_is_refused_before_the_runs
     assert out.returncode == 2 and "bench is a symbolic link to" in out.stderr and "--out-dir" in out.stderr, out.stderr
     assert (elsewhere / "bench_summary.csv").read_text() == "theirs\n"
     assert "bench" not in alkit("status", "-p", str(project), "--json", cwd=project).stdout
+    nll = alkit("bench", "--budget", "10", "--strategies", "random", "--metric", "nll", "--target", "-1", "-p",
+                str(project), cwd=project)  # a class's NLL is never below 0: the bench ran whole for 'never'
+    assert nll.returncode == 2 and "--target -1 is outside what nll can be (0 to inf)" in nll.stderr, nll.stderr
+    (project / "bench").unlink()
+    (project / "bench").mkdir()  # a real folder whose tables are links out of the project: replaced, not followed
+    (project / "bench" / "bench_summary.csv").symlink_to(elsewhere / "bench_summary.csv")
+    done = alkit("bench", "--budget", "10", "--strategies", "random", "--seeds", "1", "-p", str(project), cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert (elsewhere / "bench_summary.csv").read_text() == "theirs\n"
+    assert not (project / "bench" / "bench_summary.csv").is_symlink()
 
 
 def test_the_environment_of_a_job_is_met_with_one_line(tmp_path: Path, digits_csv: Path) -> None:
@@ -1165,6 +1196,20 @@ def test_the_environment_of_a_job_is_met_with_one_line(tmp_path: Path, digits_cs
     assert dead.returncode == 2 and dead.stderr.strip() == ("error: the current folder no longer exists (deleted or "
                                                             "moved away): cd to a folder that exists and run the "
                                                             "command again"), dead.stderr
+    gone.mkdir()
+    for light in (["--version"], ["queue", "status", "-p", str(root)]):  # no torch: they worked before the check
+        fine = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$@"', "sh", *entry, *light],
+                              capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        assert fine.returncode == 0, fine.stderr
+        gone.mkdir()
+    closed = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *ALKIT, "run", "--strategy", "random", "--budget", "20",
+                             "--name", "closed", "-p", str(root)], capture_output=False, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "ALKIT_THREADS": "1"})  # a closed stdout: sys.stdout is None
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr
+    tiny = subprocess.run([*ALKIT, "status", "-p", str(root)], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "4"})  # 1-5 printed blank rows only
+    assert tiny.returncode == 0 and "closed" in tiny.stdout, tiny.stdout
     if Path("/dev/full").exists():  # a full disk behind a redirected stdout: a traceback, or a run stopped at cycle 0
         for cmd in (["status", "--json"], ["run", "--strategy", "random", "--budget", "20"]):
             with open("/dev/full", "w") as full:

@@ -1316,3 +1316,17 @@ def test_a_csv_column_name_with_quotes_keeps_its_name(tmp_path: Path) -> None:
                  InitOptions(id_col="id", label_col="label", exclude=['say "hi"'], progress=False))
     cfg = load_project(tmp_path / "p").config
     assert 'say "hi"' in cfg.payload_cols and cfg.feature_cols == ["f1", "f2"]
+
+
+def test_init_refuses_to_write_over_a_users_parquet_files(tmp_path: Path) -> None:
+    """A features.parquet of the user's own in the folder (`alkit embed ... --out features.parquet`) was replaced
+    by init without a word (a check); refused as an existing store is, and the folder left as it was."""
+    data = tmp_path / "d.csv"
+    digits_frame(60).write_csv(data)
+    for name in ("features.parquet", "payload.parquet"):
+        root = tmp_path / name.split(".")[0]
+        root.mkdir()
+        (root / name).write_text("my own file")
+        with pytest.raises(InputError, match=f"{name} already exists and is not a project's"):
+            init_project(data, root, InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
+        assert sorted(p.name for p in root.iterdir()) == [name] and (root / name).read_text() == "my own file"

@@ -418,6 +418,16 @@ def test_a_scorer_of_ones_own_is_held_to_the_contracts(digits_project: Path, mon
         monkeypatch.setitem(SCORERS, name, ScorerInfo(name, "mine", lambda task, C, kw=kw, **o: Mine(task, C, **kw)))
         with pytest.raises(LoopError, match=match):
             list(ActiveLoop(project).run(RunRequest(strategy="topk", budget=30, batch_size=10, seed=0, scorer=name)))
+    small = project.root.parent / "small"  # the last batch takes every item left: no choice to refuse (a check)
+    init_project(project.root.parent / "digits.csv", small, InitOptions(id_col="id", label_col="label",
+                                                                        hide_labels=True, test_frac=0.85))
+    monkeypatch.setitem(SCORERS, "sure", ScorerInfo("sure", "mine", lambda task, C, **o: Mine(task, C, zeros=False)))
+    monkeypatch.setattr(Mine, "predict", lambda self, X, f=Mine.predict: (
+        f(self, X) if len(X) > 10 else Prediction(**{**vars(f(self, X)), "epistemic_n": torch.zeros(len(X))})))
+    n_pool = len(ActiveLoop(load_project(small)).store.pool_keys())
+    last = list(ActiveLoop(load_project(small)).run(RunRequest(strategy="topk", budget=n_pool - n_pool % 10,
+                                                               batch_size=10, seed=0, scorer="sure")))
+    assert last[-1].n_labeled == n_pool - n_pool % 10, (n_pool, last[-1])
     monkeypatch.setitem(SCORERS, "fine", ScorerInfo("fine", "mine", lambda task, C, **o: Mine(task, C, zeros=False)))
     done = list(ActiveLoop(project).run(RunRequest(strategy="topk", budget=30, batch_size=10, seed=0, scorer="fine")))
     assert done and 0.0 <= done[-1].metrics["accuracy"] <= 1.0

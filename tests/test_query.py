@@ -360,7 +360,7 @@ def test_components_of_ones_own_are_held_to_the_contracts(digits) -> None:
     NaN one was refused without its name; an acquisition with random picks was silently dropped."""
     from alkit.acquisition import ACQUISITIONS
     from alkit.strategies import SELECTORS
-    from alkit.types import Scores, Selection
+    from alkit.types import Prediction, Scores, Selection
 
     X, y = digits
     labeled = np.arange(0, 600, 20)
@@ -406,6 +406,26 @@ def test_components_of_ones_own_are_held_to_the_contracts(digits) -> None:
     none = acquisition("gives_none", (), lambda p: None)
     with pytest.raises(ValueError, match="acquisition 'gives_none' returned NoneType, not an alkit.types.Scores"):
         query(learner, X, 5, labeled=labeled, strategy="topk", acquisition=none())
+    posterior_needed = acquisition("needs_posterior", ("posterior",), lambda p: Scores(p.epistemic_n))
+
+    class Plain:  # a learner of one's own handing over NumPy arrays, without a posterior
+        task = "classification"
+
+        def predict(self, X_n_f):
+            top = 0.1 + 0.8 * np.asarray(X_n_f)[:, 30] / 16.0  # pixel values 0..16: a confidence that varies
+            p = np.repeat(((1 - top) / 9)[:, None], 10, axis=1).astype(np.float32)
+            p[np.arange(len(X_n_f)), np.asarray(X_n_f)[:, 20].astype(int) % 10] = top
+            return Prediction(epistemic_n=np.asarray(X_n_f)[:, 30].astype(np.float32), aleatoric_n=np.zeros(len(X_n_f)),
+                              embedding_n_d=np.asarray(X_n_f, dtype=np.float32), probs_n_C=p)
+
+        def posterior(self):
+            return None
+
+    with pytest.raises(ValueError, match="acquisition 'needs_posterior' needs posterior .a Gaussian last-layer "
+                                         "posterior, learner.posterior...; this learner has none"):
+        query(Plain(), X, 5, labeled=labeled, strategy="topk", acquisition=posterior_needed())
+    for kw in (dict(strategy="topk"), dict(strategy="margin"), dict(strategy="margin", selector="badge")):
+        assert len(query(Plain(), X, 5, labeled=labeled, **kw)) == 5
     for bad in (dict(acquisition=object()), dict(selector=3.5)):
         with pytest.raises(ValueError, match="must be a name .str. or an object with"):
             query(learner, X, 5, labeled=labeled, **bad)

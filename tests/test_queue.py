@@ -32,6 +32,7 @@ from alkit.pools.queue import (
     queued_items,
 )
 from alkit.pools.schema import CycleRow, Item, Label, Meta, SelectionRow
+from alkit.errors import StoreError
 from alkit.pools.store import RunSpec, Store
 
 from conftest import digits_frame
@@ -588,6 +589,21 @@ def test_cli_end_to_end_run_export_label_import_run(tmp_path: Path) -> None:
     assert qs["by_annotator"] == [{"annotator": "script", "labeled": 10, "skipped": 0}]
 
 
+def _queued_from(df: pl.DataFrame, tmp_path: Path, ids: list[str]) -> Project:
+    """A project made from ``df`` (as Parquet: its column types kept) whose queue holds the pool items ``ids``."""
+    df.write_parquet(tmp_path / "evil.parquet")
+    init_project(tmp_path / "evil.parquet", tmp_path / "proj",
+                 InitOptions(id_col="id", label_col="label", features=PX, progress=False))
+    project = load_project(tmp_path / "proj")
+    store = Store(project.store_url)
+    keys = [k for k, i in store.ids_for_keys(store.pool_keys().tolist()).items() if i in ids]
+    r = store.get_or_create_run(RunSpec("manual", "random", "none", 0, 1000, 10, 10, {}))
+    store.commit_cycle(r.id, 0, queue_selected=True, oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": len(keys), "metrics": {}},
+                       selections=[{"item_key": int(k), "rank": i, "score": 0.0, "utility": 0.0, "selector": "random"}
+                                   for i, k in enumerate(keys)])
+    return project
+
+
 def test_csv_export_escapes_formulas_and_import_round_trips(tmp_path: Path) -> None:
     """OWASP CSV injection: ids and payload text starting with =, +, -, @, tab or CR are written
     with a leading ' (so a spreadsheet shows them), the import strips it (labels land on the right
@@ -603,17 +619,7 @@ def test_csv_export_escapes_formulas_and_import_round_trips(tmp_path: Path) -> N
     note[N_TEST : N_TEST + len(notes)] = notes
     df = df.with_columns(pl.Series("id", ids), pl.Series("note", note),
                          pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
-    data = tmp_path / "evil.parquet"
-    df.write_parquet(data)
-    root = tmp_path / "proj"
-    init_project(data, root, InitOptions(id_col="id", label_col="label", features=PX, progress=False))
-    project = load_project(root)
-    store = Store(project.store_url)
-    keys = [k for k, i in store.ids_for_keys(store.pool_keys().tolist()).items() if i in evil]
-    r = store.get_or_create_run(RunSpec("manual", "random", "none", 0, 1000, 10, 10, {}))
-    store.commit_cycle(r.id, 0, queue_selected=True, oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": len(keys), "metrics": {}},
-                       selections=[{"item_key": int(k), "rank": i, "score": 0.0, "utility": 0.0, "selector": "random"}
-                                   for i, k in enumerate(keys)])
+    project = _queued_from(df, tmp_path, evil)
     out = export_queue(project, tmp_path / "q.csv", "csv").path
     cells = [c for row in csv_mod.reader(out.open(newline="")) for c in row]
     # a plain number ('-3') is a number to a spreadsheet and stays one (a label '-2.6' came back as text "'-2.6")
@@ -648,22 +654,20 @@ def test_a_raw_export_round_trips_and_categorical_cells_and_headers_are_escaped(
     df = df.with_columns(pl.Series("id", ids), pl.Series("source", source).cast(pl.Categorical),
                          pl.Series("=2+3", ["-cmd"] * 120),
                          pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_parquet(tmp_path / "evil.parquet")
-    init_project(tmp_path / "evil.parquet", tmp_path / "proj",
-                 InitOptions(id_col="id", label_col="label", features=PX, progress=False))
-    project = load_project(tmp_path / "proj")
-    store = Store(project.store_url)
-    keys = [k for k, i in store.ids_for_keys(store.pool_keys().tolist()).items() if i in evil]
-    r = store.get_or_create_run(RunSpec("manual", "random", "none", 0, 1000, 10, 10, {}))
-    store.commit_cycle(r.id, 0, queue_selected=True, oracle_labels=[], cycle_row={"n_labeled": 0, "n_selected": len(keys), "metrics": {}},
-                       selections=[{"item_key": int(k), "rank": i, "score": 0.0, "utility": 0.0, "selector": "random"}
-                                   for i, k in enumerate(keys)])
+    project = _queued_from(df, tmp_path, evil)
     escaped = export_queue(project, tmp_path / "q.csv", "csv").path
     table = list(csv_mod.reader(escaped.open(newline="")))
     assert "'=2+3" in table[0] and not any(c[:1] in ("=", "+", "-", "@") for row in table for c in row)
     from alkit.pools import labelfiles
 
     assert sorted(r.item_id for r in labelfiles.read(escaped, [])) == sorted(evil)  # alkit's ' taken off
+    typed = tmp_path / "typed.csv"  # a labeller's '@bob' and '-check' beside alkit's escaped ids: still escaped
+    with escaped.open(newline="") as src, typed.open("w", newline="") as dst:
+        rows_in = list(csv_mod.reader(src))
+        w = csv_mod.writer(dst)
+        w.writerow([*rows_in[0], "annotator", "note"])
+        w.writerows([*row, "@bob", "-check"] for row in rows_in[1:])
+    assert sorted(r.item_id for r in labelfiles.read(typed, [])) == sorted(evil)
     raw = export_queue(project, tmp_path / "raw.csv", "csv", escape_formulas=False).path
     answers = {"=x": "1", "'=x": "2", "+cmd": "3", "plain": "4"}
     rows = list(csv_mod.DictReader(raw.open(newline="")))
@@ -984,13 +988,7 @@ def test_a_text_projects_numeric_feature_columns_are_exported_with_their_own_val
                                                                  features=["price", "stock"], progress=False))
     project = load_project(tmp_path / "p")
     assert project.config.feature_cols == ["price", "stock"] and project.config.n_features > 2
-    store = Store(project.store_url)
-    keys = store.pool_keys()[:6]
-    store.commit_cycle(
-        store.get_or_create_run(RunSpec("manual", "random", "none", 0, 100, 6, 6, {})).id, 0, queue_selected=True,
-        oracle_labels=[], selections=[{"item_key": int(k), "rank": i, "score": 0.5, "utility": 0.5, "selector": "random"}
-                                      for i, k in enumerate(keys)],
-        cycle_row={"n_labeled": 0, "n_selected": 6, "metrics": {}}, run_status="waiting")
+    queue_batch(project, 6)
     out = pl.read_csv(export_queue(project, tmp_path / "q.csv", include=["price", "stock"]).path, infer_schema=False)
     src = {r["id"]: r for r in df.iter_rows(named=True)}
     assert out.height == 6
@@ -1067,3 +1065,43 @@ def test_an_id_in_another_unicode_form_is_named(tmp_path: Path) -> None:
     path.write_text(f"id,label\n{unicodedata.normalize('NFC', 'café')},3\n", encoding="utf-8")
     with pytest.raises(QueueError, match="in another Unicode form"):
         import_labels(project, path)
+
+
+def test_feature_cols_swapped_by_hand_are_refused_before_an_export_writes_them(tmp_path: Path) -> None:
+    """Two names of feature_cols swapped in alkit.toml passed the count check, and `queue export --include a,b`
+    wrote each column's values under the other's name (a check of the feature_cols fix)."""
+    rng = np.random.default_rng(0)
+    df = pl.DataFrame({"id": [f"r{i}" for i in range(40)], "a": rng.uniform(10, 20, 40).round(2),
+                       "b": rng.uniform(20, 30, 40).round(2), "label": [("x", "y")[i % 2] if i < 16 else None
+                                                                        for i in range(40)]})
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", progress=False))
+    project = load_project(tmp_path / "p")
+    queue_batch(project, 4)
+    toml = tmp_path / "p" / "alkit.toml"
+    toml.write_text(toml.read_text().replace('"a",\n    "b",', '"b",\n    "a",'))
+    assert load_project(tmp_path / "p").config.feature_cols == ["b", "a"]
+    with pytest.raises(StoreError, match="feature_cols that differ from the store's record from position 1 on .'b' "
+                                         "where it recorded 'a'."):
+        export_queue(load_project(tmp_path / "p"), tmp_path / "x.csv", include=["a", "b"])
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_list_and_duration_payload_columns_are_written_as_text_in_csv(tmp_path: Path) -> None:
+    """A Parquet data file with a duration column: the run recorded its batch and then failed with a polars
+    traceback writing queue.csv; a list column was written as its debug print (a check)."""
+    import datetime as dt
+
+    df = digits_frame(80).with_columns(
+        pl.Series("delay", [dt.timedelta(hours=h % 5) for h in range(80)]), pl.Series("tags", [["x", "y"]] * 80),
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_parquet(tmp_path / "d.parquet")
+    init_project(tmp_path / "d.parquet", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX,
+                                                                     progress=False))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 3)
+    out = pl.read_csv(export_queue(project, include=["delay", "tags"]).path, infer_schema=False)
+    src = {r["id"]: r for r in df.iter_rows(named=True)}
+    assert out["id"].to_list() == ids
+    for r in out.iter_rows(named=True):
+        assert r["tags"] == '["x", "y"]' and r["delay"] == str(src[r["id"]]["delay"])

@@ -545,16 +545,20 @@ def test_an_export_to_a_folder_and_a_control_name_on_a_plain_list_are_refused(tm
     assert import_labels(project, path).labeled == 2
 
 
-def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -> None:
-    """Items 1, 01, 2, 02 all queued; a spreadsheet saves 02 as 2 and 01 as 1: the file names 1 and 2 twice
-    (one answer, one blank each) and every answer went to the item without zeros, exit 0 (a black-box
-    check).  Refused, naming the ids; and one that names an item that is not queued is refused too."""
-    ids = ["1", "01", "2", "02"] + [f"x{i}" for i in range(96)]
+def _with_ids(tmp_path: Path, ids: list[str]) -> Project:
+    """A project of 100 digits named ``ids`` (written as CSV text), the last 20 its labelled test split."""
     df = digits_frame(100).with_columns(pl.Series("id", ids))
     df = df.with_columns(pl.when(pl.int_range(pl.len()) >= 80).then(pl.col("label")).otherwise(None).alias("label"))
     df.write_csv(tmp_path / "z.csv")
     init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
+    return load_project(tmp_path / "p")
+
+
+def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -> None:
+    """Items 1, 01, 2, 02 all queued; a spreadsheet saves 02 as 2 and 01 as 1: the file names 1 and 2 twice
+    (one answer, one blank each) and every answer went to the item without zeros, exit 0 (a black-box
+    check).  Refused, naming the ids; and one that names an item that is not queued is refused too."""
+    project = _with_ids(tmp_path, ["1", "01", "2", "02"] + [f"x{i}" for i in range(96)])
     assert queue_batch(project, 6)[:4] == ["1", "01", "2", "02"]
     before = snapshot(project)
     saved = tmp_path / "saved.csv"
@@ -573,12 +577,7 @@ def test_a_sign_or_exponent_a_spreadsheet_dropped_from_an_id_naming_another_item
         tmp_path: Path) -> None:
     """Items +5, 5, 1e3, 1000 with +5 and 1e3 queued: a spreadsheet saves them as 5 and 1000, and their
     labels went to the items 5 and 1000 with exit 0 (an untrusted-input check; leading zeros were refused)."""
-    ids = ["+5", "1e3", "5", "1000"] + [f"x{i}" for i in range(96)]
-    df = digits_frame(100).with_columns(pl.Series("id", ids))
-    df = df.with_columns(pl.when(pl.int_range(pl.len()) >= 80).then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_csv(tmp_path / "z.csv")
-    init_project(tmp_path / "z.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
+    project = _with_ids(tmp_path, ["+5", "1e3", "5", "1000"] + [f"x{i}" for i in range(96)])
     assert queue_batch(project, 2) == ["+5", "1e3"]
     before = snapshot(project)
     saved = tmp_path / "saved.csv"
@@ -1088,13 +1087,13 @@ def test_a_default_queue_file_that_links_to_a_shared_folder_is_written_there(tmp
     ids = queue_batch(project, 3)
     shared = tmp_path / "shared"
     shared.mkdir()
-    (shared / "queue.csv").write_text("id,label\n")  # an old, empty queue there
+    (shared / "queue.csv").write_text("id,label,skip\n")  # an old, empty queue alkit wrote there
     link = project.root / "queue.csv"
     link.symlink_to(shared / "queue.csv")
     out = export_queue(project)
     assert link.is_symlink() and out.path == (shared / "queue.csv").resolve()
     assert pl.read_csv(shared / "queue.csv")["id"].cast(pl.Utf8).to_list() == ids
-    (shared / "queue.csv").write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))  # filled there
+    (shared / "queue.csv").write_text("id,label,skip\n" + "".join(f"{i},{truth[i]},\n" for i in ids))  # filled there
     kept = export_queue(project).set_aside  # answers not imported yet: kept beside the shared file, as ever
     assert kept is not None and kept.parent == shared.resolve() and link.is_symlink()
     link.unlink()
@@ -1159,7 +1158,7 @@ def test_a_default_file_linked_to_a_file_alkit_must_not_write_over_is_refused(tm
     assert res.exit_code == 2 and "which is no regular file" in res.text and "is recorded and queued" in res.text
     (root / "queue.csv").unlink()
     shared = tmp_path / "shared" / "queue.csv"
-    shared.write_text("id,label\n")
+    shared.write_text("id,label,skip\n")
     os.chmod(shared, 0o664)
     (root / "queue.csv").symlink_to(shared)
     export_queue(project)
@@ -1197,18 +1196,25 @@ def test_a_received_projects_links_lead_no_export_out_of_the_folder_but_to_a_lab
     rc.write_text('alias ll="ls -l"\n')
     link = project.root / "queue.csv"
     link.symlink_to(rc)
-    with pytest.raises(QueueError, match=r"queue.csv is a symbolic link to .*bashrc, and bashrc is no label file"):
+    with pytest.raises(QueueError, match=r"queue.csv is a symbolic link to .*bashrc, and bashrc is no queue or labels file"):
         export_queue(project)
     assert rc.read_text() == 'alias ll="ls -l"\n' and sorted(p.name for p in home.iterdir()) == ["bashrc"]
     notes = home / "notes.txt"
     notes.write_text("private\n")
     (project.root / "labels.csv").symlink_to(notes)
-    with pytest.raises(QueueError, match="labels.csv is a symbolic link to .*notes.txt, and notes.txt is no label file"):
+    with pytest.raises(QueueError, match="labels.csv is a symbolic link to .*notes.txt, and notes.txt is no queue or labels file"):
         export_labels(project)
     assert notes.read_text() == "private\n"
     link.unlink()
     shared = home / "shared.csv"
-    shared.write_text("id,label\n")
+    shared.write_text("")  # an empty file made for the shared queue
+    data_like = home / "train.csv"  # any CSV with id and label columns is no file alkit wrote: not written over
+    data_like.write_text("id,age,label\n1,34,yes\n")
+    link.symlink_to(data_like)
+    with pytest.raises(QueueError, match="train.csv is no queue or labels file alkit wrote"):
+        export_queue(project)
+    assert data_like.read_text() == "id,age,label\n1,34,yes\n"
+    link.unlink()
     os.link(shared, link)  # a hard link: the shared queue, the same file under two names
     export_queue(project)
     assert pl.read_csv(shared)["id"].cast(pl.Utf8).to_list() == ids and os.path.samefile(shared, link)

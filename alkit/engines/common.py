@@ -47,12 +47,22 @@ class AcquisitionScorer:
         self.acquisition = acquisition
         self.ctx = ctx or AcquisitionContext()
 
+    def _has(self, capability: str, pred: Prediction) -> bool:
+        """Whether this cycle holds what a capability word of ``needs`` names."""
+        return {"probs": pred.probs_n_C is not None, "posterior": self.ctx.posterior is not None,
+                "members": "member_probs_n_M_C" in pred.extras, "epistemic_n": pred.epistemic_n is not None}[capability]
+
     def __call__(self, pred: Prediction) -> tuple[np.ndarray, dict[str, np.ndarray | None]]:
         name = getattr(self.acquisition, "name", type(self.acquisition).__name__)
         for need in getattr(self.acquisition, "needs", ()):
             options = [alt.strip() for alt in need.split("|")]
-            if any(o in CAPABILITIES for o in options):
-                continue  # checked by name before the run (registry.check_acquisition)
+            # checked by name before a run (registry.check_acquisition), and here on what the learner handed
+            # over: query() with a learner or an acquisition of one's own has no such check (an extension check)
+            if any(self._has(o, pred) for o in options if o in CAPABILITIES):
+                continue
+            if all(o in CAPABILITIES for o in options):
+                raise AcquisitionError(f"acquisition {name!r} needs {' or '.join(options)} ("
+                                       f"{'; '.join(_CAPABILITY_WORDS[o] for o in options)}); this learner has none")
             if "targets" in options and self.ctx.targets is None:
                 raise AcquisitionError(f"acquisition {name!r} needs targets: set uses_targets = True on it, and the "
                                        "cycle draws the target sample it reads (ctx.targets)")
@@ -75,6 +85,12 @@ class AcquisitionScorer:
         arrays = prediction_arrays(pred)
         arrays.update({k: as_numpy(v) for k, v in out.arrays.items()})
         return scores_n, arrays
+
+
+_CAPABILITY_WORDS = {"probs": "class probabilities, probs_n_C",
+                     "posterior": "a Gaussian last-layer posterior, learner.posterior()",
+                     "members": "ensemble members' probabilities, extras['member_probs_n_M_C']",
+                     "epistemic_n": "an epistemic score"}
 
 
 def acquisition_context(acquisition: Acquisition, learner: Learner, pool_n: np.ndarray,

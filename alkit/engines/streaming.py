@@ -145,6 +145,7 @@ class TopM:
     def __init__(self, m: int) -> None:
         self._keep = _Bounded(m)
         self.m = self._keep.m
+        self.score_range: tuple[float, float] | None = None  # over every score pushed
 
     @property
     def n_seen(self) -> int:
@@ -154,6 +155,10 @@ class TopM:
         """Offer one chunk: keys (n,), scores (n,), and any arrays aligned with them."""
         keys_n = np.asarray(keys_n)
         scores_n = check_scores(scores_n, keys_n.shape[0])
+        if scores_n.size:
+            low, high = float(scores_n.min()), float(scores_n.max())
+            self.score_range = (low, high) if self.score_range is None else (
+                min(low, self.score_range[0]), max(high, self.score_range[1]))
         self._keep.push(keys_n, scores_n, arrays_n)
 
     def result(self) -> Candidates:
@@ -161,4 +166,6 @@ class TopM:
         if k.keys_n is None:
             return k.candidates(np.zeros(0, dtype=np.int64), np.zeros(0))
         order = np.lexsort((k.keys_n, -k.prio_n))  # type: ignore[operator]
-        return k.candidates(order, k.prio_n[order])  # type: ignore[index]
+        cands = k.candidates(order, k.prio_n[order])  # type: ignore[index]
+        cands.score_range = self.score_range
+        return cands

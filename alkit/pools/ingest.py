@@ -1266,6 +1266,11 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             _refuse_if_created_meanwhile(root)
             raise InputError(f"store file {db_file} already exists (it may hold people's labels: move it aside, "
                              "do not delete it, or pass another --store)")
+        for name in (FEATURES_NAME, PAYLOAD_NAME):  # a user's own file of that name was replaced without a word
+            if (root / name).exists():  # (e.g. `alkit embed ... --out features.parquet` in the folder; a check)
+                _refuse_if_created_meanwhile(root)
+                raise InputError(f"{root / name} already exists and is not a project's (no {CONFIG_NAME} beside it): "
+                                 "init writes its own file of that name; move it aside or init into another folder")
         # the embedded store is built in the temp folder too, and moved in with the rest
         build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
         df.select(cfg.payload_cols).with_columns(pl.Series(PAYLOAD_KEY, np.arange(cfg.n_items, dtype=np.int64))).write_parquet(

@@ -38,8 +38,25 @@ class Lease:
     token: str
 
 
+def _machine() -> str:
+    """Where a process id means something: the host name, and the PID namespace where Linux shows one.  Two
+    containers sharing a host name (--network host, cloned CI hosts) each read the other's pid as dead, took
+    over a live run and both failed ('cycle 48 out of order'; an environment check): a lease from another
+    namespace is judged by its heartbeat, as another host's is."""
+    host = socket.gethostname()
+    try:
+        return f"{host}#pidns:{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return host
+
+
+def _host_name(host: str) -> str:
+    return host.split("#pidns:")[0]
+
+
 def _abandoned(row: RunLease, host: str) -> bool:
-    if row.host == host:
+    # a bare host name: a lease written before namespaces were recorded (or without /proc), judged as before
+    if row.host == host or row.host == _host_name(host) and "#pidns:" not in row.host:
         return not pid_alive(row.pid)
     return utcnow() - row.heartbeat_at > STALE_AFTER
 
@@ -47,7 +64,7 @@ def _abandoned(row: RunLease, host: str) -> bool:
 def acquire(store: Store, run_name: str) -> Lease:
     """Take the run's lease, or raise RunBusy naming the process that holds it."""
     RunLease.__table__.create(store.engine, checkfirst=True)  # stores made before leases existed
-    host, pid, token = socket.gethostname(), os.getpid(), secrets.token_hex(16)
+    host, pid, token = _machine(), os.getpid(), secrets.token_hex(16)
     try:
         with store.session() as s:
             row = s.get(RunLease, run_name)
@@ -55,7 +72,7 @@ def acquire(store: Store, run_name: str) -> Lease:
                 s.add(RunLease(run_name=run_name, token=token, host=host, pid=pid))
                 return Lease(run_name, token)
             if not _abandoned(row, host):
-                raise RunBusy(f"run {run_name!r} is busy: process {row.pid} on {row.host} has been running it "
+                raise RunBusy(f"run {run_name!r} is busy: process {row.pid} on {_host_name(row.host)} has been running it "
                               f"since {row.acquired_at:%Y-%m-%d %H:%M:%S} UTC; wait for it to finish or stop it")
             taken = s.execute(update(RunLease).where(RunLease.run_name == run_name, RunLease.token == row.token)
                               .values(token=token, host=host, pid=pid, acquired_at=utcnow(), heartbeat_at=utcnow()))
@@ -70,7 +87,7 @@ def live_runs(store: Store) -> set[str]:
     """Names of the runs a live process is driving now (read-only: a store without the table has none)."""
     if not inspect(store.engine).has_table(RunLease.__tablename__):
         return set()
-    host = socket.gethostname()
+    host = _machine()
     with store.session() as s:
         return {row.run_name for row in s.scalars(select(RunLease)) if not _abandoned(row, host)}
 

@@ -264,6 +264,7 @@ def _feature_values(project: Project, store: Store, keys: list[int], names: list
 
     reader = FeatureReader(project.features_path, n_items=project.config.n_items, n_features=project.config.n_features)
     store.check_features(reader.file_id, project.features_path.name)  # another row's values, exit 0 (a check)
+    store.check_made_as(project.config.made_as())  # feature_cols renamed or swapped by hand: another column's values
     X = reader.take(np.asarray(keys, dtype=np.int64))
     at = {c: project.config.feature_index(c) for c in project.config.feature_cols}
     out = {}
@@ -290,7 +291,7 @@ def _set_aside_unimported(path: Path, project: Project, store: Store) -> tuple[P
     place and not yet imported was overwritten without a word; matching the ids exactly against the
     queued ones, and then only checking that an answered item was labelled, lost such answers too.
     The second value: whether the file could not be read."""
-    if not path.is_file():
+    if not path.is_file() or path.stat().st_size == 0:  # an empty file (one made for a shared queue) holds no work
         return None, False
     problems: list[str] = []
     rows = _read_old_file(path, _data_fields(project), problems)
@@ -368,10 +369,22 @@ def _refuse_unless_label_file(target: Path, lead: str) -> None:
     """A default file that leads to another file is written there only where that file is a label file (the
     labellers' shared queue, or an empty file made for it): a project received from someone else with
     queue.csv a link to ~/.bashrc wrote the queue's ids into it (an untrusted-input check)."""
-    if labelfiles.format_for_suffix(target) is None or (
-            target.stat().st_size > 0 and _read_old_file(target) is None):
-        raise QueueError(f"{lead}, and {target.name} is no label file alkit can read: alkit writes through a link "
-                         "only to a label file (a shared queue); remove the link")
+    if labelfiles.format_for_suffix(target) is None or (target.stat().st_size > 0 and not _written_by_alkit(target)):
+        raise QueueError(f"{lead}, and {target.name} is no queue or labels file alkit wrote: alkit writes through a "
+                         "link only to such a file or an empty one (a shared queue); remove the link")
+
+
+def _written_by_alkit(path: Path) -> bool:
+    """Whether a label file is one alkit wrote (a queue or labels export: it has a skip column), not any file with
+    id and label columns (a link to the user's train.csv was written over; an untrusted-input check)."""
+    if _read_old_file(path) is None:
+        return False
+    try:
+        return "skip" in pl.read_csv(path, n_rows=0, separator="\t" if path.suffix.lower() in (".tsv", ".tab") else ",",
+                                     infer_schema=False).columns if path.suffix.lower() in (".csv", ".tsv", ".tab") \
+            else True
+    except Exception:  # noqa: BLE001 - any unreadable header: not one alkit wrote
+        return False
 
 
 def _written_over(project: Project, target: Path, what: str) -> str | None:
@@ -386,6 +399,8 @@ def _written_over(project: Project, target: Path, what: str) -> str | None:
     if what == "labels" and (labelfiles.is_queue_file(target, project.root)
                              or _same_file(target, default_queue_path(project))):
         return "where alkit writes the labelers' queue"
+    if what == "queue" and _same_file(target, project.root / "labels.csv"):  # queue.csv a link to labels.csv
+        return "where alkit writes the labels (labels.csv)"
     return None
 
 
@@ -658,10 +673,10 @@ def _stripped_zeros(rows: list[Row], queued: list[str], exists: Callable[[list[s
         return None
     shown = ", ".join(f"{k} (queued as {v})" for k, v in list(lost.items())[:3])
     zeros = all(v.isdigit() for v in lost.values())
-    how = "lost their leading zeros" if zeros else "a spreadsheet rewrote as numbers (a sign, an exponent or zeros lost)"
-    return (f"ids {shown}{' ...' if len(lost) > 3 else ''} look like queued ids that {how} (a "
-            "spreadsheet read them as numbers), and each also names another item: format the id column as text "
-            "before saving, or fill in the file alkit wrote in a text editor")
+    how = ("lost their leading zeros (a spreadsheet read them as numbers)" if zeros
+           else "a spreadsheet rewrote as numbers (a sign, an exponent or zeros lost)")
+    return (f"ids {shown}{' ...' if len(lost) > 3 else ''} look like queued ids that {how}, and each also names "
+            "another item: format the id column as text before saving, or fill in the file alkit wrote in a text editor")
 
 
 def _as_a_spreadsheet_saves(item_id: str) -> str | None:

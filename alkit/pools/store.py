@@ -14,7 +14,7 @@ import shutil
 import unicodedata
 import uuid
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from itertools import islice
@@ -315,43 +315,47 @@ def _float_id_hint(s: Any, unknown: list[str]) -> str | None:
     return None
 
 
+def _names_differ(given: list[str], made: list[str]) -> str:
+    """Where two feature_cols lists part, in a few words (a list of 784 pixel names is no message)."""
+    at = next((i for i, (a, b) in enumerate(zip(given, made)) if a != b), min(len(given), len(made)))
+    return (f"feature_cols that differ from the store's record from position {at + 1} on ("
+            f"{given[at] if at < len(given) else 'nothing'!r} where it recorded "
+            f"{made[at] if at < len(made) else 'nothing'!r})")
+
+
+def _respelt_hint(s: Any, unknown: list[str], respell: Callable[[str], list[str]], why: str) -> str | None:
+    """Unknown ids that ``respell`` turns into known ids: 'ids such as <theirs> are <known> <why>', else None."""
+    fixed: dict[str, str] = {}
+    for k in unknown[:1000]:
+        for back in respell(k):
+            if back != k:
+                fixed[back] = k
+    known = _known_ids(s, list(fixed))
+    return f"ids such as {fixed[known[0]]!r} are {known[0]!r} {why}" if known else None
+
+
 def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
     """Unknown ids that are known ids read through the wrong encoding: Excel opens a UTF-8 CSV as
     Windows-1252 ('é' becomes 'Ã©') and saves it so; every row was an unknown id, with no why."""
-    fixed: dict[str, str] = {}
-    for k in unknown[:1000]:
-        try:
-            back = k.encode("cp1252").decode("utf-8")
-        except (UnicodeEncodeError, UnicodeDecodeError):
+    def decoded(k: str) -> list[str]:
+        for wrong in ("cp1252", "latin-1"):
             try:
-                back = k.encode("latin-1").decode("utf-8")
+                return [k.encode(wrong).decode("utf-8")]
             except (UnicodeEncodeError, UnicodeDecodeError):
                 continue
-        if back != k:
-            fixed[back] = k
-    known = _known_ids(s, list(fixed))
-    if not known:
-        return None
-    return (f"ids such as {fixed[known[0]]!r} are {known[0]!r} read in the wrong text encoding (a spreadsheet opened the "
-            "UTF-8 file as Windows-1252): open it with UTF-8 (in Excel: Data > From Text/CSV, File origin 65001: "
-            "Unicode (UTF-8)), or fill in the file alkit wrote in a text editor")
+        return []
+
+    return _respelt_hint(s, unknown, decoded, "read in the wrong text encoding (a spreadsheet opened the UTF-8 file "
+                         "as Windows-1252): open it with UTF-8 (in Excel: Data > From Text/CSV, File origin 65001: "
+                         "Unicode (UTF-8)), or fill in the file alkit wrote in a text editor")
 
 
 def _unicode_form_hint(s: Any, unknown: list[str]) -> str | None:
     """Unknown ids that are known ids in another Unicode form: 'café' with a composed é beside the
     item's e + combining accent look alike and were a bare 'unknown id' (an untrusted-input check)."""
-    other: dict[str, str] = {}
-    for k in unknown[:1000]:
-        for form in ("NFC", "NFD"):
-            twin = unicodedata.normalize(form, k)
-            if twin != k:
-                other[twin] = k
-    known = _known_ids(s, list(other))
-    if not known:
-        return None
-    return (f"ids such as {other[known[0]]!r} are the id {known[0]!r} in another Unicode form (the same letters, "
-            "composed or with combining accents, as some editors and file systems save them): write the ids as "
-            "the file alkit wrote has them")
+    return _respelt_hint(s, unknown, lambda k: [unicodedata.normalize(f, k) for f in ("NFC", "NFD")],
+                         "in another Unicode form (the same letters, composed or with combining accents, as some "
+                         "editors and file systems save them): write the ids as the file alkit wrote has them")
 
 
 SQLITE_PATH_MAX = 511  # bytes of a database file's full path SQLite opens (its default SQLITE_MAX_PATHNAME 512)
@@ -653,10 +657,10 @@ class Store:
         differ = [k for k in sorted(settings) if k in made and made[k] != settings[k]]
         if differ:
             said = ", ".join(f"{k} = {json.dumps(settings[k])} where the store was made with {json.dumps(made[k])}"
-                             for k in differ)
+                             if k != "feature_cols" else _names_differ(settings[k], made[k]) for k in differ)
             raise StoreError(f"{config_name} has {said}: the store {self._safe_url()} is another project's, or "
                              f"{config_name} was edited; restore the project's own store or {config_name} (a "
-                             "project's task and labels' source are fixed at init)")
+                             "project's task, labels' source and feature columns are fixed at init)")
 
     def init_classes(self) -> list[str] | None:
         """The class order `alkit init` recorded (None for a store made before it was recorded): class

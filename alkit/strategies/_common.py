@@ -105,16 +105,17 @@ def check_selection(selection: object, candidates: Candidates, k: int, selector:
                          "keys come from candidates.keys_n, not positions in it")
 
 
-def constant_score_refusal(scores_n: np.ndarray | None, selector: object, acquisition: str) -> str | None:
+def constant_score_refusal(candidates: Candidates, selector: object, acquisition: str) -> str | None:
     """Why a batch must not be picked where every candidate has one score, for a selector that reads it: the
     top-m candidates are then the pool's first rows (topk, diverse, batchbald), and a draw weighted by the
     score is a uniform one (power); None otherwise.  A learner of the user's own that filled epistemic_n
     with zeros got the pool's first rows back as if ranked (a peer-user check)."""
-    if scores_n is None or np.size(scores_n) < 2:
+    if candidates.scores_n is None or np.size(candidates.scores_n) < 2:
         return None
-    scores = np.asarray(scores_n, dtype=np.float64)
-    if not np.all(scores == scores[0]):
-        return None
+    scores = np.asarray(candidates.scores_n, dtype=np.float64)
+    spread = candidates.score_range
+    if not np.all(scores == scores[0]) or (spread is not None and spread[0] != spread[1]):
+        return None  # tied at the top of a pool whose scores vary (many items at the highest margin) is a choice
     source, name = getattr(selector, "candidate_source", None), getattr(selector, "name", "?")
     if source == "topm":
         what = "the candidates would be the pool's first rows, not a choice"
@@ -122,6 +123,10 @@ def constant_score_refusal(scores_n: np.ndarray | None, selector: object, acquis
         what = "the draw weighted by it would be a uniform one (random picks)"
     else:
         return None
-    return (f"every candidate's {acquisition} score is {scores[0]:g}: {what}; give your learner's Prediction a score "
-            f"that varies ({'epistemic_n' if acquisition == 'epistemic' else acquisition + ' reads it'}), or pick by "
-            "an acquisition from its probabilities (margin, entropy)")
+    if acquisition in ("margin", "entropy", "least-confident"):  # it said 'or pick by margin' to a margin run
+        fix = "hand over class probabilities that vary (not hard 0/1 ones), or pick by another acquisition"
+    else:
+        fix = (f"give your learner's Prediction a score that varies ("
+               f"{'epistemic_n' if acquisition == 'epistemic' else acquisition + ' reads it'}), or pick by an "
+               "acquisition from its probabilities (margin, entropy)")
+    return f"every candidate's {acquisition} score is {scores[0]:g}: {what}; {fix}"

@@ -302,8 +302,8 @@ def escape_formulas(frame: "pl.DataFrame") -> "pl.DataFrame":
 
 
 def raw_formulas(cells: Iterable[str]) -> bool:
-    """Whether these CSV cells were written without formula escaping: one starts with a formula character
-    and is no number, which an escaped file never holds.  Then no cell is unescaped (a leading ' was taken
+    """Whether these CSV cells (a file's ids) were written without formula escaping: one starts with a formula
+    character and is no number, which an escaped file never holds.  Then no cell is unescaped (a leading ' was taken
     off every cell of every file: a label written beside id '=x in a file exported with --no-escape-formulas
     went to item =x; an untrusted-input check)."""
     return any(_FORMULA.match(c) and not c.startswith("'") and not _NUMBER.match(c) and not _NON_FINITE.match(c)

@@ -30,8 +30,16 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
           escape_formulas: bool = True) -> list[str]:
     """The typed frame as CSV (list/struct payload cells as JSON text); the columns written."""
     nested = [c for c in cols if isinstance(frame.schema[c], (pl.List, pl.Array, pl.Struct))]
-    frame = frame.with_columns(pl.col(c).map_elements(lambda v: json.dumps(v, default=str), return_dtype=pl.Utf8)
-                               for c in nested)
+    # a list cell comes to map_elements as a Series (it was written as its debug print; a check)
+    frame = frame.with_columns(pl.col(c).map_elements(
+        lambda v: json.dumps(v.to_list() if isinstance(v, pl.Series) else v, default=str), return_dtype=pl.Utf8)
+        for c in nested)
+    # types CSV has no text for (a Parquet file's durations, times, binary): their text form, not a traceback after
+    # the run had recorded its batch (a check)
+    with warnings.catch_warnings():  # polars suggests an expression for str, and has none for a duration's text
+        warnings.simplefilter("ignore")
+        frame = frame.with_columns(pl.col(c).map_elements(str, return_dtype=pl.Utf8) for c in cols
+                                   if isinstance(frame.schema[c], (pl.Duration, pl.Time, pl.Binary, pl.Decimal)))
     if escape_formulas:
         frame = escape_text(frame)
     atomic_write(path, lambda p: frame.write_csv(p, separator=_separator(path)))
@@ -67,7 +75,10 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
         head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
         hint = separator_hint(head) if reader.line_num <= 1 and _separator(path) not in head else ""
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file){hint}"]) from None
-    raw = raw_formulas(f for _, fields in rows for f in fields)
+    # the id column alone tells: alkit wrote it, where a person may type '@bob' as annotator or '-check' as a note
+    # into an escaped file (that read the whole file raw, and the label of id '=x went to item '=x; a check)
+    at = header.index("id") if "id" in header else None
+    raw = at is not None and raw_formulas(fields[at] for _, fields in rows)
     records = [(where, dict(zip(header, fields if raw else map(unescape_formula, fields)))) for where, fields in rows]
     _note_cut_label(path, text, header, records)
     return records_to_rows(path, records, problems, data_fields)
