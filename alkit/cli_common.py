@@ -62,8 +62,14 @@ def utf8_path(path: Path | None) -> Path | None:
         try:
             str(path).encode("utf-8")
         except UnicodeEncodeError:
-            raise typer.BadParameter(f"{str(path)!r} is not valid UTF-8 text (a name from another system's "
-                                     "encoding): rename it") from None
+            try:  # valid UTF-8 bytes that arrived undecoded: the locale is the cause, not the name (a check)
+                name = os.fsencode(str(path)).decode("utf-8")
+            except UnicodeDecodeError:
+                raise typer.BadParameter(f"{str(path)!r} is not valid UTF-8 text (a name from another system's "
+                                         "encoding): rename it") from None
+            raise typer.BadParameter(f"{name!r}: this locale cannot encode the name's non-ASCII characters "
+                                     "(a C/POSIX locale without Python's UTF-8 mode); set a UTF-8 locale "
+                                     "(LANG=C.UTF-8) or PYTHONUTF8=1") from None
     return path
 
 

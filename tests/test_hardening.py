@@ -1230,3 +1230,19 @@ def test_the_environment_of_a_job_is_met_with_one_line(tmp_path: Path, digits_cs
                          env={**os.environ, "HOME": str(home), "ALKIT_THREADS": "1"})
     assert out.returncode == 0, out.stderr
     assert (home / "bo" / "bench_summary.csv").exists() and not (tmp_path / "~").exists()
+
+
+def test_a_non_utf8_locale_is_named_not_the_name(tmp_path: Path, digits_csv: Path, digits_project: Path) -> None:
+    """Under LC_ALL=C with Python's UTF-8 mode off, a valid UTF-8 project path was refused as 'not valid UTF-8
+    text (a name from another system's encoding): rename it', and a non-ASCII --annotator was a raw 'surrogates
+    not allowed' (an environment check): the locale is named."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LANG", "LC_ALL", "LC_CTYPE")}
+    env.update(LC_ALL="C", PYTHONUTF8="0")
+    path = subprocess.run([*ALKIT, "status", "-p", "ü dir/prój"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, encoding="utf-8", errors="replace")
+    # the name as the locale's stderr can show it ('?' for what it cannot)
+    assert path.returncode == 2 and re.search(r"'. dir/pr.j': this locale cannot encode the name's non-ASCII "
+                                              r"characters", path.stderr), path.stderr
+    who = subprocess.run([*ALKIT, "queue", "import", str(digits_csv), "--annotator", "zoë", "-p", str(digits_project)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, encoding="utf-8", errors="replace")
+    assert who.returncode == 2 and "--annotator is not valid UTF-8 text" in who.stderr, who.stderr

@@ -679,6 +679,14 @@ def _stripped_zeros(rows: list[Row], queued: list[str], exists: Callable[[list[s
             "another item: format the id column as text before saving, or fill in the file alkit wrote in a text editor")
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _as_a_spreadsheet_saves(item_id: str) -> str | None:
     """The id a spreadsheet writes back for a number-like id, where that differs from it: 007 -> 7, +5 -> 5,
     1e3 -> 1000, 2.50 -> 2.5 (queued +5 and 1e3 came back as 5 and 1000, the ids of two other items, and
@@ -764,6 +772,9 @@ def import_labels(
         raise QueueError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
     if annotator is not None and not annotator.strip():  # '' or spaces: stored, then shown as '(unnamed)'
         raise QueueError("--annotator is empty: give a name, or leave the option out (the file's annotator column)")
+    if annotator is not None and not _is_utf8(annotator):  # a raw "surrogates not allowed" at the store (a check)
+        raise QueueError("--annotator is not valid UTF-8 text: under a C/POSIX locale without Python's UTF-8 mode a "
+                         "non-ASCII name arrives undecoded; set a UTF-8 locale (LANG=C.UTF-8) or PYTHONUTF8=1")
     if annotator is not None and "\x00" in annotator:
         raise QueueError("--annotator holds a NUL character (\\x00): remove it")
     if annotator is not None and len(annotator) > _MAX_ANNOTATOR:
