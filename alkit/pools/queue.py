@@ -345,11 +345,11 @@ def _through_link(project: Project, path: Path, what: str) -> Path:
     check).  A link to anything else, or to a file `--out` may not name (the project's own files, its data file,
     for labels the labellers' queue: a link to alkit.db wrote the labels over the store), is refused."""
     if not path.is_symlink():
-        taken = _written_over(project, path.resolve(), what) if path.is_file() and path.stat().st_nlink > 1 else None
-        if taken:  # a hard link is rewritten in place (atomic_write), so it is held to a symbolic link's rule
-            raise QueueError(f"{path} is a hard link to a file alkit does not write the {what} over ({taken}): "
-                             "remove it")
-        if path.is_file() and path.stat().st_nlink > 1:
+        if path.is_file() and path.stat().st_nlink > 1:  # rewritten in place (atomic_write): a symbolic link's rule
+            taken = _written_over(project, path.resolve(), what)
+            if taken:
+                raise QueueError(f"{path} is a hard link to a file alkit does not write the {what} over ({taken}): "
+                                 "remove it")
             _refuse_unless_label_file(path, f"{path} has other hard links (it is written in place)")
         return path
     target = path.resolve()
