@@ -24,7 +24,7 @@ import polars as pl
 from alkit import metrics
 from alkit.choices import SCORERS as BUILT_IN_SCORERS
 from alkit.acquisition import AcquisitionError
-from alkit.checks import not_distribution_rows
+from alkit.checks import distribution_problem
 from alkit.config import Project, load_project, payload_key
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
@@ -117,12 +117,9 @@ def _for_metrics(learner: Learner, pred: Prediction, task: str) -> Prediction:
     if task == "classification":
         if pred.probs_n_C is None:
             raise LoopError(f"{who} has no probs_n_C: the test metrics (accuracy, nll) need class probabilities")
-        bad = not_distribution_rows(pred.probs_n_C.double())
-        if bad.any():
-            i = int(bad.nonzero()[0])
-            raise LoopError(f"{who}: row {i} of probs_n_C is not a distribution (finite values in [0, 1] summing to "
-                            f"1), e.g. {[round(float(v), 4) for v in pred.probs_n_C[i, :4]]}: hand over probabilities, "
-                            "not logits or log-probabilities")
+        problem = distribution_problem(pred.probs_n_C.double())
+        if problem is not None:
+            raise LoopError(f"{who}: {problem}: hand over probabilities, not logits or log-probabilities")
     elif pred.dist is None or pred.mean_n is None:
         raise LoopError(f"{who} has no {'dist' if pred.dist is None else 'mean_n'}: the test metrics of a regression "
                         "project (CRPS, NLL) read its predictive distribution (alkit.distributions) and mean")

@@ -554,41 +554,35 @@ def _with_ids(tmp_path: Path, ids: list[str]) -> Project:
     return load_project(tmp_path / "p")
 
 
-def test_stripped_zeros_that_name_another_item_refuse_the_file(tmp_path: Path) -> None:
-    """Items 1, 01, 2, 02 all queued; a spreadsheet saves 02 as 2 and 01 as 1: the file names 1 and 2 twice
-    (one answer, one blank each) and every answer went to the item without zeros, exit 0 (a black-box
-    check).  Refused, naming the ids; and one that names an item that is not queued is refused too."""
-    project = _with_ids(tmp_path, ["1", "01", "2", "02"] + [f"x{i}" for i in range(96)])
-    assert queue_batch(project, 6)[:4] == ["1", "01", "2", "02"]
+@pytest.mark.parametrize(("ids", "batch", "saved_text", "refusal", "fine_text", "fine_labels"), [
+    # items 1, 01, 2, 02 all queued; a spreadsheet saves 02 as 2 and 01 as 1: the file names 1 and 2 twice (one
+    # answer, one blank each) and every answer went to the item without zeros, exit 0 (a black-box check)
+    (["1", "01", "2", "02"], 6, "id,label\n2,3\n1,\n1,5\n2,\n",
+     r"ids 1 \(queued as 01\), 2 \(queued as 02\) look like queued ids that lost their leading zeros",
+     "id,label\n02,3\n1,\n01,5\n2,\n", {"02": "3", "01": "5"}),
+    # +5 and 1e3 queued beside items 5 and 1000: a spreadsheet saves them as 5 and 1000, and their labels went
+    # to the items 5 and 1000 with exit 0 (an untrusted-input check)
+    (["+5", "1e3", "5", "1000"], 2, "id,label\n5,3\n1000,4\n",
+     r"ids 5 \(queued as \+5\), 1000 \(queued as 1e3\) look like queued ids that a spreadsheet rewrote as numbers",
+     "id,label\n+5,3\n1e3,4\n", {"+5": "3", "1e3": "4"}),
+], ids=["lost-zeros", "lost-sign-or-exponent"])
+def test_ids_a_spreadsheet_rewrote_into_another_items_id_refuse_the_file(
+        tmp_path: Path, ids: list[str], batch: int, saved_text: str, refusal: str, fine_text: str,
+        fine_labels: dict[str, str]) -> None:
+    """Refused, naming the ids, with the project unchanged; the same ids written as text are taken as they are."""
+    project = _with_ids(tmp_path, ids + [f"x{i}" for i in range(96)])
+    queued = queue_batch(project, batch)[:4]
+    assert set(queued) >= set(fine_labels) and set(queued) <= set(ids)
     before = snapshot(project)
     saved = tmp_path / "saved.csv"
-    saved.write_text("id,label\n2,3\n1,\n1,5\n2,\n")
-    with pytest.raises(QueueError, match=r"ids 1 \(queued as 01\), 2 \(queued as 02\) look like queued ids that "
-                                         r"lost their leading zeros"):
-        import_labels(project, saved)
-    assert snapshot(project) == before
-    fine = tmp_path / "fine.csv"  # the same ids written as text: taken as they are
-    fine.write_text("id,label\n02,3\n1,\n01,5\n2,\n")
-    res = import_labels(project, fine)
-    assert res.labeled == 2 and shared_labels(project)["02"][0] == "3" and shared_labels(project)["01"][0] == "5"
-
-
-def test_a_sign_or_exponent_a_spreadsheet_dropped_from_an_id_naming_another_item_refuses_the_file(
-        tmp_path: Path) -> None:
-    """Items +5, 5, 1e3, 1000 with +5 and 1e3 queued: a spreadsheet saves them as 5 and 1000, and their
-    labels went to the items 5 and 1000 with exit 0 (an untrusted-input check; leading zeros were refused)."""
-    project = _with_ids(tmp_path, ["+5", "1e3", "5", "1000"] + [f"x{i}" for i in range(96)])
-    assert queue_batch(project, 2) == ["+5", "1e3"]
-    before = snapshot(project)
-    saved = tmp_path / "saved.csv"
-    saved.write_text("id,label\n5,3\n1000,4\n")
-    with pytest.raises(QueueError, match=r"ids 5 \(queued as \+5\), 1000 \(queued as 1e3\) look like queued ids that "
-                                         r"a spreadsheet rewrote as numbers"):
+    saved.write_text(saved_text)
+    with pytest.raises(QueueError, match=refusal):
         import_labels(project, saved)
     assert snapshot(project) == before
     fine = tmp_path / "fine.csv"
-    fine.write_text("id,label\n+5,3\n1e3,4\n")
-    assert import_labels(project, fine).labeled == 2 and shared_labels(project)["+5"][0] == "3"
+    fine.write_text(fine_text)
+    assert import_labels(project, fine).labeled == len(fine_labels)
+    assert {k: shared_labels(project)[k][0] for k in fine_labels} == fine_labels
 
 
 def test_stripped_zeros_that_name_no_item_are_unknown_ids_not_another_item(tmp_path: Path) -> None:

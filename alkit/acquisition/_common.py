@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from alkit.checks import not_distribution_rows
+from alkit.checks import distribution_problem
 from alkit.errors import AcquisitionError  # noqa: F401 (re-exported: raised by every acquisition)
 from alkit.types import AcquisitionContext, GaussianLastLayer, Prediction
 
@@ -22,12 +22,9 @@ def require_probs(pred: Prediction, acquisition: str) -> torch.Tensor:
                                f"classes, got shape {tuple(p.shape)}")
     # a learner of the user's own may hand over logits or a broken row: ranked as they were, margins fell
     # below -1 and NaN rows were never picked (a black-box check)
-    bad = not_distribution_rows(p)
-    if bad.any():
-        i = int(bad.nonzero()[0])
-        raise AcquisitionError(f"the {acquisition} acquisition needs class probabilities: row {i} of probs_n_C is "
-                               f"not a distribution (finite values in [0, 1] summing to 1), e.g. "
-                               f"{[round(float(v), 4) for v in p[i, :4]]}; {int(bad.sum())} such rows")
+    problem = distribution_problem(p)
+    if problem is not None:
+        raise AcquisitionError(f"the {acquisition} acquisition needs class probabilities: {problem}")
     return p
 
 

@@ -377,14 +377,15 @@ def _refuse_unless_label_file(target: Path, lead: str) -> None:
 def _written_by_alkit(path: Path) -> bool:
     """Whether a label file is one alkit wrote (a queue or labels export: it has a skip column), not any file with
     id and label columns (a link to the user's train.csv was written over; an untrusted-input check)."""
-    if _read_old_file(path) is None:
-        return False
-    try:
-        return "skip" in pl.read_csv(path, n_rows=0, separator="\t" if path.suffix.lower() in (".tsv", ".tab") else ",",
-                                     infer_schema=False).columns if path.suffix.lower() in (".csv", ".tsv", ".tab") \
-            else True
-    except Exception:  # noqa: BLE001 - any unreadable header: not one alkit wrote
-        return False
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv", ".tab"):  # the header first (cheap): most files that are no export fail there
+        try:
+            header = pl.read_csv(path, n_rows=0, separator="\t" if suffix != ".csv" else ",", infer_schema=False).columns
+        except Exception:  # noqa: BLE001 - any unreadable header: not one alkit wrote
+            return False
+        if "skip" not in header:
+            return False
+    return _read_old_file(path) is not None
 
 
 def _written_over(project: Project, target: Path, what: str) -> str | None:
