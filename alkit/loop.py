@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from sqlalchemy.exc import SQLAlchemyError
 
 from alkit import metrics
 from alkit.choices import SCORERS as BUILT_IN_SCORERS
 from alkit.acquisition import AcquisitionError
+from alkit.errors import StoreError
 from alkit.checks import distribution_problem
 from alkit.config import Project, load_project, payload_key
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
@@ -35,7 +37,7 @@ from alkit.models.user_backbone import search_project
 from alkit.oracles import Oracle, OracleError, oracle_for
 from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
-from alkit.pools.queue import kept_aside_note
+from alkit.pools.queue import classes_ahead, kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
@@ -126,6 +128,14 @@ def _for_metrics(learner: Learner, pred: Prediction, task: str) -> Prediction:
     return pred
 
 
+def _classes_ahead(project: Project, store: Store) -> list[str] | None:
+    """queue.classes_ahead, or None where the store cannot be read yet: the run's own checks name that problem."""
+    try:
+        return classes_ahead(project, store)
+    except (SQLAlchemyError, StoreError, OSError):
+        return None
+
+
 class ActiveLoop:
     """Drives runs on one project.  UI-free: progress goes to ``on_event`` callbacks."""
 
@@ -137,6 +147,10 @@ class ActiveLoop:
             project.require(project.payload_path, why="the queue file is written from it", readable=True)
         search_project(project.root)  # --backbone / --learner modules kept in the project folder
         self.store = store or Store(project.store_url)
+        ahead = _classes_ahead(project, self.store)
+        if ahead is not None:  # an --add-class import stopped after its labels, before alkit.toml: the store's classes
+            self.project = project = Project(project.root, dataclasses.replace(self.cfg, classes=ahead))
+            self.cfg = project.config
         # source: the features init stored (bayesvlm: its model's), whose pool statistics every learner's
         # InputSpec holds and which the model-free cold start reads; features: what learners read, the
         # source or, on image projects, the frozen stem's outputs over it (use_features)

@@ -37,6 +37,7 @@ from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
 from alkit.pools import labelfiles, leases
+from alkit.errors import Note
 from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import HISTORY_ROW, WHY_COLS
@@ -783,6 +784,7 @@ def import_labels(
     path = Path(path)
     store = store or Store(project.store_url)
     store.check_made_as(project.config.made_as())
+    project = classes_as_recorded(project, store)
     recorded = store.init_classes()
     if recorded is not None and project.config.task == "classification" and recorded != list(project.config.classes):
         # a class renamed in alkit.toml by hand: its labels were stored under the new name, which the store's
@@ -817,27 +819,40 @@ def import_labels(
     # yet", exit 0) where the same file filled in was refused for its unknown ids (a black-box check)
     unanswered = {r.item_id: r.name() for r in rows if r.item_id and r.item_id not in decisions and r.item_id not in refused}
     grown = project is not before
+    # the store first, alkit.toml after it: the store records the grown class list with the labels in one
+    # transaction, and a command that finds alkit.toml behind that record brings it up (classes_as_recorded).
+    # alkit.toml first had left, when killed between the two, a class the store never recorded, and every later
+    # import refused until the file was edited by hand (a black-box check)
+    staged = _staged_config(project) if grown and not problems else None  # a file that cannot be written: refused here
     try:  # the store checks the ids of every well-formed row even when the file is already refused
-        if grown and not problems:  # alkit.toml first: killed before the store, it lists a class no label has yet
-            _write_config_atomic(project)
         counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
                                             on_conflict=on_conflict, annotator=annotator, found=problems,
                                             refused_rows={**unanswered, **refused}, unqueued=unqueued,
                                             classes=project.config.classes if grown else None)
     except BaseException as exc:
-        if grown and not problems:
-            _write_config_atomic(before)
+        if staged is not None:
+            staged.unlink(missing_ok=True)
         if isinstance(exc, ImportRefused):
             raise refuse(path, exc.problems) from None
         raise
+    if staged is not None:
+        try:
+            os.replace(staged, project.root / CONFIG_NAME)
+        except OSError as exc:  # the labels and the class record are in: the next run or import takes them from there
+            staged.unlink(missing_ok=True)
+            warnings.warn(Note(f"the labels and the class record are stored, but alkit.toml could not be rewritten "
+                               f"({exc.strerror or exc}); the next run or import adds the class to it"), stacklevel=2)
     named = {r.item_id for r in rows}
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
     absent = [q.item_id for q in queued_items(store) if q.item_id not in named] if still else []
     live = leases.live_runs(store)  # a resumed run keeps 'waiting' in the store until its cycle ends
     waiting = [r.name for r in store.runs() if r.status == "waiting" and r.name not in live]
+    # a row naming an item an earlier row of the file answered changes nothing more: counted as unchanged (two
+    # annotators' agreeing rows in one file fell in no count, 15 rows read and 10 counted; a black-box check)
+    repeated = sum(1 for r in rows if r.item_id in decisions and decisions[r.item_id][1] is not r)
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
-                        counts["unchanged"], counts["kept"], pending, still, absent, waiting, sorted(live),
+                        counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
                         project.config.classes[len(before.config.classes):])
 
 
@@ -919,17 +934,44 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     return Project(project.root, replace(cfg, classes=[*cfg.classes, *added]))
 
 
-def _write_config_atomic(project: Project) -> None:
-    """alkit.toml replaced in one step (written beside it, then renamed over it); where it cannot be
-    written, the temp file is removed and alkit.toml named."""
+def classes_ahead(project: Project, store: Store) -> list[str] | None:
+    """The store's class record where it extends alkit.toml's list, else None.  Why: an `--add-class` import
+    records the grown class list with its labels in one transaction and rewrites alkit.toml just after, so one
+    killed between the two left the file a class short, and the store's record is the one the labels were
+    written under.  Any other difference is the callers' to refuse."""
+    cfg = project.config
+    recorded = store.init_classes() if cfg.task == "classification" else None
+    if recorded is None or len(recorded) <= len(cfg.classes) or recorded[:len(cfg.classes)] != list(cfg.classes):
+        return None
+    return recorded
+
+
+def classes_as_recorded(project: Project, store: Store) -> Project:
+    """The project with alkit.toml brought up to the store's class record where it is behind it (classes_ahead),
+    the file rewritten and a note saying so."""
+    recorded = classes_ahead(project, store)
+    if recorded is None:
+        return project
+    mended = Project(project.root, replace(project.config, classes=recorded))
+    os.replace(_staged_config(mended), project.root / CONFIG_NAME)
+    added = recorded[len(project.config.classes):]
+    warnings.warn(Note(f"alkit.toml lacked the class{'es' if len(added) > 1 else ''} {', '.join(map(repr, added))} that "
+                       "an `--add-class` import recorded in the store with its labels (it was stopped before it "
+                       "rewrote alkit.toml): added"), stacklevel=2)
+    return mended
+
+
+def _staged_config(project: Project) -> Path:
+    """alkit.toml with the project's config, written beside it under a temporary name for the caller to rename
+    over it (one step); where it cannot be written, the temporary file is removed and alkit.toml named."""
     tmp = project.root / f".{CONFIG_NAME}.{os.getpid()}.tmp"
     try:
         write_config(project.root, project.config, name=tmp.name)
-        os.replace(tmp, project.root / CONFIG_NAME)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise QueueError(f"cannot write {project.root / CONFIG_NAME} ({exc.strerror or exc}): --add-class records the "
                          "class there; make it writable") from None
+    return tmp
 
 
 # ---------------------------------------------------------------------------- status
