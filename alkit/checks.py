@@ -33,3 +33,31 @@ def distribution_problem(p_n_C) -> str | None:  # noqa: ANN001 - a NumPy array o
     first = [round(float(v), 4) for v in p_n_C[i, :4]]
     return (f"row {i} of probs_n_C is not a distribution (finite values in [0, 1] summing to 1), e.g. {first}; "
             f"{count} such row{'s' if count != 1 else ''}")
+
+
+MIN_IMAGE_SIDE = 3  # the image stem's smallest filters (alkit/models/backbone.py PatchConv.patch_for)
+
+
+def image_dims(shape: tuple[int, ...] | list[int], n_features: int, option: str = "--image-shape") -> list[int]:
+    """(H, W) or (C, H, W) -> [C, H, W], checked against the feature count (row-major, channels first); a
+    ValueError naming ``option`` otherwise.  Shared by `alkit init` and the library's pool_learner, where a
+    channels-last shape or a side below 3 failed deep in torch's patch extraction (a black-box check)."""
+    shown = ",".join(map(str, shape))
+    if len(shape) not in (2, 3) or any(not isinstance(v, numbers.Real) or int(v) != v or v < 1 for v in shape):
+        raise ValueError(f"{option} must be H,W or C,H,W (positive integers), got {shown}")
+    dims = [1, *map(int, shape)] if len(shape) == 2 else [int(v) for v in shape]
+    size = dims[0] * dims[1] * dims[2]
+    if size != n_features:
+        raise ValueError(f"{option} {shown} holds {size} values but the data has {n_features} features")
+    # 28,28,3 was read as 28 channels of 28 x 3 images, 4,4,3 as 4 channels of 4 x 3: a last side of 1-4 below both
+    # others is a channel count
+    if len(shape) == 3 and shape[2] <= 4 and shape[2] < min(shape[0], shape[1]):
+        raise ValueError(f"{option} {shown} looks channels-last (H,W,C); alkit reads C,H,W with each channel's image "
+                         f"stored in turn: pass {int(shape[2])},{int(shape[0])},{int(shape[1])} if the columns are laid "
+                         "out so, and reorder columns that interleave the channels (R,G,B of each pixel) to channels "
+                         "first")
+    if min(dims[1:]) < MIN_IMAGE_SIDE:  # every run failed in the image stem's patch extraction
+        raise ValueError(f"{option} {shown}: an image side below {MIN_IMAGE_SIDE} pixels is too small for the image "
+                         f"stem's {MIN_IMAGE_SIDE} x {MIN_IMAGE_SIDE} filters; leave {option} out to treat the columns "
+                         "as flat features")
+    return dims

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from alkit.acquisition import get_acquisition
-from alkit.checks import is_whole_number
+from alkit.checks import image_dims, is_whole_number
 from alkit.engines import AcquisitionScorer, acquisition_context
 from alkit.engines.candidates import candidate_count, in_memory_candidates
 from alkit.models.backbone import pool_input_spec
@@ -79,6 +79,12 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     ``embedding``: the rows are a pretrained encoder's vectors; ``options``: the scorer's options
     (`alkit strategies --scorer NAME`)."""
     X = pool_array(X_pool_n_f)
+    if task == "regression" and n_classes is not None:  # taken and ignored: a classification meant?
+        raise ValueError(f"n_classes={n_classes} on a regression task: a regression learner has no classes (leave "
+                         "n_classes out, or pass task='classification')")
+    if image_shape is not None and embedding:  # embedding=True was ignored beside image_shape
+        raise ValueError("image_shape and embedding=True both given: the rows are either pixels (the image backbone) "
+                         "or a pretrained encoder's vectors; pass one")
     if isinstance(options.get("train"), dict):  # train={"steps": 30} failed at fit with an AttributeError
         from alkit.models.train import TrainConfig
 
@@ -87,11 +93,8 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
             raise ValueError(f"train: unknown training option {unknown[0]!r}; known: "
                              f"{', '.join(TrainConfig.__dataclass_fields__)}")
         options["train"] = TrainConfig(**options["train"])
-    if image_shape is not None and len(tuple(image_shape)) == 2:  # (H, W) as `init --image-shape H,W` takes it
-        image_shape = (1, *tuple(image_shape))
-    if image_shape is not None and int(np.prod(image_shape)) != X.shape[1]:
-        raise ValueError(f"image_shape {tuple(image_shape)} holds {int(np.prod(image_shape))} pixels, the pool's rows "
-                         f"{X.shape[1]} features")
+    if image_shape is not None:  # (H, W) as `init --image-shape H,W` takes it, or (C, H, W); checked as init does
+        image_shape = tuple(image_dims(tuple(image_shape), X.shape[1], option="image_shape"))
     rng = np.random.default_rng(seed)
     sample = X[np.sort(rng.choice(len(X), min(len(X), POOL_SAMPLE), replace=False))]
     X64 = X.astype(np.float64)

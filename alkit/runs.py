@@ -25,6 +25,7 @@ from alkit.pools.store import RunSpec, as_json
 from alkit.presets import get_preset
 from alkit.registry import Terms, check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
+from alkit.stopping._common import parse_rule
 from alkit.strategies import get_selector
 from alkit.types import Acquisition, Learner, Strategy
 
@@ -576,8 +577,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                         f"{acquisition} acquisition's scores are <= 0 (minus the top-two gap), always below it: use it "
                         "with --acquisition least-confident or entropy, or --stop kappa or forecast")
     if cfg.task == "regression" and any(r.name == "kappa" for r in stop_rules):
-        raise LoopError("--stop kappa compares predicted classes; on a regression project use forecast or an "
-                        "uncertainty rule")
+        raise LoopError("--stop kappa compares predicted classes; on a regression project use forecast, or an "
+                        "uncertainty rule with its threshold in the scores' units")
+    untuned = [spec for spec, r in zip(req.stop, stop_rules)
+               if r.name in ("max-uncertainty", "overall-uncertainty") and "threshold" not in parse_rule(spec)[1]]
+    if cfg.task == "regression" and untuned:  # the same data in other units stopped after 10 labels, or never
+        raise LoopError(f"--stop {untuned[0]}: on a regression project the candidates' scores are in the target's units "
+                        "(the epistemic variance: its square), so the default threshold, made for probability-like "
+                        f"scores, depends on the units; give one, e.g. {untuned[0].split(':')[0]}:threshold=VALUE, or "
+                        "use --stop forecast (scale-free on regression)")
     if req.ray_address is not None and req.engine != "ray":  # it ran on the local engine without a word
         raise LoopError("--ray-address is the Ray cluster of --engine ray: add --engine ray, or drop it")
     if req.engine not in ENGINES:

@@ -219,6 +219,13 @@ def test_split_col_refusals(tmp_path: Path) -> None:
     _bad(tmp_path, df.drop("split"), "label column 'label' cannot also be a feature column", features=["px1", "label"])
     _bad(tmp_path, df.drop("split"), "--text-col 'label' is the label column", text_col="label")
     _bad(tmp_path, df.drop("split"), "--text-col 'id' is the id column", text_col="id")  # embedded the ids (black-box)
+    # the split marks embedded as every item's features ('test' / 'pool': accuracy of the majority class), and a
+    # column both embedded and a numeric feature (named 'not numeric'; black-box checks)
+    for option in ("text_col", "image_col"):
+        _bad(tmp_path, df, f"--{option.replace('_', '-')} 'split' is the --split-col column", split_col="split",
+             **{option: "split"})
+    _bad(tmp_path, df.drop("split"), "--text-col 'px2' is also named by --features.*drop it from --features",
+         text_col="px2", features=["px1", "px2"])
     _bad(tmp_path, df.drop("split"), "--id-col and --label-col are both 'id'", label_col="id")
     _bad(tmp_path, df.drop("split"), "--features names px1 more than once", features=["px1", "px2", "px1"])
     # without --hide-labels the labelled rows are the test split: --test-frac would be ignored
@@ -282,6 +289,10 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
     # --impute's COL=missing features broke the layout ('the data has 785 features')
     _bad(tmp_path, df, r"--impute adds a 0/1 feature after each column it fills, which would break the pixel layout",
          image_shape=(8, 8), impute=True)
+    # a missing pixel: the first refusal sent the user to --impute and --exclude, which --image-shape then refused
+    gap = df.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(pl.col("px20")).alias("px20"))
+    _bad(tmp_path, gap, r"'px20' has missing values \(ids: .*\); fill the missing pixels before init \(e.g. with 0\), "
+         r"or drop --image-shape", image_shape=(8, 8))
     # a bad --store was found only by the round trip after the project was written: exit 2, project left behind
     _bad(tmp_path, df, r"--store is empty", store="")
     _bad(tmp_path, df, r"--store 'notaurl' is not a store URL", store="notaurl")

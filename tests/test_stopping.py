@@ -206,3 +206,45 @@ def test_forecast_without_a_test_split_follows_the_cross_validated_curve(tmp_pat
     test_acc = held._evaluate(learner)["accuracy"]
     cv_acc = held._cross_validate(plan, X, y, seed=0)["cv_accuracy"]
     assert abs(cv_acc - test_acc) < 0.12, (cv_acc, test_acc)
+
+
+def test_regression_stopping_does_not_depend_on_the_targets_units(tmp_path: Path) -> None:
+    """A black-box check: sklearn's diabetes target in its units, x 1e-8 and x 1e7 stopped after 70 labels, ran
+    to its budget, or could never stop, by the same rule.  forecast now reads a falling metric's gain as a share
+    of it (the same cycle fires at every scale), and the uncertainty rules, whose regression scores are in the
+    target's units, need a threshold given on a regression project."""
+    from alkit.loop import ActiveLoop, LoopError, RunRequest
+    from alkit.config import load_project
+    from alkit.pools.ingest import InitOptions, init_project
+    from sklearn.datasets import load_diabetes
+
+    ns = [20 + 10 * i for i in range(40)]
+    crps = [40.0 + 100.0 * n ** -0.9 for n in ns]  # a saturating, falling learning curve
+
+    def first_firing(scale: float) -> int | None:
+        rule = get_rule("forecast")
+        for i in range(len(ns)):
+            h = History(ns[: i + 1], [{"crps": c * scale} for c in crps[: i + 1]], [{} for _ in range(i + 1)], 10, 300,
+                        "crps")
+            if rule.check(h).fired:
+                return i
+        return None
+
+    fired = [first_firing(s) for s in (1e-8, 1.0, 1e7)]
+    assert fired[0] is not None and fired == [fired[0]] * 3
+    h = History(ns[:8], [{"crps": c} for c in crps[:8]], [{} for _ in range(8)], 10, 300, "crps")
+    assert "of its crps" in get_rule("forecast").check(h).why
+    X, y = load_diabetes(return_X_y=True)
+    import polars as pl
+
+    pl.DataFrame({"id": [f"r{i}" for i in range(len(y))], **{f"x{j}": X[:, j] for j in range(X.shape[1])},
+                  "target": y}).write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="target", hide_labels=True))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    for spec in ("max-uncertainty", "overall-uncertainty"):
+        with pytest.raises(LoopError, match=rf"--stop {spec}: on a regression project the candidates' scores are in "
+                                            rf"the target's units.*{spec}:threshold=VALUE"):
+            loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=[spec]))
+        assert loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=[f"{spec}:threshold=50"])).spec.budget == 30
+    with pytest.raises(LoopError, match="--stop kappa compares predicted classes"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=["kappa"]))

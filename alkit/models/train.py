@@ -456,4 +456,12 @@ def _copy_all(dst: list[torch.Tensor], src: list[torch.Tensor]) -> None:
 
 
 def to_tensor(X: np.ndarray) -> torch.Tensor:
-    return torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32)
+    """X (n, f) as float32, refused where it holds NaN or inf: a library user's predict on such rows returned NaN
+    probabilities without a word, where fit and query refuse them (a black-box check)."""
+    t = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32)
+    bad = ~torch.isfinite(t)
+    if bool(bad.any()):
+        rows = bad.reshape(len(t), -1).any(1).nonzero().flatten().tolist()
+        raise ValueError(f"the inputs X hold NaN or inf (rows {', '.join(map(str, rows[:5]))}"
+                         f"{' ...' if len(rows) > 5 else ''}): fill or drop them first")
+    return t

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from alkit.checks import image_dims
 from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, is_skip_label
 from alkit.config import (
     CONFIG_NAME,
@@ -384,7 +385,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                 rows = missing.arg_true()
                 ids = ", ".join(str(df[opts.id_col][int(r)]) for r in rows[:10]) + (" ..." if len(rows) > 10 else "")
                 raise InputError(f"feature column {c!r} has missing values (empty or 'NA'-like cells; ids: {ids}); "
-                                 "missing values are not allowed in features (--impute fills them)")
+                                 "missing values are not allowed in features " + (
+                                     "(fill the missing pixels before init, e.g. with 0, or drop --image-shape)"
+                                     if opts.image_shape is not None else "(--impute fills them)"))
     # every cell a number the CSV reader kept as text ('+7', ' 5'): read as numbers (FeatureValues.text)
     if text_numbers:
         non_numeric = [c for c in non_numeric if schema[c] != pl.Utf8
@@ -558,8 +561,9 @@ class FeatureValues:
         text = _category(c)
         return [(text == lv).cast(pl.Float64).alias(f"{c}={lv}") for lv in self.levels[c]]
 
-    def check(self, ids: pl.Series) -> None:
-        """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow."""
+    def check(self, ids: pl.Series, pixels: bool = False) -> None:
+        """Refuse what the blocks held: missing values, then NaN/inf, then float32 overflow.  ``pixels``: the
+        columns are an image's (--image-shape), which neither --impute nor --exclude may change."""
         missing = [c for c in self.numeric if self.null_rows.get(c)] if not self.vector_col else []
         if missing:  # every such column named: naming the first alone sent the user back once per column
             c, listed = missing[0], MISSING_LISTED
@@ -568,8 +572,11 @@ class FeatureValues:
                     f" ({len(missing)} columns in all)" if len(missing) > 1 else "")
             exclude = (f", --exclude {option_list(missing)} leaves {'them' if len(missing) > 1 else 'the column'} out"
                        if len(missing) <= listed else "")
+            advice = (("fill the missing pixels before init (e.g. with 0), or drop --image-shape (--impute and "
+                       "--exclude would break the pixel layout)") if pixels else
+                      f"--impute fills them with the pool's median (and adds a feature COLUMN=missing){exclude}")
             raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}){more}; "
-                             f"--impute fills them with the pool's median (and adds a feature COLUMN=missing){exclude}")
+                             + advice)
         if self.nonfinite_rows:
             raise InputError(f"NaN or infinite feature values in {', '.join(self._named(self.nonfinite_f))} "
                              f"(ids: {_ids_of(ids, self.nonfinite_rows)})"
@@ -663,7 +670,7 @@ def extract_features(df: pl.DataFrame, opts: InitOptions, data_dir: Path = Path(
     values = _values(names, levels, df.schema, opts, lambda exprs: df.select(exprs),
                      np.ones(df.height, dtype=bool) if pool_n is None else pool_n, n_vector)
     X = values.block(df)
-    values.check(df[opts.id_col])
+    values.check(df[opts.id_col], pixels=opts.image_shape is not None)
     return X, values.encoded, list(levels), list(values.fill)
 
 
@@ -718,7 +725,7 @@ def stream_features(source: TableSource, df: pl.DataFrame, opts: InitOptions, pa
         for batch in source.batches(names):
             writer.write(values.block(batch))
             on_rows(batch.height)
-    values.check(df[opts.id_col])
+    values.check(df[opts.id_col], pixels=opts.image_shape is not None)
     return values.encoded, values.n_features, list(levels), list(values.fill), ~values.varies_stored()
 
 
@@ -873,28 +880,12 @@ def _stratified_test_mask(labels: list[str], test_frac: float, rng: np.random.Ge
 
 
 def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
-    """(H, W) or (C, H, W) -> [C, H, W], checked against the feature count (row-major, channels first)."""
-    if len(shape) not in (2, 3) or any(int(v) != v or v < 1 for v in shape):
-        raise InputError(f"--image-shape must be H,W or C,H,W (positive integers), got {','.join(map(str, shape))}")
-    dims = [1, *map(int, shape)] if len(shape) == 2 else list(map(int, shape))
-    size = int(np.prod(dims))
-    if size != n_features:
-        raise InputError(f"--image-shape {','.join(map(str, shape))} holds {size} values but the data has {n_features} features")
-    # 28,28,3 was read as 28 channels of 28 x 3 images, 4,4,3 as 4 channels of 4 x 3: a last side of 1-4 below both
-    # others is a channel count
-    if len(shape) == 3 and shape[2] <= 4 and shape[2] < min(shape[0], shape[1]):
-        raise InputError(f"--image-shape {','.join(map(str, shape))} looks channels-last (H,W,C); alkit reads C,H,W "
-                         f"with each channel's image stored in turn: pass {shape[2]},{shape[0]},{shape[1]} if the "
-                         "columns are laid out so, and reorder columns that interleave the channels (R,G,B of each "
-                         "pixel) to channels first before init")
-    if min(dims[1:]) < MIN_IMAGE_SIDE:  # every run failed in the image stem's patch extraction
-        raise InputError(f"--image-shape {','.join(map(str, shape))}: an image side below {MIN_IMAGE_SIDE} pixels is too "
-                         f"small for the image stem's {MIN_IMAGE_SIDE} x {MIN_IMAGE_SIDE} filters; leave --image-shape out "
-                         "to treat the columns as flat features")
-    return dims
+    """(H, W) or (C, H, W) -> [C, H, W], checked against the feature count (checks.image_dims)."""
+    try:
+        return image_dims(shape, n_features)
+    except ValueError as exc:
+        raise InputError(f"{exc}{' before init' if 'channels first' in str(exc) else ''}") from None
 
-
-MIN_IMAGE_SIDE = 3  # the stem's smallest filters (alkit/models/backbone.py PatchConv.patch_for)
 
 
 INIT_PREFIX = ".alkit-init-"  # temp folder of an init in progress: .alkit-init-<pid>-<random>
@@ -1140,6 +1131,12 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             raise InputError(f"{option} {col!r} is the label column; the features must come from another column")
         if col is not None and col == opts.id_col and option != "--image-col":  # learned from the ids (a path may be both)
             raise InputError(f"{option} {col!r} is the id column; the features must come from another column")
+        if col is not None and col == opts.split_col:  # every item's features were the embedding of 'test' or 'pool'
+            raise InputError(f"{option} {col!r} is the --split-col column (test/pool marks); the features must come "
+                             "from another column")
+        if col is not None and option != "--feature-col" and opts.features and col in opts.features:
+            raise InputError(f"{option} {col!r} is also named by --features: the {option[2:6]} column is embedded, "
+                             "--features are numeric columns beside it; drop it from --features")
     if opts.initial_labeled < 0:
         raise InputError(f"--initial-labeled must be >= 0, got {opts.initial_labeled}")
     if opts.initial_labeled and opts.hide_labels:

@@ -3,7 +3,8 @@
 The test metric of each cycle is fitted by an inverse power law, m(n) = a - b n^(-c) for a metric
 that grows (accuracy; a + b n^(-c) for one that falls, CRPS), the usual saturating shape of learning
 curves (Mukherjee et al. 2003; Figueroa et al. 2012).  With at least ``min_points`` evaluated
-cycles the rule fires when m(n + batch) - m(n) < ``gain`` for ``k`` cycles in a row.  ``forecast_at`` gives the predicted
+cycles the rule fires when m(n + batch) - m(n) < ``gain`` for ``k`` cycles in a row (for a falling metric, CRPS
+in the target's units, the gain is taken as a share of m(n): scale-free).  ``forecast_at`` gives the predicted
 metric at the budget with a band from the fit's parameter covariance (5-95 % of 400 draws), which
 `alkit status` shows.
 """
@@ -33,6 +34,10 @@ def fit_curve(n: list[int], y: list[float], higher_is_better: bool) -> tuple[np.
     if len(n_) < 4 or np.ptp(n_) == 0:
         return None
     sign = 1.0 if higher_is_better else -1.0
+    # a falling metric (CRPS) is in the target's units: fitted as a share of its largest value, so that its fit and
+    # forecast do not depend on the units (the starting point and tolerances are absolute)
+    unit = 1.0 if higher_is_better else float(np.abs(y_).max()) or 1.0
+    y_ = y_ / unit
     # the asymptote of a rising metric (accuracy) is at most 1, of a falling one (CRPS, NLL) at least 0
     bounds = ([-np.inf, 0.0, 0.01], [1.0, np.inf, 3.0]) if higher_is_better else ([0.0, 0.0, 0.01], [np.inf, np.inf, 3.0])
     a0 = min(y_.max(), 1.0 - 1e-6) if higher_is_better else max(y_.min(), 1e-6)  # inside the bounds
@@ -43,7 +48,8 @@ def fit_curve(n: list[int], y: list[float], higher_is_better: bool) -> tuple[np.
                                    bounds=bounds, maxfev=5000)
     except (RuntimeError, ValueError):
         return None
-    return popt, pcov
+    back = np.array([unit, unit, 1.0])  # a and b are in the metric's units, c is a rate
+    return popt * back, pcov * np.outer(back, back)
 
 
 def forecast_at(n: list[int], y: list[float], at: int, higher_is_better: bool = True,
@@ -67,13 +73,17 @@ def forecast_at(n: list[int], y: list[float], at: int, higher_is_better: bool = 
 
 
 def _next_gain(n: list[int], y: list[float], batch: int, higher_is_better: bool) -> float | None:
-    """Predicted gain of one more batch after the last point, from the curve fitted to the points."""
+    """Predicted gain of one more batch after the last point, from the curve fitted to the points: in the
+    metric's units where it rises (accuracy, in [0, 1]), as a share of the fitted value now where it falls (CRPS,
+    in the target's units: the same data in dollars and in millions of dollars stopped after 70 labels or never;
+    a black-box check)."""
     fit = fit_curve(n, y, higher_is_better)
     if fit is None:
         return None
     sign = 1.0 if higher_is_better else -1.0
     now, nxt = _curve(np.array([n[-1], n[-1] + batch], dtype=np.float64), *fit[0], sign)
-    return float((nxt - now) * sign)
+    gain = float((nxt - now) * sign)
+    return gain if higher_is_better else gain / max(abs(float(now)), 1e-300)
 
 
 @dataclass(frozen=True)
@@ -102,5 +112,6 @@ class ForecastRule:
             return Decision(self.name, False, "the learning curve could not be fitted yet")
         fired = all(g is not None and g < self.gain for g in gains)
         run = f" for {self.k} cycles" if self.k > 1 else ""
-        return Decision(self.name, fired, f"next batch predicted to gain {gains[0]:.4f} {h.metric} "
+        what = h.metric if h.higher_is_better else f"of its {h.metric}"  # a falling metric's gain is a share of it
+        return Decision(self.name, fired, f"next batch predicted to gain {gains[0]:.4f} {what} "
                         f"({'<' if fired else '>='} {self.gain}{run if fired else ''})", {"predicted_gain": gains[0]})
