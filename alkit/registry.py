@@ -188,7 +188,8 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
         have.add("probs")
     else:
         have.discard("members")  # regression members carry means, not label distributions
-    for need in needs:
+    # on regression a need of class probabilities first: naming the posterior sent users to vbll, then refused
+    for need in sorted(needs, key=lambda n: task == "regression" and "probs" not in n):
         options = {alt.strip() for alt in need.split("|")}
         if not options <= CAPABILITIES:  # a Prediction field or an extras key: checked on the Prediction itself
             continue  # (engines.common.AcquisitionScorer); every learner was refused here as lacking it
@@ -206,6 +207,11 @@ def check_acquisition(acquisition: str, scorer: str, task: Task, *, ranks_by_sco
             what = {"probs": "class probabilities (a classification project)",
                     "posterior": "a Gaussian last-layer posterior (scorers vbll, laplace)",
                     "members": "ensemble members (scorers ensemble, mc-dropout, sve, sklearn)"}
+            if task == "regression":  # members there carry means only, which the acquisition cannot read: the
+                options = options - {"members"}  # advice named scorers that were then refused (a black-box check)
+                if not options:
+                    raise ValueError(f"acquisition {acquisition!r} reads ensemble members' class probabilities, which no "
+                                     "learner of a regression project gives")
             missing = " or ".join(what.get(o, o) for o in sorted(options))
             raise ValueError(f"acquisition {acquisition!r} needs {missing}; {who} "
                              f"on a {task} project has none of it")

@@ -193,6 +193,13 @@ def test_bald_and_epig_need_a_posterior_or_members() -> None:
     check_acquisition("epig", "vbll", "regression")
     with pytest.raises(ValueError):
         check_acquisition("bald", "ensemble", "regression")
+    # regression advice names only what works there (it named the ensembles for BALD, then refused them, and the
+    # posterior for decision-flip, whose vbll was then refused for lacking class probabilities; black-box checks)
+    with pytest.raises(ValueError, match=r"'bald' needs a Gaussian last-layer posterior \(scorers vbll, laplace\); "
+                                         r"scorer 'csd' on a regression project has none of it$"):
+        check_acquisition("bald", "csd", "regression")
+    with pytest.raises(ValueError, match=r"'decision-flip' needs class probabilities \(a classification project\)"):
+        check_acquisition("decision-flip", "csd", "regression")
     # no score: classification is pointed to the scoreless acquisitions, regression (which refuses them) is not
     with pytest.raises(ValueError, match="use another --scorer, or --acquisition margin, entropy or least-confident"):
         check_acquisition("epistemic", "none", "classification")

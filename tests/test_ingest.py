@@ -627,6 +627,11 @@ def test_regression_hint_for_whole_numbers_seen_once() -> None:
     assert regression_hint(affairs) == "a skewed spread with gaps, from 0 to 12"
     assert regression_hint(["1"] * 400 + ["2"] * 50 + ["3"] * 30 + ["4"] * 20 + ["5"] * 10) is None  # skewed codes 1..5
     assert regression_hint(["0"] * 300 + ["10"] * 40 + ["20"] * 30) is None  # three values: too few to say
+    # AER DoctorVisits' visits (0-8, no 5 among the labels; 83 % zeros) became 8 classes without a hint, and the
+    # first labeller to type 5 was refused (a black-box check)
+    visits = ["0"] * 249 + ["1"] * 50 + ["2"] * 9 + ["3", "4", "6", "7", "8"]
+    assert regression_hint(visits) == "most of them 0 and fewer at each larger value up to 8, as a zero-inflated count"
+    assert regression_hint(["0"] * 60 + [str(v) for v in range(1, 6) for _ in range(12)]) is None  # codes 0-5, 50 % at 0
 
 
 def _gappy_table(n: int = 120) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:

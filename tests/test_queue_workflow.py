@@ -175,7 +175,8 @@ def test_label_studio_full_json_skip_then_label_and_one_name_per_user(tmp_path: 
                   {"data": {"alkit_id": ids[2]}, "annotations": []}]
     (tmp_path / "open.json").write_text(json.dumps(open_tasks))
     res = import_labels(project, tmp_path / "open.json")
-    assert (res.labeled, res.pending) == (1, 1) and ids[2] not in res.not_in_file
+    # (ids[2] was skipped above: its empty task changes nothing, counted as unchanged, not as waiting for a label)
+    assert (res.labeled, res.pending, res.unchanged) == (1, 0, 1) and ids[2] not in res.not_in_file
     (tmp_path / "foreign.json").write_text(json.dumps([*open_tasks, {"data": {"alkit_id": "nope"}, "annotations": []}]))
     with pytest.raises(QueueError, match="nope.*unknown id"):
         import_labels(project, tmp_path / "foreign.json")
@@ -481,8 +482,13 @@ def test_labels_given_at_init_take_no_import(tmp_path: Path) -> None:
     path = tmp_path / "fix.csv"
     path.write_text("id,label\n" + "".join(f"{i},{'1' if given[i] != '1' else '2'}\n" for i in some))
     before = snapshot(project)
-    with pytest.raises(QueueError, match="label was given at init .* only queued items take labels"):
+    first = some[0]
+    with pytest.raises(QueueError, match=rf"id {first}\): '{'1' if given[first] != '1' else '2'}' conflicts with the "
+                                         rf"label '{given[first]}' the data file gave the item at init, which no import "
+                                         r"changes \(--on-conflict and --unqueued do not apply to it\)"):
         import_labels(project, path, on_conflict="replace")
+    with pytest.raises(QueueError, match="the data file gave the item at init"):  # it said 'never queued' here
+        import_labels(project, path, unqueued=True)
     assert snapshot(project) == before
 
 
@@ -1246,3 +1252,6 @@ def test_rows_repeating_an_items_answer_in_one_file_count_as_unchanged(tmp_path:
     assert {who for _, _, who in shared_labels(project).values()} == {"alice"}
     again = import_labels(project, path)  # the same file twice: every row unchanged
     assert (again.labeled, again.unchanged) == (0, 16)
+    blank = tmp_path / "blank.csv"  # a blank row for an answered item was 'without a label yet' (pending)
+    blank.write_text(f"id,label\n{ids[1]},\n")
+    assert (lambda r: (r.pending, r.unchanged))(import_labels(project, blank)) == (0, 1)

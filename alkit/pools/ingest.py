@@ -135,6 +135,12 @@ def regression_hint(labels: list[str], min_values: int = 20) -> str | None:
         values = np.unique([float(v) for v in labels])
         if values[-1] - values[0] + 1 >= 2 * len(values):  # class codes run 0..K-1 or 1..K; a binned count skips
             return f"a skewed spread with gaps, from {values[0]:g} to {values[-1]:g}"
+    if counts is not None and len(counts) >= 6:  # AER DoctorVisits (0-8 less 5; 83 % zeros) had no hint
+        values = np.unique([float(v) for v in labels])
+        # counts are in the values' order: the most at 0, then never rising by more than a tenth of that
+        if (values[0] == 0 and counts[0] >= 0.5 * counts.sum() and (np.diff(counts) <= 0.1 * counts[0]).all()
+                and counts[-1] <= 0.5 * counts[1]):  # a tail that thins out; codes 1-5 of equal shares do not
+            return f"most of them 0 and fewer at each larger value up to {values[-1]:g}, as a zero-inflated count"
     if counts is not None and len(counts) >= 10 and _bell_shaped(counts):
         values = np.unique([float(v) for v in labels])
         if values[-1] - values[0] + 1 == len(values):  # consecutive: 0, 1, 2, ... as a count runs

@@ -851,6 +851,11 @@ def import_labels(
     # a row naming an item an earlier row of the file answered changes nothing more: counted as unchanged (two
     # annotators' agreeing rows in one file fell in no count, 15 rows read and 10 counted; a black-box check)
     repeated = sum(1 for r in rows if r.item_id in decisions and decisions[r.item_id][1] is not r)
+    if pending:  # a blank row for an item already answered changes nothing: unchanged, not 'without a label yet'
+        states = store.answers_for_ids(list(unanswered))
+        answered = sum(1 for r in rows if r.item_id in unanswered and states.get(r.item_id, ("",))[0] in
+                       ("labeled", "skipped"))
+        pending, repeated = pending - answered, repeated + answered
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
                         project.config.classes[len(before.config.classes):])

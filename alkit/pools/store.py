@@ -908,8 +908,10 @@ class Store:
                     if shared[it.key].value == decision:  # the label it has (a labels export read back): no change
                         counts["unchanged"] += 1
                         continue
-                    problems.append(f"{where}: the item's label was given at init (from the data file), it was never "
-                                    "queued; only queued items take labels")
+                    # 'it was never queued' sent a user who had passed --unqueued nowhere (a black-box check)
+                    problems.append(f"{where}: {show_decision(decision)} conflicts with the label "
+                                    f"{show_decision(shared[it.key].value)} the data file gave the item at init, which "
+                                    "no import changes (--on-conflict and --unqueued do not apply to it)")
                     continue
                 if it.state == "labeled" and it.key in shared:
                     existing = shared[it.key].value
