@@ -472,7 +472,8 @@ class ActiveLoop:
             metric = f"cv_{metric}"  # no test split: the forecast follows the cross-validated estimate
         points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in curve_cycles(rows, current[0])]
         points.append(current)
-        return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric))
+        return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric,
+                                                          waits=True))
 
     def _capacity_hint(self, run_id: int) -> CapacityHint | None:
         """The capacity the run's latest committed cycle recorded in its signals, or None."""

@@ -52,7 +52,7 @@ def replay(loop: ActiveLoop, name: str, rule: str | None, budget: int) -> dict[s
     stop_at = final
     points = [(c.n_labeled, c.metrics, signals.get(c.cycle, {})) for c in cycles]
     for i in range(len(cycles) if rule is not None else 0):
-        if first_fired([get_rule(rule)], History.of(points[: i + 1], 10, budget, "accuracy")) is not None:
+        if first_fired([get_rule(rule)], History.of(points[: i + 1], 10, budget, "accuracy", waits=True)) is not None:
             stop_at = cycles[i]
             break
     return {"labels": stop_at.n_labeled, "saved": final.n_labeled - stop_at.n_labeled,

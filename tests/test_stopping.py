@@ -248,3 +248,20 @@ def test_regression_stopping_does_not_depend_on_the_targets_units(tmp_path: Path
         assert loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=[f"{spec}:threshold=50"])).spec.budget == 30
     with pytest.raises(LoopError, match="--stop kappa compares predicted classes"):
         loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=["kappa"]))
+
+
+def test_a_hand_built_history_without_the_rules_signal_is_refused() -> None:
+    """The README's own-loop example records kappa's stop_preds; with another rule swapped in ('any --stop
+    RULE'), max-uncertainty, overall-uncertainty and forecast never fired and said only 'no acquisition score
+    recorded yet' (a black-box check).  From 3 cycles on, a history none of whose cycles holds the rule's signal
+    is refused by name; alkit run's own history (waits=True) still waits, as a run may go cycles without a model."""
+    preds = _history(preds=[[0, 1]] * 3)
+    for spec, signal in (("max-uncertainty", "'score_max'"), ("overall-uncertainty", "'score_mean'"),
+                         ("forecast", "the test metric 'accuracy'")):
+        assert not get_rule(spec).check(_history(preds=[[0, 1]] * 2)).fired  # two cycles: it waits
+        with pytest.raises(ValueError, match=rf"the {spec} rule reads .*{signal}.*none of the 3 cycles"):
+            get_rule(spec).check(preds)
+        waits = History(preds.n_labeled, preds.metrics, preds.signals, 10, 300, "accuracy", waits=True)
+        assert not get_rule(spec).check(waits).fired
+    with pytest.raises(ValueError, match="the kappa rule reads the signal 'stop_preds'"):
+        get_rule("kappa").check(_history(scores=[(0.5, 0.1)] * 3))

@@ -25,6 +25,9 @@ class History:
     batch_size: int
     budget: int
     metric: str  # the test metric the forecast follows: accuracy, or crps for regression
+    # alkit run's own history: a cycle may lack a signal for a while (no model on one class yet, too few labels to
+    # cross-validate), and a rule then waits; a history built by hand is checked (require_signal)
+    waits: bool = False
 
     @property
     def higher_is_better(self) -> bool:
@@ -32,11 +35,24 @@ class History:
 
     @classmethod
     def of(cls, cycles: list[tuple[int, dict[str, float], dict[str, Any]]], batch_size: int, budget: int,
-           metric: str) -> "History":
+           metric: str, *, waits: bool = False) -> "History":
         """From (labels, test metrics, signals) per cycle, oldest first: how the loop and the
         stopping benchmark both build what the rules read."""
         return cls([c[0] for c in cycles], [dict(c[1]) for c in cycles], [c[2] for c in cycles], batch_size,
-                    budget, metric)
+                   budget, metric, waits)
+
+
+SIGNAL_GRACE = 3  # cycles a rule waits for its signal before a history without any is refused
+
+
+def require_signal(h: History, rule: str, found: list[bool], what: str) -> None:
+    """A ValueError once ``SIGNAL_GRACE`` cycles have gone by and none carried what ``rule`` reads (``found``: per
+    cycle).  Why: a loop of one's own that recorded only another rule's signal (the README's example with kappa's
+    stop_preds, another rule swapped in) never stopped, without a word (a black-box check); `alkit run` records
+    every rule's signal from the first model on."""
+    if not h.waits and len(found) >= SIGNAL_GRACE and not any(found):
+        raise ValueError(f"the {rule} rule reads {what}, which none of the {len(found)} cycles of the history holds: "
+                         "record it with each cycle (alkit run does), or use a rule whose signal you record")
 
 
 @dataclass(frozen=True)

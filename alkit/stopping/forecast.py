@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from alkit.stopping._common import MAX_CYCLES, Decision, History
+from alkit.stopping._common import MAX_CYCLES, Decision, History, require_signal
 
 
 def _curve(n: np.ndarray, a: float, b: float, c: float, sign: float) -> np.ndarray:
@@ -102,6 +102,7 @@ class ForecastRule:
                              f"{MAX_CYCLES} (cycles)")
 
     def check(self, h: History) -> Decision:
+        require_signal(h, self.name, [h.metric in m for m in h.metrics], f"the test metric {h.metric!r}")
         pts = [(n, m[h.metric]) for n, m in zip(h.n_labeled, h.metrics) if h.metric in m]
         if len(pts) < self.min_points + self.k - 1:
             return Decision(self.name, False, f"{len(pts)} evaluated cycles, the forecast needs "

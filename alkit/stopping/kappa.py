@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from alkit.stopping._common import MAX_CYCLES, Decision, History
+from alkit.stopping._common import MAX_CYCLES, Decision, History, require_signal
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class KappaRule:
         from sklearn.metrics import cohen_kappa_score  # here, not at import: every `alkit run` imports this module
 
         preds = [s.get("stop_preds") for s in h.signals]
+        require_signal(h, self.name, [p is not None for p in preds],
+                       "the signal 'stop_preds' (the predicted class of each item of a fixed stop set)")
         kappas: list[float] = []
         for a, b in zip(preds[:-1], preds[1:]):
             if a is None or b is None or len(a) != len(b) or not a:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from alkit.stopping._common import Decision, History
+from alkit.stopping._common import Decision, History, require_signal
 
 
 def _below(h: History, key: str, threshold: float, name: str) -> Decision:
+    require_signal(h, name, [s.get(key) is not None for s in h.signals],
+                   f"the signal {key!r} (the {'max' if key == 'score_max' else 'mean'} of the cycle's candidates' "
+                   "acquisition scores)")
     value = h.signals[-1].get(key) if h.signals else None
     if value is None:
         return Decision(name, False, "no acquisition score recorded yet")
