@@ -141,7 +141,11 @@ def embed_values(values: Sequence[object], ids: Sequence[str], kind: Kind, *, ca
             rows = encoders.validate_texts(["" if v is None else v for v in values])  # type: ignore[misc]
         except ValueError as exc:
             raise _row_error(exc, ids, "text") from None
-        encode = lambda xs: encoders.encode_texts(xs, progress=progress)  # noqa: E731
+        # the note counts the rows whatever the cache holds (encoded texts alone: it went once they were cached,
+        # and counted repeated texts once; a black-box check)
+        cut, pieces = encoders.texts_cut(rows)
+        encoders.cut_texts_note(cut, len(rows), pieces)
+        encode = lambda xs: encoders.encode_texts(xs, progress=progress, note_cut=False)  # noqa: E731
     elif kind == "image":
         if any(v is None for v in values):
             i = next(i for i, v in enumerate(values) if v is None)

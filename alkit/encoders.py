@@ -32,6 +32,7 @@ import torch
 from alkit.errors import MissingExtra
 
 TEXT_DIM = 384
+TEXT_PIECES = 256  # the text encoder's max_seq_length: word pieces it reads, its two special tokens included
 IMAGE_DIM = 1280
 IMAGE_SIZE = 224  # EfficientNet-Lite0's native resolution
 
@@ -103,8 +104,36 @@ def validate_texts(texts: Sequence[str]) -> list[str]:
     return out
 
 
-def encode_texts(texts: Sequence[str], *, batch_size: int = 64, progress: bool = True) -> np.ndarray:
-    """MiniLM sentence embeddings, float32 (n, 384), unit L2 norm; deterministic (eval mode)."""
+def texts_cut(texts: Sequence[str]) -> tuple[int, int]:
+    """(how many of ``texts`` are longer than the text encoder reads, the word pieces it reads): each counts,
+    repeats included.  A text of no more characters than the limit cannot be cut (a word piece holds at least
+    one), so the encoder is loaded only where a longer one is there."""
+    long = [t for t in texts if len(t) > TEXT_PIECES - 2]
+    if not long:
+        return 0, TEXT_PIECES - 2
+    model = _text_model()
+    limit = int(getattr(model, "max_seq_length", 0) or 0)
+    if not limit:
+        return 0, 0
+    unique = sorted(set(long))
+    ids = model.tokenizer(unique, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+    cut = {t for t, i in zip(unique, ids) if len(i) > limit}
+    return sum(t in cut for t in long), limit - 2
+
+
+def cut_texts_note(cut: int, n: int, pieces: int) -> None:
+    """The note that ``cut`` of ``n`` texts are embedded from their beginnings only."""
+    if cut:
+        from alkit.errors import Note
+
+        warnings.warn(Note(f"{cut} of {n} texts are longer than the text encoder's {pieces} word pieces (about "
+                           f"{int(pieces * 0.75)} words); each is embedded from its beginning only"), stacklevel=3)
+
+
+def encode_texts(texts: Sequence[str], *, batch_size: int = 64, progress: bool = True,
+                 note_cut: bool = True) -> np.ndarray:
+    """MiniLM sentence embeddings, float32 (n, 384), unit L2 norm; deterministic (eval mode).  ``note_cut``: a
+    note names the texts longer than the encoder reads (a caller counting its own rows says False)."""
     _check_batch_size(batch_size)
     rows = validate_texts(texts)
     out_n_d = np.empty((len(rows), TEXT_DIM), dtype=np.float32)
@@ -116,7 +145,7 @@ def encode_texts(texts: Sequence[str], *, batch_size: int = 64, progress: bool =
     with progress_bar(len(rows), "encoding texts", progress) as advance, torch.inference_mode():
         for start in range(0, len(rows), batch_size):
             chunk = rows[start : start + batch_size]
-            if limit:  # the encoder reads the first `limit` word pieces of a text and drops the rest
+            if limit and note_cut:  # the encoder reads the first `limit` word pieces of a text and drops the rest
                 ids = model.tokenizer(chunk, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
                 cut += sum(len(t) > limit for t in ids)
             emb = model.encode(
@@ -125,12 +154,7 @@ def encode_texts(texts: Sequence[str], *, batch_size: int = 64, progress: bool =
             )
             out_n_d[start : start + len(chunk)] = emb
             advance(len(chunk))
-    if cut:
-        from alkit.errors import Note
-
-        warnings.warn(Note(f"{cut} of {len(rows)} texts are longer than the text encoder's {limit - 2} word pieces "
-                           f"(about {int((limit - 2) * 0.75)} words); each is embedded from its beginning only"),
-                      stacklevel=2)
+    cut_texts_note(cut, len(rows), limit - 2)
     return out_n_d
 
 

@@ -136,6 +136,9 @@ def _classes_ahead(project: Project, store: Store) -> list[str] | None:
         return None
 
 
+STRATA_MAX = 50  # a --stratify-by column with more distinct values than this and than half the items forms no strata
+
+
 class ActiveLoop:
     """Drives runs on one project.  UI-free: progress goes to ``on_event`` callbacks."""
 
@@ -182,6 +185,7 @@ class ActiveLoop:
         self._check_labels()
         self._check_store_is_this_projects()
         self._check_features_file()
+        self._check_strata(spec.options.get("stratify_by"))
         if spec.options.get("engine") == "ray":  # no Ray, or no cluster at --ray-address: refused before the run
             from alkit.engines.ray_engine import ensure_ray  # was recorded (it failed after cycle 0's batch)
 
@@ -246,6 +250,17 @@ class ActiveLoop:
             k = keys[0]
             raise LoopError(f"the store ({url}) names item {k} {stored.get(k)!r}, this project's data {str(ids[k])!r}: "
                             "it is another project's store; restore this project's alkit.db (or its --store)")
+
+    def _check_strata(self, column: str | None) -> None:
+        """A --stratify-by column must form strata: one of a distinct value per item (ids, texts) formed none,
+        and the run went on as if it had (a black-box check)."""
+        if not column:
+            return
+        values = pl.read_parquet(self.project.payload_path, columns=[column])[column]
+        distinct = values.n_unique()
+        if len(values) >= 20 and distinct > max(STRATA_MAX, len(values) // 2):
+            raise LoopError(f"--stratify-by {column!r} has {distinct} distinct values over {len(values)} items: no "
+                            "strata (each item nearly its own); give a column of groups (a source, a site, a month)")
 
     def _check_features_file(self) -> None:
         """The store is this project's: then the features file must be the one it was made with (after the store's

@@ -494,6 +494,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if initial > req.budget and ident.name not in {r.name for r in runs}:  # a recorded run spent its first
         # batch: a budget below that is below what it spent, which the store refuses naming the labels spent
         raise first_batch_refusal(req.initial, req.batch_size, req.budget)
+    if req.stratify_by and req.stratify_by == cfg.label_col:  # was 'not a column of the data'
+        raise LoopError(f"--stratify-by {req.stratify_by!r} is the label column: the picks may not read the answers "
+                        "(they are what the labels buy); give a metadata column")
     if req.stratify_by and req.stratify_by not in cfg.payload_cols:
         feature = req.stratify_by in cfg.feature_cols
         raise LoopError(f"--stratify-by {req.stratify_by!r} is "

@@ -130,3 +130,11 @@ def test_texts_longer_than_the_encoder_reads_are_named_in_a_note(tmp_path: Path)
     assert np.array_equal(X[0], X[1])  # what the note is about
     notes = [str(w.message) for w in caught if issubclass(w.category, Note)]
     assert any("2 of 3 texts are longer than the text encoder's" in n for n in notes), notes
+    # from the cache, a repeated text among them: the note went once the vectors were cached, and it counted
+    # distinct texts (a black-box check); it counts the rows, whatever the cache holds
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, encoded = embed_values([head + " I hated it", head + " I loved it", "short", head + " I hated it"],
+                                  ["a", "b", "c", "d"], "text", cache_dir=tmp_path / "cache", progress=False)
+    notes = [str(w.message) for w in caught if issubclass(w.category, Note)]
+    assert encoded == 0 and any("3 of 4 texts are longer than the text encoder's 254" in n for n in notes), notes

@@ -378,6 +378,14 @@ def test_stratify_by_is_said_to_change_nothing_where_no_cold_start_reads_it(tmp_
     for req in (RunRequest(strategy="epistemic", budget=20, stratify_by="grp"),
                 RunRequest(strategy="power", budget=20, stratify_by="grp", initial_selector="coldstart")):
         assert not any("stratify" in n for n in loop.resolve(req).notes)
+    # the label column was 'not a column of the data', and the ids (a value per item) formed no strata, unsaid
+    # (black-box checks); refused before anything is written
+    with pytest.raises(LoopError, match="--stratify-by 'label' is the label column: the picks may not read the answers"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=20, stratify_by="label"))
+    before = loop.store.runs()
+    with pytest.raises(LoopError, match=r"--stratify-by 'id' has 200 distinct values over 200 items: no strata"):
+        loop.run(RunRequest(strategy="epistemic", budget=20, stratify_by="id"))
+    assert loop.store.runs() == before
 
 
 def test_a_scorer_of_ones_own_is_held_to_the_contracts(digits_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -452,6 +452,20 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
     assert import_labels(project, good).labeled == 4
     assert {k: v[0] for k, v in shared_labels(project).items()} == dict(zip(ids, ["1.5", "-2.0", "0.3", "4.0"]))
     assert import_labels(project, good).unchanged == 4  # -2 == -2.0: the same label
+    # the labels file of a regression project holds numbers (text before, in Parquet and JSON Lines alike: a file
+    # to train on elsewhere; a black-box check), and each format reads back unchanged
+    from alkit.pools.queue import export_labels
+
+    for fmt in ("parquet", "jsonl", "csv"):
+        out = export_labels(project, fmt=fmt, out=tmp_path / f"labels.{fmt}").path
+        if fmt == "parquet":
+            frame = pl.read_parquet(out)
+            assert frame.schema["label"] == pl.Float64
+            assert dict(zip(frame["id"], frame["label"]))[ids[1]] == -2.0
+        elif fmt == "jsonl":
+            rows = [json.loads(line) for line in out.read_text().splitlines()]
+            assert {r["id"]: r["label"] for r in rows if r["id"] in ids} == dict(zip(ids, [1.5, -2.0, 0.3, 4.0]))
+        assert import_labels(project, out).unchanged == len(ids)
 
 
 # ---------------------------------------------------------------------------- two processes at once

@@ -571,13 +571,17 @@ def export_labels(
     path = Path(out) if out is not None else _through_link(project, default_labels_path(project, fmt), "labels")
     cells, types = _data_cells(project, store, [c.key for c in given], cols, feats, LABELS_COLS)
     records = []
+    # a regression project's labels as numbers (text in a Parquet or JSON Lines file to train on elsewhere; a
+    # black-box check); stored as repr(float), so they read back as they are
+    number = project.config.task == "regression"
     for c, data in zip(given, cells):
         t = _utc(c.time)
-        records.append({"id": c.item_id, **data, "label": c.label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
+        label = float(c.label) if number and c.label is not None else c.label
+        records.append({"id": c.item_id, **data, "label": label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
                         "cycle": c.cycle, "labelled_at": None if t is None else t.isoformat(timespec="seconds"),
                         **({"replaced_at": None if c.replaced_at is None else
                             _utc(c.replaced_at).isoformat(timespec="seconds")} if history else {})})
-    schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
+    schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Float64 if number else pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
                               "cycle": pl.Int64, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})}
     frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
     set_aside, unreadable = _set_aside_unimported(path, project, store)
@@ -945,7 +949,9 @@ def classes_ahead(project: Project, store: Store) -> list[str] | None:
     killed between the two left the file a class short, and the store's record is the one the labels were
     written under.  Any other difference is the callers' to refuse."""
     cfg = project.config
-    recorded = store.init_classes() if cfg.task == "classification" else None
+    if cfg.task != "classification" or cfg.hide_labels:  # no --add-class there: a class short is a hand edit
+        return None
+    recorded = store.init_classes()
     if recorded is None or len(recorded) <= len(cfg.classes) or recorded[:len(cfg.classes)] != list(cfg.classes):
         return None
     return recorded
