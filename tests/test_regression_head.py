@@ -307,3 +307,41 @@ def test_impossible_head_sizes_are_refused_before_a_fit() -> None:
     for name in ("n_quantiles", "n_buckets"):
         with pytest.raises(ValueError, match=f"{name} must be at least 2, got 0"):
             VBLLLearner("regression", **{name: 0})
+
+
+def test_every_heads_distribution_reads_targets_alike() -> None:
+    """Black-box checks of the library's predictive distributions: an (n, 1) target gave an (n, n) CRPS whose mean
+    was 63.7 for 38.6, a NumPy target failed inside torch, the quantile and bucket heads gave a finite NLL and a
+    CDF of 1 for a NaN target (the Gaussian head NaN) and their support's bounds for quantile(1.5).  Every head
+    (and the ensemble's mixture) now reads a tensor, an array, a list, an (n, 1) column or one number alike,
+    answers NaN for a NaN target, and refuses a wrong length or level by name."""
+    from sklearn.datasets import load_diabetes
+
+    from alkit.learners.bald import GaussianMixturePredictive
+    from alkit.query import pool_learner
+
+    X, y = load_diabetes(return_X_y=True)
+    X = X.astype(np.float32)
+    dists = []
+    for head in ("gaussian", "quantile", "buckets"):
+        learner = pool_learner(X, "regression", head=head)
+        learner.fit(X[:30], y[:30], seed=0)
+        dists.append(learner.predict(X[30:80]).dist)
+    dists.append(GaussianMixturePredictive(torch.randn(50, 3) * 20 + 150, torch.rand(50, 3) * 400 + 100))
+    yt = y[30:80]
+    for d in dists:
+        for method in ("crps", "nll", "cdf"):
+            ref = getattr(d, method)(torch.as_tensor(yt))
+            assert ref.shape == (50,)
+            for form in (yt, yt[:, None], list(yt), torch.as_tensor(yt)[:, None]):
+                assert torch.allclose(getattr(d, method)(form).double(), ref.double())
+            with pytest.raises(ValueError, match=r"y must hold one value per item, shape \(50,\)"):
+                getattr(d, method)(yt[:10])
+            gap = yt.copy()
+            gap[3] = np.nan
+            out = getattr(d, method)(gap)
+            assert bool(torch.isnan(out[3])) and bool(torch.isfinite(out[torch.arange(50) != 3]).all())
+        assert torch.allclose(d.crps(float(yt[0])).double(), d.crps(np.full(50, yt[0])).double())
+        for level in (1.5, -0.1, float("nan"), [0.1, 0.2]):
+            with pytest.raises(ValueError, match="quantile level"):
+                d.quantile(level)

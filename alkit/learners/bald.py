@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from alkit.distributions import GaussianPredictive, positive
+from alkit.distributions import GaussianPredictive, per_item, positive, quantile_level
 from alkit.distributions import expected_entropy_n, member_bald_n, member_parts  # noqa: F401 (re-exported)
 from alkit.models.learner import TargetScaler
 from alkit.types import Prediction
@@ -71,11 +71,13 @@ class GaussianMixturePredictive:
     def mean(self) -> torch.Tensor:
         return self.mean_n
 
+    @per_item(lambda d: len(d.means_n_M))
     def nll(self, y_n: torch.Tensor) -> torch.Tensor:
         var = positive(self.vars_n_M)
         log_pdf = -0.5 * (math.log(2 * math.pi) + var.log() + (y_n[:, None] - self.means_n_M) ** 2 / var)
         return -(torch.logsumexp(log_pdf, dim=1) - math.log(self.means_n_M.shape[1]))
 
+    @per_item(lambda d: len(d.means_n_M))
     def cdf(self, y_n: torch.Tensor) -> torch.Tensor:
         s = positive(self.vars_n_M).sqrt()
         return torch.special.ndtr((y_n[:, None] - self.means_n_M) / s).mean(1)
@@ -83,8 +85,7 @@ class GaussianMixturePredictive:
     def quantile(self, tau: float) -> torch.Tensor:
         """The mixture's tau-quantile per item, (n,), by bisection on its CDF (to float64 resolution of
         the bracket mean +- 40 sd)."""
-        if not 0.0 < float(tau) < 1.0:
-            raise ValueError(f"quantile level must lie strictly between 0 and 1, got {tau!r}")
+        tau = quantile_level(tau)
         mu, s = self.means_n_M.double(), positive(self.vars_n_M.double()).sqrt()
         lo, hi = (mu - 40 * s).min(1).values, (mu + 40 * s).max(1).values
         for _ in range(100):
@@ -93,6 +94,7 @@ class GaussianMixturePredictive:
             lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
         return (0.5 * (lo + hi)).to(self.means_n_M.dtype)
 
+    @per_item(lambda d: len(d.means_n_M))
     def crps(self, y_n: torch.Tensor) -> torch.Tensor:
         """Closed form CRPS = E|X - y| - E|X - X'|/2 for a Gaussian mixture (Grimit et al. 2006)."""
         mu, var = self.means_n_M, self.vars_n_M

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from alkit.distributions import per_item, quantile_level
+
 
 class PiecewiseLinearMixture:
     """F(y) = mean_j F_j(y) per item, each F_j linear between knots x_njp with levels F_np.
@@ -35,6 +37,7 @@ class PiecewiseLinearMixture:
         x0, x1, dF, _ = self._segments()
         return (dF * 0.5 * (x0 + x1)).sum(-1).mean(-1)
 
+    @per_item(lambda d: d.n)
     def cdf(self, y_n: torch.Tensor) -> torch.Tensor:
         """Right-continuous F(y), (n,)."""
         y = y_n.double()[:, None, None].expand(self.n, self.J, 1).contiguous()
@@ -50,6 +53,7 @@ class PiecewiseLinearMixture:
         val = torch.where(idx >= P, torch.ones_like(val), val)
         return val[..., 0].mean(-1)
 
+    @per_item(lambda d: d.n)
     def density(self, y_n: torch.Tensor) -> torch.Tensor:
         """Continuous part of the density at y (point masses excluded), (n,)."""
         y = y_n.double()[:, None, None]
@@ -58,6 +62,7 @@ class PiecewiseLinearMixture:
         slope = torch.where(inside, dF / w.clamp_min(1e-300), torch.zeros_like(w))
         return slope.sum(-1).mean(-1)
 
+    @per_item(lambda d: d.n)
     def nll(self, y_n: torch.Tensor) -> torch.Tensor:
         """-log density, floored at 1e-12 per unit of the item's knot span (a y outside the support has density
         0): a floor in the span's terms keeps the NLL's shift by log(unit) when the target's unit changes."""
@@ -66,6 +71,7 @@ class PiecewiseLinearMixture:
 
     def quantile(self, tau: float) -> torch.Tensor:
         """Generalised inverse of the mixture CDF by bisection on the merged knots, (n,)."""
+        tau = quantile_level(tau)
         lo = self.x[..., 0].min(-1).values
         hi = self.x[..., -1].max(-1).values
         for _ in range(60):
@@ -75,6 +81,7 @@ class PiecewiseLinearMixture:
             hi = torch.where(below, hi, mid)
         return 0.5 * (lo + hi)
 
+    @per_item(lambda d: d.n)
     def crps(self, y_n: torch.Tensor) -> torch.Tensor:
         """Exact CRPS = int (F(t) - 1{t >= y})^2 dt, (n,).
 
