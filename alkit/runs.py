@@ -25,7 +25,6 @@ from alkit.pools.store import RunSpec, as_json
 from alkit.presets import get_preset
 from alkit.registry import Terms, check_acquisition, get_scorer, learner_class, make_learner
 from alkit.stopping import get_rule
-from alkit.stopping._common import parse_rule
 from alkit.strategies import get_selector
 from alkit.types import Acquisition, Learner, Strategy
 
@@ -583,10 +582,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError("--stop kappa compares predicted classes; on a regression project use forecast, or an "
                         "uncertainty rule with its threshold in the scores' units")
     untuned = [spec for spec, r in zip(req.stop, stop_rules)
-               if r.name in ("max-uncertainty", "overall-uncertainty") and "threshold" not in parse_rule(spec)[1]]
+               if r.name in ("max-uncertainty", "overall-uncertainty") and r.threshold is None]
     if cfg.task == "regression" and untuned:  # the same data in other units stopped after 10 labels, or never
-        raise LoopError(f"--stop {untuned[0]}: on a regression project the candidates' scores are in the target's units "
-                        "(the epistemic variance: its square), so the default threshold, made for probability-like "
+        raise LoopError(f"--stop {untuned[0]}: on a regression project the candidates' scores depend on the target's "
+                        "units and the head (the Gaussian and quantile heads' epistemic variance is in the units "
+                        "squared), so the default threshold, made for probability-like "
                         f"scores, depends on the units; give one, e.g. {untuned[0].split(':')[0]}:threshold=VALUE, or "
                         "use --stop forecast (scale-free on regression)")
     if req.ray_address is not None and req.engine != "ray":  # it ran on the local engine without a word

@@ -242,8 +242,8 @@ def test_regression_stopping_does_not_depend_on_the_targets_units(tmp_path: Path
     init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="target", hide_labels=True))
     loop = ActiveLoop(load_project(tmp_path / "p"))
     for spec in ("max-uncertainty", "overall-uncertainty"):
-        with pytest.raises(LoopError, match=rf"--stop {spec}: on a regression project the candidates' scores are in "
-                                            rf"the target's units.*{spec}:threshold=VALUE"):
+        with pytest.raises(LoopError, match=rf"--stop {spec}: on a regression project the candidates' scores depend "
+                                            rf"on the target's units.*{spec}:threshold=VALUE"):
             loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=[spec]))
         assert loop.resolve(RunRequest(strategy="epistemic", budget=30, stop=[f"{spec}:threshold=50"])).spec.budget == 30
     with pytest.raises(LoopError, match="--stop kappa compares predicted classes"):
@@ -265,3 +265,34 @@ def test_a_hand_built_history_without_the_rules_signal_is_refused() -> None:
         assert not get_rule(spec).check(waits).fired
     with pytest.raises(ValueError, match="the kappa rule reads the signal 'stop_preds'"):
         get_rule("kappa").check(_history(scores=[(0.5, 0.1)] * 3))
+
+
+def test_a_hand_built_history_is_checked_field_by_field() -> None:
+    """Black-box checks of the library's own-loop use: accuracy in percent stopped a forecast at once ('gain
+    0.0000'), stop_preds as a NumPy array or tensor failed as an 'ambiguous truth value', a stop set that changed
+    size made kappa never fire, a cycle that was no triple was a bare IndexError, metric='acc' and batch_size=0
+    were taken, and the uncertainty rules' default threshold fired on a regression history that `alkit run`
+    refuses it for."""
+    import torch
+
+    ns = [20 + 10 * i for i in range(8)]
+    with pytest.raises(ValueError, match=r"cycle 0: accuracy 50.0 lies outside \[0, 1\] \(a percentage\?"):
+        History.of([(n, {"accuracy": 50.0 + i}, {}) for i, n in enumerate(ns)], 10, 300, "accuracy")
+    with pytest.raises(ValueError, match="metric 'acc' is no metric alkit records"):
+        History.of([], 10, 300, "acc")
+    with pytest.raises(ValueError, match="batch_size and budget must be whole numbers of at least 1"):
+        History.of([], 0, 300, "accuracy")
+    with pytest.raises(ValueError, match="cycle 1: each cycle is a triple"):
+        History.of([(20, {}, {}), (30, {})], 10, 300, "accuracy")
+    same = np.arange(40) % 3
+    for form in (same, torch.as_tensor(same)):
+        h = History.of([(n, {}, {"stop_preds": form}) for n in ns[:4]], 10, 300, "accuracy")
+        assert get_rule("kappa").check(h).fired  # four identical models: three stable pairs
+    with pytest.raises(ValueError, match="one fixed stop set, but the cycles' stop_preds hold 30, 40 items"):
+        get_rule("kappa").check(History.of([(20, {}, {"stop_preds": same}), (30, {}, {"stop_preds": same[:30]})],
+                                           10, 300, "accuracy"))
+    scores = [(n, {"crps": 40.0}, {"score_max": 1e-4, "score_mean": 1e-5}) for n in ns[:3]]
+    for spec in ("max-uncertainty", "overall-uncertainty"):
+        with pytest.raises(ValueError, match=f"the {spec} rule's default threshold .* give threshold=VALUE"):
+            get_rule(spec).check(History.of(scores, 10, 300, "crps"))
+        assert get_rule(f"{spec}:threshold=1e-3").check(History.of(scores, 10, 300, "crps")).fired

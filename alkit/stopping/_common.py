@@ -7,7 +7,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from alkit.choices import HIGHER_IS_BETTER
+import numpy as np
+
+from alkit.choices import HIGHER_IS_BETTER, METRIC_RANGE, METRICS
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,29 @@ class History:
     def of(cls, cycles: list[tuple[int, dict[str, float], dict[str, Any]]], batch_size: int, budget: int,
            metric: str, *, waits: bool = False) -> "History":
         """From (labels, test metrics, signals) per cycle, oldest first: how the loop and the
-        stopping benchmark both build what the rules read."""
-        return cls([c[0] for c in cycles], [dict(c[1]) for c in cycles], [c[2] for c in cycles], batch_size,
-                   budget, metric, waits)
+        stopping benchmark both build what the rules read.  What a loop of one's own hands over is checked
+        (black-box checks: a cycle that was no triple was a bare IndexError, accuracy in percent stopped a
+        forecast at once, stop_preds as an array failed as an 'ambiguous truth value', metric='acc' was
+        taken): a ValueError names the field."""
+        known = {m for ms in METRICS.values() for m in ms}
+        if metric not in known:
+            raise ValueError(f"metric {metric!r} is no metric alkit records; one of {', '.join(sorted(known))}")
+        if not isinstance(batch_size, int) or batch_size < 1 or not isinstance(budget, int) or budget < 1:
+            raise ValueError(f"batch_size and budget must be whole numbers of at least 1, got {batch_size!r}, {budget!r}")
+        low, high = METRIC_RANGE.get(metric, (-math.inf, math.inf))
+        out: list[tuple[int, dict[str, float], dict[str, Any]]] = []
+        for i, c in enumerate(cycles):
+            if not isinstance(c, (tuple, list)) or len(c) != 3 or not isinstance(c[1], dict) or not isinstance(c[2], dict):
+                raise ValueError(f"cycle {i}: each cycle is a triple (labels, test metrics dict, signals dict)")
+            value = c[1].get(metric)
+            if value is not None and not low <= float(value) <= high:
+                raise ValueError(f"cycle {i}: {metric} {value!r} lies outside [{low:g}, {high:g}] (a percentage? give "
+                                 "a fraction)")
+            signals = dict(c[2])
+            if signals.get("stop_preds") is not None:  # an array or tensor of the stop set's predicted classes
+                signals["stop_preds"] = np.asarray(signals["stop_preds"]).reshape(-1).tolist()
+            out.append((int(c[0]), dict(c[1]), signals))
+        return cls([c[0] for c in out], [c[1] for c in out], [c[2] for c in out], batch_size, budget, metric, waits)
 
 
 SIGNAL_GRACE = 3  # cycles a rule waits for its signal before a history without any is refused

@@ -32,6 +32,10 @@ class KappaRule:
         preds = [s.get("stop_preds") for s in h.signals]
         require_signal(h, self.name, [p is not None for p in preds],
                        "the signal 'stop_preds' (the predicted class of each item of a fixed stop set)")
+        sizes = sorted({len(p) for p in preds if p is not None})
+        if len(sizes) > 1:  # every pair was skipped as incomparable: the rule never fired (a black-box check)
+            raise ValueError(f"the kappa rule compares predictions on one fixed stop set, but the cycles' stop_preds "
+                             f"hold {', '.join(map(str, sizes))} items: draw the stop set once")
         kappas: list[float] = []
         for a, b in zip(preds[:-1], preds[1:]):
             if a is None or b is None or len(a) != len(b) or not a:

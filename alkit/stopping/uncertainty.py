@@ -11,7 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from alkit.choices import METRICS
 from alkit.stopping._common import Decision, History, require_signal
+
+
+def _default_on_regression(h: History, name: str, threshold: float | None, default: float) -> float:
+    """The threshold to use: the default (made for probability-like scores) is refused on a regression
+    history, whose scores depend on the target's units, as `alkit run` refuses it (a black-box check)."""
+    if threshold is not None:
+        return threshold
+    if not h.higher_is_better and h.metric in METRICS["regression"]:
+        raise ValueError(f"the {name} rule's default threshold {default} is for probability-like scores; on a "
+                         "regression project the scores depend on the target's units: give threshold=VALUE")
+    return default
 
 
 def _below(h: History, key: str, threshold: float, name: str) -> Decision:
@@ -35,25 +47,29 @@ def _positive(name: str, threshold: float) -> None:
 
 @dataclass(frozen=True)
 class MaxUncertaintyRule:
-    threshold: float = 0.01
+    threshold: float | None = None  # None: DEFAULT, on classification only
 
     name = "max-uncertainty"
+    DEFAULT = 0.01
 
     def __post_init__(self) -> None:
-        _positive(self.name, self.threshold)
+        if self.threshold is not None:
+            _positive(self.name, self.threshold)
 
     def check(self, h: History) -> Decision:
-        return _below(h, "score_max", self.threshold, self.name)
+        return _below(h, "score_max", _default_on_regression(h, self.name, self.threshold, self.DEFAULT), self.name)
 
 
 @dataclass(frozen=True)
 class OverallUncertaintyRule:
-    threshold: float = 0.005
+    threshold: float | None = None  # None: DEFAULT, on classification only
 
     name = "overall-uncertainty"
+    DEFAULT = 0.005
 
     def __post_init__(self) -> None:
-        _positive(self.name, self.threshold)
+        if self.threshold is not None:
+            _positive(self.name, self.threshold)
 
     def check(self, h: History) -> Decision:
-        return _below(h, "score_mean", self.threshold, self.name)
+        return _below(h, "score_mean", _default_on_regression(h, self.name, self.threshold, self.DEFAULT), self.name)
