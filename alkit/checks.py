@@ -61,3 +61,15 @@ def image_dims(shape: tuple[int, ...] | list[int], n_features: int, option: str 
                          f"stem's {MIN_IMAGE_SIDE} x {MIN_IMAGE_SIDE} filters; leave {option} out to treat the columns "
                          "as flat features")
     return dims
+
+
+SEED_LIMIT = 2**31 - 1  # choices.SEED_MAX (the store's seed column), here for the library's checks
+
+
+def check_seed(seed: object, name: str = "seed", limit: int = SEED_LIMIT) -> int:
+    """A seed as a whole number in 0 .. ``limit`` (a run's: 2^31 - 1; a fit's: numpy's 2^32 - 1, as the loop
+    derives them), else a ValueError naming ``name``: numpy's and torch's own words ('expected non-negative
+    integer', 'int() argument must be ...') named neither the argument nor the range (a black-box check)."""
+    if not is_whole_number(seed) or not 0 <= int(seed) <= limit:  # type: ignore[call-overload]
+        raise ValueError(f"{name} must be a whole number in 0..{limit}, got {seed!r}")
+    return int(seed)  # type: ignore[call-overload]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from alkit.acquisition import get_acquisition
-from alkit.checks import image_dims, is_whole_number
+from alkit.checks import check_seed, image_dims, is_whole_number
 from alkit.engines import AcquisitionScorer, acquisition_context
 from alkit.engines.candidates import candidate_count, in_memory_candidates
 from alkit.models.backbone import pool_input_spec
@@ -79,6 +79,11 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     ``embedding``: the rows are a pretrained encoder's vectors; ``options``: the scorer's options
     (`alkit strategies --scorer NAME`)."""
     X = pool_array(X_pool_n_f)
+    seed = check_seed(seed)
+    if not isinstance(embedding, bool):  # 'yes' was taken as True
+        raise ValueError(f"embedding must be True or False, got {embedding!r}")
+    if isinstance(image_shape, str):  # '13,1' was read character by character
+        raise ValueError(f"image_shape must be a tuple of integers, (H, W) or (C, H, W), got the text {image_shape!r}")
     if task == "regression" and n_classes is not None:  # taken and ignored: a classification meant?
         raise ValueError(f"n_classes={n_classes} on a regression task: a regression learner has no classes (leave "
                          "n_classes out, or pass task='classification')")
@@ -141,6 +146,10 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
         raise ValueError(f"batch_size must be in 1..{len(pool)} (the unlabelled rows), got {batch_size}")
     if not is_whole_number(seed):  # None drew other picks each call
         raise ValueError(f"seed must be a whole number (vary it per cycle), got {seed!r}")
+    check_seed(seed)
+    if learner is not None and not (callable(getattr(learner, "predict", None)) and callable(getattr(learner, "fit", None))):
+        raise TypeError(f"learner must be a fitted learner (pool_learner(...), then .fit) or None, got "
+                        f"{type(learner).__name__} {learner!r:.40}")
     if candidates is not None and not is_whole_number(candidates):
         raise ValueError(f"candidates must be a whole number, got {candidates!r}")
     if candidates is not None and (candidates < 1 or candidates < batch_size):

@@ -454,3 +454,23 @@ def test_pool_learner_takes_an_image_shape_as_init_does(digits) -> None:
     assert two.input.image_shape == three.input.image_shape == (1, 8, 8)
     with pytest.raises(ValueError, match="image_shape 7,7 holds 49 values but the data has 64 features"):
         pool_learner(X, "classification", 10, image_shape=(7, 7))
+
+
+def test_seeds_and_arguments_are_named_when_wrong(digits) -> None:
+    """Black-box checks of the library: query(seed=-1) said numpy's 'expected non-negative integer', fit(seed=-3)
+    'Seed must be between 0 and 2**32 - 1', fit(seed=None) an int() error, pool_learner(seed='a') a SeedSequence
+    TypeError, query('vbll', ...) an AttributeError, embedding='yes' was taken and image_shape='13,1' read
+    character by character.  Each now names its argument; a fit takes the loop's derived seeds up to 2^32 - 1."""
+    X, y = digits
+    learner = pool_learner(X, "classification", 10)
+    learner.fit(X[:20], y[:20], seed=2**32 - 1)
+    for call, said in ((lambda: query(learner, X, 5, labeled=np.arange(20), seed=-1), r"seed must be a whole number"),
+                       (lambda: learner.fit(X[:20], y[:20], seed=-3), r"seed must be a whole number in 0\.\.4294967295"),
+                       (lambda: learner.fit(X[:20], y[:20], seed=None), "seed must be a whole number"),
+                       (lambda: pool_learner(X, "classification", 10, seed="a"), r"seed must be a whole number in 0\.\."),
+                       (lambda: pool_learner(X, "classification", 10, embedding="yes"), "embedding must be True or False"),
+                       (lambda: pool_learner(X, "classification", 10, image_shape="8,8"), "got the text '8,8'")):
+        with pytest.raises(ValueError, match=said):
+            call()
+    with pytest.raises(TypeError, match="learner must be a fitted learner .* got str 'vbll'"):
+        query("vbll", X, 5)

@@ -913,8 +913,32 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
     more.write_text("id,label\n" + "".join(f"{i},8\n" for i in queued))
     from alkit.errors import Note
 
+    refused = tmp_path / "refused.csv"  # a refused import changes nothing, alkit.toml included
+    refused.write_text("id,label\nno-such-id,8\n")
+    with pytest.raises(QueueError, match="unknown id"):
+        import_labels(load_project(project.root), refused)
+    assert (project.root / "alkit.toml").read_bytes() == toml
     with pytest.warns(Note, match="alkit.toml lacked the classes '7', '8' that an `--add-class` import recorded"):
         assert import_labels(load_project(project.root), more).labeled == len(queued)
+    # two --add-class imports at once: each wrote the class list it had read over the record, so one class was
+    # lost while its labels stayed and every run was refused (a black-box check); under the write lock the
+    # record is read again and both are kept (here the second import's store step meets the first's record)
+    store = Store(project.store_url)
+    base = store.init_classes()
+    ids = [q.item_id for q in queued_items(store)]
+    if not ids:
+        ActiveLoop(load_project(project.root)).run(RunRequest(strategy="random", budget=50, batch_size=10))
+        ids = [q.item_id for q in queued_items(store)]
+    counts, _, record = store.import_labels({ids[0]: ("nine", "row 1", None)}, classes=[*base, "nine"])
+    assert record == [*base, "nine"]
+    counts, _, record = store.import_labels({ids[1]: ("ten", "row 1", None)}, classes=[*base, "ten"])
+    assert record == [*base, "nine", "ten"] and store.init_classes() == record
+    from alkit.pools.store import ImportRefused
+
+    with pytest.raises(ImportRefused) as refusal:
+        store.import_labels({ids[2]: ("NINE", "row 1", None)}, classes=[*base, "NINE"])
+    assert "another import added 'nine' meanwhile" in refusal.value.problems[0]
+    assert store.init_classes() == [*base, "nine", "ten"]
     assert load_project(project.root).config.classes == [*keep, "7", "8"]
     hidden = tmp_path / "h"
     digits_frame(100).write_csv(tmp_path / "h.csv")
@@ -1252,6 +1276,10 @@ def test_rows_repeating_an_items_answer_in_one_file_count_as_unchanged(tmp_path:
     assert {who for _, _, who in shared_labels(project).values()} == {"alice"}
     again = import_labels(project, path)  # the same file twice: every row unchanged
     assert (again.labeled, again.unchanged) == (0, 16)
+    spaced = tmp_path / "spaced.csv"  # the same id with spaces around it: one answer, the other row unchanged
+    spaced.write_text(f"id,label,annotator\n{ids[2]},{truth[ids[2]]},x\n {ids[2]},{truth[ids[2]]},y\n")
+    res = import_labels(project, spaced)
+    assert res.labeled + res.unchanged + res.pending == res.n_rows == 2
     blank = tmp_path / "blank.csv"  # a blank row for an answered item was 'without a label yet' (pending)
     blank.write_text(f"id,label\n{ids[1]},\n")
     assert (lambda r: (r.pending, r.unchanged))(import_labels(project, blank)) == (0, 1)

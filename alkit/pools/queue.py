@@ -788,7 +788,10 @@ def import_labels(
     path = Path(path)
     store = store or Store(project.store_url)
     store.check_made_as(project.config.made_as())
-    project = classes_as_recorded(project, store)
+    ahead = classes_ahead(project, store)  # alkit.toml a class behind the store: rewritten with this import
+    before_ahead = list(project.config.classes)
+    if ahead is not None:
+        project = Project(project.root, replace(project.config, classes=ahead))
     recorded = store.init_classes()
     if recorded is not None and project.config.task == "classification" and recorded != list(project.config.classes):
         # a class renamed in alkit.toml by hand: its labels were stored under the new name, which the store's
@@ -823,16 +826,17 @@ def import_labels(
     # yet", exit 0) where the same file filled in was refused for its unknown ids (a black-box check)
     unanswered = {r.item_id: r.name() for r in rows if r.item_id and r.item_id not in decisions and r.item_id not in refused}
     grown = project is not before
+    added = project.config.classes[len(before.config.classes):]
     # the store first, alkit.toml after it: the store records the grown class list with the labels in one
-    # transaction, and a command that finds alkit.toml behind that record brings it up (classes_as_recorded).
-    # alkit.toml first had left, when killed between the two, a class the store never recorded, and every later
-    # import refused until the file was edited by hand (a black-box check)
-    staged = _staged_config(project) if grown and not problems else None  # a file that cannot be written: refused here
+    # transaction, and alkit.toml found behind that record is brought up to it (classes_ahead).  alkit.toml first
+    # had left, when killed between the two, a class the store never recorded, and every later import refused
+    # until the file was edited by hand (a black-box check).  A refused import writes neither.
+    staged = _staged_config(project) if (grown or ahead is not None) and not problems else None  # unwritable: refused
     try:  # the store checks the ids of every well-formed row even when the file is already refused
-        counts, still = store.import_labels({k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()},
-                                            on_conflict=on_conflict, annotator=annotator, found=problems,
-                                            refused_rows={**unanswered, **refused}, unqueued=unqueued,
-                                            classes=project.config.classes if grown else None)
+        counts, still, recorded_now = store.import_labels(
+            {k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()}, on_conflict=on_conflict,
+            annotator=annotator, found=problems, refused_rows={**unanswered, **refused}, unqueued=unqueued,
+            classes=project.config.classes if grown else None)
     except BaseException as exc:
         if staged is not None:
             staged.unlink(missing_ok=True)
@@ -840,12 +844,21 @@ def import_labels(
             raise refuse(path, exc.problems) from None
         raise
     if staged is not None:
+        if recorded_now is not None and recorded_now != list(project.config.classes):  # another import added one
+            project = Project(project.root, replace(project.config, classes=recorded_now))  # meanwhile: both kept
+            staged = _staged_config(project)
         try:
             os.replace(staged, project.root / CONFIG_NAME)
         except OSError as exc:  # the labels and the class record are in: the next run or import takes them from there
             staged.unlink(missing_ok=True)
             warnings.warn(Note(f"the labels and the class record are stored, but alkit.toml could not be rewritten "
                                f"({exc.strerror or exc}); the next run or import adds the class to it"), stacklevel=2)
+        else:
+            if ahead is not None:
+                behind = ahead[len(before_ahead):]
+                warnings.warn(Note(f"alkit.toml lacked the class{'es' if len(behind) > 1 else ''} "
+                                   f"{', '.join(map(repr, behind))} that an `--add-class` import recorded in the store "
+                                   "with its labels (it was stopped before it rewrote alkit.toml): added"), stacklevel=2)
     named = {r.item_id for r in rows}
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
@@ -862,7 +875,7 @@ def import_labels(
         pending, repeated = pending - answered, repeated + answered
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
-                        project.config.classes[len(before.config.classes):])
+                        added)
 
 
 def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
@@ -955,21 +968,6 @@ def classes_ahead(project: Project, store: Store) -> list[str] | None:
     if recorded is None or len(recorded) <= len(cfg.classes) or recorded[:len(cfg.classes)] != list(cfg.classes):
         return None
     return recorded
-
-
-def classes_as_recorded(project: Project, store: Store) -> Project:
-    """The project with alkit.toml brought up to the store's class record where it is behind it (classes_ahead),
-    the file rewritten and a note saying so."""
-    recorded = classes_ahead(project, store)
-    if recorded is None:
-        return project
-    mended = Project(project.root, replace(project.config, classes=recorded))
-    os.replace(_staged_config(mended), project.root / CONFIG_NAME)
-    added = recorded[len(project.config.classes):]
-    warnings.warn(Note(f"alkit.toml lacked the class{'es' if len(added) > 1 else ''} {', '.join(map(repr, added))} that "
-                       "an `--add-class` import recorded in the store with its labels (it was stopped before it "
-                       "rewrote alkit.toml): added"), stacklevel=2)
-    return mended
 
 
 def _staged_config(project: Project) -> Path:

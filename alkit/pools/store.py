@@ -842,7 +842,8 @@ class Store:
     def import_labels(self, decisions: dict[str, tuple[Any, str, str | None]], *, on_conflict: str = "error",
                       annotator: str | None = None, found: Sequence[str] = (),
                       refused_rows: dict[str, str] | None = None,
-                      unqueued: bool = False, classes: Sequence[str] | None = None) -> tuple[dict[str, int], int]:
+                      unqueued: bool = False, classes: Sequence[str] | None = None,
+                      ) -> tuple[dict[str, int], int, list[str] | None]:
         """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
         annotator)) in one transaction under the write lock, all or nothing.
 
@@ -857,7 +858,8 @@ class Store:
         ``unqueued``: a pool item no run queued (state unlabeled) takes its answer too, as a shared label
         with no cycle (labels a team has from elsewhere).  ``classes``: the project's class order, grown
         by classes added with this import, recorded in the same transaction (``init_classes``).
-        Returns the counts (labeled, skipped, replaced, unchanged, kept) and the items still queued.
+        Returns the counts (labeled, skipped, replaced, unchanged, kept), the items still queued and the class
+        record as written (``classes`` merged with any another import added meanwhile; None without ``classes``).
         """
         counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
         with self.session() as s:
@@ -898,6 +900,7 @@ class Store:
                     if not (answer is decision or answer == decision):
                         problems.append(f"{where}: the same item as {first} (ids differ only in spaces) with another "
                                         f"answer, {show_decision(decision)} against {show_decision(answer)}")
+                    counts["unchanged"] += 1  # in no count before: the counts fell short of the rows (a check)
                     continue
                 seen[it.key] = (where, decision)
                 if it.split != "pool":
@@ -941,12 +944,23 @@ class Store:
                         problems.insert(0, hint)
                 raise ImportRefused(list(found) + problems + conflicts)
             now = utcnow()
-            if classes is not None:
+            merged: list[str] | None = None
+            if classes is not None:  # read again under the write lock: another --add-class import may have added
+                # one since this import read the record, and writing this list over it lost that class while its
+                # labels stayed (a black-box check); both are kept, in the order they were committed
                 recorded = s.scalar(select(Meta).where(Meta.key == "classes"))
+                current = [] if recorded is None else list(json.loads(recorded.value))
+                folded = {c.casefold(): c for c in current}
+                clash = [f"--add-class {c!r}: another import added {folded[c.casefold()]!r} meanwhile (a class "
+                         "differing only in case); import again" for c in classes
+                         if c not in current and c.casefold() in folded]
+                if clash:
+                    raise ImportRefused(clash)
+                merged = current + [c for c in classes if c not in current]
                 if recorded is None:
-                    s.add(Meta(key="classes", value=json.dumps(list(classes))))
+                    s.add(Meta(key="classes", value=json.dumps(merged)))
                 else:
-                    recorded.value = json.dumps(list(classes))
+                    recorded.value = json.dumps(merged)
             for action, it, decision, row_annotator in plan:
                 who = annotator or row_annotator
                 if action == "replace":  # the answer it replaces is kept as history (REPLACED), not lost
@@ -976,7 +990,7 @@ class Store:
                     counts["labeled"] += int(action == "new")
             s.flush()
             still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
-        return counts, still
+        return counts, still, merged
 
 
 REPLACED = "replaced:"  # meta keys replaced:<item key>:<tag>: an answer `--on-conflict replace` overwrote
