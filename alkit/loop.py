@@ -256,11 +256,12 @@ class ActiveLoop:
         and the run went on as if it had (a black-box check)."""
         if not column:
             return
-        values = pl.read_parquet(self.project.payload_path, columns=[column])[column]
+        pool = self.store.pool_keys(("unlabeled", "queued", "labeled", "skipped"))  # the test split is never picked
+        values = pl.read_parquet(self.project.payload_path, columns=[column])[column].gather(pool)
         distinct = values.n_unique()
         if len(values) >= 20 and distinct > max(STRATA_MAX, len(values) // 2):
-            raise LoopError(f"--stratify-by {column!r} has {distinct} distinct values over {len(values)} items: no "
-                            "strata (each item nearly its own); give a column of groups (a source, a site, a month)")
+            raise LoopError(f"--stratify-by {column!r} has {distinct} distinct values over the {len(values)} pool items: "
+                            "no strata (each item nearly its own); give a column of groups (a source, a site, a month)")
 
     def _check_features_file(self) -> None:
         """The store is this project's: then the features file must be the one it was made with (after the store's

@@ -291,8 +291,8 @@ def test_image_shape(tmp_path: Path, digits_csv: Path) -> None:
          image_shape=(8, 8), impute=True)
     # a missing pixel: the first refusal sent the user to --impute and --exclude, which --image-shape then refused
     gap = df.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(None).otherwise(pl.col("px20")).alias("px20"))
-    _bad(tmp_path, gap, r"'px20' has missing values \(ids: .*\); fill the missing pixels before init \(e.g. with 0\), "
-         r"or drop --image-shape", image_shape=(8, 8))
+    _bad(tmp_path, gap, r"'px20' has missing values \(ids: .*\); fill the missing values before init \(pixels e.g. "
+         r"with 0\), leave a column that is no pixel out with --exclude, or drop --image-shape", image_shape=(8, 8))
     # a bad --store was found only by the round trip after the project was written: exit 2, project left behind
     _bad(tmp_path, df, r"--store is empty", store="")
     _bad(tmp_path, df, r"--store 'notaurl' is not a store URL", store="notaurl")

@@ -383,9 +383,18 @@ def test_stratify_by_is_said_to_change_nothing_where_no_cold_start_reads_it(tmp_
     with pytest.raises(LoopError, match="--stratify-by 'label' is the label column: the picks may not read the answers"):
         loop.resolve(RunRequest(strategy="epistemic", budget=20, stratify_by="label"))
     before = loop.store.runs()
-    with pytest.raises(LoopError, match=r"--stratify-by 'id' has 200 distinct values over 200 items: no strata"):
+    with pytest.raises(LoopError, match=r"--stratify-by 'id' has (\d+) distinct values over the \1 pool items: no "
+                                        r"strata"):
         loop.run(RunRequest(strategy="epistemic", budget=20, stratify_by="id"))
     assert loop.store.runs() == before
+    # the test split's values are not counted: 4 sites in the pool, a value per test item (it was refused)
+    marks = ["test" if i < 100 else "pool" for i in range(200)]
+    sites = [f"T{i}" if i < 100 else f"s{i % 4}" for i in range(200)]
+    frame.with_columns(split=pl.Series(marks), site=pl.Series(sites)).write_csv(tmp_path / "s.csv")
+    init_project(tmp_path / "s.csv", tmp_path / "s", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                               split_col="split", exclude=["grp", "site"]))
+    sited = ActiveLoop(load_project(tmp_path / "s"))
+    assert sited.run(RunRequest(strategy="epistemic", budget=20, stratify_by="site", initial_selector="coldstart"))
 
 
 def test_a_scorer_of_ones_own_is_held_to_the_contracts(digits_project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -296,3 +296,11 @@ def test_a_hand_built_history_is_checked_field_by_field() -> None:
         with pytest.raises(ValueError, match=f"the {spec} rule's default threshold .* give threshold=VALUE"):
             get_rule(spec).check(History.of(scores, 10, 300, "crps"))
         assert get_rule(f"{spec}:threshold=1e-3").check(History.of(scores, 10, 300, "crps")).fired
+
+
+def test_the_forecast_band_of_accuracy_stays_in_its_range() -> None:
+    """`status` showed 'predicted cv_accuracy ... (5-95 %: -0.902-1.000)' on a noisy curve of five points (a
+    black-box check): accuracy's band is clipped to [0, 1], as its top already was."""
+    noisy = [0.17, 0.14, 0.50, 0.56, 0.20]
+    bands = [forecast_at([3, 4, 5, 6, 7], noisy, 30, seed=s) for s in range(20)]
+    assert all(b is None or 0.0 <= b["lo"] <= b["mean"] <= b["hi"] <= 1.0 for b in bands)

@@ -578,8 +578,8 @@ class FeatureValues:
                     f" ({len(missing)} columns in all)" if len(missing) > 1 else "")
             exclude = (f", --exclude {option_list(missing)} leaves {'them' if len(missing) > 1 else 'the column'} out"
                        if len(missing) <= listed else "")
-            advice = (("fill the missing pixels before init (e.g. with 0), or drop --image-shape (--impute and "
-                       "--exclude would break the pixel layout)") if pixels else
+            advice = (("fill the missing values before init (pixels e.g. with 0), leave a column that is no pixel out "
+                       "with --exclude, or drop --image-shape (--impute would break the pixel layout)") if pixels else
                       f"--impute fills them with the pool's median (and adds a feature COLUMN=missing){exclude}")
             raise InputError(f"feature column {c!r} has missing values (ids: {_ids_of(ids, self.null_rows[c])}){more}; "
                              + advice)

@@ -74,7 +74,8 @@ def require_signal(h: History, rule: str, found: list[bool], what: str) -> None:
     every rule's signal from the first model on."""
     if not h.waits and len(found) >= SIGNAL_GRACE and not any(found):
         raise ValueError(f"the {rule} rule reads {what}, which none of the {len(found)} cycles of the history holds: "
-                         "record it with each cycle (alkit run does), or use a rule whose signal you record")
+                         "record it with each cycle (alkit run does), use a rule whose signal you record, or build "
+                         "the history with History.of(..., waits=True) where it comes later (no model yet)")
 
 
 @dataclass(frozen=True)

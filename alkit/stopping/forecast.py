@@ -64,8 +64,8 @@ def forecast_at(n: list[int], y: list[float], at: int, higher_is_better: bool = 
     draws = np.random.default_rng(seed).multivariate_normal(popt, np.nan_to_num(pcov), size=400, check_valid="ignore")
     draws[:, 1:] = np.maximum(draws[:, 1:], [0.0, 0.01])
     vals = np.array([_curve(np.array([at], dtype=np.float64), *d, sign)[0] for d in draws])
-    if higher_is_better:
-        vals = np.minimum(vals, 1.0)
+    if higher_is_better:  # accuracy and its kin lie in [0, 1]: a band from -0.9 was shown (a black-box check)
+        vals = np.clip(vals, 0.0, 1.0)
     else:
         vals = np.maximum(vals, 0.0)
     lo, hi = np.nanpercentile(vals, [5, 95])
