@@ -161,6 +161,22 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none:
     return f"{base}{opts}" if legacy else f"{base}{opts}{training_parts(req.train)}"
 
 
+def settings_curve(strategy: str, scorer: str, acquisition: str | None, initial_selector: str | None,
+                   learner: dict[str, Any], train: dict[str, Any], task: str | None, input_kind: str | None) -> str:
+    """The curve a run of these settings gets without a --name (its first batch's size left out): what a named
+    run must share with the runs already on its curve, so one curve never averages runs of other settings."""
+    req = RunRequest(strategy=strategy, budget=1, acquisition=acquisition, initial_selector=initial_selector,
+                     learner_options=dict(learner), train=dict(train))
+    return curve_name(without_defaults(req, scorer, task, input_kind), scorer, with_initial=False)
+
+
+def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> str:
+    """``settings_curve`` of a recorded run (a store row), from its config."""
+    config = run.config or {}
+    return settings_curve(run.strategy, run.scorer, config.get("acquisition"), config.get("initial_selector"),
+                          config.get("learner") or {}, config.get("train") or {}, task, input_kind)
+
+
 def first_batch_refusal(initial: int | None, batch_size: int, budget: int) -> LoopError:
     """The refusal of a first batch (``--initial``, else ``--batch-size``) larger than the budget."""
     return LoopError(f"--initial {initial} is larger than --budget {budget}" if initial is not None else
@@ -473,10 +489,17 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     if req.name and not any(r.name == req.name for r in runs):  # a new named run: its own curve, not another strategy's
         from alkit.presets import PRESETS
 
-        mixed = sorted({f"{r.strategy}/{r.scorer}" for r in runs if (r.config or {}).get("curve") == ident.curve
-                        and (r.strategy, r.scorer) != (req.strategy, scorer)})
-        if mixed or (ident.curve in PRESETS and ident.curve != req.strategy):
-            whose = f"runs of {', '.join(mixed)}" if mixed else f"strategy {ident.curve!r}"
+        mine = settings_curve(req.strategy, scorer, req.acquisition, req.initial_selector, req.learner_options,
+                              req.train, cfg.task, cfg.input_kind)
+        mixed = sorted({f"{r.strategy}/{r.scorer}" + (f" ({theirs})" if (r.strategy, r.scorer) == (req.strategy, scorer)
+                                                     else "")
+                        for r in runs if (r.config or {}).get("curve") == ident.curve
+                        and (theirs := run_settings_curve(r, cfg.task, cfg.input_kind)) != mine})
+        # the preset's own curve: only runs of its default settings (a margin run named epistemic-b10-s2 was
+        # averaged into the preset's curve; a black-box check)
+        preset_curve = ident.curve in PRESETS and (ident.curve != req.strategy or mine != req.strategy)
+        if mixed or preset_curve:
+            whose = f"runs of {', '.join(mixed)}" if mixed else f"strategy {ident.curve!r} at its defaults"
             raise LoopError(f"--name {req.name!r} would draw this {req.strategy} run on the learning curve of {whose}, "
                             "averaged with them: give it another name")
     unlabeled, held = n_pool_for(ident.name)

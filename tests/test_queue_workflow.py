@@ -523,6 +523,17 @@ def test_a_named_run_keeps_off_another_strategys_curve(tmp_path: Path) -> None:
     out = invoke("run", "--strategy", "random", "--budget", "10", "--seed", "3", "--stop", "max-uncertainty:threshold=1",
                  "-p", root)
     assert out.exit_code == 2 and "picks without one" in out.text, out.text
+    # the same strategy at other settings was averaged in: a margin-acquisition, width-16 run named
+    # random-b10-s2 joined the preset's curve, and expA-b10-s1 of width 16 joined expA's (a black-box check)
+    out = invoke("run", "--strategy", "random", "--budget", "10", "--seed", "2", "-o", "width=16",
+                 "--name", "random-b10-s2", "-p", root)
+    assert out.exit_code == 2 and "would draw this random run on the learning curve of" in out.text, out.text
+    assert invoke("run", "--strategy", "random", "--budget", "10", "--seed", "4", "--name", "random-b10-s4",
+                  "-p", root).exit_code == 0  # the same settings: the same curve, as documented
+    assert invoke("run", "--strategy", "margin", "--budget", "10", "--name", "expA-b10-s0", "-p", root).exit_code == 0
+    out = invoke("run", "--strategy", "margin", "--budget", "10", "--seed", "1", "--max-epochs", "5",
+                 "--name", "expA-b10-s1", "-p", root)
+    assert out.exit_code == 2 and "would draw this margin run on the learning curve of runs of margin" in out.text, out.text
 
 
 def test_label_studio_two_answers_of_one_control_in_one_annotation_are_refused(tmp_path: Path) -> None:
