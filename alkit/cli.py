@@ -504,7 +504,7 @@ def status(
             console.print(f"{r['name']}: stopped by {st['rule']} at cycle {st['cycle']} with {st['n_labeled']} labels "
                           f"({escape(st['why'])}); a larger --budget continues it", highlight=False)
         if wide and r.get("capacity"):
-            console.print(f"{r['name']}: the learner's cross-validated choice in use: {capacity_text(r['capacity'])}",
+            console.print(f"{r['name']}: the learner's cross-validated choice in use: {capacity_text(r['capacity'], r['metrics_n_labeled'])}",
                           highlight=False)
         if r.get("forecast"):
             fc = r["forecast"]

@@ -161,10 +161,11 @@ def cycles_frame(store: Store, cfg: "ProjectConfig | None" = None) -> pl.DataFra
     return pl.DataFrame(rows)
 
 
-def capacity_text(capacity: dict[str, Any]) -> str:
+def capacity_text(capacity: dict[str, Any], latest_n: int | None = None) -> str:
     """What a fit chose by cross-validation, in words: 'weight prior 1000, chosen at 40 labels'.  A
     choice is kept by later fits until the labels have grown by CV_GROWTH (and past CV_MAX_N for good),
-    so the label count is when it was made, not the latest fit's."""
+    so the label count is when it was made, not the latest fit's.  ``latest_n``: the labels of the run's
+    latest fit, past which no 'next chosen at' is promised (a run at 60 labels read 'next chosen at 40')."""
     parts = [f"weight prior {float(capacity['prior_l2']):g}"] if capacity.get("prior_l2") else []
     if int(capacity.get("depth", -1)) >= 0:
         parts.append(f"{int(capacity['depth'])} residual block{'s' if int(capacity['depth']) != 1 else ''}")
@@ -175,6 +176,8 @@ def capacity_text(capacity: dict[str, Any]) -> str:
     from alkit.models.capacity import CV_GROWTH, CV_MAX_N
 
     n = int(capacity["n_labels"])
-    again = (f"next chosen at {math.ceil(n * CV_GROWTH)} labels" if n * CV_GROWTH <= CV_MAX_N
-             else "kept from here on")  # 'chosen again at 40' read as past for a run that ended at 30
+    nxt = math.ceil(n * CV_GROWTH)
+    again = ("kept from here on" if n * CV_GROWTH > CV_MAX_N  # 'chosen again at 40' read as past for a run at 30
+             else f"kept by the later fits, to {latest_n} labels" if latest_n is not None and latest_n >= nxt
+             else f"next chosen at {nxt} labels")
     return f"{', '.join(parts) or 'the defaults'}, chosen at {n} labels ({again})"

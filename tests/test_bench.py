@@ -64,6 +64,10 @@ def test_bench_rejects_bad_arguments_before_running(digits_project: Path) -> Non
         run_bench(digits_project, strategies=["random"], **{**ARGS, "seeds": [1, 1]})
     with pytest.raises(LoopError, match="unknown metric 'crps' for a classification project; metrics: accuracy, "):
         run_bench(digits_project, strategies=["random"], **{**ARGS, "metric": "crps"})  # it failed after the runs
+    # the cross-validated curve is no bench metric (listed, then 'no evaluated cycle'; a black-box check)
+    with pytest.raises(LoopError, match=r"unknown metric 'cv_accuracy' .*metrics: accuracy, balanced_accuracy, "
+                                        r"macro_f1, nll, ece$"):
+        run_bench(digits_project, strategies=["random"], **{**ARGS, "metric": "cv_accuracy"})
     assert ActiveLoop(load_project(digits_project)).store.runs() == []
     assert folder_snapshot(digits_project) == before  # no bench/ tables either
 

@@ -132,3 +132,14 @@ def test_a_std_is_shown_at_its_means_precision() -> None:
     assert mean_std(147.2, 4.642) == "147 ± 5" and mean_std(124.0, 3.198) == "124 ± 3"
     assert mean_std(0.966, 1.2e-16) == "0.966 ± 0.000" and mean_std(12.34, 0.456) == "12.3 ± 0.5"
     assert mean_std(2.5e6, 1.5e5) == "2.5e+06 ± 1.5e+05"
+
+
+def test_the_capacity_line_promises_no_choice_the_run_has_passed() -> None:
+    """`status --wide` read 'gaussian head, chosen at 20 labels (next chosen at 40 labels)' for a run at 60 labels
+    whose later fits kept that choice (a black-box check)."""
+    from alkit.report import capacity_text
+
+    choice = {"head": "gaussian", "n_labels": 20}
+    assert capacity_text(choice, 30) == "gaussian head, chosen at 20 labels (next chosen at 40 labels)"
+    assert capacity_text(choice, 60) == "gaussian head, chosen at 20 labels (kept by the later fits, to 60 labels)"
+    assert capacity_text(choice) == "gaussian head, chosen at 20 labels (next chosen at 40 labels)"
