@@ -135,8 +135,13 @@ def test_bench_compares_like_with_like(digits_project: Path) -> None:
 def test_a_run_of_other_settings_under_the_benchs_name_is_refused_not_reused(digits_project: Path) -> None:
     """An earlier alkit named a margin run of scorer none `margin-b10-s0`; `alkit run --strategy margin` refuses it
     as another run, but bench reused it silently (the margin row was missing, a margin-none row in its place)."""
-    loop = ActiveLoop(load_project(digits_project))
-    loop.run(RunRequest(strategy="margin", budget=20, batch_size=10, seed=0, scorer="none", name="margin-b10-s0"))
+    from alkit.pools.store import RunSpec, Store
+
+    # recorded as the earlier alkit did (today `--name margin-b10-s0` on such a run is refused: it would join the
+    # preset's curve at other settings)
+    Store(load_project(digits_project).store_url).get_or_create_run(RunSpec(
+        "margin-b10-s0", "margin", "none", 0, 20, 10, 10,
+        {"curve": "margin", "learner": {}, "train": {}, "acquisition": "margin", "initial_selector": "random"}))
     with pytest.raises(LoopError, match="run 'margin-b10-s0' exists with scorer='none', not 'vbll'.*bench cannot run"):
         run_bench(digits_project, strategies=["margin"], **{**ARGS, "seeds": 1})
 
