@@ -147,8 +147,9 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     if not is_whole_number(seed):  # None drew other picks each call
         raise ValueError(f"seed must be a whole number (vary it per cycle), got {seed!r}")
     check_seed(seed)
-    if learner is not None and not (callable(getattr(learner, "predict", None)) and callable(getattr(learner, "fit", None))):
-        raise TypeError(f"learner must be a fitted learner (pool_learner(...), then .fit) or None, got "
+    if learner is not None and not callable(getattr(learner, "predict", None)):  # query reads only its predict
+        raise TypeError(f"learner must be a fitted learner (pool_learner(...), then .fit; one of your own with a "
+                        f"predict) or None, got "
                         f"{type(learner).__name__} {learner!r:.40}")
     if candidates is not None and not is_whole_number(candidates):
         raise ValueError(f"candidates must be a whole number, got {candidates!r}")
@@ -213,7 +214,9 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     cands.targets = targets  # EPIG's target set, as the loop hands it on: batch-EPIG and risk greedies read it
     scores_n = None if cands.scores_n is None else np.asarray(cands.scores_n, dtype=np.float64)
     # a learner of the user's own (alkit's own one-member estimator is refused by resolve_acquisition)
-    refusal = (constant_score_refusal(cands, chosen, name) if learner is not None and registered is None
+    # an acquisition of one's own too: a constant score picked the pool's first rows as if ranked (a black-box check)
+    refusal = (constant_score_refusal(cands, chosen, name, own_acquisition=own_acquisition is not None)
+               if learner is not None and (registered is None or own_acquisition is not None)
                and len(pool) > batch_size else None)
     if refusal:
         raise ValueError(refusal)

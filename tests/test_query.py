@@ -474,3 +474,21 @@ def test_seeds_and_arguments_are_named_when_wrong(digits) -> None:
             call()
     with pytest.raises(TypeError, match="learner must be a fitted learner .* got str 'vbll'"):
         query("vbll", X, 5)
+
+
+def test_an_acquisition_of_ones_own_with_a_constant_score_is_refused(digits) -> None:
+    """With alkit's own learner, a constant score from the user's acquisition picked the pool's first rows as if
+    ranked (a black-box check; a learner of one's own was already held to it)."""
+    from alkit.types import Scores
+
+    X, y = digits
+    learner = _fitted(X, y, np.arange(20))
+
+    class Constant:
+        name, needs = "mine", ()
+
+        def score(self, pred, ctx):  # noqa: ANN001, ANN202
+            return Scores(torch.ones(len(pred.probs_n_C), dtype=torch.float64))
+
+    with pytest.raises(ValueError, match="every candidate's mine score is 1: .*check your acquisition 'mine'"):
+        query(learner, X, 5, labeled=np.arange(20), acquisition=Constant(), selector="topk")

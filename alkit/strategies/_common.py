@@ -105,11 +105,13 @@ def check_selection(selection: object, candidates: Candidates, k: int, selector:
                          "keys come from candidates.keys_n, not positions in it")
 
 
-def constant_score_refusal(candidates: Candidates, selector: object, acquisition: str) -> str | None:
+def constant_score_refusal(candidates: Candidates, selector: object, acquisition: str, *,
+                           own_acquisition: bool = False) -> str | None:
     """Why a batch must not be picked where every candidate has one score, for a selector that reads it: the
     top-m candidates are then the pool's first rows (topk, diverse, batchbald), and a draw weighted by the
     score is a uniform one (power); None otherwise.  A learner of the user's own that filled epistemic_n
-    with zeros got the pool's first rows back as if ranked (a peer-user check)."""
+    with zeros got the pool's first rows back as if ranked (a peer-user check); ``own_acquisition``: the score
+    is an acquisition of the user's own, whose fix is there."""
     if candidates.scores_n is None or np.size(candidates.scores_n) < 2:
         return None
     scores = np.asarray(candidates.scores_n, dtype=np.float64)
@@ -123,7 +125,9 @@ def constant_score_refusal(candidates: Candidates, selector: object, acquisition
         what = "the draw weighted by it would be a uniform one (random picks)"
     else:
         return None
-    if acquisition in ("margin", "entropy", "least-confident"):  # it said 'or pick by margin' to a margin run
+    if own_acquisition:
+        fix = f"check your acquisition {acquisition!r}: its score must vary between items"
+    elif acquisition in ("margin", "entropy", "least-confident"):  # it said 'or pick by margin' to a margin run
         fix = "hand over class probabilities that vary (not hard 0/1 ones), or pick by another acquisition"
     else:
         fix = (f"give your learner's Prediction a score that varies ("
