@@ -73,3 +73,25 @@ def check_seed(seed: object, name: str = "seed", limit: int = SEED_LIMIT) -> int
     if not is_whole_number(seed) or not 0 <= int(seed) <= limit:  # type: ignore[call-overload]
         raise ValueError(f"{name} must be a whole number in 0..{limit}, got {seed!r}")
     return int(seed)  # type: ignore[call-overload]
+
+
+def column_names(X: object) -> list[str] | None:
+    """The column names of a DataFrame (pandas or polars), None for an array."""
+    columns = getattr(X, "columns", None)
+    return None if columns is None else [str(c) for c in columns]
+
+
+def check_columns(X: object, expected: list[str] | None, what: str) -> None:
+    """A DataFrame ``X`` must have the columns the learner was built on, in that order: they were read by
+    position, so a frame with its columns reordered got other items' probabilities and picks without a word
+    (a black-box check).  Arrays are taken as they are."""
+    got = column_names(X)
+    if expected is None or got is None or got == expected:
+        return
+    if sorted(got) == sorted(expected):
+        raise ValueError(f"{what}'s columns are the learner's in another order: reorder them as pool_learner saw "
+                         f"them ({', '.join(expected[:6])}{' ...' if len(expected) > 6 else ''})")
+    missing = [c for c in expected if c not in got][:5]
+    extra = [c for c in got if c not in expected][:5]
+    raise ValueError(f"{what}'s columns are not the ones the learner was built on (pool_learner's frame): "
+                     f"missing {missing or 'none'}, not known {extra or 'none'}")

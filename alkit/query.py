@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from alkit.acquisition import get_acquisition
-from alkit.checks import check_seed, image_dims, is_whole_number
+from alkit.checks import check_columns, check_seed, column_names, image_dims, is_whole_number
 from alkit.engines import AcquisitionScorer, acquisition_context
 from alkit.engines.candidates import candidate_count, in_memory_candidates
 from alkit.models.backbone import pool_input_spec
@@ -104,7 +104,9 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     sample = X[np.sort(rng.choice(len(X), min(len(X), POOL_SAMPLE), replace=False))]
     X64 = X.astype(np.float64)
     spec = pool_input_spec(sample, image_shape, mean_f=X64.mean(0), std_f=X64.std(0), embedding=embedding)
-    return make_learner(scorer, task, n_classes, input=replace(spec, pool_sample_n_f=sample), **options)
+    learner = make_learner(scorer, task, n_classes, input=replace(spec, pool_sample_n_f=sample), **options)
+    learner.feature_names = column_names(X_pool_n_f)  # a DataFrame's: fit and query check theirs against them
+    return learner
 
 
 def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, labeled: np.ndarray | None = None,
@@ -122,6 +124,7 @@ def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, l
     (default 20 x batch); ``seed``: vary it per cycle (sampling selectors draw with it);
     ``return_scores``: also return the picks' acquisition scores (batch_size,) float64 (0 for
     random picks and for a first batch picked without a model)."""
+    check_columns(X_pool_n_f, getattr(learner, "feature_names", None), "X_pool_n_f")
     X = pool_array(X_pool_n_f)
     mask = np.ones(len(X), dtype=bool)
     if labeled is not None:

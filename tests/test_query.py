@@ -492,3 +492,22 @@ def test_an_acquisition_of_ones_own_with_a_constant_score_is_refused(digits) -> 
 
     with pytest.raises(ValueError, match="every candidate's mine score is 1: .*check your acquisition 'mine'"):
         query(learner, X, 5, labeled=np.arange(20), acquisition=Constant(), selector="topk")
+
+
+def test_a_dataframes_columns_are_checked_by_name() -> None:
+    """Columns were read by position: iris with its columns reordered got [0.154, 0.029, 0.817] for [0.865,
+    0.095, 0.04] and other picks, without a word (a black-box check).  A frame of other or reordered columns is
+    refused by name in fit and query; arrays are taken as they are."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True, as_frame=True)
+    learner = pool_learner(X, "classification", n_classes=3)
+    learner.fit(X.iloc[:20], y.iloc[:20].to_numpy(), seed=0)
+    flipped = X[X.columns[::-1]]
+    with pytest.raises(ValueError, match="X_pool_n_f's columns are the learner's in another order"):
+        query(learner, flipped, 5, labeled=np.arange(20))
+    with pytest.raises(ValueError, match="X's columns are the learner's in another order"):
+        learner.fit(flipped.iloc[:20], y.iloc[:20].to_numpy(), seed=0)
+    with pytest.raises(ValueError, match=r"missing \['sepal length \(cm\)'\], not known \['x'\]"):
+        query(learner, X.rename(columns={"sepal length (cm)": "x"}), 5, labeled=np.arange(20))
+    assert (query(learner, X, 5, labeled=np.arange(20)) == query(learner, X.to_numpy(), 5, labeled=np.arange(20))).all()

@@ -57,7 +57,8 @@ class DeepEnsembleLearner:
         self._fitted = False
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, self.n_classes, seed=seed)
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, self.n_classes, seed=seed,
+                                     names=getattr(self, "feature_names", None))
         seeds = member_seeds(seed, self.M)
         self.members[0].capacity_hint = self.capacity_hint
         reports = [self.members[0].fit(X_n_f, y_n, seed=seeds[0])]

@@ -76,7 +76,8 @@ class MCDropoutLearner(DelegatedCapacity):
         return self.net
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self.net, "n_classes", None), seed=seed)
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self.net, "n_classes", None), seed=seed,
+                                     names=getattr(self, "feature_names", None))
         report = self.net.fit(X_n_f, y_n, seed=seed)
         gen = torch.Generator().manual_seed(member_seeds(seed, 1)[0])
         backbone = self.net.backbone

@@ -235,7 +235,8 @@ class SVELearner:
         return F.gaussian_nll_loss(flat[:, 0], y_Mb, flat[:, 1].exp().clamp_min(1e-6), full=True)
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self.base, "n_classes", None), seed=seed)
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self.base, "n_classes", None), seed=seed,
+                                     names=getattr(self, "feature_names", None))
         pre_seed, init_seed, train_seed = member_seeds(seed, 3)
         pre = self.base.fit(X_n_f, y_n, seed=pre_seed)
         self.net = SVENetwork(self.base.backbone, self.base.head, self.M, self.sigma_init, init_seed)

@@ -351,7 +351,8 @@ class VBLLLearner:
         return clone
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self, "n_classes", None), seed=seed)
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, getattr(self, "n_classes", None), seed=seed,
+                                     names=getattr(self, "feature_names", None))
         # regression, head unset: where the labels hold a point mass the bucket and Gaussian heads are
         # cross-validated (learner rule 10b); elsewhere the Gaussian head, or with noise_choice the
         # Gaussian head with a constant or an input-dependent noise (learner rule 11c, an option)

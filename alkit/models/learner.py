@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from alkit.checks import check_seed
+from alkit.checks import check_columns, check_seed
 from alkit.distributions import GaussianPredictive, entropy_n
 from alkit.models.backbone import LINEAR_DEPTH, BackboneConfig, ConvBackbone, InputSpec, ResidualMLP, build_backbone
 from alkit.models.capacity import (REGRESSION_DEPTH, REGRESSION_PRIOR_L2_SHALLOW, RIDGE_MODES, Capacity,
@@ -97,11 +97,12 @@ def mlp_train_config(config: TrainConfig, task: Task, input: InputSpec | None, d
 
 
 def training_arrays(X_n_f: Any, y_n: Any, task: str, n_classes: int | None,
-                    seed: object = 0) -> tuple[np.ndarray, np.ndarray]:
+                    seed: object = 0, names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The labelled set as a learner fits it: X (n, f) float32 (a DataFrame or lists too), y (n,)
     class indices 0..C-1 (int64; whole-number floats accepted) or finite targets (float64).
     Anything else is refused by name: a label outside the classes, text labels, NaN or a y of
     another length failed deep inside torch or as a covariance 'not positive definite'."""
+    check_columns(X_n_f, names, "X")  # a DataFrame of pool_learner's columns (``names``), in their order
     check_seed(seed, limit=2**32 - 1)  # fit(seed=-3) was numpy's 'Seed must be between 0 and 2**32 - 1', seed=None an int() error
     X = np.asarray(X_n_f, dtype=np.float32)
     y = np.asarray(y_n)
@@ -277,7 +278,8 @@ class MLPLearner:
         return F.gaussian_nll_loss(out[:, 0], y_b, out[:, 1].exp().clamp_min(1e-6), full=True)
 
     def fit(self, X_n_f: np.ndarray, y_n: np.ndarray, *, seed: int) -> dict[str, float]:
-        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, self.n_classes, seed=seed)
+        X_n_f, y_n = training_arrays(X_n_f, y_n, self.task, self.n_classes, seed=seed,
+                                     names=getattr(self, "feature_names", None))
         config, train_config, chosen = resolve_capacity(
             self.capacity, self.task, self.input, self.backbone_config, self.train_config, X_n_f, np.asarray(y_n),
             make_scorer=capacity_scorer(self.n_classes, self.input, self.task, self.residual_targets), seed=seed,
