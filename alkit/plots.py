@@ -164,6 +164,21 @@ def _svg_id(prefix: str, name: str) -> str:
     return f"{prefix}-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+
+LEGEND_WIDTH = 40  # characters per legend line; a run name of 110 squeezed the axes to a sliver (a black-box check)
+
+
+def legend_label(curve: str, seeds: str, width: int = LEGEND_WIDTH, lines: int = 3) -> str:
+    """A curve's legend entry: its name broken after hyphens into lines of at most ``width`` characters (at
+    most ``lines``, the last cut with '…'), then its seed count."""
+    import textwrap
+
+    wrapped = textwrap.wrap(curve, width, break_on_hyphens=True) or [curve]
+    if len(wrapped) > lines:
+        wrapped = wrapped[:lines]
+        wrapped[-1] = wrapped[-1][:width - 1] + "…"
+    return "\n".join(wrapped) + f" ({seeds})"
+
 def plot_learning_curves(
     df: pl.DataFrame,
     metric: str,
@@ -213,7 +228,7 @@ def plot_learning_curves(
         poly.set_gid(_svg_id("band", strategy))
         seeds = f"{s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}"
         (line,) = ax.plot(s.n_labeled, s.mean, color=color, linestyle=style, linewidth=width,
-                          marker=marker, markersize=4, label=f"{strategy} ({seeds})")
+                          marker=marker, markersize=4, label=legend_label(strategy, seeds))
         line.set_gid(_svg_id("curve", strategy))
     band_text = "mean ± 1 std over seeds" if band == "std" else "mean, band = min–max over seeds"
     where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if many else {}

@@ -264,3 +264,16 @@ def test_names_the_font_cannot_draw_are_one_note_not_a_warning_per_glyph(tmp_pat
     glyphs = [w for w in caught if "missing from font" in str(w.message)]
     notes = [w for w in caught if issubclass(w.category, Note)]
     assert not glyphs and len(notes) == 1 and "drawn as boxes" in str(notes[0].message)
+
+
+def test_a_long_curve_name_is_wrapped_in_the_legend() -> None:
+    """A 110-character run name squeezed the axes to 40 % of the figure and ran the legend off its edge, cutting
+    '(1 seed)' (a black-box check): legend entries break after hyphens, at most 3 lines of 40 characters."""
+    from alkit.plots import legend_label
+
+    name = "baseline-epistemic-with-default-settings-rerun-after-the-2026-12-store-migration-for-the-quarterly-review-deck"
+    lines = legend_label(name, "1 seed").split("\n")
+    assert len(lines) == 3 and all(len(line) <= 40 for line in lines[:-1]) and lines[-1].endswith("(1 seed)")
+    assert "".join(line for line in lines).replace(" (1 seed)", "") == name
+    assert legend_label("epistemic", "3 seeds") == "epistemic (3 seeds)"
+    assert legend_label("x" * 200, "2 seeds").count("\n") == 2 and "…" in legend_label("x" * 200, "2 seeds")
