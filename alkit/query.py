@@ -15,6 +15,7 @@ The candidates, acquisition context and selector are the loop's (``engines.candi
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import replace
 from typing import Any
@@ -46,7 +47,14 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
     from alkit.pools.ingest import FLOAT32_MAX, MIN_FEATURE_SPREAD, float32_loses
 
     raw = X_pool_n_f.to_numpy() if hasattr(X_pool_n_f, "to_numpy") else np.asarray(X_pool_n_f)
-    X64 = np.asarray(raw, dtype=np.float64)
+    try:
+        X64 = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:  # 'could not convert string to float' named no column (a black-box check)
+        names = column_names(X_pool_n_f)
+        bad = [] if names is None else [c for c, col in zip(names, np.asarray(raw, dtype=object).T)
+                                        if not all(isinstance(v, numbers.Real) for v in col)]
+        raise ValueError("X_pool_n_f must hold numbers only: " + (f"columns {bad[:5]} are not numeric (encode or "
+                         "drop them)" if bad else str(exc))) from None
     if X64.ndim != 2 or not len(X64):
         raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X64.shape}")
     if not np.isfinite(X64).all():

@@ -511,3 +511,5 @@ def test_a_dataframes_columns_are_checked_by_name() -> None:
     with pytest.raises(ValueError, match=r"missing \['sepal length \(cm\)'\], not known \['x'\]"):
         query(learner, X.rename(columns={"sepal length (cm)": "x"}), 5, labeled=np.arange(20))
     assert (query(learner, X, 5, labeled=np.arange(20)) == query(learner, X.to_numpy(), 5, labeled=np.arange(20))).all()
+    with pytest.raises(ValueError, match=r"X_pool_n_f must hold numbers only: columns \['kind'\] are not numeric"):
+        pool_learner(X.assign(kind="a"), "classification", n_classes=3)  # 'could not convert string to float'
