@@ -15,9 +15,11 @@ The candidates, acquisition context and selector are the loop's (``engines.candi
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 from dataclasses import replace
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -114,7 +116,19 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     spec = pool_input_spec(sample, image_shape, mean_f=X64.mean(0), std_f=X64.std(0), embedding=embedding)
     learner = make_learner(scorer, task, n_classes, input=replace(spec, pool_sample_n_f=sample), **options)
     learner.feature_names = column_names(X_pool_n_f)  # a DataFrame's: fit and query check theirs against them
+    if learner.feature_names is not None:  # and predict: a reordered frame got other items' probabilities
+        learner.predict = _checking_columns(learner.predict, learner.feature_names)
     return learner
+
+
+def _checking_columns(predict: Callable[..., Any], names: list[str]) -> Callable[..., Any]:
+    """A learner's predict that first checks a DataFrame's columns against pool_learner's frame (on the instance:
+    every learner class reads its inputs by position)."""
+    @functools.wraps(predict)
+    def checked(X_n_f: Any, *args: Any, **kwargs: Any) -> Any:
+        check_columns(X_n_f, names, "X")
+        return predict(X_n_f, *args, **kwargs)
+    return checked
 
 
 def query(learner: Learner | None, X_pool_n_f: np.ndarray, batch_size: int, *, labeled: np.ndarray | None = None,

@@ -162,19 +162,29 @@ def curve_name(req: RunRequest, scorer: str, *, legacy: bool = False, hide_none:
 
 
 def settings_curve(strategy: str, scorer: str, acquisition: str | None, initial_selector: str | None,
-                   learner: dict[str, Any], train: dict[str, Any], task: str | None, input_kind: str | None) -> str:
-    """The curve a run of these settings gets without a --name (its first batch's size left out): what a named
-    run must share with the runs already on its curve, so one curve never averages runs of other settings."""
-    req = RunRequest(strategy=strategy, budget=1, acquisition=acquisition, initial_selector=initial_selector,
-                     learner_options=dict(learner), train=dict(train))
-    return curve_name(without_defaults(req, scorer, task, input_kind), scorer, with_initial=False)
+                   learner: dict[str, Any], train: dict[str, Any], task: str | None, input_kind: str | None, *,
+                   initial: int | None = None, batch_size: int = 10) -> str:
+    """The curve a run of these settings gets without a --name: what a run must share with the runs already on
+    its curve, so one curve never averages runs of other settings."""
+    req = RunRequest(strategy=strategy, budget=1, batch_size=batch_size, initial=initial, acquisition=acquisition,
+                     initial_selector=initial_selector, learner_options=dict(learner), train=dict(train))
+    return curve_name(without_defaults(req, scorer, task, input_kind), scorer)
+
+
+def _default_settings_curve(preset: Any, cfg: ProjectConfig, selector: str, batch_size: int) -> str:
+    """``settings_curve`` of a preset's run at its defaults on this project (the acquisition its scorer resolves
+    to on the task: regression's is not the classification one)."""
+    acquisition, _ = resolve_acquisition(preset.name, None, preset.default_scorer, cfg.task, selector, False)
+    return settings_curve(preset.name, preset.default_scorer, acquisition, preset.initial_selector, {}, {}, cfg.task,
+                          cfg.input_kind, batch_size=batch_size)
 
 
 def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> str:
     """``settings_curve`` of a recorded run (a store row), from its config."""
     config = run.config or {}
     return settings_curve(run.strategy, run.scorer, config.get("acquisition"), config.get("initial_selector"),
-                          config.get("learner") or {}, config.get("train") or {}, task, input_kind)
+                          config.get("learner") or {}, config.get("train") or {}, task, input_kind,
+                          initial=getattr(run, "initial", None), batch_size=run.batch_size)
 
 
 def first_batch_refusal(initial: int | None, batch_size: int, budget: int) -> LoopError:
@@ -486,22 +496,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
     ident = run_identity(req, scorer, runs, cfg.task, cfg.input_kind)
-    if req.name and not any(r.name == req.name for r in runs):  # a new named run: its own curve, not another strategy's
-        from alkit.presets import PRESETS
-
-        mine = settings_curve(req.strategy, scorer, req.acquisition, req.initial_selector, req.learner_options,
-                              req.train, cfg.task, cfg.input_kind)
-        mixed = sorted({f"{r.strategy}/{r.scorer}" + (f" ({theirs})" if (r.strategy, r.scorer) == (req.strategy, scorer)
-                                                     else "")
-                        for r in runs if (r.config or {}).get("curve") == ident.curve
-                        and (theirs := run_settings_curve(r, cfg.task, cfg.input_kind)) != mine})
-        # the preset's own curve: only runs of its default settings (a margin run named epistemic-b10-s2 was
-        # averaged into the preset's curve; a black-box check)
-        preset_curve = ident.curve in PRESETS and (ident.curve != req.strategy or mine != req.strategy)
-        if mixed or preset_curve:
-            whose = f"runs of {', '.join(mixed)}" if mixed else f"strategy {ident.curve!r} at its defaults"
-            raise LoopError(f"--name {req.name!r} would draw this {req.strategy} run on the learning curve of {whose}, "
-                            "averaged with them: give it another name")
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool
@@ -626,6 +620,24 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
+    if not any(r.name == ident.name for r in runs):  # a new run: on a curve of its own settings only (compared
+        # as recorded: the acquisition and first-batch selector resolved, the options less their defaults)
+        from alkit.presets import PRESETS
+
+        mine = settings_curve(req.strategy, scorer, acquisition, initial_selector, req.learner_options,
+                              req.train, cfg.task, cfg.input_kind, initial=req.initial, batch_size=req.batch_size)
+        mixed = sorted({f"{r.strategy}/{r.scorer} at {theirs}"
+                        for r in runs if (r.config or {}).get("curve") == ident.curve
+                        and (theirs := run_settings_curve(r, cfg.task, cfg.input_kind)) != mine})
+        # the preset's own curve: only runs of its default settings (a margin run named epistemic-b10-s2 was
+        # averaged into the preset's curve; a black-box check)
+        preset_curve = bool(req.name) and ident.curve in PRESETS and (
+            ident.curve != req.strategy or mine != _default_settings_curve(preset, cfg, selector, req.batch_size))
+        if mixed or preset_curve:  # an unnamed run meets a named run's curve too (either order; a black-box check)
+            whose = f"runs of {', '.join(mixed)}" if mixed else f"strategy {ident.curve!r} at its defaults"
+            what = f"--name {req.name!r}" if req.name else f"its name {ident.name!r}"
+            raise LoopError(f"{what} would draw this run ({mine}) on the learning curve of {whose}, averaged with "
+                            f"them: give it {'another' if req.name else 'a'} --name")
     spec = RunSpec(ident.name, req.strategy, scorer, req.seed, req.budget, req.batch_size, initial, options)
     train, learner_options = TrainConfig(**ident.train), {k: v for k, v in ident.learner.items() if k not in idle}
 

@@ -508,6 +508,10 @@ def test_a_dataframes_columns_are_checked_by_name() -> None:
         query(learner, flipped, 5, labeled=np.arange(20))
     with pytest.raises(ValueError, match="X's columns are the learner's in another order"):
         learner.fit(flipped.iloc[:20], y.iloc[:20].to_numpy(), seed=0)
+    with pytest.raises(ValueError, match="X's columns are the learner's in another order"):
+        learner.predict(flipped)
+    assert learner.predict(X).probs_n_C.shape == (150, 3)
+    learner.fit(X.iloc[:20], y.iloc[:20].to_numpy(), seed=np.uint32(4_000_000_000))  # SeedSequence's kind of seed
     with pytest.raises(ValueError, match=r"missing \['sepal length \(cm\)'\], not known \['x'\]"):
         query(learner, X.rename(columns={"sepal length (cm)": "x"}), 5, labeled=np.arange(20))
     assert (query(learner, X, 5, labeled=np.arange(20)) == query(learner, X.to_numpy(), 5, labeled=np.arange(20))).all()

@@ -519,7 +519,7 @@ def test_a_named_run_keeps_off_another_strategys_curve(tmp_path: Path) -> None:
     root = str(project.root)
     assert invoke("run", "--strategy", "random", "--budget", "10", "-p", root).exit_code == 0
     out = invoke("run", "--strategy", "margin", "--budget", "10", "--seed", "2", "--name", "random", "-p", root)
-    assert out.exit_code == 2 and "--name 'random' would draw this margin run on the learning curve of" in out.text, out.text
+    assert out.exit_code == 2 and "--name 'random' would draw this run (margin) on the learning curve of" in out.text, out.text
     out = invoke("run", "--strategy", "random", "--budget", "10", "--seed", "3", "--stop", "max-uncertainty:threshold=1",
                  "-p", root)
     assert out.exit_code == 2 and "picks without one" in out.text, out.text
@@ -527,13 +527,23 @@ def test_a_named_run_keeps_off_another_strategys_curve(tmp_path: Path) -> None:
     # random-b10-s2 joined the preset's curve, and expA-b10-s1 of width 16 joined expA's (a black-box check)
     out = invoke("run", "--strategy", "random", "--budget", "10", "--seed", "2", "-o", "width=16",
                  "--name", "random-b10-s2", "-p", root)
-    assert out.exit_code == 2 and "would draw this random run on the learning curve of" in out.text, out.text
+    assert out.exit_code == 2 and "would draw this run (random-width=16) on the learning curve of" in out.text, out.text
     assert invoke("run", "--strategy", "random", "--budget", "10", "--seed", "4", "--name", "random-b10-s4",
                   "-p", root).exit_code == 0  # the same settings: the same curve, as documented
     assert invoke("run", "--strategy", "margin", "--budget", "10", "--name", "expA-b10-s0", "-p", root).exit_code == 0
     out = invoke("run", "--strategy", "margin", "--budget", "10", "--seed", "1", "--max-epochs", "5",
                  "--name", "expA-b10-s1", "-p", root)
-    assert out.exit_code == 2 and "would draw this margin run on the learning curve of runs of margin" in out.text, out.text
+    assert out.exit_code == 2 and ("would draw this run (margin-max_epochs=5) on the learning curve of runs of "
+                                   "margin/vbll at margin") in out.text, out.text
+    # either order: an unnamed run whose name's curve a named run of other settings already draws (margin-width=16
+    # of width 128 beside one of width 16 were averaged; a black-box check), and a first batch of another size
+    assert invoke("run", "--strategy", "margin", "--budget", "10", "--seed", "5", "--name", "margin-width=16-b10-s5",
+                  "-p", root).exit_code == 0
+    out = invoke("run", "--strategy", "margin", "--budget", "10", "--seed", "6", "-o", "width=16", "-p", root)
+    assert out.exit_code == 2 and "its name 'margin-width=16-b10-s6' would draw this run (margin-width=16)" in out.text
+    out = invoke("run", "--strategy", "random", "--budget", "20", "--seed", "7", "--initial", "20", "--name",
+                 "random-b10-s7", "-p", root)
+    assert out.exit_code == 2 and "would draw this run (random-i20)" in out.text, out.text
 
 
 def test_label_studio_two_answers_of_one_control_in_one_annotation_are_refused(tmp_path: Path) -> None:

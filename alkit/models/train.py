@@ -192,9 +192,10 @@ class TrainConfig:
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed torch and return a generator for data order, so fits are reproducible."""
-    torch.manual_seed(seed)
-    return torch.Generator().manual_seed(seed)
+    """Seed torch and return a generator for data order, so fits are reproducible (a NumPy integer seed, as
+    SeedSequence draws them, as its int: torch's Generator refused it)."""
+    torch.manual_seed(int(seed))
+    return torch.Generator().manual_seed(int(seed))
 
 
 def train_module(
