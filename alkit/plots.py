@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -168,16 +169,37 @@ def _svg_id(prefix: str, name: str) -> str:
 LEGEND_WIDTH = 40  # characters per legend line; a run name of 110 squeezed the axes to a sliver (a black-box check)
 
 
-def legend_label(curve: str, seeds: str, width: int = LEGEND_WIDTH, lines: int = 3) -> str:
-    """A curve's legend entry: its name broken after hyphens into lines of at most ``width`` characters (at
-    most ``lines``, the last cut with '…'), then its seed count."""
-    import textwrap
+def _display_width(text: str) -> int:
+    """Columns a text takes: wide (CJK) characters count two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
 
-    wrapped = textwrap.wrap(curve, width, break_on_hyphens=True) or [curve]
+
+def legend_label(curve: str, seeds: str, width: int = LEGEND_WIDTH, lines: int = 3) -> str:
+    """A curve's legend entry: its name broken after hyphens into lines at most ``width`` columns wide (a wide
+    CJK character counts two), then its seed count.  Past ``lines`` lines the middle gives way to '…' and the
+    name's end is kept, so two long names differing at their ends stay two entries."""
+    pieces: list[str] = []
+    for token in re.split(r"(?<=-)", curve):  # break after hyphens; a piece wider than a line, by character
+        while _display_width(token) > width:
+            cut = next(i for i in range(1, len(token) + 1) if _display_width(token[:i + 1]) > width)
+            pieces.append(token[:cut])
+            token = token[cut:]
+        if token:
+            pieces.append(token)
+    wrapped: list[str] = []
+    for piece in pieces:
+        if wrapped and _display_width(wrapped[-1] + piece) <= width:
+            wrapped[-1] += piece
+        else:
+            wrapped.append(piece)
     if len(wrapped) > lines:
-        wrapped = wrapped[:lines]
-        wrapped[-1] = wrapped[-1][:width - 1] + "…"
-    return "\n".join(wrapped) + f" ({seeds})"
+        tail = ""
+        for ch in reversed(curve):
+            if _display_width("…" + ch + tail) > width:
+                break
+            tail = ch + tail
+        wrapped = wrapped[:lines - 1] + ["…" + tail]
+    return "\n".join(wrapped or [curve]) + f" ({seeds})"
 
 def plot_learning_curves(
     df: pl.DataFrame,

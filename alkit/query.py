@@ -53,15 +53,20 @@ def pool_array(X_pool_n_f: Any) -> np.ndarray:
         X64 = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:  # 'could not convert string to float' named no column (a black-box check)
         names = column_names(X_pool_n_f)
-        bad = [] if names is None else [c for c, col in zip(names, np.asarray(raw, dtype=object).T)
-                                        if not all(isinstance(v, numbers.Real) for v in col)]
+        bad = [] if names is None else [c for c, col in zip(names, np.asarray(raw, dtype=object).T)  # pd.NA: a gap
+                                        if not all(isinstance(v, numbers.Real) or v is None or str(v) == "<NA>"
+                                                   for v in col)]
+        if names is not None and not bad:
+            raise ValueError("X_pool_n_f holds missing values (NA): fill or drop them first") from None
         raise ValueError("X_pool_n_f must hold numbers only: " + (f"columns {bad[:5]} are not numeric (encode or "
                          "drop them)" if bad else str(exc))) from None
     if X64.ndim != 2 or not len(X64):
         raise ValueError(f"X_pool_n_f must be a non-empty (n, f) array, got shape {X64.shape}")
     if not np.isfinite(X64).all():
         cols = np.flatnonzero(~np.isfinite(X64).all(0))
-        raise ValueError(f"X_pool_n_f holds NaN or inf (columns {_listed(cols)})")
+        names = column_names(X_pool_n_f)  # a frame's columns by name (by position they were hard to find)
+        shown = ", ".join(repr(names[c]) for c in cols[:5]) if names is not None else _listed(cols)
+        raise ValueError(f"X_pool_n_f holds NaN or inf (columns {shown})")
     if (np.abs(X64) > FLOAT32_MAX).any():
         cols = np.flatnonzero((np.abs(X64) > FLOAT32_MAX).any(0))
         raise ValueError(f"X_pool_n_f has values beyond float32's range (|x| > {FLOAT32_MAX:.3g}) in columns "
@@ -90,7 +95,7 @@ def pool_learner(X_pool_n_f: np.ndarray, task: str, n_classes: int | None = None
     (`alkit strategies --scorer NAME`)."""
     X = pool_array(X_pool_n_f)
     seed = check_seed(seed)
-    if not isinstance(embedding, bool):  # 'yes' was taken as True
+    if not isinstance(embedding, (bool, np.bool_)):  # 'yes' was taken as True
         raise ValueError(f"embedding must be True or False, got {embedding!r}")
     if isinstance(image_shape, str):  # '13,1' was read character by character
         raise ValueError(f"image_shape must be a tuple of integers, (H, W) or (C, H, W), got the text {image_shape!r}")

@@ -277,3 +277,7 @@ def test_a_long_curve_name_is_wrapped_in_the_legend() -> None:
     assert "".join(line for line in lines).replace(" (1 seed)", "") == name
     assert legend_label("epistemic", "3 seeds") == "epistemic (3 seeds)"
     assert legend_label("x" * 200, "2 seeds").count("\n") == 2 and "…" in legend_label("x" * 200, "2 seeds")
+    # wide (CJK) characters count two columns, and a cut keeps the name's end (two names were one entry)
+    cjk = legend_label("能動学習の実験で幅十六の多層パーセプトロンを使った長い名前の実験記録その一番目のテスト", "1 seed")
+    assert all(len(line) <= 20 for line in cjk.split("\n")[:-1])
+    assert legend_label("x" * 125 + "A", "2 seeds") != legend_label("x" * 125 + "B", "2 seeds")

@@ -517,3 +517,13 @@ def test_a_dataframes_columns_are_checked_by_name() -> None:
     assert (query(learner, X, 5, labeled=np.arange(20)) == query(learner, X.to_numpy(), 5, labeled=np.arange(20))).all()
     with pytest.raises(ValueError, match=r"X_pool_n_f must hold numbers only: columns \['kind'\] are not numeric"):
         pool_learner(X.assign(kind="a"), "classification", n_classes=3)  # 'could not convert string to float'
+    gappy = X.copy()
+    gappy["sepal length (cm)"] = gappy["sepal length (cm)"].round().astype("Int64")
+    gappy.loc[3, "sepal length (cm)"] = None  # a nullable column's NA: missing, not 'not numeric'
+    with pytest.raises(ValueError, match=r"X_pool_n_f holds missing values \(NA\)"):
+        pool_learner(gappy, "classification", n_classes=3)
+    nan = X.copy()
+    nan.loc[5, "petal width (cm)"] = np.nan
+    with pytest.raises(ValueError, match=r"X_pool_n_f holds NaN or inf \(columns 'petal width \(cm\)'\)"):
+        pool_learner(nan, "classification", n_classes=3)
+    assert pool_learner(X, "classification", n_classes=3, embedding=np.False_) is not None

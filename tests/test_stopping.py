@@ -282,6 +282,11 @@ def test_a_hand_built_history_is_checked_field_by_field() -> None:
         History.of([], 10, 300, "acc")
     with pytest.raises(ValueError, match="batch_size and budget must be whole numbers of at least 1"):
         History.of([], 0, 300, "accuracy")
+    with pytest.raises(ValueError, match="batch_size and budget must be whole numbers of at least 1"):
+        History.of([], True, 300, "accuracy")  # a bool is no batch size
+    assert History.of([], np.int64(10), np.int32(300), "accuracy").batch_size == 10  # NumPy integers are
+    with pytest.raises(ValueError, match="cycle 0: accuracy is NaN"):  # it said 'a percentage?'
+        History.of([(20, {"accuracy": float("nan")}, {})], 10, 300, "accuracy")
     with pytest.raises(ValueError, match="cycle 1: each cycle is a triple"):
         History.of([(20, {}, {}), (30, {})], 10, 300, "accuracy")
     same = np.arange(40) % 3

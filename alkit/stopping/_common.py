@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from alkit.checks import is_whole_number
 from alkit.choices import HIGHER_IS_BETTER, METRIC_RANGE, METRICS
 
 
@@ -46,7 +47,7 @@ class History:
         known = {m for ms in METRICS.values() for m in ms}
         if metric not in known:
             raise ValueError(f"metric {metric!r} is no metric alkit records; one of {', '.join(sorted(known))}")
-        if not isinstance(batch_size, int) or batch_size < 1 or not isinstance(budget, int) or budget < 1:
+        if not is_whole_number(batch_size) or batch_size < 1 or not is_whole_number(budget) or budget < 1:
             raise ValueError(f"batch_size and budget must be whole numbers of at least 1, got {batch_size!r}, {budget!r}")
         low, high = METRIC_RANGE.get(metric, (-math.inf, math.inf))
         out: list[tuple[int, dict[str, float], dict[str, Any]]] = []
@@ -54,6 +55,8 @@ class History:
             if not isinstance(c, (tuple, list)) or len(c) != 3 or not isinstance(c[1], dict) or not isinstance(c[2], dict):
                 raise ValueError(f"cycle {i}: each cycle is a triple (labels, test metrics dict, signals dict)")
             value = c[1].get(metric)
+            if value is not None and math.isnan(float(value)):
+                raise ValueError(f"cycle {i}: {metric} is NaN: leave it out of a cycle that has no value")
             if value is not None and not low <= float(value) <= high:
                 raise ValueError(f"cycle {i}: {metric} {value!r} lies outside [{low:g}, {high:g}] (a percentage? give "
                                  "a fraction)")
@@ -61,7 +64,8 @@ class History:
             if signals.get("stop_preds") is not None:  # an array or tensor of the stop set's predicted classes
                 signals["stop_preds"] = np.asarray(signals["stop_preds"]).reshape(-1).tolist()
             out.append((int(c[0]), dict(c[1]), signals))
-        return cls([c[0] for c in out], [c[1] for c in out], [c[2] for c in out], batch_size, budget, metric, waits)
+        return cls([c[0] for c in out], [c[1] for c in out], [c[2] for c in out], int(batch_size), int(budget), metric,
+                   waits)
 
 
 SIGNAL_GRACE = 3  # cycles a rule waits for its signal before a history without any is refused
