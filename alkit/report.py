@@ -178,6 +178,9 @@ def capacity_text(capacity: dict[str, Any], latest_n: int | None = None) -> str:
     n = int(capacity["n_labels"])
     nxt = math.ceil(n * CV_GROWTH)
     again = ("kept from here on" if n * CV_GROWTH > CV_MAX_N  # 'chosen again at 40' read as past for a run at 30
-             else f"kept by the later fits, to {latest_n} labels" if latest_n is not None and latest_n >= nxt
+             # past the next choice point, what the later fits did is not on record (a regression head is chosen
+             # only while the labels show a point mass): said as such, not as 'kept' (a black-box check)
+             else f"no later choice on record; the latest fit at {latest_n} labels" if latest_n is not None
+             and latest_n >= nxt
              else f"next chosen at {nxt} labels")
     return f"{', '.join(parts) or 'the defaults'}, chosen at {n} labels ({again})"

@@ -136,10 +136,11 @@ def test_a_std_is_shown_at_its_means_precision() -> None:
 
 def test_the_capacity_line_promises_no_choice_the_run_has_passed() -> None:
     """`status --wide` read 'gaussian head, chosen at 20 labels (next chosen at 40 labels)' for a run at 60 labels
-    whose later fits kept that choice (a black-box check)."""
+    (a black-box check); 'kept by the later fits' was no better where those fits used the default head."""
     from alkit.report import capacity_text
 
     choice = {"head": "gaussian", "n_labels": 20}
     assert capacity_text(choice, 30) == "gaussian head, chosen at 20 labels (next chosen at 40 labels)"
-    assert capacity_text(choice, 60) == "gaussian head, chosen at 20 labels (kept by the later fits, to 60 labels)"
+    assert capacity_text(choice, 60) == ("gaussian head, chosen at 20 labels (no later choice on record; the latest "
+                                         "fit at 60 labels)")
     assert capacity_text(choice) == "gaussian head, chosen at 20 labels (next chosen at 40 labels)"
