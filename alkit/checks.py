@@ -1,9 +1,11 @@
 """Value checks shared by the command line, the loop, the strategies and the library, in a module
-with no imports beyond the standard library so that any of them can use it without loading torch."""
+with no imports beyond the standard library and alkit.choices, so that any of them can use it without loading torch."""
 
 from __future__ import annotations
 
 import numbers
+
+from alkit.choices import SEED_MAX  # choices imports nothing: still no torch here
 
 
 def is_whole_number(value: object) -> bool:
@@ -63,10 +65,7 @@ def image_dims(shape: tuple[int, ...] | list[int], n_features: int, option: str 
     return dims
 
 
-SEED_LIMIT = 2**31 - 1  # choices.SEED_MAX (the store's seed column), here for the library's checks
-
-
-def check_seed(seed: object, name: str = "seed", limit: int = SEED_LIMIT) -> int:
+def check_seed(seed: object, name: str = "seed", limit: int = SEED_MAX) -> int:
     """A seed as a whole number in 0 .. ``limit`` (a run's: 2^31 - 1; a fit's: numpy's 2^32 - 1, as the loop
     derives them), else a ValueError naming ``name``: numpy's and torch's own words ('expected non-negative
     integer', 'int() argument must be ...') named neither the argument nor the range (a black-box check)."""
