@@ -834,6 +834,12 @@ def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
     assert out.filter(pl.col("id") == "p31")["age"].to_list() == ["0.9167"]
     again = pl.read_csv(export_queue(project, tmp_path / "q2.csv", include=["id", "note"]).path, infer_schema=False)
     assert again.columns[:2] == ["id", "note"] and again.columns.count("id") == 1  # naming the id is no error
+    # the order named, a feature column before a payload column too (they were written payload first)
+    for fmt in ("csv", "parquet"):
+        mixed = export_queue(project, tmp_path / f"q3.{fmt}", include=["fare", "note", "age"]).path
+        cols = (pl.read_csv(mixed, infer_schema=False) if fmt == "csv" else pl.read_parquet(mixed)).columns
+        assert cols[:4] == ["id", "fare", "note", "age"], cols
+        assert pl.read_parquet(mixed).schema["fare"] == pl.Float64 if fmt == "parquet" else True
     for bad in ("sex=f", "age=missing", "nope"):
         with pytest.raises(QueueError, match=f"--include: unknown columns {re.escape(bad)}; payload columns: sex, note; "
                                              "feature columns: age, fare"):

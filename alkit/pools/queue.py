@@ -213,7 +213,8 @@ def default_queue_path(project: Project, fmt: str = "csv", cycle: int | None = N
 
 def _payload_columns(project: Project, include: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """(payload columns, numeric feature columns) to export: every payload column by default;
-    with ``include``, those named, which may also be feature columns (numbers the labelers see)."""
+    with ``include``, those named, which may also be feature columns (numbers the labelers see), each list
+    in the order named (``_data_cells`` writes them in that order too)."""
     # a project made before the payload key was _alkit_key: a data column named 'key' was overwritten by the row
     # keys at init (its values are lost), and is not exported as if it were the data's
     lost = {payload_key(project.payload_path)} - {PAYLOAD_KEY}
@@ -438,18 +439,22 @@ def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: 
 
 
 def _data_cells(project: Project, store: Store, keys: list[int], cols: list[str], feats: list[str],
-                reserved: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                reserved: Sequence[str], order: Sequence[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each item's payload and feature cells under the names they are written by (``written_names``),
-    in ``keys``' order, and those columns' types."""
+    in ``keys``' order, and those columns' types; the columns in ``order`` (--include's), else payload
+    columns first."""
     key = payload_key(project.payload_path)
     payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
                .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
     by_key = {row[key]: row for row in payload.to_dicts()}
     values = _feature_values(project, store, keys, feats)
     name = written_names([*cols, *feats], reserved)
-    cells = [{**{name[c]: by_key.get(k, {}).get(c) for c in cols}, **{name[c]: values[c][i] for c in feats}}
+    # in the order --include named them (feature columns were written after every payload column whatever
+    # the order given: a black-box check)
+    shown = [*cols, *feats] if order is None else [c for c in order if c in name]
+    cells = [{name[c]: values[c][i] if c in values else by_key.get(k, {}).get(c) for c in shown}
              for i, k in enumerate(keys)]
-    return cells, {**{name[c]: payload.schema[c] for c in cols}, **{name[c]: pl.Float64 for c in feats}}
+    return cells, {name[c]: pl.Float64 if c in values else payload.schema[c] for c in shown}
 
 
 def export_queue(
@@ -466,14 +471,14 @@ def export_queue(
     that would run as spreadsheet formulas get a leading ' (``escape_formulas=False``: raw).
     ``fmt`` None: the format ``out``'s suffix names (csv without ``out``); see labelfiles.export_format.
     ``include``: the payload columns to write (default: all), which may also name numeric feature
-    columns (``ProjectConfig.data_feature_cols``), written after them."""
+    columns (``ProjectConfig.data_feature_cols``), written in the order named."""
     fmt = _check_out(project, out, fmt, "queue")
     store = store or Store(project.store_url)
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
     path = Path(out) if out is not None else _through_link(
         project, default_queue_path(project, fmt, max((q.cycle for q in items), default=None)), "queue")
-    cells, types = _data_cells(project, store, [q.key for q in items], cols, feats, RESERVED)
+    cells, types = _data_cells(project, store, [q.key for q in items], cols, feats, RESERVED, include)
     records = []
     for q, data in zip(items, cells):
         records.append({"id": q.item_id, **data, "label": None, "skip": None,
@@ -569,7 +574,7 @@ def export_labels(
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store, history)
     path = Path(out) if out is not None else _through_link(project, default_labels_path(project, fmt), "labels")
-    cells, types = _data_cells(project, store, [c.key for c in given], cols, feats, LABELS_COLS)
+    cells, types = _data_cells(project, store, [c.key for c in given], cols, feats, LABELS_COLS, include)
     records = []
     # a regression project's labels as numbers (text in a Parquet or JSON Lines file to train on elsewhere; a
     # black-box check); stored as repr(float), so they read back as they are
