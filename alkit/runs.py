@@ -18,7 +18,7 @@ from alkit.checks import is_whole_number
 from alkit.choices import SEED_MAX
 from alkit.config import Project, ProjectConfig
 from alkit.engines import ENGINES
-from alkit.engines.candidates import POOL_CANDIDATES
+from alkit.engines.candidates import POOL_CANDIDATES, candidate_count
 from alkit.models.backbone import InputSpec
 from alkit.models.train import TrainConfig, resolved_lr_decay, resolved_min_steps
 from alkit.pools.store import RunSpec, as_json
@@ -177,6 +177,27 @@ def _default_settings_curve(preset: Any, cfg: ProjectConfig, selector: str, batc
     acquisition, _ = resolve_acquisition(preset.name, None, preset.default_scorer, cfg.task, selector, False)
     return settings_curve(preset.name, preset.default_scorer, acquisition, preset.initial_selector, {}, {}, cfg.task,
                           cfg.input_kind, batch_size=batch_size)
+
+
+def selection_text(candidates: int | None, stratify_by: str | None) -> str:
+    """The settings of the picks that no run name holds, as they follow a curve's settings in messages:
+    " --candidates 60 --stratify-by region" ("" at the defaults: candidates None)."""
+    return (f" --candidates {candidates}" if candidates is not None else "") + (
+        f" --stratify-by {stratify_by}" if stratify_by else "")
+
+
+def _recorded_picks(run: Any, task: str) -> str:
+    """``selection_text`` of a recorded run (a store row); --candidates at its default as unset (runs before
+    c109187 recorded a --candidates given at the default value as that number)."""
+    config = run.config or {}
+    candidates = config.get("candidates")
+    try:
+        source = get_selector(get_preset(run.strategy).selector_for(task, run.batch_size)).candidate_source
+        if candidates == candidate_count(source, run.batch_size, None):
+            candidates = None
+    except (KeyError, ValueError):  # a strategy this alkit no longer has
+        pass
+    return selection_text(candidates, config.get("stratify_by"))
 
 
 def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> str:
@@ -610,8 +631,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError("--ray-address is the Ray cluster of --engine ray: add --engine ray, or drop it")
     if req.engine not in ENGINES:
         raise LoopError(f"--engine must be one of {', '.join(ENGINES)}, not {req.engine!r}")
-    from alkit.engines.candidates import candidate_count
-
     # --candidates at its default is the default run's setting, not another (it was refused as "None, not 200")
     default_m = candidate_count(get_selector(selector).candidate_source, req.batch_size, None)
     candidates = None if req.candidates == default_m else req.candidates
@@ -624,11 +643,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         # as recorded: the acquisition and first-batch selector resolved, the options less their defaults)
         from alkit.presets import PRESETS
 
+        # --candidates and --stratify-by are no part of a name: an unnamed --candidates 60 run on a new seed was
+        # averaged into the default runs' curve (a review of the curve check)
+        picks = selection_text(candidates, req.stratify_by)
         mine = settings_curve(req.strategy, scorer, acquisition, initial_selector, req.learner_options,
-                              req.train, cfg.task, cfg.input_kind, initial=req.initial, batch_size=req.batch_size)
+                              req.train, cfg.task, cfg.input_kind, initial=req.initial, batch_size=req.batch_size) + picks
         mixed = sorted({f"{r.strategy}/{r.scorer} at {theirs}"
                         for r in runs if (r.config or {}).get("curve") == ident.curve
-                        and (theirs := run_settings_curve(r, cfg.task, cfg.input_kind)) != mine})
+                        and (theirs := run_settings_curve(r, cfg.task, cfg.input_kind) + _recorded_picks(r, cfg.task))
+                        != mine})
         # the preset's own curve: only runs of its default settings (a margin run named epistemic-b10-s2 was
         # averaged into the preset's curve; a black-box check)
         preset_curve = bool(req.name) and ident.curve in PRESETS and (

@@ -544,6 +544,18 @@ def test_a_named_run_keeps_off_another_strategys_curve(tmp_path: Path) -> None:
     out = invoke("run", "--strategy", "random", "--budget", "20", "--seed", "7", "--initial", "20", "--name",
                  "random-b10-s7", "-p", root)
     assert out.exit_code == 2 and "would draw this run (random-i20)" in out.text, out.text
+    # --candidates and --stratify-by are in no name: an unnamed run of either on a new seed joined the default
+    # runs' curve (a review)
+    assert invoke("run", "--strategy", "epistemic", "--budget", "10", "--seed", "8", "-p", root).exit_code == 0
+    for extra, shown in ((["--candidates", "60"], "epistemic --candidates 60"),
+                         (["--stratify-by", "batch"], "epistemic --stratify-by batch")):
+        out = invoke("run", "--strategy", "epistemic", "--budget", "10", "--seed", "9", *extra, "-p", root)
+        assert out.exit_code == 2 and (f"its name 'epistemic-b10-s9' would draw this run ({shown}) on the learning "
+                                       "curve of runs of epistemic/vbll at epistemic") in out.text, out.text
+    assert invoke("run", "--strategy", "epistemic", "--budget", "10", "--seed", "9", "--candidates", "60",
+                  "--name", "epistemic-m60-b10-s9", "-p", root).exit_code == 0
+    assert invoke("run", "--strategy", "epistemic", "--budget", "10", "--seed", "10", "--candidates", "200",
+                  "-p", root).exit_code == 0  # the default value is the default run's setting
 
 
 def test_label_studio_two_answers_of_one_control_in_one_annotation_are_refused(tmp_path: Path) -> None:
