@@ -110,6 +110,23 @@ def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([abs(int(p)) for p in parts]).generate_state(1)[0])
 
 
+def _fit(learner: Learner, X_n_f: np.ndarray, y_n: np.ndarray, seed: int, spec: RunSpec) -> Any:
+    """``learner.fit``, a linear-algebra failure (a posterior covariance that is not positive definite: an
+    option at an extreme value) said in one line naming the run's options, not a traceback (a black-box check)."""
+    import torch
+
+    try:
+        return learner.fit(X_n_f, y_n, seed=seed)
+    except (torch.linalg.LinAlgError, RuntimeError) as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if not isinstance(exc, torch.linalg.LinAlgError) and "positive definite" not in text and "singular" not in text:
+            raise
+        options = spec.options.get("learner") or {}
+        shown = " ".join(f"-o {k}={v}" for k, v in sorted(options.items()))
+        raise LoopError(f"the {spec.scorer} fit on {len(y_n)} labels failed ({text[:160]})"
+                        + (f"; with {shown}: try the defaults, or less extreme values" if shown else "")) from None
+
+
 def _for_metrics(learner: Learner, pred: Prediction, task: str) -> Prediction:
     """A Prediction the test metrics can read, else a LoopError naming what it lacks: a learner of the user's
     own handing over log-probabilities got 'nll 27.6' every cycle and a complete run, and a regression one
@@ -414,7 +431,7 @@ class ActiveLoop:
                 # the capacity an earlier cycle chose (models/capacity.py); fixed-mode fits read nothing
                 learner.capacity_hint = self._capacity_hint(run_id)
             X_lab = self.features.take(keys_lab)
-            fit_report = learner.fit(X_lab, y_lab, seed=_seed(spec.seed, cycle, 1)) or {}
+            fit_report = _fit(learner, X_lab, y_lab, _seed(spec.seed, cycle, 1), spec) or {}
             fit_s = time.perf_counter() - t0
             self.chunk_rows = chunk_rows_for(learner, X_lab[:CHUNK_PROBE])
             result_metrics = self._evaluate(learner)
@@ -593,7 +610,7 @@ class ActiveLoop:
             if not self._trainable(plan, y_lab[tr]):
                 return {}
             learner = plan.make_learner(self.input_spec())
-            learner.fit(X_lab[tr], y_lab[tr], seed=_seed(seed, fold))
+            _fit(learner, X_lab[tr], y_lab[tr], _seed(seed, fold), plan.spec)
             pred = learner.predict(X_lab[va])
             if classification:
                 hits += metrics.accuracy(pred.probs_n_C.numpy(), y_lab[va]) * len(va)

@@ -354,3 +354,27 @@ def test_output_fisher_covariance_equals_the_label_weighted_autograd_norms():
         task = bad.pop("task", "classification")
         with pytest.raises(ValueError, match="output_cov=fisher is for"):
             G.GradNormLearner(task, 3 if task == "classification" else None, output_cov="fisher", **bad)
+
+
+def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters():
+    """`-o layers=0.nothere` was refused only after the run's first batch was spent, naming neither the option
+    nor what there is, and a list with one wrong prefix beside a right one dropped it (a black-box check).
+    BACKBONE_PARTS, the names checked up front, are those alkit's flat and image networks train."""
+    from sklearn.datasets import load_digits
+
+    from alkit.query import pool_learner
+
+    with pytest.raises(ValueError, match=r"layers: '0\.nothere' names no layer: the backbone's are 0\.stem"):
+        G.GradNormLearner("classification", 10, layers="0.nothere")
+    with pytest.raises(ValueError, match=r"layers: '1\.bias\.x' names no layer"):
+        G.GradNormLearner("classification", 10, layers=["1", "1.bias.x"])
+    X, y = load_digits(return_X_y=True)
+    seen = set()
+    for shape, depth in ((None, 1), (None, 2), ((8, 8), None)):
+        learner = pool_learner(X, "classification", n_classes=10, scorer="gradnorm", image_shape=shape,
+                               layers="all", **({} if depth is None else {"depth": depth}))
+        learner.fit(X[:40], y[:40], seed=0)
+        seen |= {n.split(".")[1] for n, _ in learner.scorer.model.named_parameters() if n.startswith("0.")}
+        with pytest.raises(ValueError, match=r"layers: no parameters under '0\.blocks\.7' in this network; its layers: 0\."):
+            G._select(learner.scorer.model, ["1", "0.blocks.7"])
+    assert seen == set(G.BACKBONE_PARTS)

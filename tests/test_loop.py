@@ -49,6 +49,32 @@ def test_random_run_to_budget(digits_project: Path) -> None:
     assert len(loop.store.cycles(run.id)) == 5
 
 
+def test_a_fit_that_fails_in_linear_algebra_is_one_line_naming_the_options(digits_project: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A posterior covariance that is not positive definite (an option at an extreme value) was a traceback; it
+    is one line naming the scorer, the labels and the run's options.  Other errors of a fit go on as they are."""
+    import torch
+
+    from alkit.learners.vbll import VBLLLearner
+
+    def broken(self, X, y, *, seed):  # what torch raises for a singular covariance
+        raise torch.linalg.LinAlgError("linalg.cholesky: The factorization could not be completed because the input "
+                                       "is not positive-definite (the leading minor of order 11 is not positive).")
+
+    monkeypatch.setattr(VBLLLearner, "fit", broken)
+    loop = ActiveLoop(load_project(digits_project))
+    with pytest.raises(LoopError, match=r"^the vbll fit on 10 labels failed \(linalg.cholesky: .*\); with -o "
+                                        r"width=32: try the defaults, or less extreme values$"):
+        loop.run(_req(strategy="epistemic", learner_options={"width": 32}))
+
+    def other(self, X, y, *, seed):
+        raise RuntimeError("some other failure")
+
+    monkeypatch.setattr(VBLLLearner, "fit", other)
+    with pytest.raises(RuntimeError, match="some other failure"):
+        ActiveLoop(load_project(digits_project)).run(_req(strategy="epistemic", seed=1))
+
+
 def test_resume_between_cycles_and_extend(digits_project: Path) -> None:
     loop = ActiveLoop(load_project(digits_project))
     loop.run(_req(max_cycles=2))
@@ -171,8 +197,21 @@ def test_curves_split_by_batch_and_first_batch_sizes(digits_project: Path) -> No
         (dict(strategy="epistemic", learner_options={"width": 0}), "width must be at least 1, got 0"),
         (dict(learner_options={"dropout": 1.5}), r"dropout must be in \[0, 1\), got 1.5"),
         (dict(strategy="epistemic", learner_options={"dropout": -0.1}), r"dropout must be in \[0, 1\), got -0.1"),
-        (dict(strategy="epistemic", learner_options={"prior_scale": 0.0}), "prior_scale must be positive, got 0.0"),
-        (dict(strategy="epistemic", learner_options={"kl_weight": -1.0}), "kl_weight must be >= 0, got -1.0"),
+        (dict(strategy="epistemic", learner_options={"prior_scale": 0.0}), "prior_scale must be positive and at most 1e"),
+        (dict(strategy="epistemic", learner_options={"kl_weight": -1.0}), "kl_weight must be positive"),
+        # values that passed the checks and failed the first fit with a traceback, its batch spent (a black-box check)
+        (dict(strategy="epistemic", learner_options={"kl_weight": 0.0}), r"kl_weight must be positive \(0 leaves"),
+        (dict(strategy="epistemic", learner_options={"reg_weight": 0.0}), "reg_weight must be positive"),
+        (dict(strategy="epistemic", learner_options={"prior_scale": 1e30}), "a prior this wide is no prior"),
+        (dict(strategy="topk", scorer="csd", learner_options={"csd.ridge": 0.0}), "csd.ridge must be positive, got 0.0"),
+        (dict(strategy="topk", scorer="csd", learner_options={"csd.ridge": -1.0}), "csd.ridge must be positive"),
+        (dict(strategy="topk", scorer="csd", learner_options={"csd.solver": "distilled", "csd.batch_x": 0}),
+         "csd.batch_x must be at least 1, got 0"),
+        (dict(strategy="topk", scorer="csd", learner_options={"csd.solver": "distilled", "csd.lr": 0.0}),
+         "csd.lr must be positive"),
+        (dict(strategy="topk", scorer="csd", learner_options={"csd.solver": "distilled", "csd.noise_scale": -1.0}),
+         "csd.noise_scale must be >= 0"),
+        (dict(strategy="topk", scorer="gradnorm", learner_options={"layers": "0.nothere"}), "'0.nothere' names no layer"),
         (dict(strategy="topk", scorer="laplace", learner_options={"prior_precision": -1.0}), "prior_precision must be positive"),
         (dict(strategy="topk", scorer="gradnorm", learner_options={"layers": "nope"}), "layers must be 'last', 'all' or name prefixes"),
         (dict(strategy="topk", scorer="sve", learner_options={"depth": -1}), "SVE scales the singular values"),

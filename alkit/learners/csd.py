@@ -187,6 +187,24 @@ class CSDConfig:
     # fitting error dominates the small difference Theta(x,x) - g(x,x): benchmarks/results/csd_fidelity.md)
     solver: Solver = "closed"
 
+    def __post_init__(self) -> None:
+        # a ridge of 0 failed the first fit's Cholesky with a traceback; lr=0 or batch_x=0 trained nothing without
+        # a word (a black-box check).  steps=0 is g = 0, the prior variance (tests/test_csd.py); n_noise=0 no noise
+        for name in ("batch_x", "batch_c", "hidden"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"csd.{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("steps", "n_noise"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"csd.{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("lr", "ridge"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"csd.{name} must be positive, got {getattr(self, name)}"
+                                 + (" (csd.steps=0 leaves g untrained)" if name == "lr" else ""))
+        if not self.noise_scale >= 0:
+            raise ValueError(f"csd.noise_scale must be >= 0, got {self.noise_scale}")
+        if self.seed < 0:
+            raise ValueError(f"csd.seed must be >= 0, got {self.seed}")
+
 
 class CSDScorer:
     """Fitted CSD variance for one trained module (see the module docstring)."""

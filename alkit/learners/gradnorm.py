@@ -163,17 +163,22 @@ def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
     return feature_sq(h_n_d, bias=bias, metric=metric)
 
 
+BACKBONE_PARTS = ("stem", "blocks", "mlp")  # the children of alkit's backbones that hold trained parameters
+
+
 def _select(model: nn.Module, layers: str | Sequence[str]) -> dict[str, torch.Tensor]:
     """Parameters whose name is, or starts with '<prefix>.', one of ``layers`` ('all' = every one)."""
     named = dict(model.named_parameters())
     if layers == "all":
         return {k: v.detach() for k, v in named.items()}
     prefixes = [layers] if isinstance(layers, str) else list(layers)
-    chosen = {k: v.detach() for k, v in named.items()
-              if any(k == q or k.startswith(q + ".") for q in prefixes)}
-    if not chosen:
-        raise ValueError(f"no parameters match {prefixes}")
-    return chosen
+    # every prefix must name some: one that named none was dropped while another matched, and the message
+    # named neither the option nor what there is (a black-box check)
+    unmatched = [q for q in prefixes if not any(k == q or k.startswith(q + ".") for k in named)]
+    if unmatched:
+        there = sorted({k.rsplit(".", 1)[0] for k in named})
+        raise ValueError(f"layers: no parameters under {unmatched[0]!r} in this network; its layers: {', '.join(there)}")
+    return {k: v.detach() for k, v in named.items() if any(k == q or k.startswith(q + ".") for q in prefixes)}
 
 
 def per_example_gradnorm_sq(
@@ -443,6 +448,13 @@ class GradNormLearner(PostHocLearner):
         if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
             raise ValueError(f"layers must be 'last', 'all' or name prefixes of the (backbone, head) network, "
                              f"'0' or '0.<name>' for the backbone and '1' for the head, got {layers!r}")
+        parts = [str(q).split(".") for q in prefixes] if layers not in ("last", "all") else []
+        wrong = [".".join(q) for q in parts if (q[0] == "0" and len(q) > 1 and q[1] not in BACKBONE_PARTS)
+                 or (q[0] == "1" and len(q) > 1 and q[1:] not in (["weight"], ["bias"]))]
+        if wrong:  # refused before a run starts (a name no network has was refused after its first batch)
+            raise ValueError(f"layers: {wrong[0]!r} names no layer: the backbone's are 0.{', 0.'.join(BACKBONE_PARTS)} "
+                             "(which of them has parameters depends on the input: 0.stem and 0.blocks on flat "
+                             "features, 0.mlp on images), the head's 1")
         self.layers = layers
 
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:

@@ -62,6 +62,7 @@ PRIOR_CHOICE_HEADS: tuple[str, ...] = ("quantile", "hetero")
 # image development sets, four user-style networks, 20-300 labels, fresh seeds 3-5: accuracy +0.037, NLL 1.52 ->
 # 1.33, no network worse (the example's CNN +0.08 / +0.11); the plain MLP learner gained nothing and keeps 0.
 MODULE_NORM = 2.5
+PRIOR_SCALE_MAX = 1e12  # beyond ~1e15 the float32 refit's Cholesky failed (wine, 10-100 labels); 1e12 is no prior already
 
 
 def _default_feature_map() -> FeatureMap:
@@ -261,11 +262,15 @@ class VBLLLearner:
         self.train_cov: Cov = train_cov if refit else cov
         if posterior_temperature <= 0:
             raise ValueError(f"posterior_temperature must be positive, got {posterior_temperature}")
-        if prior_scale is not None and not prior_scale > 0:
-            raise ValueError(f"prior_scale must be positive, got {prior_scale}")
+        if prior_scale is not None and not 0 < prior_scale <= PRIOR_SCALE_MAX:
+            raise ValueError(f"prior_scale must be positive and at most {PRIOR_SCALE_MAX:g}, got {prior_scale}"
+                             + (" (a prior this wide is no prior: the posterior covariance is singular at small N)"
+                                if prior_scale > 0 else ""))
         for name, value in (("kl_weight", kl_weight), ("reg_weight", reg_weight)):
-            if value is not None and not value >= 0:
-                raise ValueError(f"{name} must be >= 0, got {value}")
+            # 0 drops the prior from the refit: the covariance was singular and the first fit a traceback
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive (0 leaves the posterior covariance without its prior "
+                                 f"term), got {value}")
         self.class_bias, self.kl_weight, self.posterior_temperature = class_bias, kl_weight, posterior_temperature
         if backbone_options.get("feature_map") is None:
             backbone_options["feature_map"] = _default_feature_map()
