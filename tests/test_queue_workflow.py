@@ -1008,6 +1008,18 @@ def test_a_teams_lifecycle_checks_of_2026_12_06(tmp_path: Path) -> None:
     assert (res.skipped, res.labeled) == (1, 1)
     with pytest.raises(QueueError, match="label files use that label to skip an item"):
         import_labels(project, first, add_classes=["__Skip__"])
+    # a number in another spelling of a class ('3.0' beside '3') split one class in two, and a missing-label
+    # token ('N/A') was added while its own answer was read as no label (a black-box check); nothing is written
+    before = snapshot(project)
+    cls = project.config.classes[1]
+    for names, said in (([f"{cls}.0"], rf"already a class of the project: '{cls}\.0' \(the number of the class '{cls}'"),
+                        ([f"0{cls}"], rf"'0{cls}' \(the number of the class '{cls}'"),
+                        (["40", "40.0"], r"--add-class '40' and '40\.0' are one number"),
+                        (["N/A"], r"--add-class 'N/A': an answer 'N/A' is read as no label"),
+                        (["nan"], r"--add-class 'nan': an answer 'nan' is read as no label")):
+        with pytest.raises(QueueError, match=said):
+            import_labels(project, first, add_classes=names)
+        assert snapshot(project) == before
     # the project's own data file is no place for the labels (it was set aside as 'answers', the labels in its place)
     source = Path(project.config.source)
     kept = source.read_bytes()

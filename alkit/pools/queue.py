@@ -930,6 +930,11 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
     return out
 
 
+def _class_number(name: str) -> float | None:
+    """The number a class name or answer is read as (``canonical_label``'s rule: no underscores), else None."""
+    return None if "_" in name else _float_or_none(name)
+
+
 def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
     """The project with ``names`` appended to its classes, each checked: a classification project whose
     labels come from people, a name not empty, not a class already (in any case), not the skip label,
@@ -945,10 +950,28 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
         raise QueueError("--add-class holds an empty class name or a NUL character")
     if any(is_skip_label(n) for n in added):
         raise QueueError(f"--add-class {SKIP_LABEL!r}: label files use that label to skip an item")
+    missing = [n for n in added if n.lower() in MISSING_LABELS]
+    if missing:  # added, then its own answer (and every later one) read as no label (a black-box check)
+        raise QueueError(f"--add-class {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, NaN "
+                         "and null are, any case); name the class otherwise")
     known = {c.casefold(): c for c in cfg.classes}
     taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]
+    # a number in another spelling: '3.0' beside '3' split one class's answers in two, and every later '3.00' was
+    # refused as the number of several classes (a black-box check)
+    for n in added:
+        x = _class_number(n)
+        twin = next((k for k in cfg.classes if x is not None and _class_number(k) == x), None)
+        if twin is not None and n.casefold() not in known:
+            taken.append(f"{n!r} (the number of the class {twin!r}, which an answer {n!r} is filed under)")
     if taken:
         raise QueueError(f"--add-class: already a class of the project: {', '.join(taken)}")
+    numbers: dict[float, str] = {}
+    for n in added:  # '4.0' and '4' added together: two classes of one number
+        x = _class_number(n)
+        if x is not None and x in numbers:
+            raise QueueError(f"--add-class {numbers[x]!r} and {n!r} are one number: add one of them")
+        if x is not None:
+            numbers[x] = n
     folded: dict[str, str] = {}
     for n in added:  # 'new' and 'NEW' both added: every later 'New' was refused as two classes (a black-box check)
         if n.casefold() in folded:
