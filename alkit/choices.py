@@ -71,3 +71,14 @@ def is_skip_label(text: str | None) -> bool:
     """Whether a label cell is the skip token, in any case ('__SKIP__' was read as an unknown class, and
     the hint to add it made a class of the skip)."""
     return text is not None and text.strip().casefold() == SKIP_LABEL
+
+
+def class_number(name: str) -> float | None:
+    """The number a class name or an answer is read as (as ``queue import`` reads one: no underscores, which
+    float() would skip: 1_0 is no 10), else None."""
+    if "_" in name:
+        return None
+    try:
+        return float(name)
+    except ValueError:
+        return None

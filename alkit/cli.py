@@ -108,7 +108,8 @@ def init(
                                initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
                                cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
                                image_shape=parse_image_shape(image_shape) if image_shape is not None else None,
-                               classes=classes.split(",") if classes is not None else None)
+                               classes=_parse_csv(classes, "class") if classes is not None and classes.strip() else
+                               None if classes is None else [""])  # quoted names keep their commas, as --features
             notes: list[str] = []
             cfg = init_project(data, project, opts, notes)
             external = store is not None and not store.startswith("sqlite")
@@ -175,6 +176,20 @@ def init(
             console.print(f"hint: classes that differ only in case: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"
                           f"{' ...' if len(same) > 3 else ''}; if they are one class, spell them alike in the data file "
                           "and init again")
+        from alkit.choices import class_number
+
+        numbered: dict[float, list[str]] = {}
+        for c in cfg.classes:
+            x = class_number(c)
+            if x is not None:
+                numbered.setdefault(x, []).append(c)
+        twins = [v for v in numbered.values() if len(v) > 1]
+        if twins:  # '1', '1.0' and '01' were three classes without a word where a code with a leading zero was among
+            # them (a black-box check); an import of '1.00' is then refused as the number of several classes
+            console.print(f"hint: classes that are one number in other spellings: "
+                          f"{'; '.join(', '.join(map(repr, v)) for v in twins[:3])}{' ...' if len(twins) > 3 else ''} "
+                          "(a code with a leading zero keeps every spelling a class of its own); if they are one "
+                          f"class, spell them alike in {'--classes' if classes else 'the data file'} and init again")
         shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
         if shape is not None:
             h, w = shape

@@ -859,6 +859,18 @@ def test_a_team_starts_from_a_pool_no_one_has_labelled_with_declared_classes(tmp
     bad = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes", "0",
                  "--project", proj)
     assert bad.exit_code != 0 and "--classes needs at least 2 classes" in bad.text
+    for given, said in (("a,A,b", "--classes 'a' and 'A' differ only in case"),  # taken without a word (a check)
+                        ("1,1.0,2", "--classes '1' and '1.0' are one number"),
+                        ("1, +1.00e0 ,2", "--classes '1' and '+1.00e0' are one number")):
+        bad = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes", given,
+                     "--project", proj)
+        assert bad.exit_code == 2 and said in bad.text and not Path(proj).exists(), bad.text
+    quoted = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes",
+                    '"one, uno",two', "--project", str(tmp_path / "quoted"))  # was '"one', 'two', 'uno"' (a check)
+    assert quoted.exit_code == 0 and load_project(tmp_path / "quoted").config.classes == ["one, uno", "two"], quoted.text
+    codes = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes",
+                   "1,01,001", "--project", str(tmp_path / "codes"))  # codes: classes of their own, as documented
+    assert codes.exit_code == 0 and load_project(tmp_path / "codes").config.classes == ["001", "01", "1"], codes.text
     out = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes", "0, 1,2",
                  "--project", proj)
     assert out.exit_code == 0, out.text

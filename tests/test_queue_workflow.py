@@ -867,6 +867,12 @@ def test_labels_as_the_data_file_spells_them_and_classes_it_would_split(tmp_path
     assert {v[0] for i, v in shared_labels(project).items() if i in ids_q} == {"1", "other"}
     _, said = make("c", ["barolo", "Barolo", "grignolino"] * 4 + [None] * 48)
     assert "classes that differ only in case: 'Barolo', 'barolo'" in said
+    # a code with a leading zero among them kept '1' and '1.0' two classes without a word (a black-box check)
+    project, said = make("z", ["1", "1.0", "01", "2", "2.0"] * 2 + [None] * 50)
+    assert project is not None and project.config.classes == ["01", "1", "1.0", "2", "2.0"]
+    assert "hint: classes that are one number in other spellings: '01', '1', '1.0'; '2', '2.0'" in said, said
+    _, said = make("y", ["1", "01", "2"] * 4 + [None] * 48)
+    assert "hint: classes that are one number" in said  # codes: documented as classes, but said
     project, said = make("r", [12, 30, 45, 7, 22, 30] + [None] * 54)
     assert project is not None and "most of them seen only once, from 7 to 45 with gaps" in said
     assert "--task regression" in said

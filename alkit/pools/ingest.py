@@ -24,7 +24,7 @@ import numpy as np
 import polars as pl
 
 from alkit.checks import image_dims
-from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, is_skip_label
+from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_skip_label
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -829,6 +829,18 @@ def _declared_classes(values: list[str]) -> list[str]:
         raise InputError("--classes holds an empty class name")
     if len(out) < 2:
         raise InputError(f"--classes needs at least 2 classes, got {len(out)}")
+    # two names an answer cannot tell apart: 'a' and 'A' (an answer in another case), '1' and '1.0' (one number;
+    # codes with a leading zero, '01' beside '1', are classes of their own) were taken without a word (a black-box check)
+    seen: dict[Any, str] = {}
+    for c in out:
+        x = class_number(c)
+        for key in (("case", c.casefold()), ("number", x) if x is not None and not re.match(r"[+-]?0\d", c) else None):
+            if key is not None and key in seen:
+                how = "differ only in case" if key[0] == "case" else "are one number"
+                raise InputError(f"--classes {seen[key]!r} and {c!r} {how}: an answer could not tell them apart; "
+                                 "give one of them")
+            if key is not None:
+                seen[key] = c
     return out
 
 

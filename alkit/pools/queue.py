@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, is_skip_label
+from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number, is_skip_label
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
 from alkit.pools import labelfiles, leases
@@ -930,11 +930,6 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
     return out
 
 
-def _class_number(name: str) -> float | None:
-    """The number a class name or answer is read as (``canonical_label``'s rule: no underscores), else None."""
-    return None if "_" in name else _float_or_none(name)
-
-
 def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
     """The project with ``names`` appended to its classes, each checked: a classification project whose
     labels come from people, a name not empty, not a class already (in any case), not the skip label,
@@ -959,15 +954,15 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     # a number in another spelling: '3.0' beside '3' split one class's answers in two, and every later '3.00' was
     # refused as the number of several classes (a black-box check)
     for n in added:
-        x = _class_number(n)
-        twin = next((k for k in cfg.classes if x is not None and _class_number(k) == x), None)
+        x = class_number(n)
+        twin = next((k for k in cfg.classes if x is not None and class_number(k) == x), None)
         if twin is not None and n.casefold() not in known:
             taken.append(f"{n!r} (the number of the class {twin!r}, which an answer {n!r} is filed under)")
     if taken:
         raise QueueError(f"--add-class: already a class of the project: {', '.join(taken)}")
     numbers: dict[float, str] = {}
     for n in added:  # '4.0' and '4' added together: two classes of one number
-        x = _class_number(n)
+        x = class_number(n)
         if x is not None and x in numbers:
             raise QueueError(f"--add-class {numbers[x]!r} and {n!r} are one number: add one of them")
         if x is not None:
