@@ -1346,3 +1346,29 @@ def test_init_refuses_to_write_over_a_users_parquet_files(tmp_path: Path) -> Non
         with pytest.raises(InputError, match=f"{name} already exists and is not a project's"):
             init_project(data, root, InitOptions(id_col="id", label_col="label", hide_labels=True, progress=False))
         assert sorted(p.name for p in root.iterdir()) == [name] and (root / name).read_text() == "my own file"
+
+
+def test_a_class_with_no_test_item_is_named_at_init(tmp_path: Path) -> None:
+    """3 rare rows among 1,191 all stayed in the pool (the largest-remainder tie went to the other class) and
+    init said nothing, so accuracy measured the common class alone (a black-box check); the split is kept and the
+    class named.  A split with every class in it says nothing."""
+    from sklearn.datasets import load_digits
+
+    from alkit.pools.ingest import InitOptions, init_project
+
+    X, y = load_digits(return_X_y=True)
+    keep = np.r_[np.flatnonzero(y != 0)[:1188], np.flatnonzero(y == 0)[:3]]
+    df = pl.DataFrame({"id": np.arange(len(keep)), **{f"p{j}": X[keep, j] for j in range(8, 56)},
+                       "label": np.where(y[keep] == 0, "rare", "common")})
+    df.write_csv(tmp_path / "rare.csv")
+    notes: list[str] = []
+    init_project(tmp_path / "rare.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True),
+                 notes)
+    said = [n for n in notes if "no test item" in n]
+    assert said == ["note: no test item of the class 'rare' (3 rows): accuracy and the other test metrics will not "
+                    "measure it (a rare class the split left in the pool, or labelled rows given to the learner); "
+                    "mark test rows with --split-col, or raise --test-frac"], notes
+    notes = []
+    init_project(tmp_path / "rare.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True,
+                                                                   test_frac=0.5), notes)
+    assert not [n for n in notes if "no test item" in n], notes

@@ -1235,6 +1235,9 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
                                     text_numbers=source.path.suffix.lower() in (".csv", ".tsv", ".tab"))
         sp = _split(df, opts, test_frac, marked_test)
         pool_n = sp.split_n == "pool"
+        unmeasured = _classes_without_test_rows(sp)
+        if unmeasured and notes is not None:
+            notes.append(_unmeasured_note(unmeasured))
         if encoded:
             X, feature_names_, one_hot, imputed = extract_features(df, opts, data.resolve().parent, pool_n)
             n_features, constant_f = X.shape[1], None
@@ -1333,6 +1336,27 @@ class Split:
     classes: list[str]
     split_n: np.ndarray  # 'test' | 'pool'
     shared_n: np.ndarray
+
+
+def _classes_without_test_rows(sp: Split) -> list[tuple[str, int]]:
+    """(class, its labelled rows) of the classes with labelled rows but none in a non-empty test split: a rare
+    class the stratified split left all in the pool (3 of 1,191 rows), whose accuracy no metric then measures."""
+    if sp.task != "classification" or not (sp.split_n == "test").any():
+        return []
+    labels = sp.labels.to_numpy()
+    tested = set(labels[sp.split_n == "test"].tolist())
+    counts: dict[str, int] = {}
+    for v in labels[sp.labels.is_not_null().to_numpy()].tolist():
+        counts[v] = counts.get(v, 0) + 1
+    return [(c, counts[c]) for c in sp.classes if c in counts and c not in tested]
+
+
+def _unmeasured_note(unmeasured: list[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{c!r} ({k} row{'' if k == 1 else 's'})" for c, k in unmeasured[:5])
+    more = f" and {len(unmeasured) - 5} more" if len(unmeasured) > 5 else ""
+    return (f"note: no test item of the class{'es' if len(unmeasured) > 1 else ''} {shown}{more}: accuracy and the "
+            "other test metrics will not measure it (a rare class the split left in the pool, or labelled rows given "
+            "to the learner); mark test rows with --split-col, or raise --test-frac")
 
 
 def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: np.ndarray | None) -> Split:
