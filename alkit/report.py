@@ -103,6 +103,11 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "stopped": run.config.get("stopped") if run.status == "stopped" else None,
             # what watches the run, and the last stop on record (kept once a larger budget continued it)
             "stop_rules": list(run.config.get("stop") or []),
+            # the settings it was recorded with that a --name hides (only its name showed them; a black-box check)
+            "options": dict(run.config.get("learner") or {}),
+            "train": dict(run.config.get("train") or {}),
+            "candidates": run.config.get("candidates"),
+            "stratify_by": run.config.get("stratify_by"),
             "last_stop": run.config.get("stopped"),
             "forecast": _forecast(run, rows),
         })

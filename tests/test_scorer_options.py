@@ -103,6 +103,9 @@ def _refused_then_recorded(tmp_path: Path, digits_csv: Path, bad: list[str], mes
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
         (config,) = db.execute("select config from runs").fetchone()
+    (status,) = json.loads(alkit("status", "--json").stdout)  # status shows them too (a --name hides the name's)
+    assert (status["options"], status["train"]) == (json.loads(config)["learner"], json.loads(config)["train"])
+    assert (status["candidates"], status["stratify_by"]) == (None, None)
     scorer = ok[ok.index("--scorer") + 1] if "--scorer" in ok else "vbll"
     listing = subprocess.run([sys.executable, "-m", "alkit.cli", "strategies", "--scorer", scorer], capture_output=True,
                              text=True, env=_ENV, timeout=120).stdout
