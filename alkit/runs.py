@@ -208,6 +208,23 @@ def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> st
                           initial=getattr(run, "initial", None), batch_size=run.batch_size)
 
 
+def _refuse_unread_score_options(scorer: str, learner: dict[str, Any], acquisition: str, strategy: str) -> None:
+    """A LoopError for -o options that set only the scorer's epistemic score (its class's ``SCORE_OPTIONS``, names
+    or ``prefix.``) where the run's acquisition reads no epistemic score: laplace's epistemic=trace, mc_samples or
+    mi under the preset's decision-flip picked what the default run picked, as a run and a curve of its own (a
+    black-box check).  Runs recorded with them go on (checked for new runs only)."""
+    if acquisition not in ACQUISITIONS or "epistemic_n" in get_acquisition(acquisition).needs:
+        return
+    own = getattr(learner_class(scorer), "SCORE_OPTIONS", ())
+    unread = [k for k in learner if k in own or any(p.endswith(".") and k.startswith(p) for p in own)]
+    if unread:
+        shown = " ".join(f"-o {k}={value_text(learner[k])}" for k in unread)
+        raise LoopError(f"{shown} set{'s' if len(unread) == 1 else ''} {scorer}'s epistemic score, which the "
+                        f"acquisition {acquisition!r} (strategy {strategy!r}) does not read: the picks would be the "
+                        f"default run's; rank by it with --acquisition epistemic, or leave "
+                        f"{'it' if len(unread) == 1 else 'them'} out")
+
+
 def first_batch_refusal(initial: int | None, batch_size: int, budget: int) -> LoopError:
     """The refusal of a first batch (``--initial``, else ``--batch-size``) larger than the budget."""
     return LoopError(f"--initial {initial} is larger than --budget {budget}" if initial is not None else
@@ -232,13 +249,15 @@ def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any
     from alkit.scorer_options import declared, same_value
 
     cls = learner_class(scorer)
-    defaults = {k: o.default for k, o in declared(cls).items()}
+    declared_defaults = {k: o.default for k, o in declared(cls).items()}
+    defaults = dict(declared_defaults)
     if task is not None and hasattr(cls, "task_defaults"):
         defaults.update(cls.task_defaults(task, learner))
     fields = {k: f.default for k, f in TrainConfig.__dataclass_fields__.items()}
     if task is not None and input_kind is not None:
         fields["lr_decay"], fields["min_steps"] = resolved_lr_decay(task, input_kind), resolved_min_steps(task, input_kind)
-    return ({k: v for k, v in learner.items() if not (k in defaults and same_value(v, defaults[k]))},
+    return ({k: v for k, v in learner.items() if not (k in defaults and same_value(v, defaults[k]))
+             and not (k in declared_defaults and same_value(v, declared_defaults[k]))},
             {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k]))})
 
 
@@ -639,6 +658,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
+    if not any(r.name == ident.name for r in runs):
+        _refuse_unread_score_options(scorer, ident.learner, acquisition, req.strategy)
     if not any(r.name == ident.name for r in runs):  # a new run: on a curve of its own settings only (compared
         # as recorded: the acquisition and first-batch selector resolved, the options less their defaults)
         from alkit.presets import PRESETS

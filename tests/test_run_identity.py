@@ -68,9 +68,22 @@ def test_a_default_option_value_continues_the_default_run(digits_project: Path) 
                                    train={"steps": 100, "lr": 3e-3})).spec
     assert same.name == default.name == "epistemic-laplace-b10-s0"
     assert same.options["learner"] == {} and same.options["train"] == {}
-    other = loop.resolve(RunRequest(strategy="epistemic", scorer="laplace", budget=20,
+    other = loop.resolve(RunRequest(strategy="topk", scorer="laplace", budget=20,
                                     learner_options={"mc_samples": 32})).spec
-    assert other.name == "epistemic-laplace-mc_samples=32-b10-s0"
+    assert other.name == "topk-laplace-mc_samples=32-b10-s0"
+    # under the preset's decision-flip no epistemic score is read: a run of its own with the default's picks
+    # (a black-box check); refused, naming the way to read it
+    with pytest.raises(LoopError, match=r"^-o mc_samples=32 sets laplace's epistemic score, which the acquisition "
+                                        r"'decision-flip' \(strategy 'epistemic'\) does not read: the picks would be "
+                                        r"the default run's; rank by it with --acquisition epistemic, or leave it out$"):
+        loop.resolve(RunRequest(strategy="epistemic", scorer="laplace", budget=20, learner_options={"mc_samples": 32}))
+    for strategy, options in (("margin", {"class_score": "mi"}), ("bald", {"epistemic": "trace", "mi": "probit"})):
+        with pytest.raises(LoopError, match="epistemic score, which the acquisition"):
+            loop.resolve(RunRequest(strategy=strategy, scorer="vbll" if "class_score" in options else "laplace",
+                                    budget=20, learner_options=options))
+    read = loop.resolve(RunRequest(strategy="epistemic", scorer="laplace", budget=20, acquisition="epistemic",
+                                   learner_options={"mc_samples": 32})).spec
+    assert read.name == "epistemic-laplace-epistemic-mc_samples=32-b10-s0"
     unset = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"depth": None},
                                     train={"prior_l2": None})).spec
     assert unset.name == "epistemic-b10-s0" and unset.options["learner"] == {} and unset.options["train"] == {}
@@ -193,6 +206,25 @@ def test_an_option_at_the_value_the_task_gives_it_makes_the_same_learner() -> No
         assert _state(make_learner("vbll", task, n_classes, train=TrainConfig(), **given, **implied)) == base
     # with the head unset a regression fit chooses it (and its covariance) from the labels
     assert vbll.task_defaults("regression", {}) == {}
+
+
+def test_gradnorms_auto_values_make_the_same_learner_and_name_the_default_run(digits_project: Path) -> None:
+    """gradnorm's 'auto' weight_cov / target / output_cov resolve by task and layers; `-o target=expected` on a
+    classifier's last layer named a run of its own with the default's picks (a black-box check).  'auto' given
+    outright is the default too; a value 'auto' does not take names its run."""
+    gradnorm = learner_class("gradnorm")
+    for task, n_classes, given in (("classification", 3, {}), ("classification", 3, {"layers": "all"}),
+                                   ("regression", None, {})):
+        implied = gradnorm.task_defaults(task, given)
+        base = _state(make_learner("gradnorm", task, n_classes, train=TrainConfig(), **given))
+        assert _state(make_learner("gradnorm", task, n_classes, train=TrainConfig(), **given, **implied)) == base
+    loop = _loop(digits_project)
+    for options in ({"target": "expected"}, {"weight_cov": "blr", "output_cov": "isotropic"}, {"target": "auto"}):
+        spec = loop.resolve(RunRequest(strategy="topk", scorer="gradnorm", budget=20, learner_options=options)).spec
+        assert spec.name == "topk-gradnorm-b10-s0" and spec.options["learner"] == {}, (options, spec.name)
+    spec = loop.resolve(RunRequest(strategy="topk", scorer="gradnorm", budget=20,
+                                   learner_options={"target": "predicted"})).spec
+    assert spec.name == "topk-gradnorm-target=predicted-b10-s0"
 
 
 def test_cov_shared_on_classification_is_the_default_run(digits_project: Path) -> None:

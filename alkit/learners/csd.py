@@ -309,6 +309,8 @@ class CSDLearner(PostHocLearner):
     ``set_pool(X_sample)``; without any, the contexts are the labeled inputs and their
     Gaussian-noise copies (CSD-Aug)."""
 
+    SCORE_OPTIONS = ("csd.", "max_contexts")  # set the epistemic score alone (runs._refuse_unread_score_options)
+
     # the distillation network's settings: they act only where g is trained (solver 'distilled', or a
     # tower other than 'features'); under the default closed form a run of them named a second run
     # that scored exactly like the first (a black-box check)

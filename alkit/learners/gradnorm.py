@@ -47,7 +47,7 @@ Library use on any module whose last nn.Linear gives the logits::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Sequence, get_args
+from typing import Any, Literal, Mapping, Sequence, get_args
 
 import numpy as np
 import torch
@@ -420,6 +420,8 @@ class GradNormLearner(PostHocLearner):
     output Fisher (``output_cov``): +0.015 AUROC on the development splits and +0.024 far OOD, but its
     cost bar went unmet in a noisy measurement (OOD rule H3), so 'auto' is 'isotropic'."""
 
+    SCORE_OPTIONS = ("layers", "weight_cov", "target", "output_cov")  # the epistemic score alone (see runs.py)
+
     def __init__(self, task: str, n_classes: int | None = None, *,
                  layers: str | Sequence[str] = "last", weight_cov: WeightCov = "auto",
                  target: GradTarget = "auto", output_cov: OutputCov = "auto", **mlp_options: object) -> None:
@@ -456,6 +458,14 @@ class GradNormLearner(PostHocLearner):
                              "(which of them has parameters depends on the input: 0.stem and 0.blocks on flat "
                              "features, 0.mlp on images), the head's 1")
         self.layers = layers
+
+    @classmethod
+    def task_defaults(cls, task: str, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The values 'auto' takes on this task (and layers): `-o target=expected` on a classifier's last layer
+        named a run of its own, identical to the default one (a black-box check; alkit/runs.py)."""
+        measured = task == "classification" and options.get("layers", "last") == "last"
+        return {"weight_cov": "blr" if measured else "isotropic", "target": "expected" if measured else "predicted",
+                "output_cov": "isotropic"}
 
     def fit_scorer(self, model: nn.Sequential, X_n_f: np.ndarray, seed: int) -> dict[str, float]:
         self.scorer = GradNormScorer.from_model(model, last_layer=self.base.head, task=self.task,  # type: ignore[arg-type]

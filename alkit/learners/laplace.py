@@ -608,6 +608,8 @@ class LaplaceLearner(PostHocLearner):
     exactly as the plain MLPLearner; ``posterior()`` is the Laplace GaussianLastLayer over
     ``Prediction.embedding_n_d`` with the bias 1 appended."""
 
+    SCORE_OPTIONS = ("epistemic", "mi", "mc_samples")  # the epistemic score alone (runs._refuse_unread_score_options)
+
     def __init__(self, task: str, n_classes: int | None = None, *, hessian: Hessian = "kfac",
                  epistemic: Literal["trace", "mi"] = "mi", mi: MIMethod = "mc", mc_samples: int = 16,
                  prior_precision: float | None = None, **mlp_options: object) -> None:

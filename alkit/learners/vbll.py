@@ -180,6 +180,8 @@ class VBLLLearner:
     head (its outputs' noise differs, which one shared covariance cannot take; ~11x a forward).
     """
 
+    SCORE_OPTIONS = ("class_score", "cr_epistemic")  # the epistemic score alone (runs._refuse_unread_score_options)
+
     # the backbone's fields this learner sets otherwise than BackboneConfig (`alkit strategies` lists these)
     backbone_defaults: dict[str, Any] = {"module_norm": MODULE_NORM}
 

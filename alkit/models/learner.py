@@ -244,6 +244,11 @@ class MLPLearner:
         if residual_targets not in RESIDUAL_TARGETS:
             raise ValueError(f"residual_targets must be {' or '.join(RESIDUAL_TARGETS)}, got {residual_targets!r}")
         self.residual_targets = residual_targets
+        if task == "classification" and (ridge != "off" or residual_targets != "cross-fitted"):
+            # a regression setting: taken on classification, it named a run of its own with the default's picks
+            # (a black-box check), as vbll's regression heads are refused there
+            raise ValueError(f"option {'ridge' if ridge != 'off' else 'residual_targets'} applies to regression "
+                             "projects only; this is a classification project")
         self.ridge: RidgePredictive | None = None  # the Bayesian ridge whose residual the network learned
         self.fitted_ridge_mode = "off"  # the ridge mode of the last fit (chosen or ``ridge``)
         self.capacity_hint: CapacityHint | None = None  # an earlier cycle's choice, handed on by the loop
