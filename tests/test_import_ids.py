@@ -94,13 +94,20 @@ def test_a_label_in_decomposed_unicode_is_the_class_it_spells(tmp_path: Path) ->
     df.write_csv(src)
     init_project(src, tmp_path / "proj", InitOptions(id_col="id", label_col="label", features=PX))
     project = load_project(tmp_path / "proj")
-    ids = queue_batch(project, 2)
+    ids = queue_batch(project, 3)
     decomposed = unicodedata.normalize("NFD", "Château Margaux")
     assert decomposed != "Château Margaux"
     path = tmp_path / "nfd.csv"
     path.write_text(f"id,label\n{ids[0]},{decomposed}\n{ids[1]},Côte-Rôtie\n", encoding="utf-8")
     assert import_labels(project, path).labeled == 2
     assert sorted(Store(project.store_url).labeled_set(None)[1]) == ["Château Margaux", "Côte-Rôtie"]
+    # the class in the wrong text encoding (a spreadsheet's Windows-1252 reading of UTF-8) is named as such, not
+    # an unknown class to add (a black-box check)
+    garbled = tmp_path / "cp.csv"
+    garbled.write_text(f"id,label\n{ids[2]},{'Côte-Rôtie'.encode('utf-8').decode('cp1252')}\n", encoding="utf-8")
+    with pytest.raises(QueueError, match="is the class 'Côte-Rôtie' read in the wrong text encoding") as refused:
+        import_labels(project, garbled)
+    assert "--add-class" not in str(refused.value)
 
 
 def test_tab_separated_queue_files_round_trip(tmp_path: Path) -> None:

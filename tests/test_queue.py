@@ -357,7 +357,7 @@ def _bad_files(ids: list[str], truth: dict[str, str], test_id: str, unqueued_id:
     add("test split", "testsplit.csv", "id,label\n" + ok + f"{test_id},1\n",
         [f"line 3 (id {test_id}): the item is in the test split"])
     add("unknown class", "class.csv", "id,label\n" + ok + f"{ids[1]},cat\n{ids[2]},12\n",
-        [f"line 3 (id {ids[1]}): unknown class 'cat' (classes: 0, 1, 2", f"line 4 (id {ids[2]}): unknown class '12'"])
+        [f"line 3 (id {ids[1]}): unknown class 'cat' (classes: '0', '1', '2'", f"line 4 (id {ids[2]}): unknown class '12'"])
     add("conflict in file", "dup.csv", f"id,label\n{ids[1]},1\n{ids[1]},2\n{ids[2]},5\n{ids[2]},5\n",
         [f"id {ids[1]}: conflicting labels in the file: '1' at line 2, '2' at line 3"])
     add("label and skip", "both.csv", f"id,label,skip\n{ids[1]},1,true\n{ids[2]},1,maybe\n",

@@ -42,7 +42,7 @@ from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import HISTORY_ROW, WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
-from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, show_decision
+from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, show_decision, utf8_misread
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -632,7 +632,15 @@ def canonical_label(project: Project, raw: str) -> str:
                                  "write the class as the project lists it")
         if match:
             return match[0]
-        shown = ", ".join(cfg.classes[:30]) + (", ..." if len(cfg.classes) > 30 else "")
+        back = utf8_misread(raw)
+        known = [c for c in cfg.classes if back is not None and unicodedata.normalize("NFC", c) == unicodedata.normalize("NFC", back)]
+        if known:  # 'cafÃ©' was an unknown class with a hint to add it, a garbled class (a black-box check)
+            raise ValueError(f"label {raw!r} is the class {known[0]!r} read in the wrong text encoding (a spreadsheet "
+                             "opened the UTF-8 file as Windows-1252): open it with UTF-8 (in Excel: Data > From "
+                             "Text/CSV, File origin 65001: Unicode (UTF-8)), or fill in the file alkit wrote in a text "
+                             "editor")
+        # each class quoted: a class with a comma read as two in an unquoted list (a black-box check)
+        shown = ", ".join(map(repr, cfg.classes[:30])) + (", ..." if len(cfg.classes) > 30 else "")
         numeric = _float_or_none(raw) is not None and all(_float_or_none(c) is not None for c in cfg.classes)
         raise ValueError(f"unknown class {raw!r} (classes: {shown}; a project's classes are set at `alkit init`, and "
                          f"one found later is added with `alkit queue import FILE --add-class {raw.strip()!r}`"

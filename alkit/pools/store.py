@@ -334,16 +334,23 @@ def _respelt_hint(s: Any, unknown: list[str], respell: Callable[[str], list[str]
     return f"ids such as {fixed[known[0]]!r} are {known[0]!r} {why}" if known else None
 
 
+def utf8_misread(text: str) -> str | None:
+    """``text`` as it was before UTF-8 bytes were read as Windows-1252 or Latin-1 ('cafÃ©' -> 'café'), else None."""
+    for wrong in ("cp1252", "latin-1"):
+        try:
+            back = text.encode(wrong).decode("utf-8")
+        except (UnicodeEncodeError, UnicodeDecodeError):
+            continue
+        return back if back != text else None
+    return None
+
+
 def _mojibake_hint(s: Any, unknown: list[str]) -> str | None:
     """Unknown ids that are known ids read through the wrong encoding: Excel opens a UTF-8 CSV as
     Windows-1252 ('é' becomes 'Ã©') and saves it so; every row was an unknown id, with no why."""
     def decoded(k: str) -> list[str]:
-        for wrong in ("cp1252", "latin-1"):
-            try:
-                return [k.encode(wrong).decode("utf-8")]
-            except (UnicodeEncodeError, UnicodeDecodeError):
-                continue
-        return []
+        back = utf8_misread(k)
+        return [back] if back is not None else []
 
     return _respelt_hint(s, unknown, decoded, "read in the wrong text encoding (a spreadsheet opened the UTF-8 file "
                          "as Windows-1252): open it with UTF-8 (in Excel: Data > From Text/CSV, File origin 65001: "
