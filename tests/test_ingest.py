@@ -792,7 +792,11 @@ def test_json_lines_read_like_csv(tmp_path: Path, digits_csv: Path) -> None:
         init_project(tmp_path / "late.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
     assert _listing(tmp_path / "q") == []
     for text, says in (('{"id": "a", "x": 1.0, "label": "p"}\n{"id": "b", "x": 2.0\n', "line 2 is not valid JSON"),
-                       ('{"id": "a", "x": 1.0, "label": "p"}\n[1, 2]\n', "line 2 is a JSON list, not an object")):
+                       ('{"id": "a", "x": 1.0, "label": "p"}\n[1, 2]\n', "line 2 is a JSON list, not an object"),
+                       # a number beside true: "cannot parse 'true' (bool) as Int64", naming neither (a black-box check)
+                       ('{"id": 1, "x": 1.0, "label": 0}\n{"id": 2, "x": 2.5, "label": true}\n',
+                        r"line 2: 'label' holds true/false \(true\) where line 1 holds a number: give each key values "
+                        "of one kind")):
         (tmp_path / "bad.jsonl").write_text(text)
         with pytest.raises(InputError, match=f"cannot read bad.jsonl: {says}"):
             init_project(tmp_path / "bad.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))

@@ -337,6 +337,38 @@ def _bad_json_line(path: Path) -> str | None:
                         "nan or inf): write null for a missing value")
             if not isinstance(value, dict):
                 return f"line {number} is a JSON {type(value).__name__}, not an object of column values"
+    return _mixed_json_types(path)
+
+
+def _json_kind(value: object) -> str | None:
+    """A JSON value's kind as the reader types a column (ints and floats alike: numbers), None for null."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "text", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _mixed_json_types(path: Path) -> str | None:
+    """The first line whose value of a key is of another JSON kind than that key's earlier values (a number
+    beside true, as a JSON export of a spreadsheet column writes them): the reader refused it naming neither the
+    key nor the line ("cannot parse 'true' (bool) as Int64"; a black-box check)."""
+    first: dict[str, tuple[str, int]] = {}
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            for key, value in json.loads(line).items():
+                kind = _json_kind(value)
+                if kind is None:
+                    continue
+                seen = first.setdefault(key, (kind, number))
+                if seen[0] != kind:
+                    return (f"line {number}: {key!r} holds {kind} ({json.dumps(value)[:30]}) where line {seen[1]} "
+                            f"holds {seen[0]}: give each key values of one kind (e.g. true/false as 1/0, or every "
+                            "value as text in quotes)")
     return None
 
 
