@@ -566,8 +566,8 @@ def plot(
         if unfitted:  # left out of the curves without a word, where bench names them (a black-box check)
             shown = ", ".join(unfitted[:5]) + (" ..." if len(unfitted) > 5 else "")
             why = (f"without a test split only `--stop forecast` runs record {metric}" if metric.startswith("cv_")
-                   and len(store.test_set()[0]) == 0 else "no model fitted, e.g. a classification run whose labels "
-                   "are all of one class")
+                   and len(store.test_set()[0]) == 0 else "no model fitted yet: its first fit is still to come, "
+                   "failed or was stopped, or its labels are all of one class; `alkit status` shows each run's state")
             err.print(f"note: {len(unfitted)} run{'s' if len(unfitted) > 1 else ''} with no {metric} yet "
                       f"{'are' if len(unfitted) > 1 else 'is'} not drawn ({escape(shown)}: {why}); the legend counts "
                       "the seeds drawn", highlight=False, style="dim")

@@ -510,6 +510,7 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     said = " ".join(plot.stderr.split())
     assert plot.returncode == 0 and "with no accuracy yet are not drawn (epistemic-steps=30-b10-s0, margin-steps=30" in said, said
+    assert "its labels are all of one class; `alkit status` shows each run's state" in said, said
 
 
 def test_ctrl_c_before_the_run_is_recorded_does_not_offer_a_resume(project: Path,
