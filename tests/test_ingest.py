@@ -493,6 +493,17 @@ def test_a_pandas_index_is_no_feature_unless_chosen(tmp_path: Path) -> None:
     frame.to_csv(tmp_path / "d.csv")  # the unnamed index column first
     cfg = init_project(tmp_path / "d.csv", tmp_path / "q", InitOptions(**opts, features=["a"]))
     assert cfg.feature_cols == ["a"]
+    # read back and written again, the index is 'Unnamed: 0': it was a feature, unsaid (a black-box check)
+    pd.read_csv(tmp_path / "d.csv").to_csv(tmp_path / "e.csv", index=False)
+    for suffix in ("csv", "parquet"):
+        if suffix == "parquet":
+            pd.read_csv(tmp_path / "d.csv").to_parquet(tmp_path / "e.parquet", index=False)
+        with pytest.raises(InputError, match=re.escape("column 'Unnamed: 0' is a pandas index read back and written "
+                                                       "again and would be a feature")):
+            init_project(tmp_path / f"e.{suffix}", tmp_path / "r", InitOptions(**opts))
+        assert _listing(tmp_path / "r") == []
+    cfg = init_project(tmp_path / "e.csv", tmp_path / "r", InitOptions(**opts, exclude=["Unnamed: 0"]))
+    assert cfg.feature_cols == ["a"]
 
 
 @pytest.mark.parametrize("key, value, says", [

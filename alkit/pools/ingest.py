@@ -342,7 +342,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
         names = [c for c in columns if c not in left_out]
         if not names:
             raise InputError("no feature columns: pass --features or --feature-col")
-        index = [c for c in names if c == "" or c.startswith("__index_level_")]
+        # 'Unnamed: 0' is that index after one pandas round trip (read_csv, then to_csv/to_parquet with index=False):
+        # taken as a feature, it predicted a class-sorted file's label (a black-box check)
+        index = [c for c in names if c == "" or c.startswith("__index_level_") or re.fullmatch(r"Unnamed: \d+", c)]
         if index:  # a row index would be learned from as a feature
             if index[0] == "" and "" in df.columns and df[""].cast(pl.Utf8).str.strip_chars().fill_null("").eq("").all():
                 raise InputError(f"column {columns.index('') + 1} of the header has no name and no value in any row (a "
@@ -352,8 +354,10 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                 raise InputError(f"column {columns.index('') + 1} of the header has no name (a pandas index written "
                                  "by to_csv?) and would be a feature; write the file with index=False, name the "
                                  "column and --exclude it, or list the features with --features")
-            raise InputError(f"column {index[0]!r} is a pandas index (written by to_parquet) and would be a feature; "
-                             f"write the file with index=False, --exclude {option_list([index[0]])}, or list the features with --features")
+            how = "a pandas index read back and written again" if index[0].startswith("Unnamed") else "a pandas index (written by to_parquet)"
+            raise InputError(f"column {index[0]!r} is {how} and would be a feature (the row number: on a sorted file it "
+                             f"gives the label away); write the file with index=False, --exclude {option_list([index[0]])}, "
+                             "or list the features with --features")
     empty = [c for c in names if _is_text(schema[c]) and df[c].cast(pl.Utf8).str.strip_chars().fill_null("").eq("").all()]
     if empty:  # read as text with no value: it became one constant one-hot feature, '(missing)'
         raise InputError(f"feature column {empty[0]!r} has no value in any row"
