@@ -149,7 +149,7 @@ INIT_SAYS = {  # defect -> format -> what the one line must say (any of)
     # text that is a missing-value token ('?', 'NA') is named as a missing value, every such row listed
     "text_feature": _BOTH("feature column 'px20' is not numeric", "feature column 'px20' has missing values"),
     "duplicate_id": _BOTH("duplicate ids in 'id'"),
-    "missing_id": _BOTH("id column 'id' has 1 missing ids"),
+    "missing_id": _BOTH("id column 'id' has 1 missing id (rows "),
     "no_label_column": _BOTH("label column 'label' not found"),
     "ragged_row": {"csv": ("fields, the header 5",), "parquet": ("feature column 'px10' has missing or ragged vectors",)},
     "one_class": _BOTH("needs at least 2 classes in 'label'"),

@@ -78,7 +78,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
     _bad(tmp_path, df.drop("id"), "id column 'id' not found")
     _bad(tmp_path, df, "label column 'nope' not found", label_col="nope")
     _bad(tmp_path, df.with_columns(pl.lit("same").alias("id")), "duplicate ids")
-    _bad(tmp_path, df.with_columns(pl.when(pl.col("px3") > 5).then(None).otherwise(pl.col("id")).alias("id")), "missing ids")
+    _bad(tmp_path, df.with_columns(pl.when(pl.col("px3") > 5).then(None).otherwise(pl.col("id")).alias("id")), "missing id")
     _bad(tmp_path, df.with_columns(pl.when(pl.col("id") == df["id"][3]).then(float("nan")).otherwise(pl.col("px5")).alias("px5")),
          r"NaN or infinite feature values in px5")
     _bad(tmp_path, df.with_columns(pl.lit(float("inf")).alias("px7")), r"NaN or infinite.*px7")
@@ -1387,3 +1387,43 @@ def test_a_class_with_no_test_item_is_named_at_init(tmp_path: Path) -> None:
     init_project(tmp_path / "rare.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True,
                                                                    test_frac=0.5), notes)
     assert not [n for n in notes if "no test item" in n], notes
+
+
+def test_ids_keep_the_files_numbers_and_refusals_name_the_rows(tmp_path: Path) -> None:
+    """A float id column (a pandas merge's Parquet, a JSON Lines file with one id written 3.0) named every item
+    '5.0', so an answer for the file's 5 was an unknown id, and ids beyond 2^53 rounded onto one another; missing
+    and duplicate ids were refused without their rows; a list or object as a label became a class (black-box
+    checks)."""
+    from alkit.pools.ingest import InitOptions, init_project
+    from alkit.pools.store import Store
+
+    rng = np.random.default_rng(0)
+    base = {"x": rng.normal(size=40), "label": ["a", "b"] * 20}
+    opts = dict(id_col="id", label_col="label", hide_labels=True, progress=False)
+    pl.DataFrame({"id": np.arange(40, dtype=np.float64) * 3, **base}).write_parquet(tmp_path / "f.parquet")
+    init_project(tmp_path / "f.parquet", tmp_path / "p", InitOptions(**opts))
+    store = Store(load_project(tmp_path / "p").store_url)
+    assert sorted(store.ids_for_keys(list(range(40))).values(), key=int)[:3] == ["0", "3", "6"]
+    lines = [json.dumps({"id": 3.0 if i == 3 else i, "x": float(v), "label": lab})
+             for i, (v, lab) in enumerate(zip(base["x"], base["label"]))]
+    (tmp_path / "j.jsonl").write_text("\n".join(lines) + "\n")
+    init_project(tmp_path / "j.jsonl", tmp_path / "q", InitOptions(**opts))
+    assert "5" in Store(load_project(tmp_path / "q").store_url).ids_for_keys(list(range(40))).values()
+    for ids, said in ((np.arange(40) + 0.5, r"holds numbers that are no whole numbers a float keeps exactly \(row 1: 0\.5"),
+                      (2.0 ** 53 + np.arange(40) * 2, r"\(row 1: 9007199254740992\.0")):
+        pl.DataFrame({"id": ids, **base}).write_parquet(tmp_path / "g.parquet")
+        with pytest.raises(InputError, match=said):
+            init_project(tmp_path / "g.parquet", tmp_path / "r", InitOptions(**opts))
+        assert not (tmp_path / "r").exists()
+    named = [f"r{i}" for i in range(40)]
+    for ids, said in (([None if i in (17, 30) else n for i, n in enumerate(named)],
+                       r"id column 'id' has 2 missing ids \(rows 18, 31; 1 = the first data row\)"),
+                      (["r3" if i == 9 else n for i, n in enumerate(named)],
+                       r"duplicate ids in 'id': r3 \(rows 4, 10\); 1 = the first data row")):
+        pl.DataFrame({"id": ids, **base}).write_csv(tmp_path / "h.csv")
+        with pytest.raises(InputError, match=said):
+            init_project(tmp_path / "h.csv", tmp_path / "r", InitOptions(**opts))
+    lines[7] = json.dumps({"id": 7, "x": 0.5, "label": ["a"]})
+    (tmp_path / "k.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"line 8: 'label' holds a JSON list \(\[\"a\"\]\); an id, a label or a split"):
+        init_project(tmp_path / "k.jsonl", tmp_path / "r", InitOptions(**opts))

@@ -7,6 +7,7 @@ init leaves no half-made project behind.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -47,7 +48,7 @@ from alkit.pools.labelfiles import is_queue_file
 from alkit.pools.labelfiles._common import current_umask
 from alkit.pools.procs import file_lock, pid_alive
 from alkit.pools.store import Store
-from alkit.pools.tables import InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
+from alkit.pools.tables import JSON_LINES, InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
 
 
 _MISSING_TOKENS = ('', 'nan', 'na', 'n/a', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
@@ -193,6 +194,45 @@ def id_list(ids: list[str]) -> str:
     such as 'Smith, John' would otherwise read as two ids)."""
     quote = any("," in i or i != i.strip() for i in ids)
     return ", ".join(repr(i) if quote else i for i in ids)
+
+
+def _rows(mask: pl.Series, n: int = 5) -> str:
+    """The first ``n`` rows where ``mask`` holds, 1-based data rows, for a message."""
+    rows = (mask.fill_null(False).arg_true() + 1).to_list()
+    return ", ".join(map(str, rows[:n])) + (f" and {len(rows) - n} more" if len(rows) > n else "")
+
+
+def _id_text(ids: pl.Series, col: str) -> pl.Series:
+    """Ids as text: the file's text, or a number's; a float column of whole numbers (a pandas merge's ids, a JSON
+    Lines file with one id written 3.0) as the integers it holds: every id was '5.0', so an answer for the file's 5
+    was an unknown id, and ids beyond 2^53 rounded onto one another (a black-box check); one with a fraction or
+    beyond 2^53 is refused by row."""
+    if not ids.dtype.is_float():
+        return ids.cast(pl.Utf8)
+    bad = ~ids.is_finite() | (ids != ids.round(0)) | (ids.abs() >= 2.0 ** 53)
+    if bad.any():
+        i = int(bad.arg_true()[0])
+        raise InputError(f"id column {col!r} holds numbers that are no whole numbers a float keeps exactly (row {i + 1}: "
+                         f"{ids[i]!r}; 1 = the first data row): write the ids as integers or as text")
+    return ids.cast(pl.Int64).cast(pl.Utf8)
+
+
+def _refuse_json_structures(path: Path, columns: list[str]) -> None:
+    """An InputError naming the first line of a JSON Lines file whose id, label or split value is a list or an
+    object: its JSON text became an item's name or a class ('["a"]' beside 'a'; a black-box check)."""
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return  # the reader has named a bad line already
+            for key in columns:
+                value = record.get(key) if isinstance(record, dict) else None
+                if isinstance(value, (list, dict)):
+                    raise InputError(f"line {number}: {key!r} holds a JSON {'list' if isinstance(value, list) else 'object'} "
+                                     f"({json.dumps(value)[:30]}); an id, a label or a split mark is one value")
 
 
 def _first_ids(df: pl.DataFrame, id_col: str, mask: pl.Series, n: int = 5) -> str:
@@ -1209,16 +1249,24 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     if row_ids:  # 1 for the first data row, as a spreadsheet shows the rows below the header
         df = df.with_columns(pl.int_range(1, df.height + 1).cast(pl.Utf8).alias(opts.id_col))
     marked_test = _split_column(df, source.columns, opts) if opts.split_col else None
+    if source.path.suffix.lower() in JSON_LINES:  # a list or object taken as the JSON text of an id or a class
+        _refuse_json_structures(source.path, [c for c in (opts.id_col, opts.label_col, opts.split_col) if c])
     ids = df[opts.id_col]
-    if ids.null_count():
-        raise InputError(f"id column {opts.id_col!r} has {ids.null_count()} missing ids")
-    ids_str = ids.cast(pl.Utf8)
+    if ids.null_count():  # the rows named: a count alone left them to be searched for (a black-box check)
+        n_missing = ids.null_count()
+        raise InputError(f"id column {opts.id_col!r} has {n_missing} missing id{'' if n_missing == 1 else 's'} "
+                         f"(rows {_rows(ids.is_null())}; 1 = the first data row)")
+    ids_str = _id_text(ids, opts.id_col)
+    if ids.dtype.is_float():  # the payload's id column as the store names the items
+        df = df.with_columns(ids_str.alias(opts.id_col))
     _refuse_nul(ids_str, f"id column {opts.id_col!r}")
     if opts.label_col in df.columns and df[opts.label_col].dtype == pl.Utf8:
         _refuse_nul(df[opts.label_col], f"label column {opts.label_col!r}")
     dup = ids_str.is_duplicated()
     if dup.any():
-        raise InputError(f"duplicate ids in {opts.id_col!r}: {id_list(ids_str.filter(dup).unique(maintain_order=True).head(5).to_list())}")
+        shown = ", ".join(f"{id_list([v])} (rows {_rows(ids_str == v)})"
+                          for v in ids_str.filter(dup).unique(maintain_order=True).head(5).to_list())
+        raise InputError(f"duplicate ids in {opts.id_col!r}: {shown}; 1 = the first data row")
 
     made = [p for p in (root, *root.parents) if not p.exists()]  # the folders this init makes, deepest first
     root.mkdir(parents=True, exist_ok=True)
