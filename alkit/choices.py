@@ -82,3 +82,10 @@ def class_number(name: str) -> float | None:
         return float(name)
     except ValueError:
         return None
+
+
+def zero_padded(name: str) -> bool:
+    """Whether a class name is a code with a leading zero ('01', '-007'): a class of its own beside the number it
+    spells (codes 1, 01 and 001 are three classes)."""
+    text = name.strip().lstrip("+-")
+    return len(text) > 1 and text[0] == "0" and text[1].isdigit()

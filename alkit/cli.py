@@ -108,8 +108,8 @@ def init(
                                initial_labeled=initial_labeled, text_col=text_col, image_col=image_col,
                                cache_dir=cache_dir, split_col=split_col, allow_outside_paths=allow_outside_paths, impute=impute,
                                image_shape=parse_image_shape(image_shape) if image_shape is not None else None,
-                               classes=_parse_csv(classes, "class") if classes is not None and classes.strip() else
-                               None if classes is None else [""])  # quoted names keep their commas, as --features
+                               classes=_parse_csv(classes, "class", keep_empty=True) if classes is not None and classes.strip()
+                               else None if classes is None else [""])  # quoted names keep their commas, as --features
             notes: list[str] = []
             cfg = init_project(data, project, opts, notes)
             external = store is not None and not store.startswith("sqlite")
@@ -189,7 +189,7 @@ def init(
             console.print(f"hint: classes that are one number in other spellings: "
                           f"{'; '.join(', '.join(map(repr, v)) for v in twins[:3])}{' ...' if len(twins) > 3 else ''} "
                           "(a code with a leading zero keeps every spelling a class of its own); if they are one "
-                          f"class, spell them alike in {'--classes' if classes else 'the data file'} and init again")
+                          f"class, spell them alike in {'--classes' if opts.classes else 'the data file'} and init again")
         shape = None if cfg.image_shape or cfg.encoder else pixel_shape_hint(cfg.feature_cols)
         if shape is not None:
             h, w = shape

@@ -244,7 +244,7 @@ def parse_counts(value: str, option: str) -> list[int]:
     return counts
 
 
-def parse_csv(value: Optional[str], what: str = "column") -> Optional[list[str]]:
+def parse_csv(value: Optional[str], what: str = "column", keep_empty: bool = False) -> Optional[list[str]]:
     """'a, b,c' -> ['a', 'b', 'c']; None stays None; an empty list is refused, naming ``what`` it lists.
     Comma-separated; a name in double quotes is taken as written, commas and spaces at its ends included
     ('"comment, free text"', '" d "'; a quote inside it doubled, as in CSV): a column so named could not be
@@ -264,7 +264,7 @@ def parse_csv(value: Optional[str], what: str = "column") -> Optional[list[str]]
         elif '"' in text:
             raise ValueError(f"the {what} list {value!r}: a name with a double quote goes in double quotes, the quote "
                              'doubled ("say ""hi""")')
-        elif text:
+        elif text or keep_empty:  # keep_empty: '' for the caller to refuse ('yes,,no': a name left out?)
             items.append(text)
     if not items or not any(items):
         raise ValueError(f"an empty {what} list was given")

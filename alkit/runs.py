@@ -240,19 +240,25 @@ def run_name(req: RunRequest, scorer: str) -> str:
 
 
 def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any], task: str | None = None,
-                      input_kind: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+                      input_kind: str | None = None, rules: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(learner options, training settings) less those at the value they take anyway: the declared
     default, or, on a project of ``task``, the value the task gives an unset option (the learner
     class's ``task_defaults``: vbll's ``cov`` is 'shared' on classification), and with its
     ``input_kind`` too, the learning rate's decay and the minibatch steps (``train.lr_decay``,
-    ``train.min_steps``: resolved_lr_decay, resolved_min_steps)."""
+    ``train.min_steps``: resolved_lr_decay, resolved_min_steps).  ``rules``: the naming rules of an earlier run
+    (NAMING_VERSION's list; default today's): before 8 a learner class's task defaults from its
+    ``TASK_DEFAULTS_SINCE`` on (gradnorm's) and a declared default given outright beside another task default
+    were kept."""
     from alkit.scorer_options import declared, same_value
 
+    rules = NAMING_VERSION if rules is None else rules
     cls = learner_class(scorer)
     declared_defaults = {k: o.default for k, o in declared(cls).items()}
     defaults = dict(declared_defaults)
-    if task is not None and hasattr(cls, "task_defaults"):
+    if task is not None and hasattr(cls, "task_defaults") and rules >= getattr(cls, "TASK_DEFAULTS_SINCE", 0):
         defaults.update(cls.task_defaults(task, learner))
+    if rules < 8:
+        declared_defaults = {}
     fields = {k: f.default for k, f in TrainConfig.__dataclass_fields__.items()}
     if task is not None and input_kind is not None:
         fields["lr_decay"], fields["min_steps"] = resolved_lr_decay(task, input_kind), resolved_min_steps(task, input_kind)
@@ -261,14 +267,15 @@ def _without_defaults(scorer: str, learner: dict[str, Any], train: dict[str, Any
             {k: v for k, v in train.items() if not (k in fields and same_value(v, fields[k]))})
 
 
-def without_defaults(req: RunRequest, scorer: str, task: str | None = None, input_kind: str | None = None) -> RunRequest:
+def without_defaults(req: RunRequest, scorer: str, task: str | None = None, input_kind: str | None = None,
+                     rules: int | None = None) -> RunRequest:
     """``req`` less every option given at the value it takes anyway: -o options equal to the
     scorer's declared default (``none`` where that is None: chosen by the data) and training
     settings equal to TrainConfig's.  Why: ``-o module_norm=2.5`` named a second run
     identical to the default one.  A learner made with such an option equals one made without it
     (tests/test_run_identity.py checks this for every scorer and option).  ``task`` / ``input_kind``:
     also the options given at the value the project gives them (``_without_defaults``)."""
-    learner, train = _without_defaults(scorer, req.learner_options, req.train, task, input_kind)
+    learner, train = _without_defaults(scorer, req.learner_options, req.train, task, input_kind, rules)
     return replace(req, learner_options=learner, train=train)
 
 
@@ -282,7 +289,10 @@ NAMING = "naming"  # in a run's config: the naming rules it was named by (earlie
 #    took the name margin-b10-s0, so the default run beside it was refused, and the README's two curves
 #    `margin i10` / `margin i20` could not be made without --name)
 # 7: a --learner / --backbone file by its name (mymodels.py:fit), not its full path
-NAMING_VERSION = 7
+# 8: gradnorm's 'auto' values left out (`-o target=expected` on a classifier's last layer was
+#    topk-gradnorm-target=expected-b10-s0 beside the identical default run), and an option given at its declared
+#    default where the task gives another
+NAMING_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -376,7 +386,7 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
             named = curve_name(req, run.scorer, legacy=True)
         else:
             named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
-                                                input_kind if version >= 4 else None), run.scorer,
+                                                input_kind if version >= 4 else None, rules=version), run.scorer,
                                hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept

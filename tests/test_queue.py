@@ -861,7 +861,9 @@ def test_a_team_starts_from_a_pool_no_one_has_labelled_with_declared_classes(tmp
     assert bad.exit_code != 0 and "--classes needs at least 2 classes" in bad.text
     for given, said in (("a,A,b", "--classes 'a' and 'A' differ only in case"),  # taken without a word (a check)
                         ("1,1.0,2", "--classes '1' and '1.0' are one number"),
-                        ("1, +1.00e0 ,2", "--classes '1' and '+1.00e0' are one number")):
+                        ("1, +1.00e0 ,2", "--classes '1' and '+1.00e0' are one number"),
+                        ("yes,,no", "--classes holds an empty class name"),  # dropped unsaid (a check of the fix)
+                        ("yes,no,N/A", "--classes 'N/A': an answer 'N/A' is read as no label")):
         bad = invoke("init", str(tmp_path / "pool.csv"), "--id-col", "id", "--label-col", "label", "--classes", given,
                      "--project", proj)
         assert bad.exit_code == 2 and said in bad.text and not Path(proj).exists(), bad.text

@@ -871,8 +871,17 @@ def test_labels_as_the_data_file_spells_them_and_classes_it_would_split(tmp_path
     project, said = make("z", ["1", "1.0", "01", "2", "2.0"] * 2 + [None] * 50)
     assert project is not None and project.config.classes == ["01", "1", "1.0", "2", "2.0"]
     assert "hint: classes that are one number in other spellings: '01', '1', '1.0'; '2', '2.0'" in said, said
-    _, said = make("y", ["1", "01", "2"] * 4 + [None] * 48)
+    project, said = make("y", ["1", "01", "2"] * 4 + [None] * 48)
     assert "hint: classes that are one number" in said  # codes: documented as classes, but said
+    assert "spell them alike in the data file" in said  # not '--classes', which was not given (a check of the fix)
+    # --add-class in a project of codes: another code is a class of its own (it was refused as filed under '01',
+    # which import refuses as ambiguous); a plain spelling of the number names the classes it is
+    ids_q = queue_batch(project, 2)
+    (tmp_path / "y.csv").write_text(f"id,label\n{ids_q[0]},001\n{ids_q[1]},2\n")
+    with pytest.raises(QueueError, match=r"'1\.00' \(the number of the classes '01', '1'\)"):
+        import_labels(project, tmp_path / "y.csv", add_classes=["1.00"])
+    assert import_labels(project, tmp_path / "y.csv", add_classes=["001"]).labeled == 2
+    assert load_project(project.root).config.classes == ["01", "1", "2", "001"]
     project, said = make("r", [12, 30, 45, 7, 22, 30] + [None] * 54)
     assert project is not None and "most of them seen only once, from 7 to 45 with gaps" in said
     assert "--task regression" in said
@@ -1019,7 +1028,7 @@ def test_a_teams_lifecycle_checks_of_2026_12_06(tmp_path: Path) -> None:
     before = snapshot(project)
     cls = project.config.classes[1]
     for names, said in (([f"{cls}.0"], rf"already a class of the project: '{cls}\.0' \(the number of the class '{cls}'"),
-                        ([f"0{cls}"], rf"'0{cls}' \(the number of the class '{cls}'"),
+                        ([f"+{cls}"], rf"'\+{cls}' \(the number of the class '{cls}'"),
                         (["40", "40.0"], r"--add-class '40' and '40\.0' are one number"),
                         (["N/A"], r"--add-class 'N/A': an answer 'N/A' is read as no label"),
                         (["nan"], r"--add-class 'nan': an answer 'nan' is read as no label")):

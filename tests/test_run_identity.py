@@ -227,6 +227,31 @@ def test_gradnorms_auto_values_make_the_same_learner_and_name_the_default_run(di
     assert spec.name == "topk-gradnorm-target=predicted-b10-s0"
 
 
+def test_a_gradnorm_run_named_with_an_auto_value_before_rules_8_is_continued(digits_project: Path) -> None:
+    """A run recorded as topk-gradnorm-target=expected-b10-s0 (rules 7) is continued by the same command, which
+    today names the default run, and drawn on today's curve; the fix without rules 8 started a second, identical
+    run from scratch (a black-box check against the day's fixes)."""
+    from alkit.presets import get_preset
+    from alkit.report import curve_groups
+
+    loop = _loop(digits_project)
+    preset = get_preset("topk")
+    options = {"candidates": None, "stratify_by": None, "learner": {"target": "expected"}, "train": {},
+               "engine": "local", "ray_address": None, "acquisition": preset.acquisition,
+               "initial_selector": preset.initial_selector, "stop": [], "curve": "topk-gradnorm-target=expected",
+               "code": {}, "naming": 7}
+    loop.store.get_or_create_run(RunSpec("topk-gradnorm-target=expected-b10-s0", "topk", "gradnorm", 0, 30, 10, 10,
+                                         options))
+    for given in ({"target": "expected"}, {}):
+        spec = loop.resolve(RunRequest(strategy="topk", scorer="gradnorm", budget=40, learner_options=given)).spec
+        assert spec.name == "topk-gradnorm-target=expected-b10-s0", spec.name
+    runs = loop.store.runs()
+    assert curve_groups(runs, loop.project.config)[runs[0].id] == "topk-gradnorm"
+    spec = loop.resolve(RunRequest(strategy="topk", scorer="gradnorm", budget=40, seed=1,
+                                   learner_options={"target": "expected"})).spec
+    assert spec.name == "topk-gradnorm-b10-s1"
+
+
 def test_cov_shared_on_classification_is_the_default_run(digits_project: Path) -> None:
     """--cov shared, the classification default, named a run of its own beside the default one."""
     from alkit.runs import without_defaults

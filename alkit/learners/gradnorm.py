@@ -421,6 +421,7 @@ class GradNormLearner(PostHocLearner):
     cost bar went unmet in a noisy measurement (OOD rule H3), so 'auto' is 'isotropic'."""
 
     SCORE_OPTIONS = ("layers", "weight_cov", "target", "output_cov")  # the epistemic score alone (see runs.py)
+    TASK_DEFAULTS_SINCE = 8  # naming rules from which task_defaults name no run (runs.NAMING_VERSION)
 
     def __init__(self, task: str, n_classes: int | None = None, *,
                  layers: str | Sequence[str] = "last", weight_cov: WeightCov = "auto",

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 
 from alkit.checks import image_dims
-from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_skip_label
+from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_skip_label, zero_padded
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -871,6 +871,10 @@ def _declared_classes(values: list[str]) -> list[str]:
     out = list(dict.fromkeys(unicodedata.normalize("NFC", v.strip()) for v in values))
     if "" in out:
         raise InputError("--classes holds an empty class name")
+    missing = [c for c in out if c.lower() in MISSING_LABELS]
+    if missing:  # a class no answer could give: the answer reads as no label (as --add-class refuses it)
+        raise InputError(f"--classes {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, NaN and "
+                         "null are, any case); name the class otherwise")
     if len(out) < 2:
         raise InputError(f"--classes needs at least 2 classes, got {len(out)}")
     # two names an answer cannot tell apart: 'a' and 'A' (an answer in another case), '1' and '1.0' (one number;
@@ -878,7 +882,7 @@ def _declared_classes(values: list[str]) -> list[str]:
     seen: dict[Any, str] = {}
     for c in out:
         x = class_number(c)
-        for key in (("case", c.casefold()), ("number", x) if x is not None and not re.match(r"[+-]?0\d", c) else None):
+        for key in (("case", c.casefold()), ("number", x) if x is not None and not zero_padded(c) else None):
             if key is not None and key in seen:
                 how = "differ only in case" if key[0] == "case" else "are one number"
                 raise InputError(f"--classes {seen[key]!r} and {c!r} {how}: an answer could not tell them apart; "

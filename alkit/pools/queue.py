@@ -33,7 +33,8 @@ import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number, is_skip_label
+from alkit.choices import (INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number,
+                           is_skip_label, zero_padded)
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
 from alkit.pools import labelfiles, leases
@@ -963,14 +964,18 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     # refused as the number of several classes (a black-box check)
     for n in added:
         x = class_number(n)
-        twin = next((k for k in cfg.classes if x is not None and class_number(k) == x), None)
-        if twin is not None and n.casefold() not in known:
-            taken.append(f"{n!r} (the number of the class {twin!r}, which an answer {n!r} is filed under)")
+        if x is None or n.casefold() in known or zero_padded(n):  # a zero-padded code is a class of its own
+            continue
+        twins = [k for k in cfg.classes if class_number(k) == x]
+        if len(twins) == 1:
+            taken.append(f"{n!r} (the number of the class {twins[0]!r}, which an answer {n!r} is filed under)")
+        elif twins:
+            taken.append(f"{n!r} (the number of the classes {', '.join(map(repr, twins))})")
     if taken:
         raise QueueError(f"--add-class: already a class of the project: {', '.join(taken)}")
     numbers: dict[float, str] = {}
-    for n in added:  # '4.0' and '4' added together: two classes of one number
-        x = class_number(n)
+    for n in added:  # '4.0' and '4' added together: two classes of one number (codes '04' and '004' may be)
+        x = None if zero_padded(n) else class_number(n)
         if x is not None and x in numbers:
             raise QueueError(f"--add-class {numbers[x]!r} and {n!r} are one number: add one of them")
         if x is not None:
