@@ -631,6 +631,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     try:  # build one (unfitted) learner now, so a bad option is refused before anything is written
         make_learner(scorer, cfg.task, cfg.n_classes, class_names=cfg.classes, train=train_config,
                      **req.learner_options)
+        check = getattr(learner_class(scorer), "check_for_project", None)
+        if check is not None:  # options that name parts of the network this project's input builds
+            check(req.learner_options, image=bool(cfg.image_shape), user_module=bool(req.learner_options.get("module")),
+                  shallow=cfg.task == "regression" or cfg.input_kind == "embedding")
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
     try:

@@ -359,22 +359,32 @@ def test_output_fisher_covariance_equals_the_label_weighted_autograd_norms():
 def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters():
     """`-o layers=0.nothere` was refused only after the run's first batch was spent, naming neither the option
     nor what there is, and a list with one wrong prefix beside a right one dropped it (a black-box check).
-    BACKBONE_PARTS, the names checked up front, are those alkit's flat and image networks train."""
+    check_for_project, asked before a run, knows the parts each input's network trains (BACKBONE_PARTS, checked
+    here against the networks themselves); a --backbone network's 0.net is one (a check of the fix)."""
     from sklearn.datasets import load_digits
 
     from alkit.query import pool_learner
 
-    with pytest.raises(ValueError, match=r"layers: '0\.nothere' names no layer: the backbone's are 0\.stem"):
-        G.GradNormLearner("classification", 10, layers="0.nothere")
-    with pytest.raises(ValueError, match=r"layers: '1\.bias\.x' names no layer"):
-        G.GradNormLearner("classification", 10, layers=["1", "1.bias.x"])
+    check = G.GradNormLearner.check_for_project
+    with pytest.raises(ValueError, match=r"layers: '0\.nothere' names no layer of this project's network: the "
+                                         r"backbone's trained parts are 0\.stem, 0\.blocks, the head is 1"):
+        check({"layers": "0.nothere"}, image=False, user_module=False)
+    with pytest.raises(ValueError, match=r"'0\.mlp' names no layer"):
+        check({"layers": "0.mlp"}, image=False, user_module=False)
+    with pytest.raises(ValueError, match=r"'0\.stem' names no layer.*parts are 0\.mlp"):
+        check({"layers": ["1", "0.stem"]}, image=True, user_module=False)
+    with pytest.raises(ValueError, match=r"'0\.blocks' names no layer.*parts are 0\.stem, the head"):
+        check({"layers": "0.blocks", "depth": 0}, image=False, user_module=False)
+    with pytest.raises(ValueError, match=r"'1\.bias\.x' names no layer"):
+        check({"layers": ["1", "1.bias.x"]}, image=False, user_module=False)
+    check({"layers": "0.net.0"}, image=False, user_module=True)
+    check({"layers": ["0.blocks.0", "1.weight"]}, image=False, user_module=False)
     X, y = load_digits(return_X_y=True)
-    seen = set()
-    for shape, depth in ((None, 1), (None, 2), ((8, 8), None)):
+    for shape, depth, kind in ((None, 1, "flat"), (None, 2, "flat"), ((8, 8), None, "image")):
         learner = pool_learner(X, "classification", n_classes=10, scorer="gradnorm", image_shape=shape,
                                layers="all", **({} if depth is None else {"depth": depth}))
         learner.fit(X[:40], y[:40], seed=0)
-        seen |= {n.split(".")[1] for n, _ in learner.scorer.model.named_parameters() if n.startswith("0.")}
+        trained = {n.split(".")[1] for n, _ in learner.scorer.model.named_parameters() if n.startswith("0.")}
+        assert trained == set(G.BACKBONE_PARTS[kind])
         with pytest.raises(ValueError, match=r"layers: no parameters under '0\.blocks\.7' in this network; its layers: 0\."):
             G._select(learner.scorer.model, ["1", "0.blocks.7"])
-    assert seen == set(G.BACKBONE_PARTS)

@@ -163,7 +163,9 @@ def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
     return feature_sq(h_n_d, bias=bias, metric=metric)
 
 
-BACKBONE_PARTS = ("stem", "blocks", "mlp")  # the children of alkit's backbones that hold trained parameters
+# the children of the backbones that hold trained parameters, by input: alkit's on flat features and on images
+# (its convolution is fixed), a --backbone network (UserBackbone.net)
+BACKBONE_PARTS = {"flat": ("stem", "blocks"), "image": ("mlp",), "module": ("net",)}
 
 
 def _select(model: nn.Module, layers: str | Sequence[str]) -> dict[str, torch.Tensor]:
@@ -451,14 +453,29 @@ class GradNormLearner(PostHocLearner):
         if layers not in ("last", "all") and (not prefixes or any(str(q).split(".")[0] not in ("0", "1") for q in prefixes)):
             raise ValueError(f"layers must be 'last', 'all' or name prefixes of the (backbone, head) network, "
                              f"'0' or '0.<name>' for the backbone and '1' for the head, got {layers!r}")
-        parts = [str(q).split(".") for q in prefixes] if layers not in ("last", "all") else []
-        wrong = [".".join(q) for q in parts if (q[0] == "0" and len(q) > 1 and q[1] not in BACKBONE_PARTS)
-                 or (q[0] == "1" and len(q) > 1 and q[1:] not in (["weight"], ["bias"]))]
-        if wrong:  # refused before a run starts (a name no network has was refused after its first batch)
-            raise ValueError(f"layers: {wrong[0]!r} names no layer: the backbone's are 0.{', 0.'.join(BACKBONE_PARTS)} "
-                             "(which of them has parameters depends on the input: 0.stem and 0.blocks on flat "
-                             "features, 0.mlp on images), the head's 1")
         self.layers = layers
+
+    @classmethod
+    def check_for_project(cls, options: Mapping[str, Any], *, image: bool, user_module: bool,
+                          shallow: bool = False) -> None:
+        """A ValueError for ``layers`` prefixes no network of this project's input has (alkit/runs.py asks before a
+        run starts): one was refused after the run's first batch was spent (a black-box check).  The backbone's
+        trained parts: a --backbone network's ``0.net``, an image backbone's ``0.mlp``, flat features' ``0.stem``
+        and ``0.blocks`` (none at ``depth=0``, nor by default where ``shallow``: regression, an encoder's
+        embeddings); the head's ``1``."""
+        layers = options.get("layers", "last")
+        if layers in ("last", "all"):
+            return
+        parts = BACKBONE_PARTS["module" if user_module else "image" if image else "flat"]
+        depth = options.get("depth")
+        if (depth == 0 or (depth is None and shallow)) and not (user_module or image):
+            parts = ("stem",)
+        for q in ([layers] if isinstance(layers, str) else list(layers)):
+            names = str(q).split(".")
+            if (names[0] == "0" and len(names) > 1 and names[1] not in parts) or (
+                    names[0] == "1" and names[1:] not in ([], ["weight"], ["bias"])):
+                raise ValueError(f"layers: {q!r} names no layer of this project's network: the backbone's trained "
+                                 f"parts are 0.{', 0.'.join(parts)}, the head is 1")
 
     @classmethod
     def task_defaults(cls, task: str, options: Mapping[str, Any]) -> dict[str, Any]:
