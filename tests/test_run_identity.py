@@ -415,3 +415,16 @@ def test_a_learner_file_names_its_run_by_its_file_name_and_earlier_full_path_run
     assert run_identity(req, "sklearn", [old], "classification", "raw").name == old.name
     named = SimpleNamespace(**{**vars(old), "name": "mine", "config": {**old.config, "curve": "mine"}})
     assert current_curve(named, "classification", "raw") == "mine"  # a --name of its own is kept
+
+
+def test_a_pick_setting_no_selector_reads_keeps_the_default_runs_curve(digits_project: Path) -> None:
+    """--candidates on random (it picks from the whole pool) or --stratify-by without the cold start changes no
+    pick: after such a run the default random seeds were refused as joining a curve of other settings (a black-box
+    round against the day's fixes).  Where a selector reads it, a new seed is still refused."""
+    loop = _loop(digits_project)
+    for seed, kw in ((0, {"candidates": 60}), (1, {}), (2, {"candidates": 30}), (3, {})):
+        loop.run(RunRequest(strategy="random", budget=10, seed=seed, max_cycles=1, **kw))
+    loop.run(RunRequest(strategy="margin", budget=20, seed=0, candidates=60, max_cycles=1))
+    with pytest.raises(LoopError, match=r"would draw this run \(margin\) on the learning curve of runs of "
+                                        r"margin/vbll at margin --candidates 60"):
+        loop.resolve(RunRequest(strategy="margin", budget=20, seed=1))
