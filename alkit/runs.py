@@ -220,21 +220,29 @@ def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> st
                           initial=getattr(run, "initial", None), batch_size=run.batch_size)
 
 
-def _refuse_unread_score_options(scorer: str, learner: dict[str, Any], acquisition: str, strategy: str) -> None:
+REGRESSION_ONLY_OPTIONS = {"ridge", "residual_targets", "residual_choice"}  # the plain network's regression settings
+
+
+def _refuse_unread_score_options(scorer: str, learner: dict[str, Any], acquisition: str | None,
+                                 strategy: str) -> None:
     """A LoopError for -o options that set only the scorer's epistemic score (its class's ``SCORE_OPTIONS``, names
     or ``prefix.``) where the run's acquisition reads no epistemic score: laplace's epistemic=trace, mc_samples or
     mi under the preset's decision-flip picked what the default run picked, as a run and a curve of its own (a
-    black-box check).  Runs recorded with them go on (checked for new runs only)."""
-    if acquisition not in ACQUISITIONS or "epistemic_n" in get_acquisition(acquisition).needs:
+    black-box check); ``acquisition`` None: the selector reads no score (random, the cold start).  Runs recorded
+    with them go on (checked for new runs only)."""
+    if acquisition in ACQUISITIONS and "epistemic_n" in get_acquisition(acquisition).needs:
+        return
+    if acquisition not in ACQUISITIONS and acquisition is not None:  # one of the user's own: it may read anything
         return
     own = getattr(learner_class(scorer), "SCORE_OPTIONS", ())
     unread = [k for k in learner if k in own or any(p.endswith(".") and k.startswith(p) for p in own)]
     if unread:
         shown = " ".join(f"-o {k}={value_text(learner[k])}" for k in unread)
-        raise LoopError(f"{shown} set{'s' if len(unread) == 1 else ''} {scorer}'s epistemic score, which the "
-                        f"acquisition {acquisition!r} (strategy {strategy!r}) does not read: the picks would be the "
-                        f"default run's; rank by it with --acquisition epistemic, or leave "
-                        f"{'it' if len(unread) == 1 else 'them'} out")
+        reader = (f"the acquisition {acquisition!r} (strategy {strategy!r})" if acquisition is not None else
+                  f"strategy {strategy!r} (it picks without a score)")
+        raise LoopError(f"{shown} set{'s' if len(unread) == 1 else ''} {scorer}'s epistemic score, which {reader} does "
+                        f"not read: the picks would be the default run's; rank by it with --acquisition epistemic, or "
+                        f"leave {'it' if len(unread) == 1 else 'them'} out")
 
 
 def first_batch_refusal(initial: int | None, batch_size: int, budget: int) -> LoopError:
@@ -685,7 +693,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
     if not any(r.name == ident.name for r in runs):
-        _refuse_unread_score_options(scorer, ident.learner, acquisition, req.strategy)
+        _refuse_unread_score_options(scorer, ident.learner, None if selector in ("random", "coldstart") else acquisition,
+                                     req.strategy)
+        regression_only = sorted(set(ident.learner) & REGRESSION_ONLY_OPTIONS)
+        if cfg.task == "classification" and regression_only:  # the default's picks under another name (a check)
+            raise LoopError(f"option {regression_only[0]} applies to regression projects only; this is a "
+                            "classification project")
     if not any(r.name == ident.name for r in runs):  # a new run: on a curve of its own settings only (compared
         # as recorded: the acquisition and first-batch selector resolved, the options less their defaults)
         from alkit.presets import PRESETS

@@ -81,6 +81,12 @@ def test_a_default_option_value_continues_the_default_run(digits_project: Path) 
         with pytest.raises(LoopError, match="epistemic score, which the acquisition"):
             loop.resolve(RunRequest(strategy=strategy, scorer="vbll" if "class_score" in options else "laplace",
                                     budget=20, learner_options=options))
+    # random picks read no score at all; residual_choice, like ridge, is a regression setting (black-box checks)
+    with pytest.raises(LoopError, match=r"sets laplace's epistemic score, which strategy 'random' \(it picks without "
+                                        r"a score\) does not read"):
+        loop.resolve(RunRequest(strategy="random", scorer="laplace", budget=20, learner_options={"mc_samples": 32}))
+    with pytest.raises(LoopError, match="option residual_choice applies to regression projects only"):
+        loop.resolve(RunRequest(strategy="margin", scorer="none", budget=20, learner_options={"residual_choice": False}))
     read = loop.resolve(RunRequest(strategy="epistemic", scorer="laplace", budget=20, acquisition="epistemic",
                                    learner_options={"mc_samples": 32})).spec
     assert read.name == "epistemic-laplace-epistemic-mc_samples=32-b10-s0"
