@@ -812,6 +812,13 @@ def test_json_lines_read_like_csv(tmp_path: Path, digits_csv: Path) -> None:
         with pytest.raises(InputError, match=f"cannot read bad.jsonl: {says}"):
             init_project(tmp_path / "bad.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
         assert not (tmp_path / "q").exists()
+    # numbers some of them in quotes: 'non-numeric feature columns: x (String)', with an encoder suggested and no
+    # line named (a black-box check)
+    (tmp_path / "bad.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "x": str(i / 3) if i == 4 else i / 3,
+                                                            "label": "pq"[i % 2]}) + "\n" for i in range(20)))
+    with pytest.raises(InputError, match=r"feature column 'x' holds numbers written as text \(line 5 holds "
+                                         r"\"1.3333333333333333\" as text where line 1 holds a number\)"):
+        init_project(tmp_path / "bad.jsonl", tmp_path / "q", InitOptions(**OPTS, hide_labels=True, progress=False))
 
 
 def test_init_progress_counts_every_row_and_is_inert_when_off() -> None:

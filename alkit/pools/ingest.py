@@ -337,7 +337,8 @@ def _levels(s: pl.Series) -> list[str] | None:
 
 
 def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
-                  opts: InitOptions, text_numbers: bool = False) -> tuple[list[str], dict[str, list[str]]]:
+                  opts: InitOptions, text_numbers: bool = False,
+                  json_path: Path | None = None) -> tuple[list[str], dict[str, list[str]]]:
     """The feature columns, refused with a named problem when missing or not numbers, and the
     levels of the categorical ones among them (text columns with few distinct values, one-hot
     encoded by FeatureValues).
@@ -442,6 +443,21 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     if text_numbers:
         non_numeric = [c for c in non_numeric if schema[c] != pl.Utf8
                        or df[c].str.strip_chars().str.contains(r"^[+-]?0\d").any()]
+    quoted = [c for c in non_numeric if schema[c] == pl.Utf8 and json_path is not None
+              and not df[c].str.strip_chars().cast(pl.Float64, strict=False).is_null().any()]
+    if quoted:  # numbers, some in quotes: called text, with an encoder suggested and no row named (a black-box check)
+        from alkit.pools.tables import first_mixed_json
+
+        found = first_mixed_json(json_path, quoted)
+        if found is not None:
+            number, key, kind, value, seen_line, seen_kind = found
+            where = (f"line {number} holds {json.dumps(value)[:30]} as {kind} where line {seen_line} holds "
+                     f"{seen_kind}")
+        else:
+            where = "every line holds them in quotes"
+            key = quoted[0]
+        raise InputError(f"feature column {key!r} holds numbers written as text ({where}): "
+                         "write them as JSON numbers, without quotes")
     if non_numeric:
         kinds = ", ".join(f"{c} ({schema[c]})" for c in non_numeric)
         out = "" if opts.features else f"leave them out with --exclude {option_list(non_numeric)}, "
@@ -1288,7 +1304,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         else:
             _check_exclude(opts)
             columns = feature_names(df, source.columns, source.schema, opts,
-                                    text_numbers=source.path.suffix.lower() in (".csv", ".tsv", ".tab"))
+                                    text_numbers=source.path.suffix.lower() in (".csv", ".tsv", ".tab"),
+                                    json_path=source.path if source.path.suffix.lower() in JSON_LINES else None)
         sp = _split(df, opts, test_frac, marked_test)
         pool_n = sp.split_n == "pool"
         unmeasured = _classes_without_test_rows(sp)

@@ -351,25 +351,35 @@ def _json_kind(value: object) -> str | None:
     return {str: "text", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
-def _mixed_json_types(path: Path) -> str | None:
-    """The first line whose value of a key is of another JSON kind than that key's earlier values (a number
-    beside true, as a JSON export of a spreadsheet column writes them): the reader refused it naming neither the
-    key nor the line ("cannot parse 'true' (bool) as Int64"; a black-box check)."""
+def first_mixed_json(path: Path, keys: Sequence[str] | None = None) -> tuple[int, str, str, object, int, str] | None:
+    """(line, key, kind, value, first line, first kind) of the first line of a JSON Lines file whose value of a key
+    (of ``keys``, default any) is of another JSON kind than that key's earlier values, else None."""
     first: dict[str, tuple[str, int]] = {}
     with path.open(encoding="utf-8-sig", errors="replace") as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
                 continue
-            for key, value in json.loads(line).items():
+            record = json.loads(line)
+            for key, value in record.items() if isinstance(record, dict) else ():
                 kind = _json_kind(value)
-                if kind is None:
+                if kind is None or (keys is not None and key not in keys):
                     continue
                 seen = first.setdefault(key, (kind, number))
                 if seen[0] != kind:
-                    return (f"line {number}: {key!r} holds {kind} ({json.dumps(value)[:30]}) where line {seen[1]} "
-                            f"holds {seen[0]}: give each key values of one kind (e.g. true/false as 1/0, or every "
-                            "value as text in quotes)")
+                    return number, key, kind, value, seen[1], seen[0]
     return None
+
+
+def _mixed_json_types(path: Path) -> str | None:
+    """The first line whose value of a key is of another JSON kind than that key's earlier values (a number
+    beside true, as a JSON export of a spreadsheet column writes them): the reader refused it naming neither the
+    key nor the line ("cannot parse 'true' (bool) as Int64"; a black-box check)."""
+    found = first_mixed_json(path)
+    if found is None:
+        return None
+    number, key, kind, value, seen_line, seen_kind = found
+    return (f"line {number}: {key!r} holds {kind} ({json.dumps(value)[:30]}) where line {seen_line} holds {seen_kind}: "
+            "give each key values of one kind (e.g. true/false as 1/0, or every value as text in quotes)")
 
 
 def _no_constant(name: str) -> float:
