@@ -1434,3 +1434,18 @@ def test_ids_keep_the_files_numbers_and_refusals_name_the_rows(tmp_path: Path) -
     (tmp_path / "k.jsonl").write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match=r"line 8: 'label' holds a JSON list \(\[\"a\"\]\); an id, a label or a split"):
         init_project(tmp_path / "k.jsonl", tmp_path / "r", InitOptions(**opts))
+
+
+
+def test_a_json_lines_file_without_ids_and_a_blank_line_inside_is_refused(tmp_path: Path) -> None:
+    """Without --id-col the items are named by row number; a blank line inside a JSON Lines file was skipped, so
+    line 32's record became item 31 (a black-box check), as an empty CSV row inside is refused."""
+    from alkit.pools.ingest import InitOptions, init_project
+
+    lines = [json.dumps({"x": i / 7, "label": "pq"[i % 2]}) for i in range(40)]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines[:30] + [""] + lines[30:]) + "\n\n")
+    with pytest.raises(InputError, match="a.jsonl has an empty row on line 31, with data after it"):
+        init_project(tmp_path / "a.jsonl", tmp_path / "p", InitOptions(id_col="", label_col="label", hide_labels=True,
+                                                                      progress=False))
+    (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n\n\n")  # blank lines at the end only: fine
+    init_project(tmp_path / "b.jsonl", tmp_path / "q", InitOptions(id_col="", label_col="label", hide_labels=True, progress=False))

@@ -1248,6 +1248,10 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         notes.append(f"note: {source.empty_rows} empty row{'s' if source.empty_rows > 1 else ''} of {data.name} left out "
                      "(blank lines, or lines of separators only)")
     row_ids = not opts.id_col  # ids made from the row numbers, kept in the payload as a column of their own
+    if row_ids and source.path.suffix.lower() in JSON_LINES and source.first_inner_empty is None:
+        from alkit.pools.tables import first_inner_blank_line
+
+        source.first_inner_empty = first_inner_blank_line(source.path)
     if row_ids and source.first_inner_empty is not None:  # row N would not be the file's N-th data row
         raise InputError(f"{data.name} has an empty row on line {source.first_inner_empty}, with data after it: "
                          "without --id-col the items are named by their row number, which would skip it, so a "

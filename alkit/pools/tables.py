@@ -351,6 +351,19 @@ def _json_kind(value: object) -> str | None:
     return {str: "text", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
 
 
+def first_inner_blank_line(path: Path) -> int | None:
+    """The line of a text file's first blank line with content after it, else None (JSON Lines readers skip blank
+    lines, so row numbers as ids would skip it: line 32 became item 31; a black-box check)."""
+    blank = None
+    with path.open(encoding="utf-8-sig", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                blank = blank or number
+            elif blank is not None:
+                return blank
+    return None
+
+
 def first_mixed_json(path: Path, keys: Sequence[str] | None = None) -> tuple[int, str, str, object, int, str] | None:
     """(line, key, kind, value, first line, first kind) of the first line of a JSON Lines file whose value of a key
     (of ``keys``, default any) is of another JSON kind than that key's earlier values, else None."""
