@@ -108,6 +108,11 @@ def test_a_label_in_decomposed_unicode_is_the_class_it_spells(tmp_path: Path) ->
     with pytest.raises(QueueError, match="is the class 'Côte-Rôtie' read in the wrong text encoding") as refused:
         import_labels(project, garbled)
     assert "--add-class" not in str(refused.value)
+    garbled.write_text(f"id,label\n{ids[2]},{'CÔTE-RÔTIE'.encode('utf-8').decode('cp1252')}\n", encoding="utf-8")
+    with pytest.raises(QueueError, match="is the class 'Côte-Rôtie' read in the wrong text encoding"):
+        import_labels(project, garbled)  # in another case too, as answers match classes
+    with pytest.raises(QueueError, match=r"--add-class 'CÃ´te-RÃ´tie' is the class 'Côte-Rôtie' read in the wrong"):
+        import_labels(project, garbled, add_classes=["Côte-Rôtie".encode("utf-8").decode("cp1252")])
 
 
 def test_tab_separated_queue_files_round_trip(tmp_path: Path) -> None:

@@ -495,6 +495,10 @@ def test_a_pandas_index_is_no_feature_unless_chosen(tmp_path: Path) -> None:
     assert cfg.feature_cols == ["a"]
     # read back and written again, the index is 'Unnamed: 0': it was a feature, unsaid (a black-box check)
     pd.read_csv(tmp_path / "d.csv").to_csv(tmp_path / "e.csv", index=False)
+    pd.read_csv(tmp_path / "d.csv").to_csv(tmp_path / "twice.csv")  # a second index: 'Unnamed: 0.1' beside it
+    pd.read_csv(tmp_path / "twice.csv").to_csv(tmp_path / "twice2.csv", index=False)
+    with pytest.raises(InputError, match=re.escape("column 'Unnamed: 0.1' is a pandas index read back")):
+        init_project(tmp_path / "twice2.csv", tmp_path / "r", InitOptions(**opts, exclude=["Unnamed: 0"]))
     for suffix in ("csv", "parquet"):
         if suffix == "parquet":
             pd.read_csv(tmp_path / "d.csv").to_parquet(tmp_path / "e.parquet", index=False)
@@ -1388,8 +1392,7 @@ def test_a_class_with_no_test_item_is_named_at_init(tmp_path: Path) -> None:
                  notes)
     said = [n for n in notes if "no test item" in n]
     assert said == ["note: no test item of the class 'rare' (3 rows): accuracy and the other test metrics will not "
-                    "measure it (a rare class the split left in the pool, or labelled rows given to the learner); "
-                    "mark test rows with --split-col, or raise --test-frac"], notes
+                    "measure it; raise --test-frac, or mark test rows with --split-col"], notes
     notes = []
     init_project(tmp_path / "rare.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label", hide_labels=True,
                                                                    test_frac=0.5), notes)

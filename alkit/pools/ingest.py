@@ -385,7 +385,7 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
             raise InputError("no feature columns: pass --features or --feature-col")
         # 'Unnamed: 0' is that index after one pandas round trip (read_csv, then to_csv/to_parquet with index=False):
         # taken as a feature, it predicted a class-sorted file's label (a black-box check)
-        index = [c for c in names if c == "" or c.startswith("__index_level_") or re.fullmatch(r"Unnamed: \d+", c)]
+        index = [c for c in names if c == "" or c.startswith("__index_level_") or re.fullmatch(r"Unnamed: \d+(\.\d+)?", c)]
         if index:  # a row index would be learned from as a feature
             if index[0] == "" and "" in df.columns and df[""].cast(pl.Utf8).str.strip_chars().fill_null("").eq("").all():
                 raise InputError(f"column {columns.index('') + 1} of the header has no name and no value in any row (a "
@@ -1314,7 +1314,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         pool_n = sp.split_n == "pool"
         unmeasured = _classes_without_test_rows(sp)
         if unmeasured and notes is not None:
-            notes.append(_unmeasured_note(unmeasured))
+            notes.append(_unmeasured_note(unmeasured, opts))
         if encoded:
             X, feature_names_, one_hot, imputed = extract_features(df, opts, data.resolve().parent, pool_n)
             n_features, constant_f = X.shape[1], None
@@ -1428,12 +1428,15 @@ def _classes_without_test_rows(sp: Split) -> list[tuple[str, int]]:
     return [(c, counts[c]) for c in sp.classes if c in counts and c not in tested]
 
 
-def _unmeasured_note(unmeasured: list[tuple[str, int]]) -> str:
+def _unmeasured_note(unmeasured: list[tuple[str, int]], opts: InitOptions) -> str:
     shown = ", ".join(f"{c!r} ({k} row{'' if k == 1 else 's'})" for c, k in unmeasured[:5])
     more = f" and {len(unmeasured) - 5} more" if len(unmeasured) > 5 else ""
+    # the remedy the options given allow (--test-frac beside --split-col is refused; a check of the note)
+    fix = ("mark some of its rows test in the --split-col column" if opts.split_col else
+           "raise --test-frac, or mark test rows with --split-col" if opts.hide_labels else
+           "label more of its rows in the file (labelled rows not given to the learner are the test split)")
     return (f"note: no test item of the class{'es' if len(unmeasured) > 1 else ''} {shown}{more}: accuracy and the "
-            "other test metrics will not measure it (a rare class the split left in the pool, or labelled rows given "
-            "to the learner); mark test rows with --split-col, or raise --test-frac")
+            f"other test metrics will not measure it; {fix}")
 
 
 def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: np.ndarray | None) -> Split:

@@ -633,8 +633,7 @@ def canonical_label(project: Project, raw: str) -> str:
                                  "write the class as the project lists it")
         if match:
             return match[0]
-        back = utf8_misread(raw)
-        known = [c for c in cfg.classes if back is not None and unicodedata.normalize("NFC", c) == unicodedata.normalize("NFC", back)]
+        known = _misread_class(raw, cfg.classes)
         if known:  # 'cafÃ©' was an unknown class with a hint to add it, a garbled class (a black-box check)
             raise ValueError(f"label {raw!r} is the class {known[0]!r} read in the wrong text encoding (a spreadsheet "
                              "opened the UTF-8 file as Windows-1252): open it with UTF-8 (in Excel: Data > From "
@@ -939,6 +938,17 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
     return out
 
 
+def _misread_class(text: str, classes: Sequence[str]) -> list[str]:
+    """The classes ``text`` is, read back from Windows-1252 or Latin-1 to UTF-8, in any case and Unicode form (as an
+    answer matches a class): 'cafÃ©' and 'CAFÃ©' are 'Café'."""
+    back = utf8_misread(text)
+    if back is None:
+        return []
+    folded = unicodedata.normalize("NFC", back).casefold()
+    exact = [c for c in classes if unicodedata.normalize("NFC", c) == unicodedata.normalize("NFC", back)]
+    return exact or [c for c in classes if unicodedata.normalize("NFC", c).casefold() == folded]
+
+
 def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
     """The project with ``names`` appended to its classes, each checked: a classification project whose
     labels come from people, a name not empty, not a class already (in any case), not the skip label,
@@ -973,6 +983,10 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
             taken.append(f"{n!r} (the number of the classes {', '.join(map(repr, twins))})")
     if taken:
         raise QueueError(f"--add-class: already a class of the project: {', '.join(taken)}")
+    garbled = [(n, twin[0]) for n in added if (twin := _misread_class(n, cfg.classes))]
+    if garbled:  # 'CafÃ©' beside 'Café' split one class's answers in two (a black-box check)
+        raise QueueError(f"--add-class {garbled[0][0]!r} is the class {garbled[0][1]!r} read in the wrong text encoding "
+                         "(UTF-8 read as Windows-1252): import the file saved as UTF-8 instead")
     numbers: dict[float, str] = {}
     for n in added:  # '4.0' and '4' added together: two classes of one number (codes '04' and '004' may be)
         x = None if zero_padded(n) else class_number(n)
