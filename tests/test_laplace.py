@@ -403,3 +403,18 @@ def test_class_major_and_row_major_samples_give_the_same_mutual_information(C: i
     b = L.mc_mutual_information_eig(logits, Q, eig, n_samples=16, layout="row")
     torch.testing.assert_close(a[0], b[0], rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(a[1], b[1], rtol=1e-10, atol=1e-12)
+
+
+
+def test_classification_only_and_extreme_options_are_refused_before_a_run() -> None:
+    """mi / mc_samples on regression (its score is the Gaussian closed form) named runs of the default's picks, and
+    a prior precision of 1e-300 gave undefined scores after the first batch (black-box checks)."""
+    from alkit.learners.laplace import LaplaceLearner
+
+    for options in ({"mi": "probit"}, {"mc_samples": 32}):
+        with pytest.raises(ValueError, match="applies to classification projects only"):
+            LaplaceLearner("regression", **options)
+    for value in (1e-300, 1e-45, 1e31):
+        with pytest.raises(ValueError, match="prior_precision must be positive, in"):
+            LaplaceLearner("classification", 3, prior_precision=value)
+    LaplaceLearner("regression", mc_samples=16, prior_precision=1e-12)

@@ -418,3 +418,14 @@ def test_an_option_only_the_other_tasks_heads_read_is_refused():
         VBLLLearner("regression", class_score="mi")
     VBLLLearner("classification", 3, n_buckets=20)  # the default value changes nothing: accepted
     VBLLLearner("regression", n_buckets=5, buckets="quantile")
+    # one head's size given for another head: the default's picks under another name (a black-box check)
+    with pytest.raises(ValueError, match="option n_quantiles applies to the quantile head"):
+        VBLLLearner("regression", n_quantiles=9)
+    with pytest.raises(ValueError, match="option n_buckets applies to the bucket head"):
+        VBLLLearner("regression", head="gaussian", n_buckets=5)
+    VBLLLearner("regression", head="quantile", n_quantiles=9)
+    VBLLLearner("regression", head="buckets", n_buckets=5)
+    # bounds that overflowed float32 in the refit (a traceback after the first batch; a black-box check)
+    for option, value in (("prior_scale", 1e-39), ("reg_weight", 1e300), ("kl_weight", 1e300)):
+        with pytest.raises(ValueError, match=f"{option} must be"):
+            VBLLLearner("classification", 3, **{option: value})

@@ -196,9 +196,9 @@ class CSDConfig:
         for name in ("steps", "n_noise"):
             if getattr(self, name) < 0:
                 raise ValueError(f"csd.{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("lr", "ridge"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"csd.{name} must be positive, got {getattr(self, name)}"
+        for name, most in (("lr", 10.0), ("ridge", 1e12)):  # 1e300 gave undefined scores after the first batch
+            if not 0 < getattr(self, name) <= most:
+                raise ValueError(f"csd.{name} must be positive and at most {most:g}, got {getattr(self, name)}"
                                  + (" (csd.steps=0 leaves g untrained)" if name == "lr" else ""))
         if not self.noise_scale >= 0:
             raise ValueError(f"csd.noise_scale must be >= 0, got {self.noise_scale}")

@@ -616,8 +616,13 @@ class LaplaceLearner(PostHocLearner):
         super().__init__(task, n_classes, **mlp_options)
         if mc_samples < 1:
             raise ValueError(f"mc_samples must be at least 1, got {mc_samples}")
-        if prior_precision is not None and not prior_precision > 0:
-            raise ValueError(f"prior_precision must be positive, got {prior_precision}")
+        if prior_precision is not None and not 1e-12 <= prior_precision <= 1e30:
+            # 1e-300 (and 1e-45) gave undefined scores after the first batch (a black-box check)
+            raise ValueError(f"prior_precision must be positive, in [1e-12, 1e30], got {prior_precision}")
+        if task == "regression" and (mi != "mc" or mc_samples != 16):
+            # a regression score is the closed-form Gaussian one: the option named a run of the default's picks
+            raise ValueError(f"option {'mi' if mi != 'mc' else 'mc_samples'} applies to classification projects only "
+                             "(a regression score is the Gaussian closed form); this is a regression project")
         self.hessian, self.epistemic, self.mi, self.prior_precision = hessian, epistemic, mi, prior_precision
         self.mc_samples = mc_samples  # MI error vs 20,000 samples: ~15 % at 16, ~7 % at 64, ~4 % at 128 (laplace_mi_error.md)
 

@@ -62,7 +62,8 @@ PRIOR_CHOICE_HEADS: tuple[str, ...] = ("quantile", "hetero")
 # image development sets, four user-style networks, 20-300 labels, fresh seeds 3-5: accuracy +0.037, NLL 1.52 ->
 # 1.33, no network worse (the example's CNN +0.08 / +0.11); the plain MLP learner gained nothing and keeps 0.
 MODULE_NORM = 2.5
-PRIOR_SCALE_MAX = 1e12  # beyond ~1e15 the float32 refit's Cholesky failed (wine, 10-100 labels); 1e12 is no prior already
+PRIOR_SCALE_MAX = 1e12  # beyond ~1e15 the float32 refit's Cholesky failed (wine, 10-100 labels); 1e12 is no prior
+# already; its inverse bounds the scale from below (1e-39 underflowed float32) and the KL weights from above
 
 
 def _default_feature_map() -> FeatureMap:
@@ -264,15 +265,17 @@ class VBLLLearner:
         self.train_cov: Cov = train_cov if refit else cov
         if posterior_temperature <= 0:
             raise ValueError(f"posterior_temperature must be positive, got {posterior_temperature}")
-        if prior_scale is not None and not 0 < prior_scale <= PRIOR_SCALE_MAX:
-            raise ValueError(f"prior_scale must be positive and at most {PRIOR_SCALE_MAX:g}, got {prior_scale}"
+        if prior_scale is not None and not 1 / PRIOR_SCALE_MAX <= prior_scale <= PRIOR_SCALE_MAX:
+            raise ValueError(f"prior_scale must be in [{1 / PRIOR_SCALE_MAX:g}, {PRIOR_SCALE_MAX:g}], got {prior_scale}"
                              + (" (a prior this wide is no prior: the posterior covariance is singular at small N)"
-                                if prior_scale > 0 else ""))
+                                if prior_scale > PRIOR_SCALE_MAX else ""))
         for name, value in (("kl_weight", kl_weight), ("reg_weight", reg_weight)):
-            # 0 drops the prior from the refit: the covariance was singular and the first fit a traceback
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be positive (0 leaves the posterior covariance without its prior "
-                                 f"term), got {value}")
+            # 0 drops the prior from the refit: the covariance was singular and the first fit a traceback; 1e300
+            # overflowed float32 in the refit (a traceback too)
+            if value is not None and not 0 < value <= PRIOR_SCALE_MAX:
+                raise ValueError(f"{name} must be positive and at most {PRIOR_SCALE_MAX:g}"
+                                 + (" (0 leaves the posterior covariance without its prior term)" if value == 0 else "")
+                                 + f", got {value}")
         self.class_bias, self.kl_weight, self.posterior_temperature = class_bias, kl_weight, posterior_temperature
         if backbone_options.get("feature_map") is None:
             backbone_options["feature_map"] = _default_feature_map()
@@ -292,6 +295,14 @@ class VBLLLearner:
         _refuse_other_tasks_options(task, n_quantiles=n_quantiles, n_buckets=n_buckets, buckets=buckets,
                                     cr_epistemic=cr_epistemic, noise_choice=noise_choice,
                                     class_score=class_score, class_bias=class_bias)
+        # read by one head only: given for another, it named a run of the default's picks (a black-box check); the
+        # per-fit head choice is between the Gaussian and bucket heads, never the quantile one
+        if task == "regression" and n_quantiles != _REGRESSION_ONLY["n_quantiles"] and head != "quantile":
+            raise ValueError("option n_quantiles applies to the quantile head: add --head quantile")
+        if (task == "regression" and not self.auto_head and head != "buckets"
+                and (n_buckets != _REGRESSION_ONLY["n_buckets"] or buckets != _REGRESSION_ONLY["buckets"])):
+            raise ValueError(f"option {'n_buckets' if n_buckets != _REGRESSION_ONLY['n_buckets'] else 'buckets'} "
+                             "applies to the bucket head: add --head buckets, or leave --head out")
         self.do_refit, self.learn_prior = refit, learn_prior
         if refit_mean and (task != "classification" or not refit):
             raise ValueError("refit_mean applies to a classification project with refit on (the Gaussian "
