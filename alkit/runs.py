@@ -187,19 +187,25 @@ def selection_text(candidates: int | None, stratify_by: str | None) -> str:
 
 
 def _recorded_picks(run: Any, task: str) -> str:
-    """``selection_text`` of a recorded run (a store row); --candidates at its default as unset (runs before
-    c109187 recorded a --candidates given at the default value as that number)."""
+    """``selection_text`` of a recorded run (a store row), its settings as its selectors read them."""
+    config = run.config or {}
+    try:
+        return selection_text(*_effective_picks(run, task))
+    except (KeyError, ValueError):  # a strategy this alkit no longer has
+        return selection_text(config.get("candidates"), config.get("stratify_by"))
+
+
+def _effective_picks(run: Any, task: str) -> tuple[int | None, str | None]:
+    """(candidates, stratify_by) of a recorded run as its selectors read them (``_read_picks``); --candidates at its
+    default as unset (runs before c109187 recorded a --candidates given at the default value as that number)."""
     config = run.config or {}
     candidates = config.get("candidates")
-    try:
-        preset = get_preset(run.strategy)
-        selector = preset.selector_for(task, run.batch_size)
-        if candidates == candidate_count(get_selector(selector).candidate_source, run.batch_size, None):
-            candidates = None
-        initial_selector = config.get("initial_selector") or preset.initial_selector
-        return selection_text(*_read_picks(candidates, config.get("stratify_by"), initial_selector, selector))
-    except (KeyError, ValueError):  # a strategy this alkit no longer has
-        return selection_text(candidates, config.get("stratify_by"))
+    preset = get_preset(run.strategy)
+    selector = preset.selector_for(task, run.batch_size)
+    if candidates == candidate_count(get_selector(selector).candidate_source, run.batch_size, None):
+        candidates = None
+    initial_selector = config.get("initial_selector") or preset.initial_selector
+    return _read_picks(candidates, config.get("stratify_by"), initial_selector, selector)
 
 
 def _read_picks(candidates: int | None, stratify_by: str | None, initial_selector: str,
@@ -380,6 +386,28 @@ def _naming(run: Any) -> int:
 
 
 def current_curve(run: Any, task: str | None = None, input_kind: str | None = None) -> str:
+    """``_named_curve`` with, for a run named by its settings (no --name), the pick settings no name holds
+    (``picks_suffix``): a run of --candidates 40 or --stratify-by grp took the default runs' curve, averaged with
+    them, and kept later default seeds off it (a black-box check of upgraded projects)."""
+    curve = _named_curve(run, task, input_kind)
+    config = run.config or {}
+    recorded = str(config.get("curve") or "")
+    if task is None or not recorded or run.name != f"{recorded}-b{run.batch_size}-s{run.seed}":
+        return curve  # given its own --name (or a run this alkit recorded with its suffix): kept
+    try:
+        suffix = picks_suffix(*_effective_picks(run, task))
+    except (KeyError, ValueError):  # a strategy this alkit no longer has
+        return curve
+    return curve if not suffix or curve.endswith(suffix) else curve + suffix
+
+
+def picks_suffix(candidates: int | None, stratify_by: str | None) -> str:
+    """How a curve shows the pick settings no run name holds: '-candidates=40-stratify_by=grp' ('' at the defaults)."""
+    return (f"-candidates={candidates}" if candidates is not None else "") + (
+        f"-stratify_by={stratify_by}" if stratify_by else "")
+
+
+def _named_curve(run: Any, task: str | None = None, input_kind: str | None = None) -> str:
     """The curve a run belongs to today: its recorded one, except for a run an earlier alkit named
     by its settings, which gets the curve today's names give those settings, so that it and today's
     runs of the same settings are one curve (and a run of other training settings is not the
@@ -704,12 +732,18 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         from alkit.presets import PRESETS
 
         # --candidates and --stratify-by are no part of a name: an unnamed --candidates 60 run on a new seed was
-        # averaged into the default runs' curve (a review of the curve check)
-        picks = selection_text(*_read_picks(candidates, req.stratify_by, initial_selector, selector))
+        # averaged into the default runs' curve (a review of the curve check); an unnamed run's curve shows them
+        effective = _read_picks(candidates, req.stratify_by, initial_selector, selector)
+        if not req.name and picks_suffix(*effective):
+            ident = replace(ident, curve=ident.curve + picks_suffix(*effective))
+            options["curve"] = ident.curve
+        picks = selection_text(*effective)
         mine = settings_curve(req.strategy, scorer, acquisition, initial_selector, req.learner_options,
                               req.train, cfg.task, cfg.input_kind, initial=req.initial, batch_size=req.batch_size) + picks
+        # the runs on this curve as status and plot draw them (an earlier alkit's run named by its settings: today's
+        # curve of them, not the one it recorded; a check of upgraded projects)
         mixed = sorted({f"{r.strategy}/{r.scorer} at {theirs}"
-                        for r in runs if (r.config or {}).get("curve") == ident.curve
+                        for r in runs if current_curve(r, cfg.task, cfg.input_kind) == ident.curve
                         and (theirs := run_settings_curve(r, cfg.task, cfg.input_kind) + _recorded_picks(r, cfg.task))
                         != mine})
         # the preset's own curve: only runs of its default settings (a margin run named epistemic-b10-s2 was

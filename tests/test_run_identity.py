@@ -15,7 +15,7 @@ from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.models.train import TrainConfig
 from alkit.pools.store import RunSpec
 from alkit.registry import SCORERS, learner_class, make_learner
-from alkit.runs import curve_name, request_for_run, run_name
+from alkit.runs import current_curve, curve_name, request_for_run, run_name
 from alkit.scorer_options import declared, parse
 
 
@@ -349,6 +349,9 @@ def test_the_scorer_none_is_named_where_the_preset_trains_another(digits_project
     assert curve_groups(runs, loop.project.config)[runs[0].id] == "margin-none"
     with pytest.raises(Exception, match="exists with scorer='none', not 'vbll'"):  # the default run: refused, not mixed in
         loop.run(RunRequest(strategy="margin", budget=30, max_cycles=1))
+    # a new default seed beside it starts: the curve check read the curve the old run recorded ('margin'), not the
+    # one it is drawn on ('margin-none'), and refused every default seed (a check of upgraded projects)
+    assert loop.resolve(RunRequest(strategy="margin", budget=30, seed=5)).spec.name == "margin-b10-s5"
 
 
 def test_a_first_batch_of_another_size_is_named(digits_project: Path) -> None:
@@ -430,7 +433,17 @@ def test_a_pick_setting_no_selector_reads_keeps_the_default_runs_curve(digits_pr
     loop = _loop(digits_project)
     for seed, kw in ((0, {"candidates": 60}), (1, {}), (2, {"candidates": 30}), (3, {})):
         loop.run(RunRequest(strategy="random", budget=10, seed=seed, max_cycles=1, **kw))
+    assert {current_curve(r, "classification", "raw") for r in loop.store.runs()} == {"random"}
+    # where a selector reads it, the run's curve shows it, beside the default runs' (it took theirs, averaged in)
     loop.run(RunRequest(strategy="margin", budget=20, seed=0, candidates=60, max_cycles=1))
-    with pytest.raises(LoopError, match=r"would draw this run \(margin\) on the learning curve of runs of "
-                                        r"margin/vbll at margin --candidates 60"):
-        loop.resolve(RunRequest(strategy="margin", budget=20, seed=1))
+    loop.run(RunRequest(strategy="margin", budget=20, seed=1, max_cycles=1))
+    curves = {r.name: current_curve(r, "classification", "raw") for r in loop.store.runs()}
+    assert curves["margin-b10-s0"] == "margin-candidates=60" and curves["margin-b10-s1"] == "margin"
+    # an earlier alkit's run of --candidates 40 on the default curve: drawn apart today, and a default seed starts
+    from alkit.pools.store import RunSpec as Spec
+
+    old = dict(loop.store.runs()[-1].config, curve="margin", candidates=40, naming=7)
+    loop.store.get_or_create_run(Spec("margin-b10-s2", "margin", "vbll", 2, 20, 10, 10, old))
+    runs = {r.name: r for r in loop.store.runs()}
+    assert current_curve(runs["margin-b10-s2"], "classification", "raw") == "margin-candidates=40"
+    loop.resolve(RunRequest(strategy="margin", budget=20, seed=3))
