@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -226,6 +227,7 @@ def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> st
                           initial=getattr(run, "initial", None), batch_size=run.batch_size)
 
 
+FORECAST_SHARE_SINCE = datetime(2026, 12, 7, 6, 42, 14)  # a6e0256: the forecast rule reads a regression gain as a share
 REGRESSION_ONLY_OPTIONS = {"ridge", "residual_targets", "residual_choice"}  # the plain network's regression settings
 
 
@@ -689,6 +691,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         stop_rules = [get_rule(r) for r in req.stop]
     except ValueError as exc:
         raise LoopError(str(exc)) from None
+    earlier = next((r for r in runs if r.name == ident.name), None)
+    recorded_gain = [r for r in req.stop if r.startswith("forecast") and "gain=" in r]
+    if (cfg.task == "regression" and recorded_gain and earlier is not None and earlier.created_at is not None
+            and earlier.created_at.replace(tzinfo=None) < FORECAST_SHARE_SINCE):
+        # its rule read the gain in the metric's units when it started; the same number is now a share of the
+        # metric (30x looser at a CRPS of 32): it stopped at once, unsaid (a check of upgraded projects)
+        notes.append(f"run {ident.name!r} started before 2026-12-07, when --stop {recorded_gain[0]} read a regression "
+                     "run's gain in the metric's units; it is now a share of the metric (gain=0.02: 2 % of the "
+                     "CRPS): restate the rule (--stop forecast:gain=SHARE) or drop it (--stop none)")
     on_scores = [r.name for r in stop_rules if r.name in ("max-uncertainty", "overall-uncertainty")]
     if on_scores and selector in ("random", "coldstart"):  # no score is read: the rule could never fire
         raise LoopError(f"--stop {on_scores[0]} reads the candidates' acquisition scores, and strategy {req.strategy!r} "
@@ -703,11 +714,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     untuned = [spec for spec, r in zip(req.stop, stop_rules)
                if r.name in ("max-uncertainty", "overall-uncertainty") and r.threshold is None]
     if cfg.task == "regression" and untuned:  # the same data in other units stopped after 10 labels, or never
-        raise LoopError(f"--stop {untuned[0]}: on a regression project the candidates' scores depend on the target's "
+        recorded = earlier is not None and untuned[0] in ((earlier.config or {}).get("stop") or [])
+        raise LoopError((f"run {ident.name!r} was recorded with --stop {untuned[0]} by an earlier alkit: "
+                         if recorded else f"--stop {untuned[0]}: ")
+                        + "on a regression project the candidates' scores depend on the target's "
                         "units and the head (the Gaussian and quantile heads' epistemic variance is in the units "
                         "squared), so the default threshold, made for probability-like "
                         f"scores, depends on the units; give one, e.g. {untuned[0].split(':')[0]}:threshold=VALUE, or "
-                        "use --stop forecast (scale-free on regression)")
+                        "use --stop forecast (scale-free on regression)"
+                        + ("; --stop none continues the run without a rule" if recorded else ""))
     if req.ray_address is not None and req.engine != "ray":  # it ran on the local engine without a word
         raise LoopError("--ray-address is the Ray cluster of --engine ray: add --engine ray, or drop it")
     if req.engine not in ENGINES:

@@ -309,3 +309,56 @@ def test_the_forecast_band_of_accuracy_stays_in_its_range() -> None:
     noisy = [0.17, 0.14, 0.50, 0.56, 0.20]
     bands = [forecast_at([3, 4, 5, 6, 7], noisy, 30, seed=s) for s in range(20)]
     assert all(b is None or 0.0 <= b["lo"] <= b["mean"] <= b["hi"] <= 1.0 for b in bands)
+
+
+def test_a_regression_run_recorded_with_a_forecast_gain_before_the_share_reading_is_told(tmp_path: Path) -> None:
+    """A regression run's `--stop forecast:gain=0.02` read the gain in CRPS units when it started; today the same
+    number is a share of the CRPS, so the continued run stopped at once, unsaid (a check of upgraded projects)."""
+    from datetime import datetime
+
+    import polars as pl
+    from sqlalchemy import update
+
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+    from alkit.pools.schema import Run
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    pl.DataFrame({"id": np.arange(200), **{f"f{j}": X[:, j] for j in range(3)},
+                  "y": 30 * X[:, 0] + rng.normal(size=200)}).write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    req = RunRequest(strategy="epistemic", budget=20, stop=["forecast:gain=0.02"], max_cycles=1)
+    loop.run(req)
+    assert not [n for n in loop.resolve(req).notes if "a share of the metric" in n]  # started today: no note
+    with loop.store.session() as s:
+        s.execute(update(Run).values(created_at=datetime(2026, 12, 6, 12, 0)))
+    said = [n for n in loop.resolve(req).notes if "a share of the metric" in n]
+    assert said and "started before 2026-12-07, when --stop forecast:gain=0.02 read a regression run's gain" in said[0]
+
+
+def test_a_regression_run_recorded_with_an_untuned_uncertainty_rule_names_its_record(tmp_path: Path) -> None:
+    """A regression run an earlier alkit recorded with `--stop max-uncertainty` (no threshold) is refused on resume
+    in words naming --stop, which the command did not give; the refusal names the record and --stop none."""
+    import polars as pl
+
+    from alkit.config import load_project
+    from alkit.loop import ActiveLoop, LoopError, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+    from alkit.pools.store import RunSpec
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    pl.DataFrame({"id": np.arange(120), **{f"f{j}": X[:, j] for j in range(3)},
+                  "y": X[:, 0] + rng.normal(size=120)}).write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    options = {"candidates": None, "stratify_by": None, "learner": {}, "train": {}, "engine": "local",
+               "ray_address": None, "acquisition": "epistemic", "initial_selector": "coldstart",
+               "stop": ["max-uncertainty"], "curve": "epistemic", "code": {}, "naming": 7}
+    loop.store.get_or_create_run(RunSpec("epistemic-b10-s1", "epistemic", "vbll", 1, 40, 10, 10, options))
+    with pytest.raises(LoopError, match=r"^run 'epistemic-b10-s1' was recorded with --stop max-uncertainty by an "
+                                        r"earlier alkit: .*; --stop none continues the run without a rule$"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=60, seed=1, stop=["max-uncertainty"]))
