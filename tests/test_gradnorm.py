@@ -367,7 +367,7 @@ def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters(
 
     check = G.GradNormLearner.check_for_project
     with pytest.raises(ValueError, match=r"layers: '0\.nothere' names no layer of this project's network: the "
-                                         r"backbone's trained parts are 0\.stem, 0\.blocks, the head is 1"):
+                                         r"backbone's trained parts are 0\.stem, 0\.blocks \(0\.blocks\.0\), the head is 1"):
         check({"layers": "0.nothere"}, image=False, user_module=False)
     with pytest.raises(ValueError, match=r"'0\.mlp' names no layer"):
         check({"layers": "0.mlp"}, image=False, user_module=False)
@@ -377,6 +377,11 @@ def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters(
         check({"layers": "0.blocks", "depth": 0}, image=False, user_module=False)
     with pytest.raises(ValueError, match=r"'1\.bias\.x' names no layer"):
         check({"layers": ["1", "1.bias.x"]}, image=False, user_module=False)
+    for options in ({"layers": "0.blocks.5"}, {"layers": "0.stem.foo"}, {"layers": "0.stem", "depth": -1},
+                    {"layers": "0.blocks.1", "depth": 1}):  # deeper than the top part: refused after a batch was spent
+        with pytest.raises(ValueError, match="names no layer of this project's network"):
+            check(options, image=False, user_module=False)
+    check({"layers": ["0.blocks.1.linear", "0.stem.weight"], "depth": 2}, image=False, user_module=False)
     check({"layers": "0.net.0"}, image=False, user_module=True)
     check({"layers": ["0.blocks.0", "1.weight"]}, image=False, user_module=False)
     X, y = load_digits(return_X_y=True)

@@ -468,14 +468,22 @@ class GradNormLearner(PostHocLearner):
             return
         parts = BACKBONE_PARTS["module" if user_module else "image" if image else "flat"]
         depth = options.get("depth")
-        if (depth == 0 or (depth is None and shallow)) and not (user_module or image):
-            parts = ("stem",)
+        flat = not (user_module or image)
+        blocks = (0 if depth is None and shallow else 1 if depth is None else max(int(depth), 0)) if flat else None
+        if flat:  # depth -1 is the linear backbone: no stem layer either
+            parts = () if depth == -1 else ("stem", "blocks") if blocks else ("stem",)
+        own = ([], ["weight"], ["bias"])
         for q in ([layers] if isinstance(layers, str) else list(layers)):
             names = str(q).split(".")
-            if (names[0] == "0" and len(names) > 1 and names[1] not in parts) or (
-                    names[0] == "1" and names[1:] not in ([], ["weight"], ["bias"])):
+            deeper_wrong = flat and len(names) > 2 and names[1] in parts and (
+                (names[1] == "stem" and names[2:] not in own)
+                or (names[1] == "blocks" and not (names[2].isdigit() and int(names[2]) < (blocks or 0))))
+            if (names[0] == "0" and len(names) > 1 and names[1] not in parts) or deeper_wrong or (
+                    names[0] == "1" and names[1:] not in own):
+                within = "0.blocks.0" if blocks == 1 else f"0.blocks.0 to 0.blocks.{(blocks or 1) - 1}"
+                shown = (f"0.{', 0.'.join(parts)}" + (f" ({within})" if "blocks" in parts else "")) if parts else "none"
                 raise ValueError(f"layers: {q!r} names no layer of this project's network: the backbone's trained "
-                                 f"parts are 0.{', 0.'.join(parts)}, the head is 1")
+                                 f"parts are {shown}, the head is 1")
 
     @classmethod
     def task_defaults(cls, task: str, options: Mapping[str, Any]) -> dict[str, Any]:
