@@ -494,6 +494,19 @@ def test_an_acquisition_of_ones_own_with_a_constant_score_is_refused(digits) -> 
         query(learner, X, 5, labeled=np.arange(20), acquisition=Constant(), selector="topk")
 
 
+def test_a_read_only_array_is_copied_before_torch_sees_it() -> None:
+    """A pandas frame's values are a read-only view (copy-on-write): torch.as_tensor wrapped it and warned 'The given
+    NumPy array is not writable' on a library user's predict (seen in the CI log).  to_tensor copies such an array;
+    a writable float32 one is still wrapped without a copy."""
+    from alkit.models.train import to_tensor
+
+    arr = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert to_tensor(arr).data_ptr() == arr.ctypes.data
+    arr.flags.writeable = False
+    t = to_tensor(arr)
+    assert t.data_ptr() != arr.ctypes.data and torch.equal(t, torch.arange(12, dtype=torch.float32).reshape(4, 3))
+
+
 def test_a_dataframes_columns_are_checked_by_name() -> None:
     """Columns were read by position: iris with its columns reordered got [0.154, 0.029, 0.817] for [0.865,
     0.095, 0.04] and other picks, without a word (a black-box check).  A frame of other or reordered columns is

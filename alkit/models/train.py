@@ -459,7 +459,10 @@ def _copy_all(dst: list[torch.Tensor], src: list[torch.Tensor]) -> None:
 def to_tensor(X: np.ndarray) -> torch.Tensor:
     """X (n, f) as float32, refused where it holds NaN or inf: a library user's predict on such rows returned NaN
     probabilities without a word, where fit and query refuse them (a black-box check)."""
-    t = torch.as_tensor(np.ascontiguousarray(X), dtype=torch.float32)
+    a = np.ascontiguousarray(X)
+    if not a.flags.writeable:  # a pandas frame's read-only view: torch warned 'not writable' on a library predict
+        a = a.copy()
+    t = torch.as_tensor(a, dtype=torch.float32)
     bad = ~torch.isfinite(t)
     if bool(bad.any()):
         rows = bad.reshape(len(t), -1).any(1).nonzero().flatten().tolist()
