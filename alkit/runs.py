@@ -228,7 +228,9 @@ def run_settings_curve(run: Any, task: str | None, input_kind: str | None) -> st
 
 
 FORECAST_SHARE_SINCE = datetime(2026, 12, 7, 6, 42, 14)  # a6e0256: the forecast rule reads a regression gain as a share
-REGRESSION_ONLY_OPTIONS = {"ridge", "residual_targets", "residual_choice"}  # the plain network's regression settings
+# the plain network's regression setting refused here: MLPLearner refuses ridge / residual_targets on classification
+# itself, but the ensembles and MC dropout hand it residual_choice=False on every task
+REGRESSION_ONLY_OPTION = "residual_choice"
 
 
 def _refuse_unread_score_options(scorer: str, learner: dict[str, Any], acquisition: str | None,
@@ -735,16 +737,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
-    if not any(r.name == ident.name for r in runs):
+    if earlier is None:  # a new run: on a curve of its own settings only (compared as recorded: the acquisition and
+        # first-batch selector resolved, the options less their defaults), and of no option it never reads
+        from alkit.presets import PRESETS
+
         _refuse_unread_score_options(scorer, ident.learner, None if selector in ("random", "coldstart") else acquisition,
                                      req.strategy)
-        regression_only = sorted(set(ident.learner) & REGRESSION_ONLY_OPTIONS)
-        if cfg.task == "classification" and regression_only:  # the default's picks under another name (a check)
-            raise LoopError(f"option {regression_only[0]} applies to regression projects only; this is a "
+        if cfg.task == "classification" and REGRESSION_ONLY_OPTION in ident.learner:  # the default's picks, renamed
+            raise LoopError(f"option {REGRESSION_ONLY_OPTION} applies to regression projects only; this is a "
                             "classification project")
-    if not any(r.name == ident.name for r in runs):  # a new run: on a curve of its own settings only (compared
-        # as recorded: the acquisition and first-batch selector resolved, the options less their defaults)
-        from alkit.presets import PRESETS
 
         # --candidates and --stratify-by are no part of a name: an unnamed --candidates 60 run on a new seed was
         # averaged into the default runs' curve (a review of the curve check); an unnamed run's curve shows them

@@ -466,21 +466,21 @@ class GradNormLearner(PostHocLearner):
         layers = options.get("layers", "last")
         if layers in ("last", "all"):
             return
-        parts = BACKBONE_PARTS["module" if user_module else "image" if image else "flat"]
-        depth = options.get("depth")
         flat = not (user_module or image)
-        blocks = (0 if depth is None and shallow else 1 if depth is None else max(int(depth), 0)) if flat else None
-        if flat:  # depth -1 is the linear backbone: no stem layer either
-            parts = () if depth == -1 else ("stem", "blocks") if blocks else ("stem",)
+        depth = options.get("depth")
+        blocks = 0 if not flat else (0 if shallow else 1) if depth is None else max(int(depth), 0)
+        parts = BACKBONE_PARTS["module" if user_module else "image" if image else "flat"]
+        if flat:  # depth -1 is the linear backbone: no stem layer either; depth 0 has no blocks
+            parts = () if depth == -1 else parts if blocks else parts[:1]
         own = ([], ["weight"], ["bias"])
         for q in ([layers] if isinstance(layers, str) else list(layers)):
             names = str(q).split(".")
             deeper_wrong = flat and len(names) > 2 and names[1] in parts and (
                 (names[1] == "stem" and names[2:] not in own)
-                or (names[1] == "blocks" and not (names[2].isdigit() and int(names[2]) < (blocks or 0))))
+                or (names[1] == "blocks" and not (names[2].isdigit() and int(names[2]) < blocks)))
             if (names[0] == "0" and len(names) > 1 and names[1] not in parts) or deeper_wrong or (
                     names[0] == "1" and names[1:] not in own):
-                within = "0.blocks.0" if blocks == 1 else f"0.blocks.0 to 0.blocks.{(blocks or 1) - 1}"
+                within = "0.blocks.0" if blocks == 1 else f"0.blocks.0 to 0.blocks.{blocks - 1}"
                 shown = (f"0.{', 0.'.join(parts)}" + (f" ({within})" if "blocks" in parts else "")) if parts else "none"
                 raise ValueError(f"layers: {q!r} names no layer of this project's network: the backbone's trained "
                                  f"parts are {shown}, the head is 1")

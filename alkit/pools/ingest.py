@@ -895,16 +895,16 @@ def _declared_classes(values: list[str]) -> list[str]:
         raise InputError(f"--classes needs at least 2 classes, got {len(out)}")
     # two names an answer cannot tell apart: 'a' and 'A' (an answer in another case), '1' and '1.0' (one number;
     # codes with a leading zero, '01' beside '1', are classes of their own) were taken without a word (a black-box check)
-    seen: dict[Any, str] = {}
+    seen: dict[tuple[str, Any], str] = {}
     for c in out:
         x = class_number(c)
-        for key in (("case", c.casefold()), ("number", x) if x is not None and not zero_padded(c) else None):
-            if key is not None and key in seen:
+        keys = [("case", c.casefold())] + ([("number", x)] if x is not None and not zero_padded(c) else [])
+        for key in keys:
+            if key in seen:
                 how = "differ only in case" if key[0] == "case" else "are one number"
                 raise InputError(f"--classes {seen[key]!r} and {c!r} {how}: an answer could not tell them apart; "
                                  "give one of them")
-            if key is not None:
-                seen[key] = c
+            seen[key] = c
     return out
 
 

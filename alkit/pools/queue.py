@@ -612,13 +612,8 @@ def canonical_label(project: Project, raw: str) -> str:
     if cfg.task == "classification":
         if raw in cfg.classes:
             return raw
-        try:
-            if "_" in raw:  # float() reads 1_0 as 10; a person would not mean that (nor does regression)
-                raise ValueError(raw)
-            x = float(raw)
-            match = [c for c in cfg.classes if _float_or_none(c) == x]
-        except ValueError:
-            match = []
+        x = class_number(raw)  # not 1_0 as 10 (float() reads it so; a person would not mean that, nor does regression)
+        match = [c for c in cfg.classes if _float_or_none(c) == x] if x is not None else []
         if len(match) > 1:  # codes '1', '01', '001' are three classes: '1.0' went to the first without a word
             raise ValueError(f"label {raw!r} is the number of several classes ({', '.join(map(repr, match))}): "
                              "write the class as the project lists it")
@@ -944,9 +939,9 @@ def _misread_class(text: str, classes: Sequence[str]) -> list[str]:
     back = utf8_misread(text)
     if back is None:
         return []
-    folded = unicodedata.normalize("NFC", back).casefold()
-    exact = [c for c in classes if unicodedata.normalize("NFC", c) == unicodedata.normalize("NFC", back)]
-    return exact or [c for c in classes if unicodedata.normalize("NFC", c).casefold() == folded]
+    nfc = unicodedata.normalize("NFC", back)
+    exact = [c for c in classes if unicodedata.normalize("NFC", c) == nfc]
+    return exact or [c for c in classes if unicodedata.normalize("NFC", c).casefold() == nfc.casefold()]
 
 
 def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
