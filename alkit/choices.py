@@ -11,9 +11,10 @@ SKIP_LABEL = "__skip__"  # the label text that means "skip this item"
 ROW_ID_NAMES = ("row", "row_number", "alkit_row")
 
 # Cells of a label column that mean "no label", in a data file and an answers file alike: the missing-value
-# markers that no class is named ('NA', as R and pandas write a missing cell; not 'none', '?' or '-', which a
-# feature column also reads as missing but a class may be called)
-MISSING_LABELS = ("na", "n/a", "nan", "null")
+# markers that no class is named ('NA', as R and pandas write a missing cell; '#N/A', a spreadsheet's failed lookup,
+# became a class of its own; not 'none', '?' or '-', which a feature column also reads as missing but a class may be
+# called)
+MISSING_LABELS = ("na", "n/a", "#n/a", "nan", "null")
 TASKS: tuple[str, ...] = ("classification", "regression")
 ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
 HEADS: tuple[str, ...] = ("gaussian", "hetero", "quantile", "buckets")  # VBLL regression heads

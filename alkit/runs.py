@@ -306,7 +306,13 @@ def without_defaults(req: RunRequest, scorer: str, task: str | None = None, inpu
     (tests/test_run_identity.py checks this for every scorer and option).  ``task`` / ``input_kind``:
     also the options given at the value the project gives them (``_without_defaults``)."""
     learner, train = _without_defaults(scorer, req.learner_options, req.train, task, input_kind, rules)
-    return replace(req, learner_options=learner, train=train)
+    acquisition = req.acquisition
+    if acquisition is not None and task is not None and (NAMING_VERSION if rules is None else rules) >= 9:
+        # the acquisition the preset takes anyway on this task (rules 9: regression `--acquisition epistemic` named
+        # epistemic-epistemic-b10-s0 beside the identical default run)
+        if acquisition == get_preset(req.strategy).acquisition_for(task):
+            acquisition = None
+    return replace(req, learner_options=learner, train=train, acquisition=acquisition)
 
 
 NAMING = "naming"  # in a run's config: the naming rules it was named by (earlier runs lack it: 1)
@@ -322,7 +328,9 @@ NAMING = "naming"  # in a run's config: the naming rules it was named by (earlie
 # 8: gradnorm's 'auto' values left out (`-o target=expected` on a classifier's last layer was
 #    topk-gradnorm-target=expected-b10-s0 beside the identical default run), and an option given at its declared
 #    default where the task gives another
-NAMING_VERSION = 8
+# 9: an --acquisition given as the one the preset takes on the project's task left out (on regression
+#    `--strategy epistemic --acquisition epistemic` was epistemic-epistemic-b10-s0 beside the identical default run)
+NAMING_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -437,6 +445,12 @@ def _named_curve(run: Any, task: str | None = None, input_kind: str | None = Non
         if version == 1:  # the name as those rules gave it, to tell an auto-named run from a --name one
             named = curve_name(req, run.scorer, legacy=True)
         else:
+            named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
+                                                input_kind if version >= 4 else None, rules=version), run.scorer,
+                               hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
+        if (curve != named and version < 9 and task == "regression" and acquisition == preset.regression_acquisition
+                and acquisition != preset.acquisition):  # an --acquisition given as the task's own (rules before 9)
+            req = replace(req, acquisition=acquisition)
             named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
                                                 input_kind if version >= 4 else None, rules=version), run.scorer,
                                hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
@@ -732,7 +746,13 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     # --candidates at its default is the default run's setting, not another (it was refused as "None, not 200")
     default_m = candidate_count(get_selector(selector).candidate_source, req.batch_size, None)
     candidates = None if req.candidates == default_m else req.candidates
-    options = {"candidates": candidates, "stratify_by": req.stratify_by,
+    # recorded as the selectors read them: --candidates 60 on random picks was recorded, and the default command
+    # that continues the run was then refused as "exists with candidates=60" (a run recorded so keeps its record)
+    effective = _read_picks(candidates, req.stratify_by, initial_selector, selector)
+    picked = effective
+    if earlier is not None and _effective_picks(earlier, cfg.task) == effective:
+        picked = ((earlier.config or {}).get("candidates"), (earlier.config or {}).get("stratify_by"))
+    options = {"candidates": picked[0], "stratify_by": picked[1],
                "learner": dict(ident.learner), "train": dict(ident.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
@@ -749,7 +769,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
 
         # --candidates and --stratify-by are no part of a name: an unnamed --candidates 60 run on a new seed was
         # averaged into the default runs' curve (a review of the curve check); an unnamed run's curve shows them
-        effective = _read_picks(candidates, req.stratify_by, initial_selector, selector)
         if not req.name and picks_suffix(*effective):
             ident = replace(ident, curve=ident.curve + picks_suffix(*effective))
             options["curve"] = ident.curve

@@ -971,7 +971,7 @@ def test_label_codes_and_missing_words_on_import(tmp_path: Path) -> None:
     assert "label '1.0' is the number of several classes ('001', '01', '1')" in msg
     assert "unknown class '1_0'" in msg and snapshot(project) == before
     good = tmp_path / "good.csv"
-    good.write_text(f"id,label\n{ids[0]},001\n{ids[1]},NA\n{ids[2]},null\n{ids[3]},10\n{ids[4]},nan\n{ids[5]}, 01 \n")
+    good.write_text(f"id,label\n{ids[0]},001\n{ids[1]},NA\n{ids[2]},null\n{ids[3]},10\n{ids[4]},#N/A\n{ids[5]}, 01 \n")
     res = import_labels(project, good)
     assert (res.labeled, res.pending) == (3, 3), res
     with Store(project.store_url).session() as s:

@@ -13,7 +13,7 @@ import torch
 from alkit.config import load_project
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.models.train import TrainConfig
-from alkit.pools.store import RunSpec
+from alkit.pools.store import RunSpec, StoreError
 from alkit.registry import SCORERS, learner_class, make_learner
 from alkit.runs import current_curve, curve_name, request_for_run, run_name
 from alkit.scorer_options import declared, parse
@@ -434,16 +434,65 @@ def test_a_pick_setting_no_selector_reads_keeps_the_default_runs_curve(digits_pr
     for seed, kw in ((0, {"candidates": 60}), (1, {}), (2, {"candidates": 30}), (3, {})):
         loop.run(RunRequest(strategy="random", budget=10, seed=seed, max_cycles=1, **kw))
     assert {current_curve(r, "classification", "raw") for r in loop.store.runs()} == {"random"}
+    # recorded as read (none), and the default command continues such a run: it was refused as "exists with
+    # candidates=60, not the default"; one recorded so by an earlier alkit keeps its record
+    runs = {r.name: r for r in loop.store.runs()}
+    assert runs["random-b10-s2"].config["candidates"] is None
+    loop.store.get_or_create_run(RunSpec("random-b10-s4", "random", "none", 4, 10, 10, 10,
+                                      dict(runs["random-b10-s0"].config, candidates=60)))
+    for seed in (0, 4):
+        loop.run(RunRequest(strategy="random", budget=20, seed=seed, max_cycles=1))
+        loop.run(RunRequest(strategy="random", budget=30, seed=seed, max_cycles=1, candidates=45))
+    assert {r.name: r.config["candidates"] for r in loop.store.runs() if r.seed in (0, 4)} == {
+        "random-b10-s0": None, "random-b10-s4": 60}
     # where a selector reads it, the run's curve shows it, beside the default runs' (it took theirs, averaged in)
     loop.run(RunRequest(strategy="margin", budget=20, seed=0, candidates=60, max_cycles=1))
     loop.run(RunRequest(strategy="margin", budget=20, seed=1, max_cycles=1))
     curves = {r.name: current_curve(r, "classification", "raw") for r in loop.store.runs()}
     assert curves["margin-b10-s0"] == "margin-candidates=60" and curves["margin-b10-s1"] == "margin"
     # an earlier alkit's run of --candidates 40 on the default curve: drawn apart today, and a default seed starts
-    from alkit.pools.store import RunSpec as Spec
-
     old = dict(loop.store.runs()[-1].config, curve="margin", candidates=40, naming=7)
-    loop.store.get_or_create_run(Spec("margin-b10-s2", "margin", "vbll", 2, 20, 10, 10, old))
+    loop.store.get_or_create_run(RunSpec("margin-b10-s2", "margin", "vbll", 2, 20, 10, 10, old))
     runs = {r.name: r for r in loop.store.runs()}
     assert current_curve(runs["margin-b10-s2"], "classification", "raw") == "margin-candidates=40"
     loop.resolve(RunRequest(strategy="margin", budget=20, seed=3))
+    with pytest.raises(StoreError, match="exists with candidates=60"):  # where it is read, the setting is the run's
+        loop.run(RunRequest(strategy="margin", budget=30, seed=0, max_cycles=1))
+
+
+def test_the_acquisition_the_preset_takes_on_regression_names_the_default_run(tmp_path: Path) -> None:
+    """On a regression project `--strategy epistemic --acquisition epistemic` (the preset's own there) named
+    epistemic-epistemic-b10-s0 beside the identical default run (naming rules 9); a run recorded so before is
+    continued by either command and drawn on the default runs' curve."""
+    import numpy as np
+    import polars as pl
+    from sklearn.datasets import load_diabetes
+
+    from alkit.pools.ingest import InitOptions, init_project
+    from alkit.presets import get_preset
+    from alkit.report import curve_groups
+
+    X, y = load_diabetes(return_X_y=True)
+    frame = pl.DataFrame(X[:200].astype(np.float32), schema=[f"x{j}" for j in range(X.shape[1])])
+    csv = tmp_path / "diabetes.csv"
+    frame.with_columns(pl.Series("y", y[:200])).write_csv(csv)
+    root = tmp_path / "reg"
+    init_project(csv, root, InitOptions(id_col="", label_col="y", hide_labels=True, test_frac=0.25,
+                                        progress=False))
+    loop = _loop(root)
+    assert get_preset("epistemic").acquisition_for("regression") == "epistemic"
+    given = loop.resolve(RunRequest(strategy="epistemic", budget=20, acquisition="epistemic")).spec
+    default = loop.resolve(RunRequest(strategy="epistemic", budget=20)).spec
+    assert given.name == default.name == "epistemic-b10-s0" and given.options["curve"] == "epistemic"
+    other = loop.resolve(RunRequest(strategy="epistemic", budget=20, acquisition="bald")).spec
+    assert other.name == "epistemic-bald-b10-s0"
+    # a run the rules before named by the acquisition it was given
+    options = {**default.options, "naming": 8, "curve": "epistemic-epistemic"}
+    loop.store.get_or_create_run(RunSpec("epistemic-epistemic-b10-s0", "epistemic", "vbll", 0, 30, 10, 10, options))
+    for acquisition in ("epistemic", None):
+        spec = loop.resolve(RunRequest(strategy="epistemic", budget=40, acquisition=acquisition)).spec
+        assert spec.name == "epistemic-epistemic-b10-s0", spec.name
+    loop.store.get_or_create_run(RunSpec("epistemic-b10-s1", "epistemic", "vbll", 1, 30, 10, 10,
+                                         {**default.options, "naming": 8}))
+    runs = loop.store.runs()
+    assert set(curve_groups(runs, loop.project.config).values()) == {"epistemic"}

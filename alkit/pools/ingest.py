@@ -51,7 +51,7 @@ from alkit.pools.store import Store
 from alkit.pools.tables import JSON_LINES, InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
 
 
-_MISSING_TOKENS = ('', 'nan', 'na', 'n/a', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
+_MISSING_TOKENS = ('', 'nan', 'na', 'n/a', '#n/a', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
 
 
 @dataclass
@@ -889,8 +889,8 @@ def _declared_classes(values: list[str]) -> list[str]:
         raise InputError("--classes holds an empty class name")
     missing = [c for c in out if c.lower() in MISSING_LABELS]
     if missing:  # a class no answer could give: the answer reads as no label (as --add-class refuses it)
-        raise InputError(f"--classes {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, NaN and "
-                         "null are, any case); name the class otherwise")
+        raise InputError(f"--classes {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, NaN "
+                         "and null are, any case); name the class otherwise")
     if len(out) < 2:
         raise InputError(f"--classes needs at least 2 classes, got {len(out)}")
     # two names an answer cannot tell apart: 'a' and 'A' (an answer in another case), '1' and '1.0' (one number;

@@ -961,8 +961,8 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
         raise QueueError(f"--add-class {SKIP_LABEL!r}: label files use that label to skip an item")
     missing = [n for n in added if n.lower() in MISSING_LABELS]
     if missing:  # added, then its own answer (and every later one) read as no label (a black-box check)
-        raise QueueError(f"--add-class {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, NaN "
-                         "and null are, any case); name the class otherwise")
+        raise QueueError(f"--add-class {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, "
+                         "NaN and null are, any case); name the class otherwise")
     known = {c.casefold(): c for c in cfg.classes}
     taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]
     # a number in another spelling: '3.0' beside '3' split one class's answers in two, and every later '3.00' was
