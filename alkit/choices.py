@@ -5,6 +5,7 @@ implementing module takes its list from here or is checked against it by tests/t
 from __future__ import annotations
 
 QUEUE_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")  # = alkit.pools.labelfiles.FORMATS
+LABELS_FORMATS: tuple[str, ...] = QUEUE_FORMATS[:3]  # `queue labels` writes no Label Studio tasks file
 ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
 SKIP_LABEL = "__skip__"  # the label text that means "skip this item"
 # the id column `alkit init` makes without --id-col (items named by their row number): the first free name

@@ -53,11 +53,21 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _check_threads(ctx: typer.Context, value: int) -> int:
+    """At least 1, refused in the words of where it came from: `--threads 0` was blamed on ALKIT_THREADS, unset
+    (a documentation check)."""
+    if value < 1:
+        source = ctx.get_parameter_source("threads")  # typer's own click: compared by name
+        where = "ALKIT_THREADS" if getattr(source, "name", "") == "ENVIRONMENT" else "--threads"
+        raise typer.BadParameter(f"{where} must be at least 1, not {value}", param_hint="'--threads'")
+    return value
+
+
 @app.callback()
 def _global(
     version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
                                  help="Print alkit's version and exit."),
-    threads: int = typer.Option(1, "--threads", envvar="ALKIT_THREADS", min=1,
+    threads: int = typer.Option(1, "--threads", envvar="ALKIT_THREADS", callback=_check_threads,
                                 help="torch CPU threads (1 is fastest for small networks on a busy machine)."),
 ) -> None:
     """alkit: active learning with analytic, single-pass epistemic uncertainty."""
@@ -296,7 +306,7 @@ def run(
     model_dir: Optional[Path] = typer.Option(None, "--model-dir", callback=utf8_path, help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
     class_prompts: Optional[str] = typer.Option(None, "--class-prompts", help="Scorer bayesvlm: the prompt template, {} = the class name (default \"a photo of a {}\")."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian; hetero: Gaussian with input-dependent noise; QR-VBLL quantiles; CR-VBLL buckets); unset: where one target value holds >= 10 % of the labels, buckets unless cross-validated CRPS puts the Gaussian head >= 10 % lower; else Gaussian."),
-    cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: shared (the classification and bucket-regression default: one dense S for every class or bucket, ~1.3x a forward pass at 10 classes), dense (one per output, the Gaussian and quantile heads' default; ~7x a forward at 10 classes, 14x for 20 buckets) or diagonal."),
+    cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: shared (the classification and bucket-regression default: one dense S for every class or bucket, ~1.2x a forward pass at 10 classes), dense (one per output, the Gaussian and quantile heads' default; ~6x a forward at 10 classes, 14x for 20 buckets) or diagonal."),
     candidates: Optional[int] = typer.Option(None, "--candidates", help="Candidates m handed to the selector (default 20 x batch)."),
     stratify_by: Optional[str] = typer.Option(None, "--stratify-by", help="Metadata column giving cold-start strata."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name (default: derived from the arguments)."),

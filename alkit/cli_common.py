@@ -99,6 +99,7 @@ Engine = _choices("Engine", choices.ENGINES)
 Acquisition = _choices("Acquisition", choices.ACQUISITIONS)
 InitialSelector = _choices("InitialSelector", choices.INITIAL_SELECTORS)
 QueueFormat = _choices("QueueFormat", choices.QUEUE_FORMATS)
+LabelsFormat = _choices("LabelsFormat", choices.LABELS_FORMATS)
 OnConflict = _choices("OnConflict", choices.ON_CONFLICT)
 
 THREADS = 1  # torch CPU threads, from `alkit --threads` / ALKIT_THREADS

@@ -14,7 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from alkit.cli_common import (OnConflict, ProjectOpt, QueueFormat, console, one_line, parse_csv, typer_app, user_errors,
+from alkit.cli_common import (LabelsFormat, OnConflict, ProjectOpt, QueueFormat, console, one_line, parse_csv, typer_app, user_errors,
                               utf8_path)
 from alkit.config import load_project
 from alkit.choices import ON_CONFLICT, SKIP_LABEL
@@ -124,7 +124,7 @@ def _next_step(res: ImportResult, where: str = "") -> str:
 
 @queue_app.command("labels")
 def labels_cmd(
-    fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="csv, jsonl or parquet (default: from --out's suffix, else csv)."),
+    fmt: Optional[LabelsFormat] = typer.Option(None, "--format", "-f", help="csv, jsonl or parquet (default: from --out's suffix, else csv)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file (default: labels.csv, labels.jsonl or labels.parquet in the project)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas; off for machine consumers."),

@@ -14,8 +14,8 @@ from alkit import choices
 ALKIT = [sys.executable, "-m", "alkit.cli"]
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "100"}
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "100", **(env or {})}
     return subprocess.run([*ALKIT, *args], capture_output=True, text=True, env=env, timeout=120)
 
 
@@ -49,13 +49,16 @@ def test_usage_errors_are_one_line() -> None:
     for args, says in ((["run", "--cov", "full", "--budget", "3"], "'full' is not one of 'dense', 'diagonal', 'shared'"),
                        (["queue", "import", "x.csv", "--on-conflict", "merge"], "'merge' is not one of 'error', 'keep', 'replace'"),
                        (["nosuch"], "No such command 'nosuch'"),
-                       (["--threads", "0", "status"], "Invalid value for '--threads'"),
+                       (["--threads", "0", "status"], "--threads must be at least 1, not 0"),
                        (["bench", "--budget", "20", "--at", "50,abc"], "--at: 'abc' is not a label count"),
                        (["bench", "--budget", "20", "--at", "0"], "--at: label counts must be at least 1, got 0")):
         proc = _run(*args)
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
         assert "Traceback" not in proc.stderr
+    # the environment variable is blamed only where it gave the value (`--threads 0` named ALKIT_THREADS, unset)
+    proc = _run("status", env={"ALKIT_THREADS": "0"})
+    assert proc.returncode == 2 and "ALKIT_THREADS must be at least 1, not 0" in proc.stderr, proc.stderr
 
 
 def test_choices_match_what_implements_them() -> None:

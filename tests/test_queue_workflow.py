@@ -797,6 +797,15 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
             export_labels(project, project.root / name)
     still = pl.read_csv(queue_file).columns
     assert "score" in still and "labelled_at" not in still  # the queue it was
+    # and the queue no place where `queue labels` writes, in any of its formats (labels.jsonl was taken; the refusal
+    # of labels.csv named labels.csv as the queue's default; a documentation check)
+    for name in ("labels.csv", "labels.jsonl", "labels.parquet"):
+        with pytest.raises(QueueError, match=rf"is where alkit writes the labels \({name}\): write the queue to "
+                                             r"another name \(default: queue.csv\)"):
+            export_queue(project, project.root / name)
+    assert "label-studio" not in invoke("queue", "labels", "-h").text
+    said = invoke("queue", "labels", "--format", "label-studio", "-p", str(project.root))
+    assert said.exit_code == 2 and "'label-studio' is not one of 'csv', 'jsonl', 'parquet'" in said.text
     said = invoke("queue", "labels", "-o", str(tmp_path / "l.jsonl"), "-p", str(project.root))
     assert said.exit_code == 0 and f"wrote {len(given) + 5} labels, 0 skips to" in said.text.replace("\n", " ")
     assert len((tmp_path / "l.jsonl").read_text().splitlines()) == len(given) + 5

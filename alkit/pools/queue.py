@@ -403,8 +403,9 @@ def _written_over(project: Project, target: Path, what: str) -> str | None:
     if what == "labels" and (labelfiles.is_queue_file(target, project.root)
                              or _same_file(target, default_queue_path(project))):
         return "where alkit writes the labelers' queue"
-    if what == "queue" and _same_file(target, project.root / "labels.csv"):  # queue.csv a link to labels.csv
-        return "where alkit writes the labels (labels.csv)"
+    for fmt in ("csv", "jsonl", "parquet"):  # `queue labels` writes there, over the queue (queue.csv a link too)
+        if what == "queue" and _same_file(target, default_labels_path(project, fmt)):
+            return f"where alkit writes the labels ({default_labels_path(project, fmt).name})"
     return None
 
 
@@ -425,7 +426,10 @@ def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: 
     anything is read; ``what``: the file's name in the refusals ('queue', 'labels')."""
     taken = _written_over(project, Path(out).resolve(), what) if out is not None else None
     if taken:
-        default = " (default: labels.csv)" if taken.startswith("where alkit writes") else ""
+        # the default of the refused command: the labels' for a labels file, the queue's for a queue (it named
+        # labels.csv, the file just refused, to a queue export; a documentation check)
+        default = (f" (default: {'labels.csv' if what == 'labels' else 'queue.csv'})"
+                   if taken.startswith("where alkit writes") else "")
         raise QueueError(f"{out} is {taken}: write the {what} to another name{default}")
     if out is not None and Path(out).is_dir():
         raise QueueError(f"{out} is a folder: give the {what} file's name (e.g. {Path(out) / f'{what}.csv'})")
