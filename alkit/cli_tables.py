@@ -111,6 +111,12 @@ def summary_table(rows: list[dict[str, Any]], title: str, wide: bool = False, wi
         if limit is not None and limit < 12:
             show_cycles = False
             limit = _narrow_run_width(rows, shown, width, cycles=False)
+        whole = max((len(r["name"]) for r in rows), default=0)
+        if limit is not None and show_cycles and limit < whole <= _narrow_run_width(rows, shown, width, cycles=False):
+            # the cycle count goes before a run name breaks: `epistemic-b100-` / `s0` beside "200/300 (learns from
+            # 100)", and a double-click copied half the name `--resume` needs (a check at scale)
+            show_cycles = False
+            limit = whole
         names = [break_at_hyphens(r["name"], max(limit, 12)) if limit is not None else r["name"] for r in rows]
         longest = max((len(line) for n in names for line in n.split("\n")), default=12)
         t.add_column("run", overflow="fold", min_width=min(max(12, longest), 22))

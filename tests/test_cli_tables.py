@@ -126,6 +126,23 @@ def test_the_narrow_status_table_keeps_each_setting_of_a_long_name_whole() -> No
     assert max(len(ln.rstrip()) for ln in text.splitlines()) <= 80
 
 
+def test_the_cycle_count_goes_before_a_run_name_breaks() -> None:
+    """A waiting run's "200/300 (learns from 100)" broke 'epistemic-b100-s0' after its hyphen at 80 columns while the
+    cycles column stayed (a check at scale): the name `alkit run --resume` needs is kept whole."""
+    from rich.console import Console
+
+    rows = [{"id": 1, "name": "epistemic-b100-s0", "cycles": 2, "n_labeled": 100, "n_spent": 200, "budget": 300,
+             "status": "waiting", "metrics": {"accuracy": 0.605, "nll": 0.9}}]
+    console = Console(width=80, record=True, file=open(os.devnull, "w"))
+    console.print(summary_table(rows, "runs", width=80))
+    text = console.export_text()
+    assert "epistemic-b100-s0" in text and "cycles" not in text and "(learns from 100)" in text, text
+    assert max(len(ln.rstrip()) for ln in text.splitlines()) <= 80
+    wide = Console(width=120, record=True, file=open(os.devnull, "w"))
+    wide.print(summary_table(rows, "runs", width=120))
+    assert "cycles" in wide.export_text()  # where the name fits anyway, the count stays
+
+
 def test_a_std_is_shown_at_its_means_precision() -> None:
     from alkit.cli_tables import mean_std
 

@@ -63,3 +63,23 @@ def test_a_failed_write_names_the_file_and_leaves_nothing(tmp_path: Path) -> Non
             atomic_write(target, fails)
         assert taken.value.errno == errno.ENOSPC and taken.value.filename == str(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["queue.csv"]  # no temporary file, no target
+
+
+def test_a_tables_columns_beyond_those_read_are_not_kept(tmp_path: Path) -> None:
+    """An import reads the answer columns (in any spelling) and ``read_fields``; a `queue labels --include` file's
+    784 pixel columns were all read and kept per row (3 GB at 28,000 rows, a check at scale)."""
+    import polars as pl
+
+    from alkit.pools import labelfiles
+
+    frame = pl.DataFrame({"id": ["a", "b"], "px0": [1, 2], "px1": [3, 4], "note": ["x", "y"], "label": ["1", None],
+                          "Skip": [None, "true"]})
+    for name in ("t.csv", "t.parquet", "t.jsonl"):
+        path = tmp_path / name
+        (frame.write_csv if name.endswith("csv") else frame.write_parquet if name.endswith("parquet")
+         else frame.write_ndjson)(path)
+        problems: list[str] = []
+        rows = labelfiles.read(path, problems, data_fields=["note", "px0", "px1"], read_fields=["note"])
+        assert not problems, (name, problems)
+        assert [(r.item_id, r.label, r.skip, r.data) for r in rows] == [
+            ("a", "1", False, {"note": "x"}), ("b", None, True, {"note": "y"})], name

@@ -351,7 +351,7 @@ def _bad_files(ids: list[str], truth: dict[str, str], test_id: str, unqueued_id:
         cases.append((case, p, must))
 
     add("unknown id", "unknown.csv", "id,label\n" + ok + "nope1,3\nnope2,4\n",
-        ["line 3 (id nope1): unknown id", "line 4 (id nope2): unknown id"])
+        ["line 3 (id nope1), line 4 (id nope2): unknown id"])  # rows of one problem named together
     add("not queued", "unqueued.csv", "id,label\n" + ok + f"{unqueued_id},1\n",
         [f"line 3 (id {unqueued_id}): the item is not queued (state unlabeled)"])
     add("test split", "testsplit.csv", "id,label\n" + ok + f"{test_id},1\n",
@@ -1139,3 +1139,22 @@ def test_list_and_duration_payload_columns_are_written_as_text_in_csv(tmp_path: 
     assert out["id"].to_list() == ids
     for r in out.iter_rows(named=True):
         assert r["tags"] == '["x", "y"]' and r["delay"] == str(src[r["id"]]["delay"])
+
+
+def test_a_problem_met_at_many_rows_is_named_once_with_its_rows(human: tuple[Project, dict[str, str]],
+                                                                 tmp_path: Path) -> None:
+    """25 rows of one misspelt class filled the refusal with its hint 20 times, and the file's unknown ids were
+    never named (a check at scale): each problem is named once, with its first rows and how many more."""
+    project, truth = human
+    ids = queue_batch(project, 10)
+    before = snapshot(project)
+    bad = tmp_path / "typos.csv"
+    bad.write_text("id,label\n" + "".join(f"{i},cat\n" for i in ids[:8]) + "nope1,1\nnope2,2\n")
+    with pytest.raises(QueueError) as err:
+        import_labels(project, bad)
+    msg = str(err.value)
+    assert msg.startswith("typos.csv: refused, nothing imported: 10 problems: ")
+    rows = ", ".join(f"line {k + 2} (id {i})" for k, i in enumerate(ids[:5]))
+    assert f"{rows} and 3 more rows: unknown class 'cat'" in msg, msg
+    assert msg.count("unknown class") == 1 and msg.endswith("line 10 (id nope1), line 11 (id nope2): unknown id"), msg
+    assert snapshot(project) == before

@@ -89,9 +89,10 @@ def _label_studio_csv(path: Path) -> bool:
 
 
 def read(path: str | Path, problems: list[str], name: str | None = None, *, label_field: str | None = None,
-         data_fields: Sequence[str] = ()) -> list[Row]:
+         data_fields: Sequence[str] = (), read_fields: Sequence[str] | None = None) -> list[Row]:
     """Parse a labeled queue file; structural problems raise, row problems are appended.
-    ``label_field`` / ``data_fields``: which Label Studio control holds the label (flat exports)."""
+    ``label_field`` / ``data_fields``: which Label Studio control holds the label (flat exports); ``read_fields``:
+    the data columns a table's rows are read with (default ``data_fields``; a table's other columns are not read)."""
     path = Path(path)
     if not path.is_file():  # a device is read whole (/dev/zero until memory ran out), a pipe may never end
         what = ("a folder, not a file" if path.is_dir() else "no such file" if not path.exists()
@@ -103,7 +104,7 @@ def read(path: str | Path, problems: list[str], name: str | None = None, *, labe
         return mod.read(path, data, problems, label_field=label_field, data_fields=data_fields)
     if label_field is not None:
         raise QueueError(f"--label-field names a Label Studio control; {path.name} is read as {mod.NAME}")
-    return mod.read(path, data, problems, data_fields=data_fields)
+    return mod.read(path, data, problems, data_fields=data_fields if read_fields is None else read_fields)
 
 
 def default_suffix(name: str) -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import (Row, atomic_write, canonical_columns, check_columns, decode, raw_formulas, records_to_rows,
-                                           refuse, separator_hint, unescape_formula)
+from alkit.pools.labelfiles._common import (Row, atomic_write, canonical_columns, check_columns, decode, raw_formulas, read_column,
+                                           records_to_rows, refuse, separator_hint, unescape_formula)
 from alkit.pools.labelfiles._common import escape_formulas as escape_text
 
 NAME = "csv"
@@ -60,6 +60,7 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
         aliases = canonical_columns(header)
         header = [aliases.get(h, h) for h in header]
         check_columns(path, header)
+        read = [i for i, h in enumerate(header) if read_column(h, data_fields)]  # the others are not kept
         rows: list[tuple[str, list[str]]] = []
         for fields in reader:
             if not fields or all(not f.strip() for f in fields):
@@ -70,16 +71,17 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
                 problems.append(f"{where}{f' (id {first})' if first else ''}: {len(fields)} fields, expected "
                                 f"{len(header)} (truncated or malformed file)")
                 continue
-            rows.append((where, fields))
+            rows.append((where, [fields[i] for i in read]))
     except csv.Error as exc:
         head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
         hint = separator_hint(head) if reader.line_num <= 1 and _separator(path) not in head else ""
         raise refuse(path, [f"line {reader.line_num}: {exc} (truncated or malformed file){hint}"]) from None
     # the id column alone tells: alkit wrote it, where a person may type '@bob' as annotator or '-check' as a note
     # into an escaped file (that read the whole file raw, and the label of id '=x went to item '=x; a check)
-    at = header.index("id") if "id" in header else None
+    kept = [header[i] for i in read]
+    at = kept.index("id") if "id" in kept else None
     raw = at is not None and raw_formulas(fields[at] for _, fields in rows)
-    records = [(where, dict(zip(header, fields if raw else map(unescape_formula, fields)))) for where, fields in rows]
+    records = [(where, dict(zip(kept, fields if raw else map(unescape_formula, fields)))) for where, fields in rows]
     _note_cut_label(path, text, header, records)
     return records_to_rows(path, records, problems, data_fields)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from alkit.pools.labelfiles._common import Row, atomic_write, canonical_columns, check_columns, records_to_rows, refuse
+from alkit.pools.labelfiles._common import (QueueError, Row, atomic_write, canonical_columns, check_columns, read_column,
+                                             records_to_rows, refuse)
 
 NAME = "parquet"
 SUFFIXES = (".parquet", ".pq")
@@ -22,13 +23,14 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
 
 def read(path: Path, data: bytes | None, problems: list[str], data_fields: Sequence[str] = ()) -> list[Row]:
     try:
-        df = pl.read_parquet(path)
+        names = list(pl.read_parquet_schema(path))
+        aliases = canonical_columns(names)
+        check_columns(path, [aliases.get(c, c) for c in names], "columns")
+        keep = [c for c in names if read_column(aliases.get(c, c), data_fields)]  # only these are read
+        df = pl.read_parquet(path, columns=keep).rename({c: aliases[c] for c in keep if c in aliases})
+    except QueueError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
         raise refuse(path, [f"not a readable Parquet file ({str(exc).splitlines()[0]}; truncated?)"]) from None
-    df = df.rename(canonical_columns(df.columns))
-    check_columns(path, df.columns, "columns")
-    # the answer columns, a --history file's replaced_at, and the project's data columns (what the ids are checked by)
-    keep = [c for c in df.columns if c.strip().casefold() in ("id", "label", "skip", "annotator", "replaced_at")
-            or c in data_fields]
-    return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.select(keep).to_dicts(), start=1)), problems,
+    return records_to_rows(path, ((f"row {i}", r) for i, r in enumerate(df.to_dicts(), start=1)), problems,
                            data_fields)
