@@ -981,6 +981,16 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     if missing:  # added, then its own answer (and every later one) read as no label (a black-box check)
         raise QueueError(f"--add-class {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, "
                          "NaN and null are, any case); name the class otherwise")
+    # a class the project has, exactly: the retry of an import that added it (one killed after its commit was
+    # refused on every retry, a black-box check); said, and nothing added
+    have = [n for n in added if n in {unicodedata.normalize("NFC", c) for c in cfg.classes}]
+    if have:
+        warnings.warn(Note(f"--add-class {', '.join(map(repr, have))}: already {'a class' if len(have) == 1 else 'classes'}"
+                           " of the project (an earlier import added it, or init found it); nothing to add"),
+                      stacklevel=2)
+        added = [n for n in added if n not in have]
+        if not added:
+            return project
     known = {c.casefold(): c for c in cfg.classes}
     taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]
     # a number in another spelling: '3.0' beside '3' split one class's answers in two, and every later '3.00' was
