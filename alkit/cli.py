@@ -804,13 +804,23 @@ def main() -> None:
         err.print(f"[bold red]error:[/] the output could not be written (standard output: "
                   f"{escape(out.lost.strerror or str(out.lost))}); what the command did is kept", highlight=False)
         code = code or 1
-    # the command's work is done and said: a Ctrl-C, SIGTERM or SIGHUP in the interpreter's teardown (~1.5 s with
-    # torch loaded) ended a complete run with exit 130/143/129 and no word (a black-box check); ignored from here
-    # (a disposition the teardown keeps; SIGKILL still ends a teardown that hangs)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
     sys.exit(code)
+
+
+def process_main() -> None:
+    """``main`` as the process of the `alkit` command (alkit.entry, ``python -m alkit.cli``): once it has said
+    everything, a Ctrl-C, SIGTERM or SIGHUP in the interpreter's teardown (~1.5 s with torch loaded) is ignored.
+    It ended a complete run with exit 130/143/129 and no word (a black-box check of cron-style stops).  SIG_IGN is
+    a disposition the teardown keeps; SIGKILL still ends a teardown that hangs.  (Not in ``main``: a test calling
+    it in process would leave its own process deaf to Ctrl-C.)"""
+    import signal
+
+    try:
+        main()
+    finally:
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_IGN)
 
 
 class _GuardedStdout:
@@ -846,4 +856,4 @@ class _GuardedStdout:
 
 
 if __name__ == "__main__":
-    main()
+    process_main()

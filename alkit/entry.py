@@ -19,7 +19,7 @@ def main() -> None:
                              "exists and run the command again\n")
             sys.exit(2)
     try:
-        from alkit.cli import main as cli_main
+        from alkit.cli import process_main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted; run the same command again\n")
         sys.exit(130)
