@@ -236,3 +236,19 @@ def test_chunked_scoring_picks_what_one_chunk_picks(pool: tuple) -> None:
     small, _ = local_topm(learner, path, mask, 40, chunk_rows=64)
     np.testing.assert_array_equal(whole.keys_n, small.keys_n)
     np.testing.assert_allclose(whole.scores_n, small.scores_n, rtol=1e-6)
+
+
+def test_a_ray_run_prints_alkits_lines_not_rays(digits_project: Path) -> None:
+    """Ray's own INFO and WARNING log lines ('Started a local Ray instance', token authentication) went to the
+    command's stderr beside alkit's one-line messages (a documentation check)."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    env = {**os.environ, "ALKIT_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "alkit.cli", "run", "--budget", "20", "--engine", "ray", "-p",
+                           str(digits_project)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "Started a local Ray instance" not in done.stderr and " INFO " not in done.stderr, done.stderr
+    assert "complete" in done.stdout

@@ -15,6 +15,8 @@ node (a shared filesystem) and alkit must be installed there; the driver never r
 
 from __future__ import annotations
 
+import logging
+
 import math
 import pickle
 from pathlib import Path
@@ -45,7 +47,9 @@ def ensure_ray(address: str | None = None, **init_options: Any) -> Any:
     except ImportError:
         raise EngineError("--engine ray needs Ray: pip install 'alkit[ray]'") from None
     if not ray.is_initialized():
-        opts = {"include_dashboard": False, "log_to_driver": False, **init_options}
+        # Ray's own INFO and WARNING lines ('Started a local Ray instance', token authentication) went to the
+        # command's stderr beside alkit's one-line messages (a documentation check); its errors still show
+        opts = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR, **init_options}
         try:
             ray.init(address=address, **opts) if address else ray.init(**opts)
         except ConnectionError as exc:
