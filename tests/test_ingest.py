@@ -87,6 +87,12 @@ def test_bad_inputs(tmp_path: Path) -> None:
          "leave them out with --exclude px2")
     _bad(tmp_path, df.with_columns(free_text), "feature column 'px2' is not numeric: row 1 \\(id d0360\\) holds 'abc d0360', text",
          features=["px1", "px2"])
+    # numbers with a unit sign were called free text with too many values to one-hot encode
+    percent = pl.format("{}%", pl.int_range(pl.len()) * 3).alias("px2")  # a distinct share per row
+    _bad(tmp_path, df.with_columns(percent), r"feature column 'px2' holds numbers with a percent or currency sign "
+         r"\(e\.g\. '\d+(\.\d+)?%'\), read as text: .*--exclude px2")
+    dollars = pl.format("$ {}.50", pl.int_range(pl.len())).alias("px2")
+    _bad(tmp_path, df.with_columns(dollars), r"holds numbers with a percent or currency sign \(e\.g\. '\$ ")
     one_word = pl.when(pl.col("id") == df["id"][4]).then(pl.lit("abc")).otherwise(pl.col("px2").cast(pl.Utf8)).alias("px2")
     _bad(tmp_path, df.with_columns(one_word), "feature column 'px2' is not numeric: row 5 .* holds 'abc', text")
     _bad(tmp_path, df, "feature columns not found: 'zz'", features=["px1", "zz"])

@@ -315,6 +315,22 @@ def _comma_numbers(s: pl.Series) -> str | None:
                 next(t for t, k in zip(text, kinds) if k is not None))
 
 
+_UNIT_SIGNS = "%$€£¥"
+
+
+def _unit_numbers(s: pl.Series) -> str | None:
+    """A cell of a text column whose cells are nearly all numbers with a percent or currency sign ('12%', '$3.50',
+    '4.2 €'), or None: such a column was refused as free text with too many values to one-hot encode (a check)."""
+    text = s.drop_nulls().cast(pl.Utf8).str.strip_chars().head(10_000)
+    if text.is_empty():
+        return None
+    signed = text.str.contains(f"[{_UNIT_SIGNS}]")
+    bare = text.str.replace_all(f"[{_UNIT_SIGNS}\\s]", "").cast(pl.Float64, strict=False).is_not_null()
+    if not signed.any() or (bare & signed | (~signed & text.cast(pl.Float64, strict=False).is_not_null())).mean() < 0.9:
+        return None
+    return str(text.filter(signed & bare)[0]) if (signed & bare).any() else None
+
+
 def _comma_message(what: str, example: str) -> str:
     """``what`` holds numbers with commas, e.g. ``example``: what the comma may be and how to write them."""
     if comma_kind(example) == "decimal":
@@ -416,6 +432,12 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
                          + ("" if opts.features else f", or leave the column out with --exclude {option_list(comma)}"))
     levels = {c: lv for c in mostly_text if (lv := _levels(df[c])) is not None}
     textual = [c for c in mostly_text if c not in levels]  # free text: no feature
+    units = {c: example for c in textual if (example := _unit_numbers(df[c])) is not None}
+    if units:  # called free text with too many values to one-hot encode (a black-box check)
+        c, example = next(iter(units.items()))
+        raise InputError(f"feature column {c!r} holds numbers with a percent or currency sign (e.g. {example!r}), "
+                         "read as text: write them as plain numbers ('12%' as 12 or 0.12, '$3.50' as 3.5)"
+                         + ("" if opts.features else f", or leave the column out with --exclude {option_list(units)}"))
     if textual and not opts.features:  # (listed by --features, the cell is named below)
         raise InputError(
             f"non-numeric columns: {', '.join(repr(c) if ',' in c else c for c in textual)} (text with too many distinct values to one-hot encode: "
