@@ -212,10 +212,12 @@ def _effective_picks(run: Any, task: str) -> tuple[int | None, str | None]:
 def _read_picks(candidates: int | None, stratify_by: str | None, initial_selector: str,
                 selector: str) -> tuple[int | None, str | None]:
     """(candidates, stratify_by) as the run's selectors read them: None where none does (random picks from the whole
-    pool; only the cold start reads strata), so such a run is the default run's curve: a no-op --candidates 60 on
-    random kept the default random seeds off their curve (a black-box round against the day's fixes)."""
-    sources = {get_selector(s).candidate_source for s in (initial_selector, selector)}
-    return (None if sources == {"all"} else candidates,
+    pool, top-k the top of any top m; only the cold start reads strata), so such a run is the default run's curve: a
+    no-op --candidates 60 on random kept the default random seeds off their curve (a black-box round against the
+    day's fixes), and on topk, margin or bald named a curve of picks identical to the default run's."""
+    reads = [getattr(get_selector(s), "reads_candidates", True) and get_selector(s).candidate_source != "all"
+             for s in (initial_selector, selector)]
+    return (candidates if any(reads) else None,
             stratify_by if "coldstart" in (initial_selector, selector) else None)
 
 
@@ -404,7 +406,16 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
     curve = _named_curve(run, task, input_kind)
     config = run.config or {}
     recorded = str(config.get("curve") or "")
-    if task is None or not recorded or run.name != f"{recorded}-b{run.batch_size}-s{run.seed}":
+    ending = f"-b{run.batch_size}-s{run.seed}"
+    raw = picks_suffix(config.get("candidates"), config.get("stratify_by"))
+    if task is not None and raw and recorded.endswith(raw) and run.name == recorded[:-len(raw)] + ending:
+        # an unnamed run recorded with its pick settings' suffix, where its selectors no longer count one as read
+        # (topk's --candidates, from 2026-12-07): today's suffix of them
+        try:
+            return recorded[:-len(raw)] + picks_suffix(*_effective_picks(run, task))
+        except (KeyError, ValueError):  # a strategy this alkit no longer has
+            return curve
+    if task is None or not recorded or run.name != f"{recorded}{ending}":
         return curve  # given its own --name (or a run this alkit recorded with its suffix): kept
     try:
         suffix = picks_suffix(*_effective_picks(run, task))

@@ -445,19 +445,28 @@ def test_a_pick_setting_no_selector_reads_keeps_the_default_runs_curve(digits_pr
         loop.run(RunRequest(strategy="random", budget=30, seed=seed, max_cycles=1, candidates=45))
     assert {r.name: r.config["candidates"] for r in loop.store.runs() if r.seed in (0, 4)} == {
         "random-b10-s0": None, "random-b10-s4": 60}
+    # so does top-k's (the top k of any top m are the pool's top k): on margin it named a curve of the default
+    # run's picks; one recorded so this morning is drawn on the default curve
+    loop.run(RunRequest(strategy="margin", budget=20, seed=5, candidates=60, max_cycles=1))
+    topk_run = next(r for r in loop.store.runs() if r.name == "margin-b10-s5")
+    assert topk_run.config["candidates"] is None and current_curve(topk_run, "classification", "raw") == "margin"
+    loop.store.get_or_create_run(RunSpec("margin-b10-s6", "margin", "vbll", 6, 20, 10, 10,
+                                         dict(topk_run.config, candidates=60, curve="margin-candidates=60")))
+    morning = next(r for r in loop.store.runs() if r.name == "margin-b10-s6")
+    assert current_curve(morning, "classification", "raw") == "margin"
     # where a selector reads it, the run's curve shows it, beside the default runs' (it took theirs, averaged in)
-    loop.run(RunRequest(strategy="margin", budget=20, seed=0, candidates=60, max_cycles=1))
-    loop.run(RunRequest(strategy="margin", budget=20, seed=1, max_cycles=1))
+    loop.run(RunRequest(strategy="diverse", budget=20, seed=0, candidates=60, max_cycles=1))
+    loop.run(RunRequest(strategy="diverse", budget=20, seed=1, max_cycles=1))
     curves = {r.name: current_curve(r, "classification", "raw") for r in loop.store.runs()}
-    assert curves["margin-b10-s0"] == "margin-candidates=60" and curves["margin-b10-s1"] == "margin"
+    assert curves["diverse-b10-s0"] == "diverse-candidates=60" and curves["diverse-b10-s1"] == "diverse"
     # an earlier alkit's run of --candidates 40 on the default curve: drawn apart today, and a default seed starts
-    old = dict(loop.store.runs()[-1].config, curve="margin", candidates=40, naming=7)
-    loop.store.get_or_create_run(RunSpec("margin-b10-s2", "margin", "vbll", 2, 20, 10, 10, old))
+    old = dict(loop.store.runs()[-1].config, curve="diverse", candidates=40, naming=7)
+    loop.store.get_or_create_run(RunSpec("diverse-b10-s2", "diverse", "vbll", 2, 20, 10, 10, old))
     runs = {r.name: r for r in loop.store.runs()}
-    assert current_curve(runs["margin-b10-s2"], "classification", "raw") == "margin-candidates=40"
-    loop.resolve(RunRequest(strategy="margin", budget=20, seed=3))
+    assert current_curve(runs["diverse-b10-s2"], "classification", "raw") == "diverse-candidates=40"
+    loop.resolve(RunRequest(strategy="diverse", budget=20, seed=3))
     with pytest.raises(StoreError, match="exists with candidates=60"):  # where it is read, the setting is the run's
-        loop.run(RunRequest(strategy="margin", budget=30, seed=0, max_cycles=1))
+        loop.run(RunRequest(strategy="diverse", budget=30, seed=0, max_cycles=1))
 
 
 def test_the_acquisition_the_preset_takes_on_regression_names_the_default_run(tmp_path: Path) -> None:

@@ -14,6 +14,9 @@ class TopKStrategy:
 
     name = "topk"
     candidate_source = "topm"
+    # the batch's top k of the top m are the pool's top k for any m >= k: --candidates changes no pick, so it names
+    # no run or curve of its own (alkit/runs.py: _read_picks; a black-box check found two curves of one run)
+    reads_candidates = False
     needs_model = True
 
     def select(self, candidates: Candidates, batch_size: int, ctx: SelectionContext) -> Selection:
