@@ -282,6 +282,26 @@ def test_data_columns_named_like_the_queues_own_are_written_renamed_and_read_bac
     assert {i: got[i][0] for i in ids} == {i: truth[i] for i in ids}
 
 
+def test_a_data_column_spelt_like_the_queues_own_in_another_case_is_written_renamed(tmp_path: Path) -> None:
+    """A feature column 'Annotator' was exported under that name and read back as the annotator: every label was
+    credited to a feature value (0.57, 0.79, ...; a black-box round).  Written as data_Annotator, read as data."""
+    df = digits_frame(160)
+    truth = {i: str(y) for i, y in zip(df["id"], df["label"])}
+    df = df.rename({PX[3]: "Annotator"}).with_columns(
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    features = [*PX[:3], "Annotator", *PX[4:]]
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=features))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 4)
+    frame = pl.read_csv(export_queue(project, include=["Annotator"]).path, infer_schema=False)
+    assert "data_Annotator" in frame.columns and "Annotator" not in frame.columns
+    path = tmp_path / "answers.csv"
+    frame.with_columns(pl.Series("label", [truth[i] for i in frame["id"]])).write_csv(path)
+    assert import_labels(project, path).labeled == len(ids)
+    assert {shared_labels(project)[i][2] for i in ids} == {None}, shared_labels(project)
+
+
 def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) -> None:
     """After every run's budget was spent the import still said `alkit run` continues (a black-box check)."""
     project, truth = _digits_human(tmp_path)

@@ -259,10 +259,13 @@ def written_names(columns: Sequence[str], reserved: Sequence[str] = RESERVED) ->
     waited for a file that never came; and written as it is, an ``annotator`` column would be read back as
     the annotator.  Import ignores the renamed columns like any other data column."""
     taken = set(columns) | set(reserved)
+    # in any case: a data column 'Annotator' was written as it is and read back as the annotator, every label
+    # credited to a feature value (an import reads alkit's columns in any case; a black-box round)
+    folded = {r.casefold() for r in reserved}
     out = {}
     for c in columns:
         name = c
-        if c in reserved:
+        if c in reserved or c.strip().casefold() in folded:
             name, n = f"data_{c}", 2
             while name in taken:
                 name, n = f"data_{c}_{n}", n + 1
