@@ -470,6 +470,12 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         elif run.status == "complete" and loop.store.n_spent(run_id) >= spec.budget:  # no cycle to continue
             say_interrupted(f"interrupted; run {spec.name} is complete (its budget of {spec.budget} labels is spent), "
                             "nothing is left to continue")
+        elif run.status == "stopped":  # the same command does nothing: only a larger budget goes on (a black-box round)
+            say_interrupted(f"interrupted; run {spec.name} was stopped by its --stop rule: a larger --budget continues it "
+                            f"(`alkit run --resume {shlex.quote(spec.name)} --budget N{loop.project.cli_flag()}`)")
+        elif run.status == "waiting":  # its batch is with people: their labels come first
+            say_interrupted(f"interrupted; run {spec.name} waits for the labels of its queued items: import them "
+                            f"(`alkit queue import FILE{loop.project.cli_flag()}`), then run the same command to continue")
         else:
             say_interrupted(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
                             f"command (or `alkit run --resume {shlex.quote(spec.name)}{loop.project.cli_flag()}`) to continue")

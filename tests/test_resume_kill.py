@@ -113,7 +113,7 @@ def test_a_signal_after_the_work_is_done_is_no_failure(tmp_path: Path, digits_pr
         assert proc.returncode == 0 or (proc.returncode == 130 and "interrupted" in err), (sig, proc.returncode, err)
 
 
-def test_an_interrupt_of_a_complete_run_names_no_cycle_to_continue(digits_project: Path,
+def test_an_interrupt_of_a_complete_run_names_no_cycle_to_continue(tmp_path: Path, digits_project: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C while a spent run was loading said "interrupted at cycle 7 ... to continue" of a run of cycles 0-6."""
     from typer.testing import CliRunner
@@ -131,3 +131,25 @@ def test_an_interrupt_of_a_complete_run_names_no_cycle_to_continue(digits_projec
     assert res.exit_code == 130 and "run epistemic-b10-s0 is complete (its budget of 20 labels is spent)" in res.output
     res = runner.invoke(cli.app, ["run", "--budget", "30", "-p", str(digits_project)])  # extended: it continues
     assert res.exit_code == 130 and "interrupted at cycle 3 of run epistemic-b10-s0" in res.output, res.output
+    # a run its rule stopped, and one waiting for people: the same command did nothing after "... to continue"
+    monkeypatch.undo()
+    stop = ["run", "-s", "entropy", "--budget", "40", "--stop", "max-uncertainty:threshold=1e9", "-p", str(digits_project)]
+    assert runner.invoke(cli.app, stop).exit_code == 0
+    monkeypatch.setattr(cli, "_run_with_progress", interrupted)
+    res = runner.invoke(cli.app, stop)
+    assert res.exit_code == 130 and "run entropy-b10-s0 was stopped by its --stop rule: a larger --budget" in res.output
+    import polars as pl
+
+    from conftest import digits_frame
+
+    team = tmp_path / "team.csv"
+    frame = digits_frame()
+    frame.with_columns(pl.when(pl.int_range(pl.len()) < 100).then(pl.col("label")).otherwise(None)).write_csv(team)
+    people = tmp_path / "people"
+    monkeypatch.undo()
+    assert runner.invoke(cli.app, ["init", str(team), "--id-col", "id", "--label-col", "label", "-p", str(people)]
+                         ).exit_code == 0
+    assert runner.invoke(cli.app, ["run", "--budget", "30", "-p", str(people)]).exit_code == 0  # its batch queued
+    monkeypatch.setattr(cli, "_run_with_progress", interrupted)
+    res = runner.invoke(cli.app, ["run", "--budget", "30", "-p", str(people)])
+    assert res.exit_code == 130 and "waits for the labels of its queued items: import them" in res.output, res.output
