@@ -15,7 +15,8 @@ ROW_ID_NAMES = ("row", "row_number", "alkit_row")
 # markers that no class is named ('NA', as R and pandas write a missing cell; '#N/A', a spreadsheet's failed lookup,
 # became a class of its own; not 'none', '?' or '-', which a feature column also reads as missing but a class may be
 # called)
-MISSING_LABELS = ("na", "n/a", "#n/a", "nan", "null")
+MISSING_LABELS = ("na", "n/a", "#n/a", "nan", "null",
+                  "#n/a n/a", "#na", "<na>")  # pandas' own markers too: '<NA>' is str(pd.NA) (a black-box round)
 TASKS: tuple[str, ...] = ("classification", "regression")
 ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
 HEADS: tuple[str, ...] = ("gaussian", "hetero", "quantile", "buckets")  # VBLL regression heads

@@ -604,7 +604,7 @@ def test_na_in_the_label_column_is_no_label_as_in_a_feature_column(tmp_path: Pat
     """'NA' (R's and pandas' missing cell) became a class of its own, and kept a numeric target with gaps
     from being read as numbers; a class may still be called 'none' (a black-box check)."""
     rng = np.random.default_rng(0)
-    labels = ["a", "b", "none", "a"] * 5 + ["NA", "n/a", "NaN", "null", "#N/A"] * 4  # #N/A: a spreadsheet's
+    labels = ["a", "b", "none", "a"] * 5 + ["NA", "n/a", "NaN", "null", "#N/A"] * 3 + ["<NA>", "#NA", "#N/A N/A"] * 1 + ["NA", "NA"]  # noqa: E501 - #N/A: a spreadsheet's, <NA> str(pd.NA)
     lines = ["id,label,x0,x1"] + [f"r{i},{lab},{rng.normal():.4f},{rng.normal():.4f}" for i, lab in enumerate(labels)]
     (tmp_path / "na.csv").write_text("\n".join(lines) + "\n")
     cfg = init_project(tmp_path / "na.csv", tmp_path / "p", InitOptions(**OPTS))

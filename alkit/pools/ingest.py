@@ -51,7 +51,7 @@ from alkit.pools.store import Store
 from alkit.pools.tables import JSON_LINES, InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
 
 
-_MISSING_TOKENS = ('', 'nan', 'na', 'n/a', '#n/a', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
+_MISSING_TOKENS = ('', 'nan', 'na', 'n/a', '#n/a', '#n/a n/a', '#na', '<na>', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
 
 
 @dataclass
