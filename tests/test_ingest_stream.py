@@ -83,8 +83,7 @@ def _late_bad_csv(path: Path, n: int, bad_rows: list[int], cell: str, col: int =
     ("abc", "feature column 'px3' is not numeric: row 10501 (id {first}) holds 'abc', text; features must be numbers"),
     ("", "feature column 'px3' has missing values (ids: {ids})"),
     # a 'nan' token is a missing value, every such row named (e7dcd66)
-    ("nan", "feature column 'px3' has missing values (empty or 'NA'-like cells; ids: {ids}); missing "
-            "values are not allowed in features (--impute fills them)"),
+    ("nan", "feature column 'px3' has missing values (ids: {ids}); --impute fills them"),
     ("-inf", "NaN or infinite feature values in px3 (ids: {ids})"),
     ("1e39", "feature values beyond float32's range (|x| > 3.4e+38) in px3 (ids: {ids}); rescale those columns"),
     ("1,2", "cannot read d.csv: line {line} has 9 fields, the header 8"),

@@ -419,8 +419,9 @@ def feature_names(df: pl.DataFrame, columns: list[str], schema: pl.Schema,
     if empty:  # read as text with no value: it became one constant one-hot feature, '(missing)'
         raise InputError(f"feature column {empty[0]!r} has no value in any row"
                          + ("" if opts.features else f": leave it out with --exclude {option_list(empty)}"))
-    # numbers whose missing cells are written as text ('NA', '?'): with --impute, numbers like any other
-    gappy = {c for c in names if opts.impute and _is_text(schema[c]) and _numbers_and_gaps(df[c])}
+    # numbers whose missing cells are written as text ('NA', '?'): numbers like any other, their gaps filled by
+    # --impute or else named with every other column's (FeatureValues.check)
+    gappy = {c for c in names if _is_text(schema[c]) and _numbers_and_gaps(df[c])}
     mostly_text = [c for c in names if _is_text(schema[c]) and c not in gappy and
                    df[c].cast(pl.Utf8).str.strip_chars().cast(pl.Float64, strict=False).is_null().mean() > 0.5]
     # numbers written with commas, even where most cells have none ('735' beside '1,065')
@@ -606,11 +607,14 @@ class FeatureValues:
             flat = batch[self.vector_col].cast(pl.List(pl.Float64)).explode().to_numpy()
             X_b_f = flat.reshape(batch.height, self.n_features)
         else:
-            nulls = batch.select(pl.col(self.numeric).null_count()).row(0) if self.numeric else ()
-            for c, k in zip(self.numeric, nulls):
+            # a text column of numbers and 'NA'-like gaps (``_numbers_and_gaps``) by its gaps too: such columns were
+            # refused one per init, before the numeric columns' gaps were named (a black-box round)
+            gaps = batch.select([(_number(c, True) if c in self.text else pl.col(c)).is_null().alias(c)
+                                 for c in self.numeric]) if self.numeric else pl.DataFrame()
+            for c, k in zip(self.numeric, gaps.sum().row(0) if self.numeric else ()):
                 if k:
                     rows = self.null_rows.setdefault(c, [])
-                    rows += (batch[c].is_null().arg_true().head(5 - len(rows)) + self.n_rows).to_list()
+                    rows += (gaps[c].arg_true().head(5 - len(rows)) + self.n_rows).to_list()
             X_b_f = batch.select([e for c in self.names for e in self._columns(c)]).to_numpy()
             for c in [*self.numeric, *self.fill]:  # an imputed column's own values too (its nulls are no range)
                 if c not in self.text and batch.schema[c].is_integer() and batch[c].null_count() < batch.height:
