@@ -823,6 +823,12 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
         with pytest.raises(QueueError, match=rf"is where alkit writes the labels \({name}\): write the queue to "
                                              r"another name \(default: queue.csv\)"):
             export_queue(project, project.root / name)
+    for folder in ("bench", "stem-features"):  # alkit bench wrote over a queue written into bench/
+        with pytest.raises(QueueError, match=rf"is in the project's {folder}/ folder"):
+            export_queue(project, project.root / folder / "bench_summary.csv")
+        with pytest.raises(QueueError, match=rf"is in the project's {folder}/ folder"):
+            export_labels(project, project.root / folder / "l.csv")
+    assert not (project.root / "bench").exists()
     assert "label-studio" not in invoke("queue", "labels", "-h").text
     said = invoke("queue", "labels", "--format", "label-studio", "-p", str(project.root))
     assert said.exit_code == 2 and "'label-studio' is not one of 'csv', 'jsonl', 'parquet'" in said.text

@@ -413,6 +413,11 @@ def _written_over(project: Project, target: Path, what: str) -> str | None:
     made from (set aside as answers), or for labels the labellers' queue (overwritten; black-box checks)."""
     if any(_same_file(target, f) for f in project.own_files()):
         return "one of the project's own files"
+    folders = {"bench": "which `alkit bench` writes over", "stem-features": "alkit's cache",
+               "vlm-features": "alkit's cache"}  # a queue written there was replaced by the next bench (a check)
+    for folder, whose in folders.items():
+        if target.is_relative_to(project.root.resolve() / folder):
+            return f"in the project's {folder}/ folder, {whose}"
     source = project.config.source
     if source and _same_file(target, Path(source).resolve()):
         return "the data file the project was made from (alkit.toml's source)"
