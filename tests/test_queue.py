@@ -1157,4 +1157,13 @@ def test_a_problem_met_at_many_rows_is_named_once_with_its_rows(human: tuple[Pro
     rows = ", ".join(f"line {k + 2} (id {i})" for k, i in enumerate(ids[:5]))
     assert f"{rows} and 3 more rows: unknown class 'cat'" in msg, msg
     assert msg.count("unknown class") == 1 and msg.endswith("line 10 (id nope1), line 11 (id nope2): unknown id"), msg
+    # ten different misspellings: each named, its hint once, and the unknown ids named before the cap
+    typos = tmp_path / "typos2.csv"
+    typos.write_text("id,label\n" + "".join(f"{i},cat{k}\n" for k, i in enumerate(ids)) + "".join(
+        f"nope{k},1\n" for k in range(25)))
+    with pytest.raises(QueueError) as err:
+        import_labels(project, typos)
+    msg = str(err.value)
+    assert msg.count("classes:") == 1 and "line 3 (id " in msg and "unknown class 'cat1'" in msg, msg
+    assert "and 20 more rows: unknown id" in msg and msg.index("unknown id") < msg.index("'cat1'"), msg
     assert snapshot(project) == before

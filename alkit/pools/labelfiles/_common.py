@@ -120,24 +120,38 @@ _ROW_PROBLEM = re.compile(r"((?:line|row|task) \d+(?: \(id .*?\))?): (.+)", re.S
 _ROWS_LISTED = 5  # rows named for one problem met at many
 
 
+def _brief(text: str) -> str:
+    """A problem's text before its explanation (' (classes: ...; --add-class ...)', ': this project names ...')."""
+    return text[:min((i for i in (text.find(" ("), text.find(": "), text.find("; ")) if i > 0), default=len(text))]
+
+
+def _kind(text: str) -> str:
+    """What a problem is, its quoted values left out: 'unknown class' for 'sevn' and 'eigth' alike."""
+    return re.sub(r"'[^']*'", "''", _brief(text))
+
+
 def grouped_problems(problems: Sequence[str]) -> list[str]:
     """``problems`` with one text met at several rows as one entry naming its first rows ("line 2 (id a), line 3
-    (id b) and 23 more rows: unknown class 'virginca' (...)"), in the order first met.  Why: 25 rows of one typo
-    filled the refusal with one hint 20 times, and the file's unknown ids after them were never named (a check
-    at scale)."""
+    (id b) and 23 more rows: unknown class 'virginca' (...)"); the first entry of every kind of problem first, in
+    the order met, and the later ones of a kind without the explanation the first gave.  Why: 25 rows of one typo
+    filled the refusal with one hint 20 times, and so did 25 different typos; the file's unknown ids after them
+    were never named (checks at scale and against the fix)."""
     rows: dict[str, list[str]] = {}
     for p in problems:
         m = _ROW_PROBLEM.fullmatch(p)
         rows.setdefault(m.group(2) if m else p, []).append(m.group(1) if m else "")
-    out = []
+    first: list[str] = []
+    rest: list[str] = []
+    kinds: set[str] = set()
     for text, where in rows.items():
         named = [w for w in where if w]
-        if not named:
-            out.append(text)
-            continue
+        kind = _kind(text)
+        again = kind in kinds
+        kinds.add(kind)
+        shown = _brief(text) if again else text
         more = f" and {len(named) - _ROWS_LISTED} more rows" if len(named) > _ROWS_LISTED else ""
-        out.append(f"{', '.join(named[:_ROWS_LISTED])}{more}: {text}")
-    return out
+        (rest if again else first).append(f"{', '.join(named[:_ROWS_LISTED])}{more}: {shown}" if named else shown)
+    return first + rest
 
 
 def refuse(path: Path, problems: list[str]) -> QueueError:
