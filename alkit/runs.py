@@ -774,6 +774,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
 
         _refuse_unread_score_options(scorer, ident.learner, None if selector in ("random", "coldstart") else acquisition,
                                      req.strategy)
+        if cfg.task == "regression" and acquisition == "epig-decision":  # epig's picks under a name of their own
+            raise LoopError(f"{'strategy' if req.strategy == 'epig-decision' else '--acquisition'} epig-decision reads "
+                            "the top-two class decisions; on a regression project it picks as epig does: use "
+                            "--acquisition epig (or --strategy epig)")
         if cfg.task == "classification" and REGRESSION_ONLY_OPTION in ident.learner:  # the default's picks, renamed
             raise LoopError(f"option {REGRESSION_ONLY_OPTION} applies to regression projects only; this is a "
                             "classification project")

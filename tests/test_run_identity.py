@@ -495,6 +495,11 @@ def test_the_acquisition_the_preset_takes_on_regression_names_the_default_run(tm
     assert given.name == default.name == "epistemic-b10-s0" and given.options["curve"] == "epistemic"
     other = loop.resolve(RunRequest(strategy="epistemic", budget=20, acquisition="bald")).spec
     assert other.name == "epistemic-bald-b10-s0"
+    # epig-decision picks as epig on regression: it named a run and curve of epig's picks (a black-box round)
+    for req in (RunRequest(strategy="epistemic", budget=20, acquisition="epig-decision"),
+                RunRequest(strategy="epig-decision", budget=20)):
+        with pytest.raises(LoopError, match="on a regression project it picks as epig does: use --acquisition epig"):
+            loop.resolve(req)
     # a run the rules before named by the acquisition it was given
     options = {**default.options, "naming": 8, "curve": "epistemic-epistemic"}
     loop.store.get_or_create_run(RunSpec("epistemic-epistemic-b10-s0", "epistemic", "vbll", 0, 30, 10, 10, options))
