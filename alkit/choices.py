@@ -17,6 +17,15 @@ ROW_ID_NAMES = ("row", "row_number", "alkit_row")
 # called)
 MISSING_LABELS = ("na", "n/a", "#n/a", "nan", "null",
                   "#n/a n/a", "#na", "<na>")  # pandas' own markers too: '<NA>' is str(pd.NA) (a black-box round)
+# a spreadsheet's formula errors, in a label cell: no class a person gave (a black-box round: '#VALUE!' became one)
+SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!", "#spill!", "#calc!", "#getting_data")
+
+
+def is_spreadsheet_error(text: str) -> bool:
+    """'#VALUE!', '#REF!', '#DIV/0!' ...: a spreadsheet's formula error shown in a cell (any case)."""
+    return text.strip().lower() in SPREADSHEET_ERRORS
+
+
 TASKS: tuple[str, ...] = ("classification", "regression")
 ENGINES: tuple[str, ...] = ("local", "ray")  # = alkit.engines.ENGINES
 HEADS: tuple[str, ...] = ("gaussian", "hetero", "quantile", "buckets")  # VBLL regression heads

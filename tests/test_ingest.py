@@ -621,6 +621,17 @@ def test_na_in_the_label_column_is_no_label_as_in_a_feature_column(tmp_path: Pat
     assert Store(load_project(tmp_path / "q").store_url).counts() == {"pool:unlabeled": 10, "test:unlabeled": 30}
 
 
+def test_a_spreadsheets_formula_errors_in_the_label_column_are_refused(tmp_path: Path) -> None:
+    """'#VALUE!' and '#REF!' in a label column became classes of the project, unsaid (a black-box round)."""
+    labels = ["a", "b"] * 15 + ["#VALUE!", "#ref!"] * 2
+    lines = ["id,x,label"] + [f"r{i},{i / 10:.2f},{lab}" for i, lab in enumerate(labels)]
+    (tmp_path / "e.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=r"holds a spreadsheet's formula errors \('#VALUE!', '#ref!'; 4 rows\), not "
+                                         "classes"):
+        init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "hide_labels": True}))
+    assert not (tmp_path / "p").exists()
+
+
 def test_every_feature_column_with_missing_cells_is_named_at_once(tmp_path: Path) -> None:
     """'NA' in one column, ' #n/a ' in another and an empty cell in a third: init named the first alone, and the
     next init the next (a black-box round against the docs' 'every such column named')."""

@@ -1166,4 +1166,10 @@ def test_a_problem_met_at_many_rows_is_named_once_with_its_rows(human: tuple[Pro
     msg = str(err.value)
     assert msg.count("classes:") == 1 and "line 3 (id " in msg and "unknown class 'cat1'" in msg, msg
     assert "and 20 more rows: unknown id" in msg and msg.index("unknown id") < msg.index("'cat1'"), msg
+    # a spreadsheet's formula error is no class to add (its hint offered --add-class '#VALUE!')
+    errors = tmp_path / "errors.csv"
+    errors.write_text(f"id,label\n{ids[0]},#VALUE!\n")
+    with pytest.raises(QueueError, match=r"label '#VALUE!' is a spreadsheet's formula error, not a class") as err:
+        import_labels(project, errors)
+    assert "--add-class" not in str(err.value)
     assert snapshot(project) == before

@@ -961,6 +961,8 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
         import_labels(project, path, add_classes=["7"])
     with pytest.raises(QueueError, match=r"already a class of the project: '1\.0' \(the number of the class '1'"):
         import_labels(project, path, add_classes=[" 1.0", "8"])
+    with pytest.raises(QueueError, match=r"--add-class '#VALUE!' is a spreadsheet's formula error"):
+        import_labels(project, path, add_classes=["7", "#VALUE!"])
     with pytest.raises(QueueError, match=r"--add-class '8' and 'x8' differ only in case|'new' and 'NEW' differ only"):
         import_labels(project, path, add_classes=["7", "8", "new", "NEW"])
     import alkit.pools.queue as queue_module

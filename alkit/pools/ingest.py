@@ -25,7 +25,8 @@ import numpy as np
 import polars as pl
 
 from alkit.checks import image_dims
-from alkit.choices import MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_skip_label, zero_padded
+from alkit.choices import (MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_skip_label,
+                           is_spreadsheet_error, zero_padded)
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -1487,6 +1488,12 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
             raise InputError(f"label column {opts.label_col!r} holds {', '.join(map(repr, unknown[:5]))}"
                              f"{' ...' if len(unknown) > 5 else ''}, not among --classes ({', '.join(declared)})")
         classes = _sorted_classes(declared)
+    errors = [c for c in classes if is_spreadsheet_error(c)]
+    if errors:  # '#VALUE!' and '#REF!' became classes of the project, unsaid (a black-box round)
+        rows = int(labels.is_in(errors).sum())
+        raise InputError(f"label column {opts.label_col!r} holds a spreadsheet's formula errors "
+                         f"({', '.join(map(repr, errors))}; {rows} row{'s' if rows != 1 else ''}), not classes: fix "
+                         "those cells, or empty them to leave the rows unlabelled")
     if any(is_skip_label(c) for c in classes):  # an import reads it as "skip this item": that class could never be labelled
         raise InputError(f"a class is named {SKIP_LABEL!r}, which label files use to skip an item: rename that class")
     if task == "classification" and len(classes) < 2:

@@ -34,7 +34,7 @@ import polars as pl
 from sqlalchemy import func, select
 
 from alkit.choices import (INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number,
-                           is_skip_label, zero_padded)
+                           is_skip_label, is_spreadsheet_error, zero_padded)
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
 from alkit.pools import labelfiles, leases
@@ -659,6 +659,9 @@ def canonical_label(project: Project, raw: str) -> str:
                              "opened the UTF-8 file as Windows-1252): open it with UTF-8 (in Excel: Data > From "
                              "Text/CSV, File origin 65001: Unicode (UTF-8)), or fill in the file alkit wrote in a text "
                              "editor")
+        if is_spreadsheet_error(raw):  # offered --add-class '#VALUE!' (a black-box round)
+            raise ValueError(f"label {raw!r} is a spreadsheet's formula error, not a class: fix the cell, or empty it "
+                             "to leave the item queued")
         # each class quoted: a class with a comma read as two in an unquoted list (a black-box check)
         shown = ", ".join(map(repr, cfg.classes[:30])) + (", ..." if len(cfg.classes) > 30 else "")
         numeric = _float_or_none(raw) is not None and all(_float_or_none(c) is not None for c in cfg.classes)
@@ -985,6 +988,9 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
         raise QueueError("--add-class holds an empty class name or a NUL character")
     if any(is_skip_label(n) for n in added):
         raise QueueError(f"--add-class {SKIP_LABEL!r}: label files use that label to skip an item")
+    errors = [n for n in added if is_spreadsheet_error(n)]
+    if errors:
+        raise QueueError(f"--add-class {errors[0]!r} is a spreadsheet's formula error, not a class name")
     missing = [n for n in added if n.lower() in MISSING_LABELS]
     if missing:  # added, then its own answer (and every later one) read as no label (a black-box check)
         raise QueueError(f"--add-class {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, "
