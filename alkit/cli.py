@@ -493,7 +493,9 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     if json_out:  # cycles_run: a script tells 'nothing left to do' (0) from a run without reading stderr's note
         print(json.dumps([{**r, "cycles_run": len(results)} for r in rows], default=str))  # plain, as every --json
         return
-    print_table(console, summary_table(rows, f"run {spec.name} ({elapsed:.1f} s)", wide, console.width), wide)
+    # the time of the cycles run; none ran (a waiting or complete run): the title showed the load time as theirs
+    title = f"run {spec.name} ({elapsed:.1f} s)" if results else f"run {spec.name} (no cycle to run)"
+    print_table(console, summary_table(rows, title, wide, console.width), wide)
 
 
 def _one_class_note(loop: "ActiveLoop", run_name: str) -> str | None:

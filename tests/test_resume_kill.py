@@ -122,6 +122,8 @@ def test_an_interrupt_of_a_complete_run_names_no_cycle_to_continue(tmp_path: Pat
 
     runner = CliRunner()
     assert runner.invoke(cli.app, ["run", "--budget", "20", "-p", str(digits_project)]).exit_code == 0
+    again = runner.invoke(cli.app, ["run", "--budget", "20", "-p", str(digits_project)])  # its title showed the
+    assert "run epistemic-b10-s0 (no cycle to run)" in again.output, again.output  # load time as a cycle's
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
