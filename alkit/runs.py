@@ -215,9 +215,9 @@ def _read_picks(candidates: int | None, stratify_by: str | None, initial_selecto
     pool, top-k the top of any top m; only the cold start reads strata), so such a run is the default run's curve: a
     no-op --candidates 60 on random kept the default random seeds off their curve (a black-box round against the
     day's fixes), and on topk, margin or bald named a curve of picks identical to the default run's."""
-    reads = [getattr(get_selector(s), "reads_candidates", True) and get_selector(s).candidate_source != "all"
-             for s in (initial_selector, selector)]
-    return (candidates if any(reads) else None,
+    selectors = [get_selector(s) for s in (initial_selector, selector)]
+    reads = any(getattr(s, "reads_candidates", True) and s.candidate_source != "all" for s in selectors)
+    return (candidates if reads else None,
             stratify_by if "coldstart" in (initial_selector, selector) else None)
 
 
@@ -408,19 +408,17 @@ def current_curve(run: Any, task: str | None = None, input_kind: str | None = No
     recorded = str(config.get("curve") or "")
     ending = f"-b{run.batch_size}-s{run.seed}"
     raw = picks_suffix(config.get("candidates"), config.get("stratify_by"))
-    if task is not None and raw and recorded.endswith(raw) and run.name == recorded[:-len(raw)] + ending:
-        # an unnamed run recorded with its pick settings' suffix, where its selectors no longer count one as read
-        # (topk's --candidates, from 2026-12-07): today's suffix of them
-        try:
-            return recorded[:-len(raw)] + picks_suffix(*_effective_picks(run, task))
-        except (KeyError, ValueError):  # a strategy this alkit no longer has
-            return curve
-    if task is None or not recorded or run.name != f"{recorded}{ending}":
-        return curve  # given its own --name (or a run this alkit recorded with its suffix): kept
+    # an unnamed run recorded with its pick settings' suffix, where its selectors may no longer count one as read
+    # (topk's --candidates, from 2026-12-07): today's suffix of them
+    suffixed = bool(raw) and recorded.endswith(raw) and run.name == recorded[:-len(raw)] + ending
+    if task is None or not recorded or not (suffixed or run.name == f"{recorded}{ending}"):
+        return curve  # given its own --name: kept
     try:
         suffix = picks_suffix(*_effective_picks(run, task))
     except (KeyError, ValueError):  # a strategy this alkit no longer has
         return curve
+    if suffixed:
+        return recorded[:-len(raw)] + suffix
     return curve if not suffix or curve.endswith(suffix) else curve + suffix
 
 
@@ -453,18 +451,20 @@ def _named_curve(run: Any, task: str | None = None, input_kind: str | None = Non
                          acquisition=None if acquisition in (preset.acquisition, preset.regression_acquisition)
                          else acquisition,
                          initial_selector=None if initial_selector == preset.initial_selector else initial_selector)
-        if version == 1:  # the name as those rules gave it, to tell an auto-named run from a --name one
-            named = curve_name(req, run.scorer, legacy=True)
-        else:
-            named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
-                                                input_kind if version >= 4 else None, rules=version), run.scorer,
-                               hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
+
+        def named_by_its_rules(req: RunRequest) -> str:
+            """The name the run's own rules gave ``req``, to tell an auto-named run from a --name one."""
+            if version == 1:
+                return curve_name(req, run.scorer, legacy=True)
+            return curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
+                                               input_kind if version >= 4 else None, rules=version), run.scorer,
+                              hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
+
+        named = named_by_its_rules(req)
         if (curve != named and version < 9 and task == "regression" and acquisition == preset.regression_acquisition
                 and acquisition != preset.acquisition):  # an --acquisition given as the task's own (rules before 9)
             req = replace(req, acquisition=acquisition)
-            named = curve_name(without_defaults(req, run.scorer, task if version >= 3 else None,
-                                                input_kind if version >= 4 else None, rules=version), run.scorer,
-                               hide_none=version < 5, with_initial=version >= 6, full_paths=version < 7)
+            named = named_by_its_rules(req)
         if curve != named or run.name != f"{curve}-b{run.batch_size}-s{run.seed}":
             return curve  # given its own --name: kept
         return curve_name(without_defaults(req, run.scorer, task, input_kind), run.scorer)
