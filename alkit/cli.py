@@ -463,11 +463,10 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         if not _is_interrupt(exc):
             raise
         run = next((r for r in loop.store.runs() if r.name == spec.name), None)
-        run_id = run.id if run is not None else None
-        if run_id is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
+        if run is None:  # stopped while reading the pool, before the run was recorded: nothing to resume
             say_interrupted(f"interrupted before run {spec.name} started (nothing was recorded); run the same command "
                             "to start it")
-        elif run.status == "complete" and loop.store.n_spent(run_id) >= spec.budget:  # no cycle to continue
+        elif run.status == "complete" and loop.store.n_spent(run.id) >= spec.budget:  # no cycle to continue
             say_interrupted(f"interrupted; run {spec.name} is complete (its budget of {spec.budget} labels is spent), "
                             "nothing is left to continue")
         elif run.status == "stopped":  # the same command does nothing: only a larger budget goes on (a black-box round)
@@ -477,7 +476,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
             say_interrupted(f"interrupted; run {spec.name} waits for the labels of its queued items: import them "
                             f"(`alkit queue import FILE{loop.project.cli_flag()}`), then run the same command to continue")
         else:
-            say_interrupted(f"interrupted at cycle {loop.store.next_cycle(run_id)} of run {spec.name}; run the same "
+            say_interrupted(f"interrupted at cycle {loop.store.next_cycle(run.id)} of run {spec.name}; run the same "
                             f"command (or `alkit run --resume {shlex.quote(spec.name)}{loop.project.cli_flag()}`) to continue")
         raise typer.Exit(code=130) from None
     elapsed = time.perf_counter() - t0

@@ -16,7 +16,6 @@ node (a shared filesystem) and alkit must be installed there; the driver never r
 from __future__ import annotations
 
 import logging
-
 import math
 import pickle
 from pathlib import Path

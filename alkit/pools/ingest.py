@@ -52,7 +52,8 @@ from alkit.pools.store import Store
 from alkit.pools.tables import JSON_LINES, InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
 
 
-_MISSING_TOKENS = ('', 'nan', 'na', 'n/a', '#n/a', '#n/a n/a', '#na', '<na>', 'null', 'none', '?', '-')  # what a missing cell looks like in a CSV
+# what a missing cell looks like in a CSV: a label's missing markers, and 'none', '?', '-' (which a class may be called)
+_MISSING_TOKENS = ('', *MISSING_LABELS, 'none', '?', '-')
 
 
 @dataclass
@@ -610,12 +611,13 @@ class FeatureValues:
         else:
             # a text column of numbers and 'NA'-like gaps (``_numbers_and_gaps``) by its gaps too: such columns were
             # refused one per init, before the numeric columns' gaps were named (a black-box round)
-            gaps = batch.select([(_number(c, True) if c in self.text else pl.col(c)).is_null().alias(c)
-                                 for c in self.numeric]) if self.numeric else pl.DataFrame()
-            for c, k in zip(self.numeric, gaps.sum().row(0) if self.numeric else ()):
-                if k:
-                    rows = self.null_rows.setdefault(c, [])
-                    rows += (gaps[c].arg_true().head(5 - len(rows)) + self.n_rows).to_list()
+            if self.numeric:
+                gaps = batch.select([(_number(c, True) if c in self.text else pl.col(c)).is_null().alias(c)
+                                     for c in self.numeric])
+                for c, k in zip(self.numeric, gaps.sum().row(0)):
+                    if k:
+                        rows = self.null_rows.setdefault(c, [])
+                        rows += (gaps[c].arg_true().head(5 - len(rows)) + self.n_rows).to_list()
             X_b_f = batch.select([e for c in self.names for e in self._columns(c)]).to_numpy()
             for c in [*self.numeric, *self.fill]:  # an imputed column's own values too (its nulls are no range)
                 if c not in self.text and batch.schema[c].is_integer() and batch[c].null_count() < batch.height:
