@@ -692,13 +692,15 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"unknown training options {sorted(unknown)}; known: {', '.join(TrainConfig.__dataclass_fields__)}")
     if req.learner_options.get("module_norm") is not None and not req.learner_options.get("module"):
         raise LoopError("-o module_norm scales the output of a --backbone network; give --backbone or drop it")
+    module_names = None
     if req.learner_options.get("module"):
         from alkit.models.user_backbone import BackboneImportError, build_user_backbone
 
         try:  # built and probed now: a backbone that cannot work is refused before a batch is spent
             shape = tuple(cfg.image_shape) if cfg.image_shape else None
-            build_user_backbone(str(req.learner_options["module"]), cfg.n_features, shape,
-                                np.zeros(cfg.n_features, dtype=np.float32), np.ones(cfg.n_features, dtype=np.float32))
+            net = build_user_backbone(str(req.learner_options["module"]), cfg.n_features, shape,
+                                      np.zeros(cfg.n_features, dtype=np.float32), np.ones(cfg.n_features, dtype=np.float32))
+            module_names = [n for n, _ in net.named_parameters()]  # what gradnorm's -o layers may name
         except BackboneImportError as exc:
             raise LoopError(str(exc)) from None
     try:
@@ -711,7 +713,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         check = getattr(learner_class(scorer), "check_for_project", None)
         if check is not None:  # options that name parts of the network this project's input builds
             check(req.learner_options, image=bool(cfg.image_shape), user_module=bool(req.learner_options.get("module")),
-                  shallow=cfg.task == "regression" or cfg.input_kind == "embedding")
+                  shallow=cfg.task == "regression" or cfg.input_kind == "embedding", module_names=module_names,
+                  image_side=min(cfg.image_shape[-2:]) if cfg.image_shape else None)
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
     try:

@@ -630,6 +630,10 @@ def test_a_spreadsheets_formula_errors_in_the_label_column_are_refused(tmp_path:
                                          "classes"):
         init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "hide_labels": True}))
     assert not (tmp_path / "p").exists()
+    # declared with --classes: named as the option's, not as the label column's 'formula errors ... 0 rows'
+    with pytest.raises(InputError, match=r"^--classes '#DIV/0!' is a spreadsheet's formula error, not a class name"):
+        init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "classes": ["a", "b", "#DIV/0!"]}))
+    assert not (tmp_path / "p").exists()
 
 
 def test_every_feature_column_with_missing_cells_is_named_at_once(tmp_path: Path) -> None:

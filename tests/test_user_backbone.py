@@ -237,6 +237,14 @@ def test_image_projects_pass_the_shape_and_bad_references_are_refused(nets: Path
         bad = _alkit("run", "--backbone", ref, "--budget", "20", "-p", "img", cwd=nets)
         assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and folder_snapshot(nets / "img") == before, bad.stderr
+    # gradnorm layers deeper than the network's top part were refused only after the first batch was spent
+    for extra, says in ((["--backbone", "mynets:tiny_cnn", "-o", "layers=0.net.1"],
+                         "'0.net.1' names no layer of this project's network: its layers are 0.net.0, 1 "),
+                        (["-o", "layers=0.mlp.blocks.0"],  # 8x8 images: alkit's image network has no blocks
+                         "'0.mlp.blocks.0' names no layer of this project's network: its layers are 0.mlp.stem, 1 ")):
+        bad = _alkit("run", "--scorer", "gradnorm", *extra, "--budget", "20", "-p", "img", cwd=nets)
+        assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert folder_snapshot(nets / "img") == before, bad.stderr
     moved = nets / "elsewhere"
     moved.mkdir()
     gone = _alkit("run", "--strategy", "topk", "--backbone", "mynets:tiny_cnn", "--budget", "30", "-p",

@@ -163,11 +163,6 @@ def regression_last_layer_gradnorm_sq(h_n_d: torch.Tensor, *, bias: bool = True,
     return feature_sq(h_n_d, bias=bias, metric=metric)
 
 
-# the children of the backbones that hold trained parameters, by input: alkit's on flat features and on images
-# (its convolution is fixed), a --backbone network (UserBackbone.net)
-BACKBONE_PARTS = {"flat": ("stem", "blocks"), "image": ("mlp",), "module": ("net",)}
-
-
 def _select(model: nn.Module, layers: str | Sequence[str]) -> dict[str, torch.Tensor]:
     """Parameters whose name is, or starts with '<prefix>.', one of ``layers`` ('all' = every one)."""
     named = dict(model.named_parameters())
@@ -457,33 +452,38 @@ class GradNormLearner(PostHocLearner):
 
     @classmethod
     def check_for_project(cls, options: Mapping[str, Any], *, image: bool, user_module: bool,
-                          shallow: bool = False) -> None:
+                          shallow: bool = False, image_side: int | None = None,
+                          module_names: Sequence[str] | None = None) -> None:
         """A ValueError for ``layers`` prefixes no network of this project's input has (alkit/runs.py asks before a
-        run starts): one was refused after the run's first batch was spent (a black-box check).  The backbone's
-        trained parts: a --backbone network's ``0.net``, an image backbone's ``0.mlp``, flat features' ``0.stem``
-        and ``0.blocks`` (none at ``depth=0``, nor by default where ``shallow``: regression, an encoder's
-        embeddings); the head's ``1``."""
+        run starts): one was refused after the run's first batch was spent (a black-box check).  Each prefix must
+        name a parameter of the (backbone, head) network, or a dotted prefix of one: the backbone's trained
+        parts are a --backbone network's ``0.net`` (``module_names``: its parameters' names, where built), an
+        image backbone's ``0.mlp`` (its convolution is fixed) and flat features' ``0.stem`` and ``0.blocks``;
+        the head is ``1``.  The residual blocks: none at ``depth=0``, nor by default where ``shallow``
+        (regression, an encoder's embeddings) or on images of side under SMALL_IMAGE_SIDE (``image_side``)."""
         layers = options.get("layers", "last")
         if layers in ("last", "all"):
             return
-        flat = not (user_module or image)
+        from alkit.models.backbone import SMALL_IMAGE_SIDE, ResidualMLP
+
         depth = options.get("depth")
-        blocks = 0 if not flat else (0 if shallow else 1) if depth is None else max(int(depth), 0)
-        parts = BACKBONE_PARTS["module" if user_module else "image" if image else "flat"]
-        if flat:  # depth -1 is the linear backbone: no stem layer either; depth 0 has no blocks
-            parts = () if depth == -1 else parts if blocks else parts[:1]
-        own = ([], ["weight"], ["bias"])
+        small = image_side is not None and image_side < SMALL_IMAGE_SIDE
+        blocks = (0 if (shallow if not image else small) else 1) if depth is None else max(int(depth), 0)
+        if user_module:
+            names = list(module_names) if module_names is not None else None
+        else:  # alkit's own network: the names of a ResidualMLP of this depth (none for depth -1, the linear one)
+            mlp = [] if depth == -1 and not image else [n for n, _ in ResidualMLP(2, 2, blocks).named_parameters()]
+            names = [("mlp." if image else "") + n for n in mlp]
+        network = (["0." + n for n in names] if names is not None else []) + ["1.weight", "1.bias"]
         for q in ([layers] if isinstance(layers, str) else list(layers)):
-            names = str(q).split(".")
-            deeper_wrong = flat and len(names) > 2 and names[1] in parts and (
-                (names[1] == "stem" and names[2:] not in own)
-                or (names[1] == "blocks" and not (names[2].isdigit() and int(names[2]) < blocks)))
-            if (names[0] == "0" and len(names) > 1 and names[1] not in parts) or deeper_wrong or (
-                    names[0] == "1" and names[1:] not in own):
-                within = "0.blocks.0" if blocks == 1 else f"0.blocks.0 to 0.blocks.{blocks - 1}"
-                shown = (f"0.{', 0.'.join(parts)}" + (f" ({within})" if "blocks" in parts else "")) if parts else "none"
-                raise ValueError(f"layers: {q!r} names no layer of this project's network: the backbone's trained "
-                                 f"parts are {shown}, the head is 1")
+            q = str(q)
+            if user_module and names is None and q.startswith("0.net"):
+                continue  # a --backbone network not built here: its names are checked when it is
+            if not any(n == q or n.startswith(q + ".") for n in network):
+                there = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in network))
+                shown = ", ".join(there[:12]) + (f", ... ({len(there) - 12} more)" if len(there) > 12 else "")
+                raise ValueError(f"layers: {q!r} names no layer of this project's network: its layers are {shown} "
+                                 "(0 is the backbone, 1 the head; a dotted prefix names every layer under it)")
 
     @classmethod
     def task_defaults(cls, task: str, options: Mapping[str, Any]) -> dict[str, Any]:

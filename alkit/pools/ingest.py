@@ -920,6 +920,9 @@ def _declared_classes(values: list[str]) -> list[str]:
     if missing:  # a class no answer could give: the answer reads as no label (as --add-class refuses it)
         raise InputError(f"--classes {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, NaN "
                          "and null are, any case); name the class otherwise")
+    errors = [c for c in out if is_spreadsheet_error(c)]
+    if errors:  # was refused as the label column's formula error, in 0 rows (a black-box round)
+        raise InputError(f"--classes {errors[0]!r} is a spreadsheet's formula error, not a class name: name the class otherwise")
     if len(out) < 2:
         raise InputError(f"--classes needs at least 2 classes, got {len(out)}")
     # two names an answer cannot tell apart: 'a' and 'A' (an answer in another case), '1' and '1.0' (one number;
