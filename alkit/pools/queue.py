@@ -274,11 +274,11 @@ def written_names(columns: Sequence[str], reserved: Sequence[str] = RESERVED) ->
     return out
 
 
-def _feature_values(project: Project, store: Store, keys: list[int], names: list[str]) -> dict[str, list[float | None]]:
-    """The named feature columns of these items as alkit stores them (float32, shortest text): an imputed cell empty, not
-    the median it was given."""
+def _feature_values(project: Project, store: Store, keys: list[int], names: list[str]) -> dict[str, pl.Series]:
+    """The named feature columns of these items as alkit stores them (float32, shortest text), Float64: an imputed
+    cell empty, not the median it was given."""
     if not names or not keys:
-        return {c: [] for c in names}
+        return {c: pl.Series(c, [], dtype=pl.Float64) for c in names}
     from alkit.pools.features import FeatureReader
 
     reader = FeatureReader(project.features_path, n_items=project.config.n_items, n_features=project.config.n_features)
@@ -289,9 +289,9 @@ def _feature_values(project: Project, store: Store, keys: list[int], names: list
     out = {}
     for c in names:
         flag = missing_indicator(c)
-        gap = X[:, at[flag]] == 1 if flag in at else np.zeros(len(keys), dtype=bool)
-        # str of a float32 is its shortest round-trip text: 0.9167, not 0.9166999459266663
-        out[c] = [None if g else float(str(v)) for v, g in zip(X[:, at[c]], gap)]
+        # a float32's shortest round-trip text: 0.9167, not 0.9166999459266663 (polars writes it so, as str does)
+        values = pl.Series(c, np.ascontiguousarray(X[:, at[c]], dtype=np.float32)).cast(pl.Utf8).cast(pl.Float64)
+        out[c] = values.scatter(np.flatnonzero(X[:, at[flag]] == 1), None) if flag in at else values
     return out
 
 
@@ -465,22 +465,21 @@ def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: 
 
 
 def _data_cells(project: Project, store: Store, keys: list[int], cols: list[str], feats: list[str],
-                reserved: Sequence[str], order: Sequence[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                reserved: Sequence[str], order: Sequence[str] | None = None) -> pl.DataFrame:
     """Each item's payload and feature cells under the names they are written by (``written_names``),
-    in ``keys``' order, and those columns' types; the columns in ``order`` (--include's), else payload
-    columns first."""
+    a row per key in ``keys``' order (a key may come twice); the columns in ``order`` (--include's), else
+    payload columns first.  Columns, not a dict per row: those took 2.8 GB for 784 features of 28,000 labels."""
     key = payload_key(project.payload_path)
     payload = (pl.scan_parquet(project.payload_path).select(list(dict.fromkeys([key, *cols])))
                .filter(pl.col(key).is_in(pl.Series(keys, dtype=pl.Int64).implode())).collect())
-    by_key = {row[key]: row for row in payload.to_dicts()}
+    rows = pl.DataFrame({key: pl.Series(keys, dtype=pl.Int64)}).join(
+        payload.with_columns(pl.col(key).cast(pl.Int64)), on=key, how="left", maintain_order="left")
     values = _feature_values(project, store, keys, feats)
     name = written_names([*cols, *feats], reserved)
     # in the order --include named them (feature columns were written after every payload column whatever
     # the order given: a black-box check)
     shown = [*cols, *feats] if order is None else [c for c in order if c in name]
-    cells = [{name[c]: values[c][i] if c in values else by_key.get(k, {}).get(c) for c in shown}
-             for i, k in enumerate(keys)]
-    return cells, {name[c]: pl.Float64 if c in values else payload.schema[c] for c in shown}
+    return pl.DataFrame([(values[c] if c in values else rows[c]).alias(name[c]) for c in shown])
 
 
 def export_queue(
@@ -504,20 +503,21 @@ def export_queue(
     items = queued_items(store)
     path = Path(out) if out is not None else _through_link(
         project, default_queue_path(project, fmt, max((q.cycle for q in items), default=None)), "queue")
-    cells, types = _data_cells(project, store, [q.key for q in items], cols, feats, RESERVED, include)
-    records = []
-    for q, data in zip(items, cells):
-        records.append({"id": q.item_id, **data, "label": None, "skip": None,
-                        # a model-free pick (cold start, random) has no score: empty, not a low 0.0
-                        "score": None if q.selector in INITIAL_SELECTORS and q.score == 0 else _finite(q.score),
-                        "rank": q.rank, "cycle": q.cycle, "run": q.run,
-                        "strategy": q.strategy, "scorer": q.scorer, "selector": q.selector})
-    schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Utf8, "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
-                              "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8}
-    frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
+    cells = _data_cells(project, store, [q.key for q in items], cols, feats, RESERVED, include)
+    why = pl.DataFrame({
+        "label": [None] * len(items), "skip": [None] * len(items),
+        # a model-free pick (cold start, random) has no score: empty, not a low 0.0
+        "score": [None if q.selector in INITIAL_SELECTORS and q.score == 0 else _finite(q.score) for q in items],
+        "rank": [q.rank for q in items], "cycle": [q.cycle for q in items], "run": [q.run for q in items],
+        "strategy": [q.strategy for q in items], "scorer": [q.scorer for q in items],
+        "selector": [q.selector for q in items]},
+        schema={"label": pl.Utf8, "skip": pl.Boolean, "score": pl.Float64, "rank": pl.Int64, "cycle": pl.Int64,
+                "run": pl.Utf8, "strategy": pl.Utf8, "scorer": pl.Utf8, "selector": pl.Utf8})
+    frame = pl.concat([pl.DataFrame({"id": [q.item_id for q in items]}, schema={"id": pl.Utf8}), cells, why],
+                      how="horizontal")
     set_aside, unreadable = _set_aside_unimported(path, project, store)
     columns = _write_or_put_back(path, set_aside, lambda: labelfiles.get_format(fmt).write(
-        path, records, frame, list(types), escape_formulas=escape_formulas))
+        path, frame, cells.columns, escape_formulas=escape_formulas))
     return ExportResult(path, fmt, len(items), columns, set_aside, unreadable)
 
 
@@ -600,24 +600,27 @@ def export_labels(
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store, history)
     path = Path(out) if out is not None else _through_link(project, default_labels_path(project, fmt), "labels")
-    cells, types = _data_cells(project, store, [c.key for c in given], cols, feats, LABELS_COLS, include)
-    records = []
+    cells = _data_cells(project, store, [c.key for c in given], cols, feats, LABELS_COLS, include)
     # a regression project's labels as numbers (text in a Parquet or JSON Lines file to train on elsewhere; a
     # black-box check); stored as repr(float), so they read back as they are
     number = project.config.task == "regression"
-    for c, data in zip(given, cells):
-        t = _utc(c.time)
-        label = float(c.label) if number and c.label is not None else c.label
-        records.append({"id": c.item_id, **data, "label": label, "skip": c.label is None, "annotator": c.annotator, "source": c.source,
-                        "cycle": c.cycle, "labelled_at": None if t is None else t.isoformat(timespec="seconds"),
-                        **({"replaced_at": None if c.replaced_at is None else
-                            _utc(c.replaced_at).isoformat(timespec="seconds")} if history else {})})
-    schema: dict[str, Any] = {"id": pl.Utf8, **types, "label": pl.Float64 if number else pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
-                              "cycle": pl.Int64, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})}
-    frame = pl.DataFrame(records, schema=schema) if records else pl.DataFrame(schema=schema)
+
+    def when(t: datetime | None) -> str | None:
+        return None if t is None else _utc(t).isoformat(timespec="seconds")
+
+    answers = pl.DataFrame({
+        "label": [float(c.label) if number and c.label is not None else c.label for c in given],
+        "skip": [c.label is None for c in given], "annotator": [c.annotator for c in given],
+        "source": [c.source for c in given], "cycle": [c.cycle for c in given],
+        "labelled_at": [when(c.time) for c in given],
+        **({"replaced_at": [when(c.replaced_at) for c in given]} if history else {})},
+        schema={"label": pl.Float64 if number else pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
+                "cycle": pl.Int64, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})})
+    frame = pl.concat([pl.DataFrame({"id": [c.item_id for c in given]}, schema={"id": pl.Utf8}), cells, answers],
+                      how="horizontal")
     set_aside, unreadable = _set_aside_unimported(path, project, store)
     columns = _write_or_put_back(path, set_aside, lambda: labelfiles.get_format(fmt).write(
-        path, records, frame, list(types), escape_formulas=escape_formulas))
+        path, frame, cells.columns, escape_formulas=escape_formulas))
     return ExportResult(path, fmt, len(given), columns, set_aside, unreadable,
                         n_skipped=sum(c.label is None and c.replaced_at is None for c in given),
                         n_replaced=sum(c.replaced_at is not None for c in given), n_test=_n_test_labels(store))
@@ -928,7 +931,8 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
         return []
     keys = store.keys_for_ids([r.item_id for r in rows])
     found = [r for r in rows if r.item_id in keys]
-    cells, types = _data_cells(project, store, [keys[r.item_id] for r in found], cols, [], ())
+    cells = _data_cells(project, store, [keys[r.item_id] for r in found], cols, [], ())
+    types = cells.schema
     renamed = [{k: v for k, v in written_names(cols, reserved).items() if k != v} for reserved in (RESERVED, LABELS_COLS)]
     own = {*RESERVED, *LABELS_COLS}  # a payload column of such a name is written as data_<name>: the file's is alkit's
 
@@ -936,7 +940,7 @@ def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
         return " ".join(unicodedata.normalize("NFC", "" if v is None else str(v)).split())
 
     differ: dict[str, list[tuple[Row, str, int]]] = {}  # column -> (row, its text, its item's key)
-    for r, item in zip(found, cells):
+    for r, item in zip(found, cells.iter_rows(named=True)):
         for c in (c for c in cols if types.get(c) == pl.Utf8):
             names = [m[c] for m in renamed if c in m] or ([] if c in own else [c])
             given = next((r.data[n] for n in names if n in r.data), None)

@@ -26,7 +26,7 @@ def _separator(path: Path) -> str:
     return "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+def write(path: Path, frame: pl.DataFrame, cols: list[str], *,
           escape_formulas: bool = True) -> list[str]:
     """The typed frame as CSV (list/struct payload cells as JSON text); the columns written."""
     nested = [c for c in cols if isinstance(frame.schema[c], (pl.List, pl.Array, pl.Struct))]

@@ -15,10 +15,14 @@ NAME = "jsonl"
 SUFFIXES = (".jsonl", ".ndjson")
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+def write(path: Path, frame: pl.DataFrame, cols: list[str], *,
           escape_formulas: bool = True) -> list[str]:  # escape_formulas: CSV only
-    atomic_write(path, lambda p: p.write_text("".join(json.dumps(r, default=str) + "\n" for r in records),
-                                              encoding="utf-8"))
+    def lines(p: Path) -> None:  # a row at a time: a list of every row's dict took 2.8 GB at 28,000 x 784 features
+        with p.open("w", encoding="utf-8") as out:
+            for r in frame.iter_rows(named=True):
+                out.write(json.dumps(r, default=str) + "\n")
+
+    atomic_write(path, lines)
     return list(frame.columns)
 
 

@@ -38,7 +38,7 @@ LS_KEYS = {"id", ID_KEY, "annotator", "annotation_id", "created_at", "updated_at
            "last_comment_updated_at", "annotations_results", "annotations_ids", "predictions_score"}
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+def write(path: Path, frame: pl.DataFrame, cols: list[str], *,
           escape_formulas: bool = True) -> list[str]:  # escape_formulas: CSV only
     cols = [c for c in cols if c not in (ID_KEY, "id")]  # "id" would collide with Label Studio's task id
     tasks = [{
@@ -46,7 +46,7 @@ def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str],
         "predictions": [{"model_version": f"alkit {r['strategy']}/{r['scorer']}/{r['selector']}",
                          "score": r["score"], "result": []}],
         "meta": {k: r[k] for k in WHY_COLS},
-    } for r in records]
+    } for r in frame.iter_rows(named=True)]
     atomic_write(path, lambda p: p.write_text(json.dumps(tasks, indent=1, default=str), encoding="utf-8"))
     return [ID_KEY, *cols]
 

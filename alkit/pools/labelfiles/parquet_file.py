@@ -15,7 +15,7 @@ SUFFIXES = (".parquet", ".pq")
 READS_BYTES = False  # polars reads the file itself
 
 
-def write(path: Path, records: list[dict], frame: pl.DataFrame, cols: list[str], *,
+def write(path: Path, frame: pl.DataFrame, cols: list[str], *,
           escape_formulas: bool = True) -> list[str]:  # escape_formulas: CSV only
     atomic_write(path, lambda p: frame.write_parquet(p))
     return list(frame.columns)
