@@ -39,7 +39,7 @@ from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.queue import classes_ahead, kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
-from alkit.runs import LoopError, RunPlan, RunRequest, plan_run  # noqa: F401 (RunRequest, LoopError re-exported)
+from alkit.runs import LoopError, RunPlan, RunRequest, plan_run, rules_since  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
 from alkit.stopping import Decision, History, first_fired
 from alkit.strategies._common import check_selection, constant_score_refusal
@@ -453,7 +453,9 @@ class ActiveLoop:
                 signals = self._signals(learner, cands, spec, hint)
                 decision = self._stop_decision(run_id, plan, cycle, (len(y_lab), result_metrics, signals))
                 if decision is not None:  # stop before spending this cycle's batch
-                    stopped = {"rule": decision.rule, "why": decision.why, "cycle": cycle, "n_labeled": len(y_lab)}
+                    # since: the cycle the rules read from (an earlier stop's), whose fit `status` shows
+                    stopped = {"rule": decision.rule, "why": decision.why, "cycle": cycle, "n_labeled": len(y_lab),
+                               "since": self._rules_since(run_id)}
                     self._commit(run_id, cycle, spec, None, "", len(y_lab), result_metrics, fit_s, score_s, 0.0,
                                  n_scored=n_scored, signals=signals)
                     return CycleResult(cycle, len(y_lab), 0, result_metrics, fit_s, score_s, 0.0, stopped)
@@ -494,8 +496,7 @@ class ActiveLoop:
         its model is in the history the next cycles read (kappa compares the next model with it)."""
         if not plan.stop_rules:
             return None
-        run = next(r for r in self.store.runs() if r.id == run_id)
-        since = int(run.config.get("stopped", {}).get("cycle", -1))
+        since = self._rules_since(run_id)
         if cycle <= since:
             return None
         rows = [c for c in self.store.cycles(run_id) if c.cycle >= since]
@@ -507,6 +508,11 @@ class ActiveLoop:
         points.append(current)
         return first_fired(plan.stop_rules, History.of(points, plan.spec.batch_size, plan.spec.budget, metric,
                                                           waits=True))
+
+    def _rules_since(self, run_id: int) -> int:
+        """The cycle a run's stopping rules read from: the one a rule last stopped it at (-1: every cycle)."""
+        run = next(r for r in self.store.runs() if r.id == run_id)
+        return rules_since(run.config)
 
     def _capacity_hint(self, run_id: int) -> CapacityHint | None:
         """The capacity the run's latest committed cycle recorded in its signals, or None."""

@@ -13,7 +13,7 @@ from alkit.pools.leases import live_runs
 from alkit.pools.queue import n_waiting
 from alkit.pools.store import Store, curve_cycles
 from alkit.presets import get_preset
-from alkit.runs import current_curve
+from alkit.runs import current_curve, rules_since
 
 if TYPE_CHECKING:
     from alkit.config import ProjectConfig
@@ -136,7 +136,11 @@ def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:
 
     present = {k for c in rows for k in c.metrics}
     metric = next((m for m in ("accuracy", "crps", "cv_accuracy", "cv_crps") if m in present), "accuracy")
-    pts = [(c.n_labeled, c.metrics[metric]) for c in curve_cycles(rows) if metric in c.metrics]
+    # the fit the rule made: a stopped run's from the stop before (``since``), any other's from its last stop on
+    # (a continued run's band was fitted to the whole curve, not to the points that decided: a black-box check)
+    stopped = run.config.get("stopped") or {}
+    since = int(stopped.get("since", -1)) if run.status == "stopped" else rules_since(run.config)
+    pts = [(c.n_labeled, c.metrics[metric]) for c in curve_cycles(rows) if metric in c.metrics and c.cycle >= since]
     fc = forecast_at([n for n, _ in pts], [v for _, v in pts], run.budget, metric in HIGHER_IS_BETTER)
     return None if fc is None else {"metric": metric, **fc}
 

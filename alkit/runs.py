@@ -399,6 +399,12 @@ def _naming(run: Any) -> int:
     return int((run.config or {}).get(NAMING, 1))
 
 
+def rules_since(config: dict[str, Any] | None) -> int:
+    """The cycle from which a run's stopping rules read its curve: the one a rule last stopped it at, where a
+    larger budget picked up (-1: every cycle)."""
+    return int(((config or {}).get("stopped") or {}).get("cycle", -1))
+
+
 def current_curve(run: Any, task: str | None = None, input_kind: str | None = None) -> str:
     """``_named_curve`` with, for a run named by its settings (no --name), the pick settings no name holds
     (``picks_suffix``): a run of --candidates 40 or --stratify-by grp took the default runs' curve, averaged with

@@ -43,6 +43,15 @@ def test_labels_to_target_is_read_off_the_mean_curve() -> None:
     table = {r["strategy"]: r for r in summary_table(df, "accuracy", target=0.9).iter_rows(named=True)}
     assert table["a"]["labels_to_target_curve"] == 90 and table["a"]["labels_to_target_mean"] == 60
     assert table["b"]["labels_to_target_curve"] is None and table["b"]["n_reached"] == 1
+    # seeds on different grids (a partial last batch, a continued run): seed 0 reaches 0.9 at 40, seed 1 at 60;
+    # the mean of their values at each count (each seed's model at the largest count <= n) reaches it at 60.
+    # Only the counts both had were read, and the budget (70) was reported (a black-box check)
+    df = pl.DataFrame({"strategy": ["c"] * 10, "seed": [0] * 5 + [1] * 5, "run_id": [4] * 5 + [5] * 5,
+                       "n_labeled": [10, 20, 40, 50, 70, 10, 20, 30, 60, 70],
+                       "accuracy": [0.5, 0.7, 0.92, 0.93, 0.95, 0.5, 0.6, 0.8, 0.9, 0.94]})
+    row = summary_table(df, "accuracy", target=0.9).row(0, named=True)
+    assert row["labels_to_target_curve"] == 60 and row["labels_to_target_mean"] == 50 and row["n_reached"] == 2
+    # at 50: seed 0's 0.93 and seed 1's value at 30, 0.8: mean 0.865 < 0.9; at 60: (0.93 + 0.9) / 2 >= 0.9
 
 
 def test_status_labels_are_the_runs_spend_and_name_shared_labels() -> None:

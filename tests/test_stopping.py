@@ -362,3 +362,40 @@ def test_a_regression_run_recorded_with_an_untuned_uncertainty_rule_names_its_re
     with pytest.raises(LoopError, match=r"^run 'epistemic-b10-s1' was recorded with --stop max-uncertainty by an "
                                         r"earlier alkit: .*; --stop none continues the run without a rule$"):
         loop.resolve(RunRequest(strategy="epistemic", budget=60, seed=1, stop=["max-uncertainty"]))
+
+
+def test_a_continued_runs_forecast_band_is_the_fit_that_stopped_it(tmp_path: Path, digits_csv: Path) -> None:
+    """A run stopped by `forecast`, continued by a larger budget and stopped again: the rule decided on the
+    cycles from the first stop on, while `status` showed a band fitted to the whole curve, tighter and another
+    curve (docs/commands.md, "After a stop": "status's forecast band is that fit's"; a black-box check).  And
+    the reason printed a gain of 0.004998 as '0.0050 (< 0.005)'."""
+    from alkit.stopping.forecast import _beside
+
+    assert [_beside(0.004998, 0.005), _beside(0.0023306, 0.005), _beside(0.00099999, 0.001)] == \
+        ["0.004998", "0.002331", "0.00099999"]
+    assert _beside(0.0051, 0.005) == "0.0051" and _beside(0.005, 0.005) == "0.005"  # 0.005 is not < 0.005
+    alkit = project_cli(tmp_path)
+    assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    run = ["run", "--strategy", "margin", "--seed", "7"]
+    first = alkit(*run, "--budget", "150", "--stop", "forecast:gain=0.005,k=1,min_points=4")
+    assert first.returncode == 0, first.stderr
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "stopped", st
+    stop1 = st["stopped"]["cycle"]
+    assert st["stopped"]["since"] == -1  # the first stop's rule read every cycle
+    more = alkit(*run, "--budget", "300")
+    assert more.returncode == 0, more.stderr
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["stopped"]["since"] == stop1 and st["stopped"]["cycle"] >= stop1 + 3, st
+    gain = float(st["stopped"]["why"].split("gain ")[1].split()[0])
+    assert gain < 0.005
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        rows = db.execute("select cycle, n_labeled, metrics from cycles order by cycle").fetchall()
+    pts = [(c, n, json.loads(m)["accuracy"]) for c, n, m in rows if "accuracy" in json.loads(m)]
+    since = [(n, a) for c, n, a in pts if c >= stop1]
+    decided = forecast_at([n for n, _ in since], [a for _, a in since], st["budget"])
+    whole = forecast_at([n for _, n, _ in pts], [a for _, _, a in pts], st["budget"])
+    fc = st["forecast"]
+    assert decided is not None and whole is not None and fc is not None
+    assert fc["mean"] == pytest.approx(decided["mean"]) and fc["lo"] == pytest.approx(decided["lo"])
+    assert (fc["mean"], fc["lo"]) != pytest.approx((whole["mean"], whole["lo"]))  # the band shown before

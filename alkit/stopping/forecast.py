@@ -86,6 +86,16 @@ def _next_gain(n: list[int], y: list[float], batch: int, higher_is_better: bool)
     return gain if higher_is_better else gain / max(abs(float(now)), 1e-300)
 
 
+def _beside(x: float, threshold: float) -> str:
+    """``x`` in 4 significant digits, or as many more as it takes to read on the side of ``threshold`` it lies:
+    a gain of 0.004998 was shown as '0.0050 (< 0.005)' (a black-box check)."""
+    for digits in range(4, 18):
+        text = f"{x:.{digits}g}"
+        if (float(text) < threshold) == (x < threshold):
+            return text
+    return repr(x)
+
+
 @dataclass(frozen=True)
 class ForecastRule:
     # defaults chosen on the development sets (benchmarks/results/stopping_dev.md): the setting
@@ -114,5 +124,5 @@ class ForecastRule:
         fired = all(g is not None and g < self.gain for g in gains)
         run = f" for {self.k} cycles" if self.k > 1 else ""
         what = h.metric if h.higher_is_better else f"of its {h.metric}"  # a falling metric's gain is a share of it
-        return Decision(self.name, fired, f"next batch predicted to gain {gains[0]:.4f} {what} "
+        return Decision(self.name, fired, f"next batch predicted to gain {_beside(gains[0], self.gain)} {what} "
                         f"({'<' if fired else '>='} {self.gain}{run if fired else ''})", {"predicted_gain": gains[0]})
