@@ -81,7 +81,7 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "strategy": run.strategy,
             "scorer": run.scorer,
             # what picked its batches: the settings a run's name abbreviates (the store keeps them)
-            **_method(run, cfg),
+            **_method(run, cfg, rows),
             "seed": run.seed,
             "batch_size": run.batch_size,
             "initial": run.initial,  # the first, model-free batch's size (--initial; it names the run's curve)
@@ -114,9 +114,13 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
     return out
 
 
-def _method(run: Any, cfg: "ProjectConfig | None") -> dict[str, Any]:
+def _method(run: Any, cfg: "ProjectConfig | None", rows: list[Any]) -> dict[str, Any]:
     """The run's acquisition, its selector once a model exists and its first batch's selector (the
-    preset's, unless the run named another); None where unknown (a preset no longer listed)."""
+    preset's, unless the run named another); None where unknown (a preset no longer listed) or where no batch
+    was model-free: a run whose first cycle fitted a model on labels it already had (the first batch was
+    said to be 'random' where it was the model's top k; a black-box check)."""
+    if rows and rows[0].cycle == 0 and rows[0].metrics:
+        return {**_method(run, cfg, []), "initial_selector": None}
     try:
         preset = get_preset(run.strategy)
     except ValueError:  # get_preset's refusal of a name it does not list

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -166,3 +168,28 @@ def test_the_worst_count_keeps_a_shortfall_only_one_paired_seed_shows() -> None:
                 if r["strategy"] == "bald")
     std20 = float(np.std([0.37, 0.32], ddof=1))
     assert bald["worst_vs_ref_at"] == 20 and bald["worst_vs_ref"] == pytest.approx((0.30 - 0.32) / std20)
+
+
+def test_status_names_no_model_free_batch_where_the_first_fitted_a_model(tmp_path: Path) -> None:
+    """A run whose first cycle fits a model on labels the project already has picks its first batch with the
+    model (selector topk): `status --wide` said 'random, then topk' and --json 'initial_selector': 'random'
+    (a black-box check).  A run that starts with nothing labelled keeps its model-free first batch."""
+    from conftest import digits_frame, project_cli
+
+    frame = digits_frame()
+    frame.with_columns(pl.when(pl.int_range(pl.len()) < 150).then(pl.col("label")).alias("label")) \
+        .write_csv(tmp_path / "part.csv")
+    frame.write_csv(tmp_path / "all.csv")
+    alkit = project_cli(tmp_path)
+    assert alkit("init", "part.csv", "--id-col", "id", "--label-col", "label", "--initial-labeled", "30").returncode == 0
+    assert alkit("run", "--strategy", "margin", "--budget", "10", "--seed", "0").returncode == 0
+    row = json.loads(alkit("status", "--json").stdout)[0]
+    assert row["initial_selector"] is None and row["selector"] == "topk", row
+    wide = alkit("status", "--wide").stdout
+    assert "random" not in wide and "topk" in wide, wide
+    other = project_cli(tmp_path, "q")
+    assert other("init", "all.csv", "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    assert other("run", "--strategy", "margin", "--budget", "20", "--seed", "0").returncode == 0
+    row = json.loads(other("status", "--json").stdout)[0]
+    assert row["initial_selector"] == "random" and row["selector"] == "topk", row
+    assert "random, then topk" in other("status", "--wide").stdout
