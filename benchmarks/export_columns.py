@@ -8,33 +8,19 @@ peak RSS)."""
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import tempfile
 from pathlib import Path
 
 import polars as pl
 
-from import_columns import TEST_ROWS, _alkit, _fashion
-
-
-def _measure(project: Path, out: Path, columns: str) -> tuple[float, float]:
-    done = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *_alkit("queue", "labels", "-p", str(project), "-o",
-                                                                        str(out), "--include", columns)],
-                          capture_output=True, text=True, check=True)
-    user, system, peak_kb = done.stderr.strip().splitlines()[-1].split()
-    return float(user) + float(system), int(peak_kb) / 1024
+from import_columns import TEST_ROWS, _alkit, rows_and_out, team_frame, timed, write_table
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rows", type=int, default=8000, help="labelled pool rows (plus 2,000 test rows)")
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
-    X, y = _fashion(args.rows + TEST_ROWS)
+    args = rows_and_out(__doc__, "labelled pool rows")
+    frame = team_frame(args.rows + TEST_ROWS)
     names = [f"px{i}" for i in range(784)]
-    frame = pl.DataFrame(X, schema=names).with_columns(
-        pl.Series("id", [f"t{i}" for i in range(len(y))]), pl.Series("label", [f"c{k}" for k in y]))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -51,20 +37,15 @@ def main() -> None:
                                       ("+ 784 pixels (CSV)", "csv", ",".join(names)),
                                       ("+ 784 pixels (JSON Lines)", "jsonl", ",".join(names))):
             out = work / f"out.{suffix}"
-            cpu, mb = _measure(project, out, columns)
+            cpu, mb = timed("queue", "labels", "-p", str(project), "-o", str(out), "--include", columns)
             written = pl.read_parquet(out) if suffix == "parquet" else None
             if written is not None and columns != "id":  # the file holds what was given: every pixel of every label
                 got = written.sort("id").select(names).to_numpy()
                 want = frame.slice(TEST_ROWS).sort("id").select(names).to_numpy()
                 assert (got == want).all() and written.height == args.rows
             rows.append((what, cpu, mb))
-    lines = [f"Command: `python benchmarks/export_columns.py --rows {args.rows} --out {args.out}`", "",
-             f"`queue labels --include` of {args.rows:,} labels in a Fashion-MNIST project ({TEST_ROWS:,} test rows); "
-             "one fresh process each.", "", "| labels file | CPU s | peak RSS MB |", "|---|---|---|"]
-    lines += [f"| {what} | {cpu:.2f} | {mb:.0f} |" for what, cpu, mb in rows]
-    args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
+    write_table(args.out, f"python benchmarks/export_columns.py --rows {args.rows} --out {args.out}",
+                f"`queue labels --include` of {args.rows:,} labels in a Fashion-MNIST project", "labels file", rows)
 
 if __name__ == "__main__":
     main()

@@ -28,30 +28,44 @@ def _fashion(n: int) -> tuple[np.ndarray, np.ndarray]:
     return X[:n], y[:n]
 
 
+def team_frame(n: int) -> pl.DataFrame:
+    """The first ``n`` Fashion-MNIST training images as a team's table: px0..px783, id t0.., label c0..c9."""
+    X, y = _fashion(n)
+    return pl.DataFrame(X, schema=[f"px{i}" for i in range(784)]).with_columns(
+        pl.Series("id", [f"t{i}" for i in range(len(y))]), pl.Series("label", [f"c{k}" for k in y]))
+
+
+def rows_and_out(doc: str | None, rows: str) -> argparse.Namespace:
+    """The command line of these benchmarks: --rows (of the pool) and --out (the results file)."""
+    ap = argparse.ArgumentParser(description=doc)
+    ap.add_argument("--rows", type=int, default=8000, help=f"{rows} (plus {TEST_ROWS:,} test rows)")
+    ap.add_argument("--out", type=Path, required=True)
+    return ap.parse_args()
+
+
 def _alkit(*args: str) -> list[str]:
     return [sys.executable, "-c", "import sys; from alkit.entry import main; sys.argv[0] = 'alkit'; sys.exit(main())",
             *args]
+
+
+def timed(*args: str) -> tuple[float, float]:
+    """`alkit ARGS` in a fresh process: its user+sys CPU seconds and peak RSS in MB (/usr/bin/time)."""
+    done = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *_alkit(*args)], capture_output=True, text=True,
+                          check=True)
+    user, system, peak_kb = done.stderr.strip().splitlines()[-1].split()
+    return float(user) + float(system), int(peak_kb) / 1024
 
 
 def _measure(project: Path, answers: Path, work: Path) -> tuple[float, float]:
     copy = work / "p"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(project, copy)
-    done = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", *_alkit("queue", "import", str(answers), "-p", str(copy),
-                                                                        "--unqueued")],
-                          capture_output=True, text=True, check=True)
-    user, system, peak_kb = done.stderr.strip().splitlines()[-1].split()
-    return float(user) + float(system), int(peak_kb) / 1024
+    return timed("queue", "import", str(answers), "-p", str(copy), "--unqueued")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rows", type=int, default=8000, help="answered pool rows (plus 2,000 test rows)")
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args()
-    X, y = _fashion(args.rows + TEST_ROWS)
-    frame = pl.DataFrame(X, schema=[f"px{i}" for i in range(784)]).with_columns(
-        pl.Series("id", [f"t{i}" for i in range(len(y))]), pl.Series("label", [f"c{k}" for k in y]))
+    args = rows_and_out(__doc__, "answered pool rows")
+    frame = team_frame(args.rows + TEST_ROWS)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         frame.with_columns(pl.when(pl.int_range(pl.len()) < TEST_ROWS).then(pl.col("label")).alias("label")) \
@@ -65,11 +79,16 @@ def main() -> None:
         answers.write_parquet(files["id, label + 784 pixels (Parquet)"])
         answers.write_csv(files["id, label + 784 pixels (CSV)"])
         rows = [(what, *_measure(work / "base", path, work)) for what, path in files.items()]
-    lines = [f"Command: `python benchmarks/import_columns.py --rows {args.rows} --out {args.out}`", "",
-             f"`queue import --unqueued` of {args.rows:,} answers into a Fashion-MNIST project ({TEST_ROWS:,} test rows); "
-             "one fresh process each.", "", "| answers file | CPU s | peak RSS MB |", "|---|---|---|"]
-    lines += [f"| {what} | {cpu:.2f} | {mb:.0f} |" for what, cpu, mb in rows]
-    args.out.write_text("\n".join(lines) + "\n")
+    write_table(args.out, f"python benchmarks/import_columns.py --rows {args.rows} --out {args.out}",
+                f"`queue import --unqueued` of {args.rows:,} answers into a Fashion-MNIST project", "answers file", rows)
+
+
+def write_table(out: Path, command: str, what: str, first: str, rows: list[tuple[str, float, float]]) -> None:
+    """The results file: the command, what was measured, a row per file (CPU s, peak RSS MB); printed too."""
+    lines = [f"Command: `{command}`", "", f"{what} ({TEST_ROWS:,} test rows); one fresh process each.", "",
+             f"| {first} | CPU s | peak RSS MB |", "|---|---|---|"]
+    lines += [f"| {name} | {cpu:.2f} | {mb:.0f} |" for name, cpu, mb in rows]
+    out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
