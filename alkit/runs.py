@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import torch
 
 from alkit.acquisition import ACQUISITIONS, get_acquisition
 from alkit.checks import is_whole_number
@@ -776,7 +777,13 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "learner": dict(ident.learner), "train": dict(ident.train),
                "engine": req.engine, "ray_address": req.ray_address,
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
-               "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options)}
+               "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options),
+               "threads": torch.get_num_threads()}  # kept as started: a continuation at another count is told
+    started = (earlier.config or {}).get("threads") if earlier is not None else None
+    if started is not None and started != options["threads"]:  # another summation order: not one run's picks
+        notes.append(f"run {ident.name!r} was started with {started} thread{'s' * (started != 1)} and continues with "
+                     f"{options['threads']}: its fits sum in another order from here, so the run will not repeat one "
+                     f"run at one count (--threads {started} continues it as it began)")
     if earlier is None:  # a new run: on a curve of its own settings only (compared as recorded: the acquisition and
         # first-batch selector resolved, the options less their defaults), and of no option it never reads
         from alkit.presets import PRESETS
