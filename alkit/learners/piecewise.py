@@ -13,6 +13,9 @@ import torch
 from alkit.distributions import per_item, quantile_level
 
 
+SNAP = 1e-6  # share of a component's knot span within which a y outside it is read at its end (round-off)
+
+
 class PiecewiseLinearMixture:
     """F(y) = mean_j F_j(y) per item, each F_j linear between knots x_njp with levels F_np.
 
@@ -55,10 +58,17 @@ class PiecewiseLinearMixture:
 
     @per_item(lambda d: d.n)
     def density(self, y_n: torch.Tensor) -> torch.Tensor:
-        """Continuous part of the density at y (point masses excluded), (n,)."""
+        """Continuous part of the density at y (point masses excluded), (n,).  The support is closed: a y at its
+        top knot has the last segment's density, and a y within SNAP of the span outside either end is read at
+        that end.  Why: a bucket head's edges come back from standardised units with ~1e-9 of round-off, so the
+        lowest labelled target (a zero-inflated target's 0) fell outside on some fits and was charged the floor,
+        ~27 nats, where the next fit gave it -2.8 (a black-box check)."""
         y = y_n.double()[:, None, None]
         x0, x1, dF, w = self._segments()
-        inside = (y >= x0) & (y < x1) & (w > 0)
+        lo, hi = self.x[..., :1], self.x[..., -1:]
+        tol = SNAP * (hi - lo)
+        y = torch.where((y < lo) & (y >= lo - tol), lo, torch.where((y > hi) & (y <= hi + tol), hi, y))
+        inside = (y >= x0) & ((y < x1) | ((y == x1) & (x1 == hi))) & (w > 0)
         slope = torch.where(inside, dF / w.clamp_min(1e-300), torch.zeros_like(w))
         return slope.sum(-1).mean(-1)
 
