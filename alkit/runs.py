@@ -794,6 +794,11 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
             raise LoopError(f"{'strategy' if req.strategy == 'epig-decision' else '--acquisition'} epig-decision reads "
                             "the top-two class decisions; on a regression project it picks as epig does: use "
                             "--acquisition epig (or --strategy epig)")
+        if (cfg.task == "regression" and ident.learner.get("cov") == "shared"
+                and ident.learner.get("head") in ("gaussian", "hetero")):  # one output: its one covariance is dense
+            raise LoopError(f"--cov shared beside --head {ident.learner['head']}: a head of one output has one "
+                            "covariance, which is its dense one, the default: drop --cov (it named a second run "
+                            "of the default's picks)")
         if cfg.task == "classification" and REGRESSION_ONLY_OPTION in ident.learner:  # the default's picks, renamed
             raise LoopError(f"option {REGRESSION_ONLY_OPTION} applies to regression projects only; this is a "
                             "classification project")

@@ -533,3 +533,28 @@ def test_a_run_continued_at_another_thread_count_is_told(tmp_path: Path, digits_
     assert same.returncode == 0 and "thread" not in " ".join((same.stdout + same.stderr).split()), same.stdout
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:  # the count it started with stays on record
         assert json.loads(db.execute("select config from runs").fetchone()[0])["threads"] == 1
+
+
+def test_cov_shared_beside_a_one_output_regression_head_is_refused(tmp_path: Path) -> None:
+    """`--cov shared --head gaussian` (or hetero) on regression named a second run whose picks, scores and
+    metrics were the default's: a head of one output has one covariance, its dense one (a black-box check).
+    The bucket head's shared covariance, and shared with the head chosen per fit, stay runs of their own."""
+    import numpy as np
+    import polars as pl
+
+    from alkit.pools.ingest import InitOptions, init_project
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    pl.DataFrame({"id": [f"r{i}" for i in range(120)], **{f"x{j}": X[:, j] for j in range(3)},
+                  "y": X @ [1.0, -2.0, 0.5] + rng.normal(size=120)}).write_csv(tmp_path / "r.csv")
+    init_project(tmp_path / "r.csv", tmp_path / "p", InitOptions(id_col="id", label_col="y", hide_labels=True))
+    loop = _loop(tmp_path / "p")
+    for head in ("gaussian", "hetero"):
+        with pytest.raises(LoopError, match=rf"^--cov shared beside --head {head}: a head of one output has one "
+                                            "covariance, which is its dense one, the default: drop --cov"):
+            loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "cov": "shared"}))
+        plain = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head})).spec
+        assert plain.name == f"epistemic-{head}-b10-s0"
+    for options in ({"head": "quantile", "cov": "shared"}, {"cov": "shared"}):
+        loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options=options))  # taken
