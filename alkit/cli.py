@@ -483,7 +483,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     from alkit.report import run_summaries
 
     rows = [r for r in run_summaries(loop.store, loop.project.config) if r["name"] == spec.name]
-    one_class = _one_class_note(loop, spec.name) if rows and not rows[0].get("metrics") else None
+    one_class = _one_class_note(loop.store, loop.cfg, spec.name) if rows and not rows[0].get("metrics") else None
     if one_class:
         err.print(f"note: {escape(one_class)}", highlight=False)
     if not results and rows and rows[0].get("status") == "complete":  # said nothing: a rerun looked like a run
@@ -497,13 +497,14 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     print_table(console, summary_table(rows, title, wide, console.width), wide)
 
 
-def _one_class_note(loop: "ActiveLoop", run_name: str) -> str | None:
+def _one_class_note(store: Any, cfg: Any, run_name: str) -> str | None:
     """Why a classification run has no metrics when every label it learns from is one class (a 99 %
-    class and a small budget): it 'completed' with no model fitted and said nothing."""
-    if loop.cfg.task != "classification":
+    class and a small budget): it 'completed' with no model fitted and said nothing (`run`; `status` showed
+    it as a plain 'complete' with blank metrics, a black-box check)."""
+    if cfg.task != "classification":
         return None
-    run = next((r for r in loop.store.runs() if r.name == run_name), None)
-    values = set(loop.store.labeled_set(run.id)[1]) if run is not None else set()
+    run = next((r for r in store.runs() if r.name == run_name), None)
+    values = set(store.labeled_set(run.id)[1]) if run is not None else set()
     if len(values) != 1:
         return None
     spread = ("--stratify-by COL" if (run.config or {}).get("initial_selector") == "coldstart"
@@ -525,7 +526,10 @@ def status(
         from alkit.report import capacity_text, run_summaries
 
         proj = load_project(project)
-        rows = run_summaries(_store(proj.store_url), proj.config)
+        store = _store(proj.store_url)
+        rows = run_summaries(store, proj.config)
+        for r in rows:  # the reason a run that cycled has no metrics: its labels are all one class
+            r["no_model"] = _one_class_note(store, proj.config, r["name"]) if r["cycles"] and not r["metrics"] else None
     if json_out:
         print(json.dumps(rows, default=str))
         return
@@ -535,6 +539,8 @@ def status(
         return
     print_table(console, summary_table(rows, f"runs in {proj.root}", wide, console.width), wide)
     for r in rows:
+        if r.get("no_model"):
+            console.print(f"{r['name']}: {escape(r['no_model'])}", highlight=False)
         if r.get("stopped"):
             st = r["stopped"]
             console.print(f"{r['name']}: stopped by {st['rule']} at cycle {st['cycle']} with {st['n_labeled']} labels "

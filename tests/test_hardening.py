@@ -501,6 +501,11 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
     said = " ".join(pre.stderr.split())
     assert pre.returncode == 0 and "no model could be fitted" in said and "--strategy coldstart" not in said, said
     assert "--stratify-by COL" in said
+    # status showed both as a plain 'complete' with blank metrics (a black-box check): it names the cause too
+    status = " ".join(alkit("status", "-p", "p", cwd=tmp_path).stdout.split())
+    assert "margin-steps=30-b10-s0: every label run margin-steps=30-b10-s0 learns from is class 'maj'" in status
+    rows = json.loads(alkit("status", "--json", "-p", "p", cwd=tmp_path).stdout)
+    assert all("so no model could be fitted" in r["no_model"] for r in rows), rows
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
     # beside a run that fitted one, the plot draws that one and names the others (it left them out unsaid)
