@@ -183,6 +183,7 @@ def run_bench(
     measured = [m for m in METRICS[task] if not m.startswith("cv_")]
     if metric not in measured:  # before the runs, not after them
         raise LoopError(f"unknown metric {metric!r} for a {task} project; metrics: {', '.join(measured)}")
+
     higher = metric in HIGHER_IS_BETTER
     # a class's predictive NLL is >= 0 (a regression density's can be negative)
     low, high = METRIC_RANGE.get(metric, (0.0, math.inf) if metric == "nll" and task == "classification"
@@ -206,6 +207,12 @@ def run_bench(
     if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "
                         "is in the pool): make one with `alkit init --hide-labels --test-frac F` (or --split-col)")
+    if task == "regression":  # before the runs: nll10 / ece10 on test targets of one value were never recorded
+        from alkit.metrics import bucket_metrics_refusal
+
+        why = bucket_metrics_refusal(metric, loop.store.test_set()[1])
+        if why:
+            raise LoopError(why)
     plan: list[tuple[RunRequest, str]] = []
     for entry in names:
         name, _, scorer = entry.partition(":")  # "epistemic:laplace" = preset with another scorer

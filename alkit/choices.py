@@ -4,6 +4,8 @@ implementing module takes its list from here or is checked against it by tests/t
 
 from __future__ import annotations
 
+import unicodedata
+
 QUEUE_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet", "label-studio")  # = alkit.pools.labelfiles.FORMATS
 LABELS_FORMATS: tuple[str, ...] = QUEUE_FORMATS[:3]  # `queue labels` writes no Label Studio tasks file
 ON_CONFLICT: tuple[str, ...] = ("error", "keep", "replace")
@@ -18,12 +20,15 @@ ROW_ID_NAMES = ("row", "row_number", "alkit_row")
 MISSING_LABELS = ("na", "n/a", "#n/a", "nan", "null",
                   "#n/a n/a", "#na", "<na>")  # pandas' own markers too: '<NA>' is str(pd.NA) (a black-box round)
 # a spreadsheet's formula errors, in a label cell: no class a person gave (a black-box round: '#VALUE!' became one)
-SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!", "#spill!", "#calc!", "#getting_data")
+SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!", "#spill!", "#calc!", "#getting_data",
+                      # Excel's newer ones (data types, connections, Python in cells; a black-box round)
+                      "#blocked!", "#field!", "#connect!", "#unknown!", "#busy!", "#python!", "#external!")
 
 
 def is_spreadsheet_error(text: str) -> bool:
-    """'#VALUE!', '#REF!', '#DIV/0!' ...: a spreadsheet's formula error shown in a cell (any case)."""
-    return text.strip().lower() in SPREADSHEET_ERRORS
+    """'#VALUE!', '#REF!', '#DIV/0!' ...: a spreadsheet's formula error shown in a cell (any case, in full-width
+    characters too: NFKC reads '＃REF！' as '#REF!')."""
+    return unicodedata.normalize("NFKC", text).strip().lower() in SPREADSHEET_ERRORS
 
 
 TASKS: tuple[str, ...] = ("classification", "regression")

@@ -586,7 +586,10 @@ def plot(
             raise ValueError("no cycle has metrics yet: run `alkit run` first")
         logged = [c for c in df.columns if c in METRICS[proj.config.task]]  # not the log's other columns: --metric
         if metric not in logged:  # n_labeled was a polars traceback, fit_s a plot of seconds (an options check)
-            raise ValueError(f"unknown metric {metric!r}; logged metrics: {', '.join(logged)}")
+            from alkit.metrics import bucket_metrics_refusal
+
+            why = bucket_metrics_refusal(metric, store.test_set()[1]) if proj.config.task == "regression" else None
+            raise ValueError(why or f"unknown metric {metric!r}; logged metrics: {', '.join(logged)}")
         path = plot_learning_curves(df, metric, out or proj.root / "learning_curves.png", title=f"{proj.root.name}: {metric}")
         drawn = set(df.filter(df[metric].is_not_null())["run"].unique().to_list())
         unfitted = sorted(r.name for r in store.runs() if r.name not in drawn and store.cycles(r.id))

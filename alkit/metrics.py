@@ -183,6 +183,18 @@ def predictive_nll(dist: PredictiveDistribution, y_n: ArrayLike) -> float:
 # --------------------------------------------------------------------------- bucket metrics
 
 
+BUCKET_METRICS = ("nll10", "ece10")  # recorded where the test targets hold more than one value (bucket_edges)
+
+
+def bucket_metrics_refusal(metric: str, test_labels: list[str]) -> str | None:
+    """Why ``metric`` (nll10 / ece10) is recorded by no run of a regression project whose test targets all hold
+    one value, or None: its 10 buckets are cut from those targets, and `plot` called it an unknown metric."""
+    if metric not in BUCKET_METRICS or len(set(test_labels)) > 1 or not test_labels:
+        return None
+    return (f"{metric} is recorded by no run of this project: its 10 buckets are cut from the test targets, which "
+            f"all hold one value ({test_labels[0]}); use nll or crps")
+
+
 def bucket_edges(
     y_train_n: ArrayLike,
     n_buckets: int = 10,

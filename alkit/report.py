@@ -119,7 +119,7 @@ def _method(run: Any, cfg: "ProjectConfig | None", rows: list[Any]) -> dict[str,
     preset's, unless the run named another); None where unknown (a preset no longer listed) or where no batch
     was model-free: a run whose first cycle fitted a model on labels it already had (the first batch was
     said to be 'random' where it was the model's top k; a black-box check)."""
-    if rows and rows[0].cycle == 0 and rows[0].metrics:
+    if rows and rows[0].cycle == 0 and (rows[0].fit_s > 0 or rows[0].metrics):  # a fit (no test split: no metrics)
         return {**_method(run, cfg, []), "initial_selector": None}
     try:
         preset = get_preset(run.strategy)

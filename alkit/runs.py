@@ -780,7 +780,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options),
                "threads": torch.get_num_threads()}  # kept as started: a continuation at another count is told
     started = (earlier.config or {}).get("threads") if earlier is not None else None
-    if started is not None and started != options["threads"]:  # another summation order: not one run's picks
+    goes_on = earlier is not None and (earlier.status not in ("complete", "stopped") or req.budget > earlier.budget)
+    if started is not None and started != options["threads"] and goes_on:  # another summation order from here
         notes.append(f"run {ident.name!r} was started with {started} thread{'s' * (started != 1)} and continues with "
                      f"{options['threads']}: its fits sum in another order from here, so the run will not repeat one "
                      f"run at one count (--threads {started} continues it as it began)")

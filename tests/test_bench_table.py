@@ -187,6 +187,14 @@ def test_status_names_no_model_free_batch_where_the_first_fitted_a_model(tmp_pat
     assert row["initial_selector"] is None and row["selector"] == "topk", row
     wide = alkit("status", "--wide").stdout
     assert "random" not in wide and "topk" in wide, wide
+    # a project with no test split records no metrics: the fit at cycle 0 still made the first batch the model's
+    frame.with_columns(pl.when(pl.int_range(pl.len()) < 30).then(pl.col("label")).alias("label"),
+                       pl.lit("pool").alias("split")).write_csv(tmp_path / "nosplit.csv")
+    bare = project_cli(tmp_path, "n")
+    assert bare("init", "nosplit.csv", "--id-col", "id", "--label-col", "label", "--split-col", "split").returncode == 0
+    assert bare("run", "--strategy", "margin", "--budget", "10", "--seed", "0").returncode == 0
+    row = json.loads(bare("status", "--json").stdout)[0]
+    assert row["initial_selector"] is None and row["metrics"] == {} and row["n_labeled"] == 30, row
     other = project_cli(tmp_path, "q")
     assert other("init", "all.csv", "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
     assert other("run", "--strategy", "margin", "--budget", "20", "--seed", "0").returncode == 0

@@ -382,11 +382,22 @@ def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters(
     with pytest.raises(ValueError, match=r"'0\.net\.5' names no layer.*its layers are 0\.net\.0, 0\.net\.2, 1 "):
         check({"layers": "0.net.5"}, image=False, user_module=True, module_names=["net.0.weight", "net.2.weight"])
     check({"layers": "0.net.5"}, image=False, user_module=True)
+    # -o capacity chooses the network per fit: a name must be in every one it may choose (a name only some had
+    # failed at the fit that chose another, after batches were spent; a black-box check)
+    for capacity, bad, good in (("cv", "0.blocks.0", "0.stem"), ("prior-linear", "0.stem", "1"),
+                                ("prior", "0.nothere", "0.blocks.0")):
+        with pytest.raises(ValueError, match=rf"'{bad}' names no layer of this project's network"):
+            check({"layers": bad, "capacity": capacity}, image=False, user_module=False)
+        check({"layers": good, "capacity": capacity}, image=False, user_module=False)
+    with pytest.raises(ValueError, match=r"in every network -o capacity may choose\): its layers are 1 "):
+        check({"layers": "0.stem", "capacity": "prior-linear"}, image=False, user_module=False)
+    check({"layers": "0.blocks.0", "capacity": "cv", "depth": 1}, image=False, user_module=False)  # depth fixed
     X, y = load_digits(return_X_y=True)
     X28 = torch.nn.functional.interpolate(torch.as_tensor(X[:60], dtype=torch.float32).reshape(-1, 1, 8, 8),
                                           size=(16, 16)).reshape(60, -1).numpy()
     cases = [(X, None, {}, False), (X, None, {"depth": 2}, False), (X, None, {"depth": 0}, False),
              (X, (8, 8), {}, False), (X28, (16, 16), {}, False), (X, (8, 8), {"depth": 2}, False),
+             (X, (8, 8), {"depth": -1}, False), (X, None, {"depth": -1}, False),
              (X, None, {}, True)]
     for data, shape, options, shallow in cases:
         learner = pool_learner(data, "regression" if shallow else "classification", n_classes=None if shallow else 10,

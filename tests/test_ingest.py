@@ -634,6 +634,10 @@ def test_a_spreadsheets_formula_errors_in_the_label_column_are_refused(tmp_path:
     with pytest.raises(InputError, match=r"^--classes '#DIV/0!' is a spreadsheet's formula error, not a class name"):
         init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "classes": ["a", "b", "#DIV/0!"]}))
     assert not (tmp_path / "p").exists()
+    for newer in ("#BLOCKED!", "#python!", "＃REF！"):  # Excel's newer errors, and full-width characters
+        with pytest.raises(InputError, match="is a spreadsheet's formula error, not a class name"):
+            init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "classes": ["a", "b", newer]}))
+    assert not (tmp_path / "p").exists()
 
 
 def test_every_feature_column_with_missing_cells_is_named_at_once(tmp_path: Path) -> None:

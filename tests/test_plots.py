@@ -1,5 +1,6 @@
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -281,3 +282,32 @@ def test_a_long_curve_name_is_wrapped_in_the_legend() -> None:
     cjk = legend_label("能動学習の実験で幅十六の多層パーセプトロンを使った長い名前の実験記録その一番目のテスト", "1 seed")
     assert all(len(line) <= 20 for line in cjk.split("\n")[:-1])
     assert legend_label("x" * 125 + "A", "2 seeds") != legend_label("x" * 125 + "B", "2 seeds")
+
+
+def test_bucket_metrics_of_test_targets_of_one_value_are_named_not_unknown(tmp_path: Path) -> None:
+    """nll10 and ece10 cut 10 buckets from the test targets; where those all hold one value (a zero-inflated
+    target's test split) no run records them, and `plot --metric nll10` called it an unknown metric while
+    `bench --metric nll10` ran every strategy first (a black-box check)."""
+    import numpy as np
+
+    from conftest import project_cli
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = np.where(np.arange(150) < 30, 0.0, X @ [1.0, 0.5, -1.0] + 5)
+    split = np.where(np.arange(150) < 30, "test", "pool")
+    pl.DataFrame({"id": [f"r{i}" for i in range(150)], **{f"x{j}": X[:, j] for j in range(3)}, "y": y,
+                  "split": split}).write_csv(tmp_path / "z.csv")
+    alkit = project_cli(tmp_path)
+    assert alkit("init", "z.csv", "--id-col", "id", "--label-col", "y", "--split-col", "split",
+                 "--hide-labels").returncode == 0
+    assert alkit("run", "--strategy", "random", "--budget", "20").returncode == 0
+    says = "nll10 is recorded by no run of this project: its 10 buckets are cut from the test targets, which all hold one value (0.0)"
+    plot = alkit("plot", "--metric", "nll10")
+    assert plot.returncode == 2 and says in " ".join(plot.stderr.split()), plot.stderr
+    before = sorted(p.name for p in (tmp_path / "p").iterdir())
+    bench = alkit("bench", "--metric", "nll10", "--budget", "20", "--strategies", "random", "--seeds", "1")
+    assert bench.returncode == 2 and says in " ".join(bench.stderr.split()), bench.stderr
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == before
+    other = alkit("plot", "--metric", "nll")
+    assert other.returncode == 0, other.stderr

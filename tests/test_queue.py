@@ -840,6 +840,10 @@ def test_export_can_include_numeric_feature_columns(tmp_path: Path) -> None:
         cols = (pl.read_csv(mixed, infer_schema=False) if fmt == "csv" else pl.read_parquet(mixed)).columns
         assert cols[:4] == ["id", "fare", "note", "age"], cols
         assert pl.read_parquet(mixed).schema["fare"] == pl.Float64 if fmt == "parquet" else True
+    # a column named twice is written once (the columnar export raised polars' DuplicateError; a black-box check)
+    twice = pl.read_csv(export_queue(project, tmp_path / "q4.csv", include=["fare", "note", "fare", "note"]).path,
+                        infer_schema=False)
+    assert twice.columns[:3] == ["id", "fare", "note"] and twice.columns.count("fare") == 1
     for bad in ("sex=f", "age=missing", "nope"):
         with pytest.raises(QueueError, match=f"--include: unknown columns {re.escape(bad)}; payload columns: sex, note; "
                                              "feature columns: age, fare"):

@@ -529,6 +529,8 @@ def test_a_run_continued_at_another_thread_count_is_told(tmp_path: Path, digits_
     more = alkit("--threads", "2", "run", "--strategy", "random", "--budget", "20")
     said = " ".join((more.stdout + more.stderr).split())
     assert more.returncode == 0 and "was started with 1 thread and continues with 2" in said, said
+    done = alkit("--threads", "2", "run", "--strategy", "random", "--budget", "20")  # nothing left to continue
+    assert done.returncode == 0 and "thread" not in " ".join((done.stdout + done.stderr).split()), done.stderr
     same = alkit("run", "--strategy", "random", "--budget", "30")
     assert same.returncode == 0 and "thread" not in " ".join((same.stdout + same.stderr).split()), same.stdout
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:  # the count it started with stays on record

@@ -468,12 +468,18 @@ class GradNormLearner(PostHocLearner):
 
         depth = options.get("depth")
         small = image_side is not None and image_side < SMALL_IMAGE_SIDE
-        blocks = (0 if (shallow if not image else small) else 1) if depth is None else max(int(depth), 0)
+        depths = {(0 if (shallow if not image else small) else 1) if depth is None else int(depth)}
+        if depth is None and not (image or user_module or shallow):  # what -o capacity may choose per fit (models/
+            # capacity.py: cv a network of no block or one, prior-linear also the linear model; a name only some have
+            # failed at the fit that chose another, after batches were spent; a black-box check)
+            depths |= {"cv": {0, 1}, "prior": {1}, "prior-linear": {1, -1}}.get(str(options.get("capacity")), set())
         if user_module:
             names = list(module_names) if module_names is not None else None
-        else:  # alkit's own network: the names of a ResidualMLP of this depth (none for depth -1, the linear one)
-            mlp = [] if depth == -1 and not image else [n for n, _ in ResidualMLP(2, 2, blocks).named_parameters()]
-            names = [("mlp." if image else "") + n for n in mlp]
+        else:  # alkit's own network: the names of a ResidualMLP of each depth (none for -1, the linear model), those
+            # every one of them has
+            each = [[] if d == -1 else [n for n, _ in ResidualMLP(2, 2, max(d, 0)).named_parameters()]
+                    for d in sorted(depths)]
+            names = [("mlp." if image else "") + n for n in each[0] if all(n in other for other in each)]
         network = (["0." + n for n in names] if names is not None else []) + ["1.weight", "1.bias"]
         for q in ([layers] if isinstance(layers, str) else list(layers)):
             q = str(q)
@@ -482,8 +488,9 @@ class GradNormLearner(PostHocLearner):
             if not any(n == q or n.startswith(q + ".") for n in network):
                 there = list(dict.fromkeys(n.rsplit(".", 1)[0] for n in network))
                 shown = ", ".join(there[:12]) + (f", ... ({len(there) - 12} more)" if len(there) > 12 else "")
-                raise ValueError(f"layers: {q!r} names no layer of this project's network: its layers are {shown} "
-                                 "(0 is the backbone, 1 the head; a dotted prefix names every layer under it)")
+                every = " (in every network -o capacity may choose)" if len(depths) > 1 else ""
+                raise ValueError(f"layers: {q!r} names no layer of this project's network{every}: its layers are "
+                                 f"{shown} (0 is the backbone, 1 the head; a dotted prefix names every layer under it)")
 
     @classmethod
     def task_defaults(cls, task: str, options: Mapping[str, Any]) -> dict[str, Any]:

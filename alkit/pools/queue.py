@@ -478,7 +478,7 @@ def _data_cells(project: Project, store: Store, keys: list[int], cols: list[str]
     name = written_names([*cols, *feats], reserved)
     # in the order --include named them (feature columns were written after every payload column whatever
     # the order given: a black-box check)
-    shown = [*cols, *feats] if order is None else [c for c in order if c in name]
+    shown = [*cols, *feats] if order is None else list(dict.fromkeys(c for c in order if c in name))  # once each
     return pl.DataFrame([(values[c] if c in values else rows[c]).alias(name[c]) for c in shown])
 
 
