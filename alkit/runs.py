@@ -721,7 +721,8 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         if check is not None:  # options that name parts of the network this project's input builds
             check(req.learner_options, image=bool(cfg.image_shape), user_module=bool(req.learner_options.get("module")),
                   shallow=cfg.task == "regression" or cfg.input_kind == "embedding", module_names=module_names,
-                  image_side=min(cfg.image_shape[-2:]) if cfg.image_shape else None)
+                  image_side=min(cfg.image_shape[-2:]) if cfg.image_shape else None,
+                  prior_fixed=req.train.get("prior_l2") is not None)
     except (TypeError, ValueError) as exc:
         raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
     try:

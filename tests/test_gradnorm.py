@@ -392,6 +392,7 @@ def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters(
     with pytest.raises(ValueError, match=r"in every network -o capacity may choose\): its layers are 1 "):
         check({"layers": "0.stem", "capacity": "prior-linear"}, image=False, user_module=False)
     check({"layers": "0.blocks.0", "capacity": "cv", "depth": 1}, image=False, user_module=False)  # depth fixed
+    check({"layers": "0.blocks.0", "capacity": "cv"}, image=False, user_module=False, prior_fixed=True)  # no choice
     X, y = load_digits(return_X_y=True)
     X28 = torch.nn.functional.interpolate(torch.as_tensor(X[:60], dtype=torch.float32).reshape(-1, 1, 8, 8),
                                           size=(16, 16)).reshape(60, -1).numpy()

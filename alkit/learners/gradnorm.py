@@ -453,7 +453,7 @@ class GradNormLearner(PostHocLearner):
     @classmethod
     def check_for_project(cls, options: Mapping[str, Any], *, image: bool, user_module: bool,
                           shallow: bool = False, image_side: int | None = None,
-                          module_names: Sequence[str] | None = None) -> None:
+                          module_names: Sequence[str] | None = None, prior_fixed: bool = False) -> None:
         """A ValueError for ``layers`` prefixes no network of this project's input has (alkit/runs.py asks before a
         run starts): one was refused after the run's first batch was spent (a black-box check).  Each prefix must
         name a parameter of the (backbone, head) network, or a dotted prefix of one: the backbone's trained
@@ -469,9 +469,9 @@ class GradNormLearner(PostHocLearner):
         depth = options.get("depth")
         small = image_side is not None and image_side < SMALL_IMAGE_SIDE
         depths = {(0 if (shallow if not image else small) else 1) if depth is None else int(depth)}
-        if depth is None and not (image or user_module or shallow):  # what -o capacity may choose per fit (models/
-            # capacity.py: cv a network of no block or one, prior-linear also the linear model; a name only some have
-            # failed at the fit that chose another, after batches were spent; a black-box check)
+        if depth is None and not (image or user_module or shallow or prior_fixed):  # what -o capacity may choose (models/
+            # capacity.py: cv a network of no block or one, prior-linear also the linear model, none where the training
+            # prior is given; a name only some have failed at the fit that chose another, after batches were spent)
             depths |= {"cv": {0, 1}, "prior": {1}, "prior-linear": {1, -1}}.get(str(options.get("capacity")), set())
         if user_module:
             names = list(module_names) if module_names is not None else None
