@@ -22,13 +22,16 @@ MISSING_LABELS = ("na", "n/a", "#n/a", "nan", "null",
 # a spreadsheet's formula errors, in a label cell: no class a person gave (a black-box round: '#VALUE!' became one)
 SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!", "#spill!", "#calc!", "#getting_data",
                       # Excel's newer ones (data types, connections, Python in cells; a black-box round)
-                      "#blocked!", "#field!", "#connect!", "#unknown!", "#busy!", "#python!", "#external!")
+                      "#blocked!", "#field!", "#connect!", "#unknown!", "#busy!", "#python!", "#external!",
+                      "#error!")  # Google Sheets' parse error
 
 
 def is_spreadsheet_error(text: str) -> bool:
     """'#VALUE!', '#REF!', '#DIV/0!' ...: a spreadsheet's formula error shown in a cell (any case, in full-width
     characters too: NFKC reads '＃REF！' as '#REF!')."""
-    return unicodedata.normalize("NFKC", text).strip().lower() in SPREADSHEET_ERRORS
+    folded = unicodedata.normalize("NFKC", text).strip().lower()
+    # LibreOffice writes its errors as 'Err:502' (a number of three digits)
+    return folded in SPREADSHEET_ERRORS or (len(folded) == 7 and folded.startswith("err:") and folded[4:].isdigit())
 
 
 TASKS: tuple[str, ...] = ("classification", "regression")

@@ -472,7 +472,8 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
         elif run.status == "stopped":  # the same command does nothing: only a larger budget goes on (a black-box round)
             say_interrupted(f"interrupted; run {spec.name} was stopped by its --stop rule: a larger --budget continues it "
                             f"(`alkit run --resume {shlex.quote(spec.name)} --budget N{loop.project.cli_flag()}`)")
-        elif run.status == "waiting":  # its batch is with people: their labels come first
+        elif run.status == "waiting" and loop.oracle.waiting(run.id):  # its batch is with people: labels come first
+            # (a 'waiting' run whose answers were all imported is ready: the import was asked for again; a check)
             say_interrupted(f"interrupted; run {spec.name} waits for the labels of its queued items: import them "
                             f"(`alkit queue import FILE{loop.project.cli_flag()}`), then run the same command to continue")
         else:
@@ -509,9 +510,14 @@ def _one_class_note(store: Any, cfg: Any, run_name: str) -> str | None:
         return None
     spread = ("--stratify-by COL" if (run.config or {}).get("initial_selector") == "coldstart"
               else "--strategy coldstart (--stratify-by COL)")  # the preset's picks already were coldstart's
-    return (f"every label run {run_name} learns from is class {next(iter(values))!r}, so no model could be fitted "
-            f"(two classes are needed) and every pick was made without one; a larger --budget, or spreading "
-            f"the picks with {spread}, may reach another class")
+    # an earlier cycle's model (labels of several classes, since replaced by skips or one class) picked its batch:
+    # 'every pick was made without one' was false there, and a waiting run's next step is the queue (a check)
+    fitted = any(c.fit_s > 0 for c in store.cycles(run.id))
+    what = ("its latest cycle could fit no model (two classes are needed)" if fitted else
+            "no model could be fitted (two classes are needed) and every pick was made without one")
+    advice = ("labelling its queued items (`alkit queue import`) may bring another class" if run.status == "waiting" else
+              f"a larger --budget, or spreading the picks with {spread}, may reach another class")
+    return f"every label run {run_name} learns from is class {next(iter(values))!r}, so {what}; {advice}"
 
 
 @app.command()

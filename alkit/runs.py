@@ -724,7 +724,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                   image_side=min(cfg.image_shape[-2:]) if cfg.image_shape else None,
                   prior_fixed=req.train.get("prior_l2") is not None)
     except (TypeError, ValueError) as exc:
-        raise LoopError(f"invalid options for scorer {scorer!r}: {exc}") from None
+        recorded = next((r for r in runs if r.name == ident.name), None)  # an earlier alkit took them, then failed
+        after = (f"; run {ident.name!r} was recorded with them by an earlier alkit and cannot go on: start another "
+                 "with other options (or under a --name)" if recorded is not None else "")
+        raise LoopError(f"invalid options for scorer {scorer!r}: {exc}{after}") from None
     try:
         stop_rules = [get_rule(r) for r in req.stop]
     except ValueError as exc:
@@ -780,12 +783,6 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                "acquisition": acquisition, "initial_selector": initial_selector, "stop": list(req.stop),
                "curve": ident.curve, NAMING: NAMING_VERSION, "code": _code_digests(req.learner_options),
                "threads": torch.get_num_threads()}  # kept as started: a continuation at another count is told
-    started = (earlier.config or {}).get("threads") if earlier is not None else None
-    goes_on = earlier is not None and (earlier.status not in ("complete", "stopped") or req.budget > earlier.budget)
-    if started is not None and started != options["threads"] and goes_on:  # another summation order from here
-        notes.append(f"run {ident.name!r} was started with {started} thread{'s' * (started != 1)} and continues with "
-                     f"{options['threads']}: its fits sum in another order from here, so the run will not repeat one "
-                     f"run at one count (--threads {started} continues it as it began)")
     if earlier is None:  # a new run: on a curve of its own settings only (compared as recorded: the acquisition and
         # first-batch selector resolved, the options less their defaults), and of no option it never reads
         from alkit.presets import PRESETS
@@ -797,10 +794,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                             "the top-two class decisions; on a regression project it picks as epig does: use "
                             "--acquisition epig (or --strategy epig)")
         if (cfg.task == "regression" and ident.learner.get("cov") == "shared"
-                and ident.learner.get("head") in ("gaussian", "hetero")):  # one output: its one covariance is dense
-            raise LoopError(f"--cov shared beside --head {ident.learner['head']}: a head of one output has one "
-                            "covariance, which is its dense one, the default: drop --cov (it named a second run "
-                            "of the default's picks)")
+                and ident.learner.get("head") in (None, "gaussian", "hetero")):  # one output: its covariance is dense
+            what = (f"beside --head {ident.learner['head']}: a head of one output has one covariance, which is its "
+                    "dense one, the default" if ident.learner.get("head") else
+                    "without --head: each fit chooses a head of one output, whose one covariance is its dense one, "
+                    "or the bucket head, whose default is shared; either way the default")
+            raise LoopError(f"--cov shared {what}: drop --cov (it named a second run of the default's picks)")
         if cfg.task == "classification" and REGRESSION_ONLY_OPTION in ident.learner:  # the default's picks, renamed
             raise LoopError(f"option {REGRESSION_ONLY_OPTION} applies to regression projects only; this is a "
                             "classification project")

@@ -1256,3 +1256,26 @@ def test_a_non_utf8_locale_is_named_not_the_name(tmp_path: Path, digits_csv: Pat
     who = subprocess.run([*ALKIT, "queue", "import", str(digits_csv), "--annotator", "zoë", "-p", str(digits_project)],
                          capture_output=True, text=True, env=env, cwd=tmp_path, encoding="utf-8", errors="replace")
     assert who.returncode == 2 and "--annotator is not valid UTF-8 text" in who.stderr, who.stderr
+
+
+def test_the_one_class_note_says_what_a_model_did_and_what_a_waiting_run_needs() -> None:
+    """A run whose labels became one class after a model had picked a batch (answers replaced by skips) was told
+    'every pick was made without one', and a waiting run was told to raise its budget (a black-box check)."""
+    from types import SimpleNamespace
+
+    from alkit.cli import _one_class_note
+
+    def store(fits: list[float], status: str) -> SimpleNamespace:
+        run = SimpleNamespace(id=1, name="r", status=status, config={"initial_selector": "random"})
+        return SimpleNamespace(runs=lambda: [run], labeled_set=lambda _: ([1, 2], ["a", "a"]),
+                               cycles=lambda _: [SimpleNamespace(fit_s=f) for f in fits])
+
+    cfg = SimpleNamespace(task="classification")
+    never = _one_class_note(store([0.0, 0.0], "complete"), cfg, "r")
+    assert "no model could be fitted (two classes are needed) and every pick was made without one; a larger --budget" \
+        in never
+    once = _one_class_note(store([0.0, 0.4, 0.0], "complete"), cfg, "r")
+    assert "so its latest cycle could fit no model" in once and "without one" not in once
+    waiting = _one_class_note(store([0.0], "waiting"), cfg, "r")
+    assert waiting.endswith("labelling its queued items (`alkit queue import`) may bring another class")
+    assert _one_class_note(store([0.0], "complete"), SimpleNamespace(task="regression"), "r") is None

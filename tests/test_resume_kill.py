@@ -155,3 +155,14 @@ def test_an_interrupt_of_a_complete_run_names_no_cycle_to_continue(tmp_path: Pat
     monkeypatch.setattr(cli, "_run_with_progress", interrupted)
     res = runner.invoke(cli.app, ["run", "--budget", "30", "-p", str(people)])
     assert res.exit_code == 130 and "waits for the labels of its queued items: import them" in res.output, res.output
+    # every answer imported: the run is ready (its status still read 'waiting'), and the line asked for the import
+    # again (a check of upgraded team projects)
+    monkeypatch.undo()
+    queued = pl.read_csv(people / "queue.csv", infer_schema=False).select("id")
+    truth = frame.select(pl.col("id").cast(pl.Utf8), pl.col("label").cast(pl.Utf8))
+    queued.join(truth, on="id", how="left").write_csv(tmp_path / "answers.csv")
+    assert runner.invoke(cli.app, ["queue", "import", str(tmp_path / "answers.csv"), "-p", str(people)]).exit_code == 0
+    monkeypatch.setattr(cli, "_run_with_progress", interrupted)
+    res = runner.invoke(cli.app, ["run", "--budget", "30", "-p", str(people)])
+    assert res.exit_code == 130 and "interrupted at cycle 1 of run epistemic-b10-s0; run the same command" in res.output, \
+        res.output

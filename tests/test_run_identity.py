@@ -558,5 +558,23 @@ def test_cov_shared_beside_a_one_output_regression_head_is_refused(tmp_path: Pat
             loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "cov": "shared"}))
         plain = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head})).spec
         assert plain.name == f"epistemic-{head}-b10-s0"
-    for options in ({"head": "quantile", "cov": "shared"}, {"cov": "shared"}):
+    with pytest.raises(LoopError, match=r"^--cov shared without --head: each fit chooses a head of one output, "
+                                        r".* or the bucket head, whose default is shared; either way the default"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"cov": "shared"}))
+    for options in ({"head": "quantile", "cov": "shared"}, {"head": "buckets", "cov": "dense"}, {"cov": "dense"}):
         loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options=options))  # taken
+
+
+def test_options_an_earlier_alkit_took_and_cannot_go_on_name_the_recorded_run(digits_project: Path) -> None:
+    """gradnorm -o layers=0.blocks.0 -o capacity=cv was taken by an earlier alkit and failed at the fit that chose
+    no block; today's check refuses it, and the refusal said nothing of the recorded run that cannot go on (a
+    check of upgraded projects).  A new run's refusal is as before."""
+    loop = _loop(digits_project)
+    options = {"layers": "0.blocks.0", "capacity": "cv"}
+    with pytest.raises(LoopError, match=r"names no layer of this project's network.*the head; a dotted prefix names "
+                                        r"every layer under it\)$"):
+        loop.resolve(RunRequest(strategy="topk", scorer="gradnorm", budget=30, learner_options=options, name="g"))
+    loop.store.get_or_create_run(RunSpec("g", "topk", "gradnorm", 0, 30, 10, 10, {"learner": options}))
+    with pytest.raises(LoopError, match=r"; run 'g' was recorded with them by an earlier alkit and cannot go on: start "
+                                        r"another with other options \(or under a --name\)$"):
+        loop.resolve(RunRequest(strategy="topk", scorer="gradnorm", budget=30, learner_options=options, name="g"))
