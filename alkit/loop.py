@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 import polars as pl
+import torch
 from sqlalchemy.exc import SQLAlchemyError
 
 from alkit import metrics
