@@ -26,6 +26,12 @@ SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!"
                       "#error!")  # Google Sheets' parse error
 
 
+def is_missing_label(text: str) -> bool:
+    """'NA', '#N/A', 'null' ... (MISSING_LABELS, any case, in full-width characters too): no label.  Read through
+    NFKC as the formula errors are: a full-width '＃Ｎ／Ａ' was a class where '＃ＲＥＦ！' was refused (a check)."""
+    return unicodedata.normalize("NFKC", text).strip().lower() in MISSING_LABELS
+
+
 def is_spreadsheet_error(text: str) -> bool:
     """'#VALUE!', '#REF!', '#DIV/0!' ...: a spreadsheet's formula error shown in a cell (any case, in full-width
     characters too: NFKC reads '＃REF！' as '#REF!')."""

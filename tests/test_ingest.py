@@ -604,7 +604,7 @@ def test_na_in_the_label_column_is_no_label_as_in_a_feature_column(tmp_path: Pat
     """'NA' (R's and pandas' missing cell) became a class of its own, and kept a numeric target with gaps
     from being read as numbers; a class may still be called 'none' (a black-box check)."""
     rng = np.random.default_rng(0)
-    labels = ["a", "b", "none", "a"] * 5 + ["NA", "n/a", "NaN", "null", "#N/A"] * 3 + ["<NA>", "#NA", "#N/A N/A"] * 1 + ["NA", "NA"]  # noqa: E501 - #N/A: a spreadsheet's, <NA> str(pd.NA)
+    labels = ["a", "b", "none", "a"] * 5 + ["NA", "n/a", "NaN", "null", "#N/A"] * 3 + ["<NA>", "#NA", "＃Ｎ／Ａ"] * 1 + ["NA", "NA"]  # noqa: E501 - #N/A: a spreadsheet's, <NA> str(pd.NA), full-width #N/A
     lines = ["id,label,x0,x1"] + [f"r{i},{lab},{rng.normal():.4f},{rng.normal():.4f}" for i, lab in enumerate(labels)]
     (tmp_path / "na.csv").write_text("\n".join(lines) + "\n")
     cfg = init_project(tmp_path / "na.csv", tmp_path / "p", InitOptions(**OPTS))
@@ -612,6 +612,11 @@ def test_na_in_the_label_column_is_no_label_as_in_a_feature_column(tmp_path: Pat
     store = Store(load_project(tmp_path / "p").store_url)
     assert store.counts() == {"pool:unlabeled": 20, "test:unlabeled": 20}
     store.dispose()
+    from alkit.choices import is_missing_label  # read through NFKC, as the formula errors are
+
+    assert is_missing_label("＃Ｎ／Ａ") and is_missing_label(" #n/a ") and not is_missing_label("none")
+    with pytest.raises(InputError, match="--classes '＃Ｎ／Ａ': an answer '＃Ｎ／Ａ' is read as no label"):
+        init_project(tmp_path / "na.csv", tmp_path / "p2", InitOptions(**{**OPTS, "classes": ["a", "b", "none", "＃Ｎ／Ａ"]}))
     # a numeric target written with NA for its gaps: regression found by itself, as with empty cells
     reg = [f"{v:.3f}" for v in rng.gamma(2.0, 100.0, 30)] + ["NA"] * 10
     lines = ["id,y,x0"] + [f"r{i},{v},{rng.normal():.4f}" for i, v in enumerate(reg)]

@@ -25,8 +25,8 @@ import numpy as np
 import polars as pl
 
 from alkit.checks import image_dims
-from alkit.choices import (MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_skip_label,
-                           is_spreadsheet_error, zero_padded)
+from alkit.choices import (MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_missing_label,
+                           is_skip_label, is_spreadsheet_error, zero_padded)
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -883,7 +883,7 @@ def _blank_labels_missing(s: pl.Series) -> pl.Series:
     # one Unicode form (NFC): 'café' typed on macOS (decomposed) and elsewhere were two classes, where an
     # import already read them as one (a black-box check)
     text = s.cast(pl.Utf8).str.strip_chars().str.normalize("NFC")
-    text = text.set((text == "") | text.str.to_lowercase().is_in(list(MISSING_LABELS)), None)
+    text = text.set((text == "") | text.str.normalize("NFKC").str.to_lowercase().is_in(list(MISSING_LABELS)), None)
     numbers = text.cast(pl.Float64, strict=False)
     if text.null_count() < len(text) and numbers.null_count() == text.null_count():
         given = text.drop_nulls()
@@ -916,7 +916,7 @@ def _declared_classes(values: list[str]) -> list[str]:
     out = list(dict.fromkeys(unicodedata.normalize("NFC", v.strip()) for v in values))
     if "" in out:
         raise InputError("--classes holds an empty class name")
-    missing = [c for c in out if c.lower() in MISSING_LABELS]
+    missing = [c for c in out if is_missing_label(c)]
     if missing:  # a class no answer could give: the answer reads as no label (as --add-class refuses it)
         raise InputError(f"--classes {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, NaN "
                          "and null are, any case); name the class otherwise")

@@ -33,8 +33,8 @@ import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import (INITIAL_SELECTORS, MISSING_LABELS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number,
-                           is_skip_label, is_spreadsheet_error, zero_padded)
+from alkit.choices import (INITIAL_SELECTORS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number,
+                           is_missing_label, is_skip_label, is_spreadsheet_error, zero_padded)
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
 from alkit.pools import labelfiles, leases
@@ -764,7 +764,7 @@ def _decisions(project: Project, rows: list[Row], problems: list[str],
             problems.append(f"{r.name()}: both a label {r.label!r} and skip=true; keep one")
             refused.setdefault(r.item_id, r.name())
             continue
-        elif r.label is None or r.label.strip().lower() in MISSING_LABELS:
+        elif r.label is None or is_missing_label(r.label):
             continue  # not labeled yet ('NA', 'nan': as init reads them, and a Parquet NaN): the item stays queued
         else:
             try:
@@ -995,7 +995,7 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
     errors = [n for n in added if is_spreadsheet_error(n)]
     if errors:
         raise QueueError(f"--add-class {errors[0]!r} is a spreadsheet's formula error, not a class name")
-    missing = [n for n in added if n.lower() in MISSING_LABELS]
+    missing = [n for n in added if is_missing_label(n)]
     if missing:  # added, then its own answer (and every later one) read as no label (a black-box check)
         raise QueueError(f"--add-class {missing[0]!r}: an answer {missing[0]!r} is read as no label (as NA, N/A, #N/A, "
                          "NaN and null are, any case); name the class otherwise")
