@@ -26,16 +26,21 @@ SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!"
                       "#error!")  # Google Sheets' parse error
 
 
+def _folded(text: str) -> str:
+    """A cell as the marker lists spell it: NFKC (full-width '＃ＲＥＦ！' is '#REF!'), stripped, lower case."""
+    return unicodedata.normalize("NFKC", text).strip().lower()
+
+
 def is_missing_label(text: str) -> bool:
     """'NA', '#N/A', 'null' ... (MISSING_LABELS, any case, in full-width characters too): no label.  Read through
     NFKC as the formula errors are: a full-width '＃Ｎ／Ａ' was a class where '＃ＲＥＦ！' was refused (a check)."""
-    return unicodedata.normalize("NFKC", text).strip().lower() in MISSING_LABELS
+    return _folded(text) in MISSING_LABELS
 
 
 def is_spreadsheet_error(text: str) -> bool:
     """'#VALUE!', '#REF!', '#DIV/0!' ...: a spreadsheet's formula error shown in a cell (any case, in full-width
     characters too: NFKC reads '＃REF！' as '#REF!')."""
-    folded = unicodedata.normalize("NFKC", text).strip().lower()
+    folded = _folded(text)
     # LibreOffice writes its errors as 'Err:502' (a number of three digits)
     return folded in SPREADSHEET_ERRORS or (len(folded) == 7 and folded.startswith("err:") and folded[4:].isdigit())
 

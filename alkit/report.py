@@ -119,17 +119,18 @@ def _method(run: Any, cfg: "ProjectConfig | None", rows: list[Any]) -> dict[str,
     preset's, unless the run named another); None where unknown (a preset no longer listed) or where no batch
     was model-free: a run whose first cycle fitted a model on labels it already had (the first batch was
     said to be 'random' where it was the model's top k; a black-box check)."""
-    if rows and rows[0].cycle == 0 and (rows[0].fit_s > 0 or rows[0].metrics):  # a fit (no test split: no metrics)
-        return {**_method(run, cfg, []), "initial_selector": None}
     try:
         preset = get_preset(run.strategy)
     except ValueError:  # get_preset's refusal of a name it does not list
         preset = None
     task = cfg.task if cfg is not None else None
     selector = preset.selector_for(task, run.batch_size) if preset is not None and task else None
+    # a fit at cycle 0 picked the first batch (without a test split it records no metrics, but a fit time)
+    fitted_first = bool(rows) and rows[0].cycle == 0 and (rows[0].fit_s > 0 or bool(rows[0].metrics))
     return {"acquisition": None if selector == "random" else run.config.get("acquisition"),  # random picks score nothing
             "selector": selector,
-            "initial_selector": run.config.get("initial_selector") or (preset.initial_selector if preset else None)}
+            "initial_selector": None if fitted_first else
+            run.config.get("initial_selector") or (preset.initial_selector if preset else None)}
 
 
 def _forecast(run: Any, rows: list[Any]) -> dict[str, Any] | None:

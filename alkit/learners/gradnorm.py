@@ -465,14 +465,18 @@ class GradNormLearner(PostHocLearner):
         if layers in ("last", "all"):
             return
         from alkit.models.backbone import SMALL_IMAGE_SIDE, ResidualMLP
+        from alkit.models.capacity import candidates_for, effective_mode
 
         depth = options.get("depth")
         small = image_side is not None and image_side < SMALL_IMAGE_SIDE
         depths = {(0 if (shallow if not image else small) else 1) if depth is None else int(depth)}
-        if depth is None and not (image or user_module or shallow or prior_fixed):  # what -o capacity may choose (models/
-            # capacity.py: cv a network of no block or one, prior-linear also the linear model, none where the training
-            # prior is given; a name only some have failed at the fit that chose another, after batches were spent)
-            depths |= {"cv": {0, 1}, "prior": {1}, "prior-linear": {1, -1}}.get(str(options.get("capacity")), set())
+        mode = options.get("capacity")
+        if (depth is None and mode is not None and not (image or user_module or shallow or prior_fixed)
+                and effective_mode(str(mode), None) != "fixed"):
+            # the depths -o capacity may choose per fit (cv: no block or one; prior-linear: also the linear model,
+            # LINEAR_DEPTH -1; nothing where the training prior is given): a name only some networks have failed at
+            # the fit that chose another, after batches were spent (a black-box check)
+            depths |= {c.depth for c in candidates_for(None, str(mode))}
         if user_module:
             names = list(module_names) if module_names is not None else None
         else:  # alkit's own network: the names of a ResidualMLP of each depth (none for -1, the linear model), those
