@@ -204,13 +204,14 @@ def run_bench(
         raise LoopError(f"{default_out} is a symbolic link to {default_out.resolve()}: alkit writes the bench tables "
                         "into the project's own bench folder; remove the link, or name the folder with --out-dir")
     loop = ActiveLoop(proj)
-    if not len(loop.store.test_set()[0]):  # every run would be spent, then no test metric found (a black-box check)
+    test_keys, test_labels = loop.store.test_set()
+    if not len(test_keys):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "
                         "is in the pool): make one with `alkit init --hide-labels --test-frac F` (or --split-col)")
     if task == "regression":  # before the runs: nll10 / ece10 on test targets of one value were never recorded
         from alkit.metrics import bucket_metrics_refusal
 
-        why = bucket_metrics_refusal(metric, loop.store.test_set()[1])
+        why = bucket_metrics_refusal(metric, test_labels)
         if why:
             raise LoopError(why)
     plan: list[tuple[RunRequest, str]] = []
