@@ -131,7 +131,7 @@ def labels_cmd(
     history: bool = typer.Option(False, "--history", help="Also every answer a correction (--on-conflict replace) replaced, with a replaced_at column."),
     project: Path = ProjectOpt,
 ) -> None:
-    """Write every label collected (from the data file and from people) and every skip: id, payload, label, skip, annotator, source, cycle, labelled_at."""
+    """Write every label collected (from the data file and from people) and every skip: id, payload, label, skip, annotator, source, cycle, run, labelled_at."""
     from alkit.pools.queue import export_labels, kept_aside_note
 
     with user_errors():

@@ -55,6 +55,31 @@ def test_answers_not_yet_imported_are_kept_when_the_queue_file_is_rewritten(tmp_
     assert "which is no label file alkit can read" in said and "answers not yet imported" not in said
 
 
+def test_the_labels_file_names_the_run_whose_queue_each_answer_came_from(tmp_path: Path) -> None:
+    """Each run counts its own cycles, so on a project with several runs a label's cycle did not say which
+    run's queue it answered (a black-box check).  `queue labels` writes a run column: the run that queued
+    the item in that cycle, empty for the data file's labels; a replaced answer keeps its own."""
+    from alkit.pools.queue import export_labels
+
+    project, truth = _digits_human(tmp_path)
+    first = queue_batch(project, 3, cycle=0, run="a, b")  # a name may hold a comma: the cell is quoted
+    queue_batch(project, 0, cycle=0, run="second")
+    later = queue_batch(project, 4, cycle=1, run="second")
+    answer = tmp_path / "a.csv"
+    answer.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in first + later[:3]) + f"{later[3]},__skip__\n")
+    import_labels(project, answer)
+    out = pl.read_csv(export_labels(project, tmp_path / "l.csv").path, infer_schema=False)
+    assert {r["id"]: (r["cycle"], r["run"]) for r in out.to_dicts()} == {
+        **{i: ("0", "a, b") for i in first}, **{i: ("1", "second") for i in later}}
+    before = snapshot(project)
+    assert import_labels(project, tmp_path / "l.csv").unchanged == 7 and snapshot(project) == before
+    answer.write_text(f"id,label\n{first[0]},{(int(truth[first[0]]) + 1) % 10}\n")
+    import_labels(project, answer, on_conflict="replace")
+    out = pl.read_parquet(export_labels(project, tmp_path / "l.parquet", history=True).path)
+    assert out.filter(pl.col("id") == first[0])["run"].to_list() == ["a, b", "a, b"]
+    assert out.filter(pl.col("source") == "init").height == 0  # the test split's labels are not written
+
+
 def test_the_hint_continues_the_run_that_queued_the_batch(tmp_path: Path) -> None:
     """The hint said `alkit run --project P` again, which needs --budget and, with only a budget,
     continued the default run; a run started with other options went on as a new one.  --resume
@@ -777,11 +802,11 @@ def test_collected_labels_export_every_answer_with_its_origin_and_read_back_unch
     res = export_labels(project)
     assert res.path == project.root / "labels.csv" and (res.n_items, res.n_skipped) == (len(given) + 5, 1)
     out = pl.read_csv(res.path, infer_schema=False)
-    assert out.columns[:2] == ["id", "data_source"] and out.columns[-6:] == [
-        "label", "skip", "annotator", "source", "cycle", "labelled_at"]
+    assert out.columns[:2] == ["id", "data_source"] and out.columns[-7:] == [
+        "label", "skip", "annotator", "source", "cycle", "run", "labelled_at"]
     rows = {r["id"]: r for r in out.to_dicts()}
     assert {i: r["label"] for i, r in rows.items() if r["source"] == "init"} == given
-    assert all(rows[i]["annotator"] is None and rows[i]["cycle"] is None for i in given)
+    assert all(rows[i]["annotator"] is None and rows[i]["cycle"] is None and rows[i]["run"] is None for i in given)
     assert [(rows[i]["label"], rows[i]["skip"], rows[i]["annotator"], rows[i]["source"], rows[i]["cycle"])
             for i in ids] == [(None, "true", "bo", "import", "0")] + [
                (truth[i], "false", "ann" if j < 3 else "bo", "import", "0") for j, i in enumerate(ids[1:], start=1)]

@@ -43,13 +43,14 @@ from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import HISTORY_ROW, WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
-from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, show_decision, utf8_misread
+from alkit.pools.store import (REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, queuing_runs, show_decision,
+                               utf8_misread)
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
 FORMATS: tuple[str, ...] = tuple(labelfiles.FORMATS)
 RESERVED = ("id", "label", "skip", "annotator", *WHY_COLS)
-LABELS_COLS = ("id", "label", "skip", "annotator", "source", "cycle", "labelled_at", "replaced_at")  # a labels file's own columns
+LABELS_COLS = ("id", "label", "skip", "annotator", "source", "cycle", "run", "labelled_at", "replaced_at")  # a labels file's own columns
 _MAX_ANNOTATOR = 128  # labels.annotator is VARCHAR(128)
 
 
@@ -524,7 +525,8 @@ def export_queue(
 @dataclass(frozen=True)
 class CollectedLabel:
     """One pool item's shared answer: its label (None: skipped), who gave it, where it came from
-    (``init``: the data file; ``import``: people, through the queue), the cycle that queued it and when."""
+    (``init``: the data file; ``import``: people, through the queue), the cycle that queued it and when;
+    ``runs``: the runs that queued it in that cycle (each run counts its own cycles)."""
 
     key: int
     item_id: str
@@ -534,6 +536,7 @@ class CollectedLabel:
     cycle: int | None
     time: datetime | None
     replaced_at: datetime | None = None  # an earlier answer, replaced then (``history``)
+    runs: tuple[str, ...] = ()
 
 
 def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel]:
@@ -551,6 +554,7 @@ def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel
         replaced = [(int(k[len(REPLACED):].split(":")[0]), json.loads(v)) for k, v in s.execute(
             select(Meta.key, Meta.value).where(Meta.key.like(f"{REPLACED}%"))).all()] if history else []
         cycles = last_queued_cycles(s, sorted(skipped))
+        queued_by = queuing_runs(s, [*(k for k, *_ in labels), *skipped, *(k for k, _ in replaced)])
     ids = store.ids_for_keys(sorted({*skipped, *(k for k, _ in replaced)}))
     out = [CollectedLabel(int(k), i, v, a, src, None if c is None else int(c), t) for k, i, v, a, src, c, t in labels]
     for key, meta in skipped.items():
@@ -562,6 +566,7 @@ def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel
         out.append(CollectedLabel(key, ids[key], meta.get("label"), meta.get("annotator"), meta.get("source") or "import",
                                   meta.get("cycle"), datetime.fromisoformat(when) if when else None,
                                   datetime.fromisoformat(gone) if gone else None))
+    out = [replace(c, runs=tuple(queued_by.get((c.key, c.cycle), ()))) if c.cycle is not None else c for c in out]
     first = datetime.min.replace(tzinfo=timezone.utc)
     order = {id(c): n for n, c in enumerate(out)}
     return sorted(out, key=lambda c: (_utc(c.time) or first, c.replaced_at is None, c.label is None, order[id(c)]))
@@ -586,7 +591,8 @@ def export_labels(
     history: bool = False,
 ) -> ExportResult:
     """Write every label the project's people and data file gave (and every skip): id, payload
-    columns, label, skip, annotator, source (init | import), cycle and labelled_at (UTC, ISO 8601).
+    columns, label, skip, annotator, source (init | import), cycle, run (the runs that queued it in that
+    cycle, comma-separated) and labelled_at (UTC, ISO 8601).
     Why: the labels are the project's most expensive asset, and a team needs them outside alkit
     (to train its production model, to audit annotators) without reading the store's tables.
     ``fmt``/``out``/``include`` as :func:`export_queue`; Label Studio tasks are no label table and are
@@ -612,10 +618,10 @@ def export_labels(
         "label": [float(c.label) if number and c.label is not None else c.label for c in given],
         "skip": [c.label is None for c in given], "annotator": [c.annotator for c in given],
         "source": [c.source for c in given], "cycle": [c.cycle for c in given],
-        "labelled_at": [when(c.time) for c in given],
+        "run": [", ".join(c.runs) or None for c in given], "labelled_at": [when(c.time) for c in given],
         **({"replaced_at": [when(c.replaced_at) for c in given]} if history else {})},
         schema={"label": pl.Float64 if number else pl.Utf8, "skip": pl.Boolean, "annotator": pl.Utf8, "source": pl.Utf8,
-                "cycle": pl.Int64, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})})
+                "cycle": pl.Int64, "run": pl.Utf8, "labelled_at": pl.Utf8, **({"replaced_at": pl.Utf8} if history else {})})
     frame = pl.concat([pl.DataFrame({"id": [c.item_id for c in given]}, schema={"id": pl.Utf8}), cells, answers],
                       how="horizontal")
     set_aside, unreadable = _set_aside_unimported(path, project, store)

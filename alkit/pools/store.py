@@ -197,6 +197,19 @@ def last_queued_cycles(s: Session, keys: Sequence[int]) -> dict[int, int]:
     return cycles
 
 
+def queuing_runs(s: Session, keys: Sequence[int]) -> dict[tuple[int, int], list[str]]:
+    """(item key, cycle) -> the names of the runs that queued the item in that cycle, in run order.  Why:
+    each run counts its own cycles, so with several runs on a project a label's cycle alone does not say
+    whose queue it answered (`queue labels`' run column)."""
+    runs: dict[tuple[int, int], list[str]] = {}
+    for chunk in _chunks(sorted(set(keys))):
+        for k, c, name in s.execute(
+                select(SelectionRow.item_key, SelectionRow.cycle, Run.name).join(Run, Run.id == SelectionRow.run_id)
+                .where(SelectionRow.item_key.in_(chunk)).order_by(SelectionRow.run_id)):
+            runs.setdefault((int(k), int(c)), []).append(name)
+    return runs
+
+
 def _batched(rows: Iterable[Any], n: int) -> Iterator[list[Any]]:
     """Consecutive lists of ``n`` rows (the last one shorter) from any iterable, a generator included."""
     it = iter(rows)
