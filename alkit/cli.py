@@ -95,7 +95,7 @@ def init(
     initial_labeled: int = typer.Option(0, "--initial-labeled", help="Without --hide-labels: labeled rows given to the learner up front instead of the test split."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed with the frozen MiniLM encoder (extra: alkit[text])."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed with EfficientNet-Lite0 (extra: alkit[image]); relative paths are relative to DATA."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", callback=utf8_path, help="Embedding cache (default: .alkit-cache beside DATA)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", parser=utf8_path, metavar="<path>", help="Embedding cache (default: .alkit-cache beside DATA)."),
     split_col: Optional[str] = typer.Option(None, "--split-col", help="Column marking each row test or pool (or train): the test split, instead of --test-frac."),
     image_shape: Optional[str] = typer.Option(None, "--image-shape", help="H,W or C,H,W: the features are the pixels of an image of that shape (row-major, channels first)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
@@ -272,11 +272,11 @@ def _run_with_progress(loop: ActiveLoop, req: RunRequest, quiet: bool = False) -
 @app.command()
 def embed(
     data: Path = typer.Argument(..., metavar="DATA", callback=utf8_path, help="CSV (.csv), TSV (.tsv, .tab), JSON Lines (.jsonl, .ndjson) or Parquet (.parquet, .pq) file with a text or image-path column."),
-    out: Path = typer.Option(..., "--out", "-o", callback=utf8_path, help="Parquet file to write: the input plus an 'embedding' list column."),
+    out: Path = typer.Option(..., "--out", "-o", parser=utf8_path, metavar="<path>", help="Parquet file to write: the input plus an 'embedding' list column."),
     text_col: Optional[str] = typer.Option(None, "--text-col", help="Text column to embed (MiniLM, 384-d)."),
     image_col: Optional[str] = typer.Option(None, "--image-col", help="Image-path column to embed (EfficientNet-Lite0, 1280-d)."),
     id_col: Optional[str] = typer.Option(None, "--id-col", help="Id column used to name bad rows in errors."),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", callback=utf8_path, help="Embedding cache (default: .alkit-cache beside DATA)."),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", parser=utf8_path, metavar="<path>", help="Embedding cache (default: .alkit-cache beside DATA)."),
     allow_outside_paths: bool = typer.Option(False, "--allow-outside-paths", help="Let --image-col paths point outside DATA's folder (refused by default)."),
 ) -> None:
     """Embed raw text or images once; then `alkit init OUT --feature-col embedding`."""
@@ -303,7 +303,7 @@ def run(
     stop: Optional[list[str]] = typer.Option(None, "--stop", help="Stopping rule RULE[:param=value,...], repeatable; the run ends when one fires: kappa[:threshold=0.99,k=3], max-uncertainty[:threshold=0.01], overall-uncertainty[:threshold=0.005], forecast[:gain=0.001,min_points=5,k=3]; with --resume NAME it replaces the run's rules, `--stop none` drops them."),
     learner: Optional[str] = typer.Option(None, "--learner", help="Your scikit-learn estimator instead of alkit's network: package.module:function or file.py:function returning an unfitted estimator (fit + predict_proba / predict); bootstrap members give BALD/EPIG (-o members=5). Pair it with a strategy whose acquisition it can feed (margin, entropy, bald, epig)."),
     backbone: Optional[str] = typer.Option(None, "--backbone", help="Your own network as the feature extractor: package.module:function or path/to/file.py:function, a function (n_features, or (C, H, W) for image projects) -> torch.nn.Module returning (n, d) features. Recorded with the run."),
-    model_dir: Optional[Path] = typer.Option(None, "--model-dir", callback=utf8_path, help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
+    model_dir: Optional[Path] = typer.Option(None, "--model-dir", parser=utf8_path, metavar="<path>", help="Scorer bayesvlm: a local CLIP or SigLIP directory (save_pretrained: weights, tokenizer, image processor) or an alkit dual encoder; nothing is downloaded. Implies --scorer bayesvlm."),
     class_prompts: Optional[str] = typer.Option(None, "--class-prompts", help="Scorer bayesvlm: the prompt template, {} = the class name (default \"a photo of a {}\")."),
     head: Optional[Head] = typer.Option(None, "--head", help="VBLL regression head (Gaussian; hetero: Gaussian with input-dependent noise; QR-VBLL quantiles; CR-VBLL buckets); unset: where one target value holds >= 10 % of the labels, buckets unless cross-validated CRPS puts the Gaussian head >= 10 % lower; else Gaussian."),
     cov: Optional[Covariance] = typer.Option(None, "--cov", help="VBLL posterior covariance: shared (the classification and bucket-regression default: one dense S for every class or bucket, ~1.2x a forward pass at 10 classes), dense (one per output, the Gaussian and quantile heads' default; ~6x a forward at 10 classes, 14x for 20 buckets) or diagonal."),
@@ -515,8 +515,16 @@ def _one_class_note(store: Any, cfg: Any, run_name: str) -> str | None:
     fitted = any(c.fit_s > 0 for c in store.cycles(run.id))
     what = ("its latest cycle could fit no model (two classes are needed)" if fitted else
             "no model could be fitted (two classes are needed) and every pick was made without one")
-    advice = ("labelling its queued items (`alkit queue import`) may bring another class" if run.status == "waiting" else
-              f"a larger --budget, or spreading the picks with {spread}, may reach another class")
+    from alkit.pools.queue import n_waiting
+
+    # a waiting run whose answers are all in ('ready') has no queue to label: it was told to import labels no
+    # item awaited; with budget left its next batch may reach another class, else only a larger budget
+    if run.status == "waiting" and n_waiting(store, run.id):
+        advice = "labelling its queued items (`alkit queue import`) may bring another class"
+    elif run.status == "waiting" and store.n_spent(run.id) < run.budget:
+        advice = f"its next batch (`alkit run --resume {shlex.quote(run_name)}`) may reach another class"
+    else:
+        advice = f"a larger --budget, or spreading the picks with {spread}, may reach another class"
     return f"every label run {run_name} learns from is class {next(iter(values))!r}, so {what}; {advice}"
 
 
@@ -556,13 +564,13 @@ def status(
                           highlight=False)
         if r.get("forecast"):
             fc = r["forecast"]
-            console.print(f"{r['name']}: predicted {fc['metric']} at the budget ({fc['at']} labels) {fc['mean']:.3f} "
+            console.print(f"{r['name']}: predicted {fc['metric']} at the budget (learning from {fc['at']} labels) {fc['mean']:.3f} "
                           f"(5-95 %: {fc['lo']:.3f}-{fc['hi']:.3f})", highlight=False)
 
 
 @app.command()
 def plot(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file, .png or .svg (default: learning_curves.png in the project, beside bench/ and the queue files)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", parser=utf8_path, metavar="<path>", help="Output file, .png or .svg (default: learning_curves.png in the project, beside bench/ and the queue files)."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Metric to plot (default: accuracy, or crps for regression, or their cross-validated cv_ form on a project without a test split; also balanced_accuracy, macro_f1, nll, ece, rmse, mae, ...)."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -622,7 +630,7 @@ def bench(
     metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ...)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
     target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
-    out_dir: Optional[Path] = typer.Option(None, "--out-dir", callback=utf8_path, help="Where the tables go (default: <project>/bench)."),
+    out_dir: Optional[Path] = typer.Option(None, "--out-dir", parser=utf8_path, metavar="<path>", help="Where the tables go (default: <project>/bench)."),
     wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,
 ) -> None:
@@ -732,7 +740,7 @@ def strategies(
 
 @app.command()
 def demo(
-    project: Path = typer.Option(Path("alkit-demo"), "--project", "-p", callback=utf8_path, help="Directory for the demo project."),
+    project: Path = typer.Option(Path("alkit-demo"), "--project", "-p", parser=utf8_path, metavar="<path>", help="Directory for the demo project."),
     budget: int = typer.Option(200, "--budget", help="Labels per run."),
     batch_size: int = typer.Option(10, "--batch-size", help="Labels per cycle."),
     seeds: int = typer.Option(2, "--seeds", help="Seeds per strategy."),
