@@ -50,10 +50,15 @@ def typer_app(help: str) -> typer.Typer:
 # QueueError, AcquisitionError, ... are ValueErrors (named here would import torch before --help)
 USER_ERRORS = (ValueError, StoreError, OSError, KeyError, MissingExtra)  # OSError: a path that is a file, unwritable, a full disk
 
-def utf8_path(path: Path | None) -> Path | None:
-    """A path option or argument whose name is UTF-8 text, else one line naming it: a name in another
-    system's encoding (a Windows zip's 'out\xe9.csv') failed later in the writers' own words, a traceback
-    (queue export -o, bench --out-dir) or a false 'features.parquet is not readable' (a black-box check)."""
+def utf8_path(raw: str | Path | None) -> Path | None:
+    """A path option or argument (typer's ``parser``: it sees the text as typed) whose name is UTF-8 text, else
+    one line naming it: a name in another system's encoding (a Windows zip's 'out\xe9.csv') failed later in the
+    writers' own words, a traceback (queue export -o, bench --out-dir) or a false 'features.parquet is not
+    readable' (a black-box check).  An empty one is refused: Path('') is '.', so `bench --out-dir ''` (an unset
+    shell variable) wrote its tables into the current folder, and `init -p ''` made the project there."""
+    if isinstance(raw, str) and not raw.strip():
+        raise typer.BadParameter("empty: give a path (an unset shell variable?)")
+    path = None if raw is None else Path(raw)
     if path is not None:
         if str(path) == "~" or str(path).startswith("~/"):
             # `--out=~/a.parquet`: the shell leaves that ~ alone; the export made ./~/a.parquet and printed an import
@@ -74,7 +79,7 @@ def utf8_path(path: Path | None) -> Path | None:
 
 
 ProjectOpt = typer.Option(Path("."), "--project", "-p", help="Project directory (default: current directory).",
-                          callback=utf8_path)  # `-p '~/x'`, `--project=~/x`:
+                          parser=utf8_path, metavar="<path>")  # `-p '~/x'`, `--project=~/x`:
 # the shell leaves that ~ alone; init made ./~/x while the Parquet writer expanded it (a raw error, a stray ./~)
 
 

@@ -30,7 +30,7 @@ queue_app = typer_app("Label with people: export the queued items, import their 
 @queue_app.command("export")
 def export_cmd(
     fmt: Optional[QueueFormat] = typer.Option(None, "--format", "-f", help="The file format (default: from --out's suffix, else csv)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file (default, in the project: queue.csv for CSV; another format queue-c<cycle>.<ext>, after the newest cycle it holds)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", parser=utf8_path, metavar="<path>", help="Output file (default, in the project: queue.csv for CSV; another format queue-c<cycle>.<ext>, after the newest cycle it holds)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns (as in the data file; an imputed cell empty)."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas (=, +, -, @, tab, CR); off for machine consumers."),
     project: Path = ProjectOpt,
@@ -125,7 +125,7 @@ def _next_step(res: ImportResult, where: str = "") -> str:
 @queue_app.command("labels")
 def labels_cmd(
     fmt: Optional[LabelsFormat] = typer.Option(None, "--format", "-f", help="csv, jsonl or parquet (default: from --out's suffix, else csv)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", callback=utf8_path, help="Output file (default: labels.csv, labels.jsonl or labels.parquet in the project)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", parser=utf8_path, metavar="<path>", help="Output file (default: labels.csv, labels.jsonl or labels.parquet in the project)."),
     include: Optional[str] = typer.Option(None, "--include", help="Comma-separated columns to include: payload columns (default: all of them) and numeric feature columns."),
     escape_formulas: bool = typer.Option(True, "--escape-formulas/--no-escape-formulas", help="CSV: prefix ' to cells a spreadsheet would run as formulas; off for machine consumers."),
     history: bool = typer.Option(False, "--history", help="Also every answer a correction (--on-conflict replace) replaced, with a replaced_at column."),

@@ -1276,6 +1276,37 @@ def test_the_one_class_note_says_what_a_model_did_and_what_a_waiting_run_needs()
         in never
     once = _one_class_note(store([0.0, 0.4, 0.0], "complete"), cfg, "r")
     assert "so its latest cycle could fit no model" in once and "without one" not in once
-    waiting = _one_class_note(store([0.0], "waiting"), cfg, "r")
-    assert waiting.endswith("labelling its queued items (`alkit queue import`) may bring another class")
     assert _one_class_note(store([0.0], "complete"), SimpleNamespace(task="regression"), "r") is None
+
+
+@pytest.mark.parametrize("budget", [1000, 3])
+def test_the_one_class_note_of_a_team_run_names_its_next_step(tmp_path: Path, budget: int) -> None:
+    """A team run whose answers are all one class: with items still queued the queue's answers may bring another
+    class; with every answer in ('ready'), it was told to import labels no item awaited: its next batch may (budget
+    left), else only a larger budget."""
+    from alkit.cli import _one_class_note
+    from alkit.pools.queue import import_labels
+    from alkit.pools.store import RunSpec
+    from test_queue import _digits_human
+
+    project, _ = _digits_human(tmp_path)
+    store = Store(project.store_url)
+    run = store.get_or_create_run(RunSpec("r", "random", "none", 0, budget, 3, 3, {}))
+    keys = store.pool_keys()[:3]
+    store.commit_cycle(run.id, 0, queue_selected=True, oracle_labels=[],
+                       selections=[{"item_key": int(k), "rank": i, "score": 0.0, "utility": 0.0, "selector": "random"}
+                                   for i, k in enumerate(keys)],
+                       cycle_row={"n_labeled": 0, "n_selected": 3, "metrics": {}}, run_status="waiting")
+    ids = list(store.ids_for_keys(keys.tolist()).values())
+    answers = tmp_path / "a.csv"
+    answers.write_text("id,label\n" + "".join(f"{i},1\n" for i in ids[:2]))
+    import_labels(project, answers)
+    assert _one_class_note(store, project.config, "r").endswith(
+        "labelling its queued items (`alkit queue import`) may bring another class")
+    answers.write_text(f"id,label\n{ids[2]},1\n")
+    import_labels(project, answers)
+    ready = _one_class_note(store, project.config, "r")
+    assert ready.startswith("every label run r learns from is class '1'") and "queue import" not in ready
+    assert ready.endswith("its next batch (`alkit run --resume r`) may reach another class" if budget > 3 else
+                          "a larger --budget, or spreading the picks with --strategy coldstart (--stratify-by COL), "
+                          "may reach another class")

@@ -1416,3 +1416,20 @@ def test_rows_repeating_an_items_answer_in_one_file_count_as_unchanged(tmp_path:
     blank = tmp_path / "blank.csv"  # a blank row for an answered item was 'without a label yet' (pending)
     blank.write_text(f"id,label\n{ids[1]},\n")
     assert (lambda r: (r.pending, r.unchanged))(import_labels(project, blank)) == (0, 1)
+
+
+@pytest.mark.parametrize("args", [["bench", "--budget", "20", "--strategies", "random", "--seeds", "1", "--out-dir", ""],
+                                  ["queue", "labels", "-o", ""], ["queue", "export", "--out", " "], ["plot", "-o", ""],
+                                  ["status", "-p", ""]])
+def test_an_empty_path_option_is_refused_not_read_as_the_current_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
+    """Path('') is '.': `bench --out-dir ''` (an unset shell variable) wrote its four files into the current folder
+    and `init -p ''` made its project there.  Refused by name, nothing written."""
+    project, _ = _digits_human(tmp_path)
+    queue_batch(project, 2)
+    monkeypatch.chdir(tmp_path)
+    before, here = snapshot(project), sorted(p.name for p in tmp_path.iterdir())
+    with_project = args if "-p" in args else [*args, "-p", str(project.root)]
+    said = invoke(*with_project)
+    assert said.exit_code == 2 and "empty: give a path (an unset shell variable?)" in said.text, said.text
+    assert snapshot(project) == before and sorted(p.name for p in tmp_path.iterdir()) == here
