@@ -144,15 +144,23 @@ def curve_stats(df: pl.DataFrame, metric: str, *, band: Band = "std") -> dict[st
 
     Seeds are aligned on n_labeled.  When their grids differ, each seed is linearly
     interpolated onto the union of the grids, restricted to the label range every seed covers
-    (no extrapolation, so every point averages the same seeds).
+    (no extrapolation, so every point averages the same seeds).  Seeds that share less than two
+    label counts of it (a team project's later seed starts from the labels collected since) are
+    each their own curve, '<strategy> (seed S)', with a Note: the whole plot failed, or a finished
+    seed's curve shrank to the one count it shared (a black-box check).
     """
     out: dict[str, CurveStats] = {}
     for strategy, seeds in _seed_curves(df, metric).items():
         curves = list(seeds.values())
         lo = max(n[0] for n, _ in curves)
         hi = min(n[-1] for n, _ in curves)
-        if lo > hi:
-            raise ValueError(f"the seeds of {strategy!r} share no label range")
+        shared = np.unique(np.concatenate([n[(n >= lo) & (n <= hi)] for n, _ in curves])) if lo <= hi else []
+        if len(curves) > 1 and len(shared) < 2 and any(len(n) > 1 for n, _ in curves):
+            warnings.warn(Note(f"the seeds of {strategy!r} share {'no label range' if lo > hi else 'one label count'} "
+                               f"(they learn from labels collected at different times): each seed is drawn on its own"))
+            for seed, (n, v) in seeds.items():
+                out[f"{strategy} (seed {seed})"] = CurveStats(n, v, v, v, 1)
+            continue
         grid = np.unique(np.concatenate([n for n, _ in curves]))
         grid = grid[(grid >= lo) & (grid <= hi)]
         values_S_G = np.stack([np.interp(grid, n, v) for n, v in curves])

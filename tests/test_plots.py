@@ -61,6 +61,28 @@ def test_curve_stats_interpolates_different_grids_on_common_range():
     np.testing.assert_allclose(st.upper, np.maximum(a, b))
 
 
+@pytest.mark.parametrize("later", [[130, 140, 150], [120, 130, 140]])
+def test_seeds_sharing_less_than_two_label_counts_are_drawn_each_on_its_own(tmp_path, later):
+    """A team project's second seed started after the first had finished learns from the labels collected since:
+    no shared range made the whole plot fail ('share no label range', every other curve too), one shared count
+    shrank the finished seed to a dot.  Each seed is its own curve then, with a note; others are as before."""
+    from alkit.errors import Note
+
+    first = [100, 110, 120]
+    df = pl.DataFrame(dict(run_id=["a"] * 3 + ["b"] * 3 + ["m"] * 2, strategy=["epistemic"] * 6 + ["margin"] * 2,
+                           seed=[0, 0, 0, 1, 1, 1, 0, 0], n_labeled=first + later + [100, 110],
+                           accuracy=[0.90, 0.92, 0.93, 0.94, 0.95, 0.96, 0.91, 0.92]))
+    with pytest.warns(Note, match="the seeds of 'epistemic' share (no label range|one label count).*each seed is drawn"):
+        stats = P.curve_stats(df, "accuracy")
+    assert list(stats) == ["epistemic (seed 0)", "epistemic (seed 1)", "margin"]
+    np.testing.assert_allclose(stats["epistemic (seed 0)"].n_labeled, first)
+    np.testing.assert_allclose(stats["epistemic (seed 1)"].mean, [0.94, 0.95, 0.96])
+    assert stats["epistemic (seed 1)"].n_seeds == 1 and stats["margin"].n_seeds == 1
+    with pytest.warns(Note):
+        out = P.plot_learning_curves(df, "accuracy", tmp_path / "c.svg")
+    assert "curve-epistemic__seed_0_" in out.read_text() and "curve-margin" in out.read_text()
+
+
 def test_two_runs_with_one_strategy_and_seed_are_rejected():
     df, _ = _frame()
     df = pl.concat([df, df.with_columns(pl.lit("other").alias("run_id"))])
