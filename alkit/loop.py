@@ -333,7 +333,7 @@ class ActiveLoop:
             return []
         spent = self.store.n_spent(run.id)
         if spent < spec.budget:  # an extended budget (a stopped run's too) continues as if given at the start
-            self.store.reopen_last_evaluation(run.id)
+            self.store.reopen_last_evaluation(run.id, len(self.store.labeled_set(run.id)[0]))
         self.on_event("run_start", {"run": run.name, "run_id": run.id, "budget": spec.budget, "spent": spent})
         results: list[CycleResult] = []
         while req.max_cycles is None or len(results) < req.max_cycles:

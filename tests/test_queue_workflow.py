@@ -12,10 +12,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from sqlalchemy import select
 
 from alkit.config import Project, load_project
 from alkit.pools.ingest import InitOptions, init_project
 from alkit.pools.queue import QueueError, export_queue, import_labels
+from alkit.pools.schema import CycleRow, Run
+from alkit.pools.store import Store
 
 from conftest import digits_frame
 from test_queue import N_TEST, PX, _digits_human, invoke, queue_batch, shared_labels, snapshot
@@ -1433,3 +1436,41 @@ def test_an_empty_path_option_is_refused_not_read_as_the_current_folder(
     said = invoke(*with_project)
     assert said.exit_code == 2 and "empty: give a path (an unset shell variable?)" in said.text, said.text
     assert snapshot(project) == before and sorted(p.name for p in tmp_path.iterdir()) == here
+
+
+def test_a_larger_budget_keeps_a_finished_runs_evaluation_where_labels_came_in_since(tmp_path: Path) -> None:
+    """A larger budget redoes a finished run's last, evaluation-only cycle so that it continues as if given that
+    budget from the start; in a team project the redo fits the labels other runs collected since, so it erased a
+    measured point of the run's curve (110 labels, 0.983, gone; a black-box check).  Kept where the labels differ."""
+    project, truth = _digits_human(tmp_path)
+    proj = str(project.root)
+    a = ["run", "--strategy", "random", "--budget", "10", "-p", proj]
+    assert invoke(*a).exit_code == 0
+    _fill(project.root / "queue.csv", truth)
+    assert invoke("queue", "import", str(project.root / "queue.csv"), "-p", proj).exit_code == 0
+    assert invoke(*a).exit_code == 0
+    st = json.loads(invoke("status", "--json", "-p", proj).stdout)
+    name = st[0]["name"]
+    assert st[0]["status"] == "complete"
+
+    def cycles() -> list[tuple[int, int, int]]:
+        with Store(project.store_url).session() as s:
+            return [tuple(r) for r in s.execute(select(CycleRow.cycle, CycleRow.n_labeled, CycleRow.n_selected)
+                                                .join(Run, Run.id == CycleRow.run_id).where(Run.name == name)
+                                                .order_by(CycleRow.cycle))]
+
+    finished = cycles()
+    assert finished == [(0, 0, 10), (1, 10, 0)]
+    # another run's answers come in; the finished run, given more budget, keeps its point at 10 labels
+    assert invoke("run", "--strategy", "random", "--seed", "1", "--budget", "10", "-p", proj).exit_code == 0
+    _fill(project.root / "queue.csv", truth)
+    assert invoke("queue", "import", str(project.root / "queue.csv"), "-p", proj).exit_code == 0
+    assert invoke("run", "--resume", name, "--budget", "20", "-p", proj).exit_code == 0
+    assert cycles() == finished + [(2, 20, 10)]
+    # with no label in since, the redo replaces the evaluation (the run goes on as if given the budget at first)
+    _fill(project.root / "queue.csv", truth)
+    assert invoke("queue", "import", str(project.root / "queue.csv"), "-p", proj).exit_code == 0
+    assert invoke("run", "--resume", name, "-p", proj).exit_code == 0
+    assert cycles()[-1] == (3, 30, 0)
+    assert invoke("run", "--resume", name, "--budget", "30", "-p", proj).exit_code == 0
+    assert cycles()[3] == (3, 30, 10)

@@ -759,19 +759,22 @@ class Store:
                 q = q.where(CycleRow.run_id == run_id)
             return list(s.scalars(q))
 
-    def reopen_last_evaluation(self, run_id: int) -> bool:
+    def reopen_last_evaluation(self, run_id: int, n_labeled: int) -> bool:
         """Drop a run's last cycle where it only evaluated (no item selected: the cycle that found the
         budget spent, or the one a stopping rule ended the run at; the rule stays in the run's config),
-        with its signals, in one transaction; True if one was dropped.
+        with its signals, in one transaction, where it was fitted on ``n_labeled`` labels, as many as the
+        run learns from now; True if one was dropped.
 
         Why: a larger --budget continues the run from that cycle number, so the continued run fits,
         seeds and picks exactly as a run given the larger budget from the start (appending a cycle
         refitted the same labels under the next cycle's seed and shifted every later seed).  The
-        dropped row holds no selection and no label: the refit at the same labels replaces it."""
+        dropped row holds no selection and no label: the refit at the same labels replaces it.  Where
+        labels came in since (a team project's answers to other runs), the refit would not be that fit:
+        dropping it erased a measured point of a finished run's curve (a black-box check), so it stays."""
         with self.session() as s:
             write_lock(s)
             last = s.scalar(select(CycleRow).where(CycleRow.run_id == run_id).order_by(CycleRow.cycle.desc()).limit(1))
-            if last is None or last.n_selected != 0 or last.cycle == 0:
+            if last is None or last.n_selected != 0 or last.cycle == 0 or last.n_labeled != n_labeled:
                 return False
             picked = s.scalar(select(func.count()).select_from(SelectionRow)
                               .where(SelectionRow.run_id == run_id, SelectionRow.cycle == last.cycle))
