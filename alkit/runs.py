@@ -402,8 +402,10 @@ def _naming(run: Any) -> int:
 
 def rules_since(config: dict[str, Any] | None) -> int:
     """The cycle from which a run's stopping rules read its curve: the one a rule last stopped it at, where a
-    larger budget picked up (-1: every cycle)."""
-    return int(((config or {}).get("stopped") or {}).get("cycle", -1))
+    larger budget picked up, or the latest cycle when its rules were last replaced (``stop_since``), whichever
+    is later (-1: every cycle)."""
+    config = config or {}
+    return max(int((config.get("stopped") or {}).get("cycle", -1)), int(config.get("stop_since", -1)))
 
 
 def current_curve(run: Any, task: str | None = None, input_kind: str | None = None) -> str:

@@ -429,3 +429,18 @@ def test_the_forecast_at_the_budget_counts_the_labels_a_run_learns_from(tmp_path
     assert fc["at"] == 140 and fc["lo"] <= fc["mean"] <= fc["hi"], fc
     assert abs(fc["mean"] - st["metrics"]["accuracy"]) < 0.05, (fc, st["metrics"])
     assert "predicted accuracy at the budget (learning from 140 labels)" in " ".join(alkit("status").stdout.split())
+
+
+def test_a_rule_given_to_a_run_watches_its_cycles_from_then_on(tmp_path: Path, digits_csv: Path) -> None:
+    """`--resume NAME --stop RULE` is documented to watch the cycles from then on; a forecast given to a run that had
+    run to its budget without one fitted its curve to every earlier cycle and stopped it at once, the larger budget
+    buying no label (a black-box check)."""
+    alkit = project_cli(tmp_path)
+    assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    assert alkit("run", "--strategy", "margin", "--budget", "60").returncode == 0
+    more = alkit("run", "--resume", "margin-b10-s0", "--budget", "120", "--stop", "forecast:gain=0.5,k=1,min_points=4")
+    assert more.returncode == 0, more.stderr
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    # gain 0.5 fires as soon as the rule may decide: on the redone cycle 6 and three more, at 90 labels
+    assert st["status"] == "stopped" and st["stopped"]["cycle"] == 9 and st["n_spent"] == 90, st
+    assert st["stopped"]["since"] == 6

@@ -729,11 +729,14 @@ class Store:
 
     def set_stop_rules(self, name: str, rules: list[str]) -> None:
         """Record ``rules`` as the stopping rules of run ``name`` (if it exists), which its next --resume reads;
-        a run a rule stopped goes on under the new ones (the stop stays on record)."""
+        a run a rule stopped goes on under the new ones (the stop stays on record).  They watch its cycles from its
+        latest one on (``stop_since``, read by runs.rules_since), as a stopped run's rules do from the stop: a rule
+        given to a run that had none fired at once on the cycles run before it (a black-box check)."""
         with self.session() as s:
             run = s.scalar(select(Run).where(Run.name == name))
             if run is not None and (run.config or {}).get("stop", []) != rules:
-                run.config = {**(run.config or {}), "stop": list(rules)}
+                last = s.scalar(select(func.max(CycleRow.cycle)).where(CycleRow.run_id == run.id))
+                run.config = {**(run.config or {}), "stop": list(rules), "stop_since": -1 if last is None else int(last)}
                 if run.status == "stopped":
                     run.status = "running"
 
