@@ -371,13 +371,15 @@ def summary_table(
 
 
 def _mean_curve(seeds: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """The mean over seeds at every label count some seed has, within the range all of them cover; each seed's
-    value at n is ``value_at``'s (its model at the largest count <= n), as the ``@n`` columns take it.  Only the
-    counts every seed shared, before: seeds that reached a target at 40 and 60 labels on different grids were
-    said to reach it in the mean at the budget, 70 (a black-box check)."""
+    """The mean over seeds at every label count some seed has, from the first count all of them have reached; each
+    seed's value at n is ``value_at``'s (its model at the largest count <= n), as the ``@n`` columns take it, so a
+    seed that ended earlier (a stopping rule) counts with its last value.  Only the counts every seed shared,
+    before: seeds that reached a target at 40 and 60 labels on different grids were said to reach it in the mean
+    at the budget, 70; and the curve ended where a stopped seed did, so a target both seeds reached was said never
+    reached (black-box checks)."""
     if not seeds:
         return np.asarray([], dtype=float), np.asarray([], dtype=float)
-    lo, hi = max(float(ns[0]) for ns, _ in seeds), min(float(ns[-1]) for ns, _ in seeds)
+    lo, hi = max(float(ns[0]) for ns, _ in seeds), max(float(ns[-1]) for ns, _ in seeds)
     grid = np.unique(np.concatenate([ns for ns, _ in seeds]).astype(float))
     grid = grid[(grid >= lo) & (grid <= hi)]
     means = [np.mean([value_at(ns, vs, n) for ns, vs in seeds]) for n in grid]

@@ -54,6 +54,14 @@ def test_labels_to_target_is_read_off_the_mean_curve() -> None:
     row = summary_table(df, "accuracy", target=0.9).row(0, named=True)
     assert row["labels_to_target_curve"] == 60 and row["labels_to_target_mean"] == 50 and row["n_reached"] == 2
     # at 50: seed 0's 0.93 and seed 1's value at 30, 0.8: mean 0.865 < 0.9; at 60: (0.93 + 0.9) / 2 >= 0.9
+    # a seed a stopping rule ended at 50 (0.908) counts with its last value past its end, as the @n columns take it:
+    # the other reaching 0.933 at 80, the mean reaches 0.9125 there; the curve ended at 50 and said 'never'
+    df = pl.DataFrame({"strategy": ["d"] * 9, "seed": [0] * 4 + [1] * 5, "run_id": [6] * 4 + [7] * 5,
+                       "n_labeled": [20, 30, 40, 50, 20, 40, 60, 80, 100],
+                       "accuracy": [0.7, 0.8, 0.88, 0.908, 0.6, 0.8, 0.9, 0.933, 0.94]})
+    row = summary_table(df, "accuracy", target=0.9125, at=[100]).row(0, named=True)
+    assert row["labels_to_target_curve"] == 80 and row["n_reached"] == 1
+    assert row["accuracy@100_mean"] == pytest.approx((0.908 + 0.94) / 2)
 
 
 def test_status_labels_are_the_runs_spend_and_name_shared_labels() -> None:
