@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,10 +28,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from alkit.config import Project, load_project
-from alkit.errors import StoreError
+from alkit.errors import Note, StoreError
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import atomic_write, escape_formulas
 from alkit.pools.leases import RunBusy, live_runs
@@ -258,6 +260,11 @@ def run_bench(
                 bar.advance(overall, spent)
             elif kind == "phase":
                 bar.update(current, description=f"  {now['run']}: cycle {payload['cycle']} {payload['phase']}")
+            elif kind == "note":  # the loop's word on a run (another thread count than it started with): run's says it
+                if console is not None:
+                    bar.console.print(f"[yellow]note:[/] {escape(payload['message'])}", highlight=False)
+                else:
+                    warnings.warn(Note(payload["message"]))
             elif kind == "cycle_end":
                 step = min(payload["n_selected"], budget - now["done"])
                 now["done"] += step

@@ -483,8 +483,9 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     elapsed = time.perf_counter() - t0
     from alkit.report import run_summaries
 
-    rows = [r for r in run_summaries(loop.store, loop.project.config) if r["name"] == spec.name]
-    one_class = _one_class_note(loop.store, loop.cfg, spec.name) if rows and not rows[0].get("metrics") else None
+    rows = _with_no_model(loop.store, loop.cfg, [r for r in run_summaries(loop.store, loop.project.config)
+                                                 if r["name"] == spec.name])
+    one_class = rows[0]["no_model"] if rows else None
     if one_class:
         err.print(f"note: {escape(one_class)}", highlight=False)
     if not results and rows and rows[0].get("status") == "complete":  # said nothing: a rerun looked like a run
@@ -528,6 +529,14 @@ def _one_class_note(store: Any, cfg: Any, run_name: str) -> str | None:
     return f"every label run {run_name} learns from is class {next(iter(values))!r}, so {what}; {advice}"
 
 
+def _with_no_model(store: Any, cfg: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` (run_summaries') with ``no_model``: why a run that cycled has no metrics (its labels are all one
+    class), as `status --json` and `run --json` give it (run's had no such key; a black-box check)."""
+    for r in rows:
+        r["no_model"] = _one_class_note(store, cfg, r["name"]) if r["cycles"] and not r["metrics"] else None
+    return rows
+
+
 @app.command()
 def status(
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
@@ -541,9 +550,7 @@ def status(
 
         proj = load_project(project)
         store = _store(proj.store_url)
-        rows = run_summaries(store, proj.config)
-        for r in rows:  # the reason a run that cycled has no metrics: its labels are all one class
-            r["no_model"] = _one_class_note(store, proj.config, r["name"]) if r["cycles"] and not r["metrics"] else None
+        rows = _with_no_model(store, proj.config, run_summaries(store, proj.config))
     if json_out:
         print(json.dumps(rows, default=str))
         return

@@ -506,6 +506,10 @@ def test_a_run_whose_labels_are_all_one_class_says_so(tmp_path: Path) -> None:
     assert "margin-steps=30-b10-s0: every label run margin-steps=30-b10-s0 learns from is class 'maj'" in status
     rows = json.loads(alkit("status", "--json", "-p", "p", cwd=tmp_path).stdout)
     assert all("so no model could be fitted" in r["no_model"] for r in rows), rows
+    # `run --json` is the run's line as `status --json` gives it: it lacked no_model (a black-box check)
+    again = alkit("run", "--strategy", "epistemic", "--budget", "20", "-o", "train.steps=30", "--json", "-p", "p",
+                  cwd=tmp_path)
+    assert "so no model could be fitted" in json.loads(again.stdout)[0]["no_model"], again.stdout
     plot = alkit("plot", "-p", "p", cwd=tmp_path)
     assert plot.returncode == 2 and "no run has fitted a model" in plot.stderr, plot.stderr
     # beside a run that fitted one, the plot draws that one and names the others (it left them out unsaid)

@@ -535,6 +535,10 @@ def test_a_run_continued_at_another_thread_count_is_told(tmp_path: Path, digits_
     assert same.returncode == 0 and "thread" not in " ".join((same.stdout + same.stderr).split()), same.stdout
     with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:  # the count it started with stays on record
         assert json.loads(db.execute("select config from runs").fetchone()[0])["threads"] == 1
+    # bench continues runs too: it dropped the loop's notes
+    bench = alkit("--threads", "2", "bench", "--budget", "40", "--strategies", "random", "--seeds", "1")
+    said = " ".join((bench.stdout + bench.stderr).split())
+    assert bench.returncode == 0 and "was started with 1 thread and continues with 2" in said, said
 
 
 def test_cov_shared_beside_a_one_output_regression_head_is_refused(tmp_path: Path) -> None:
