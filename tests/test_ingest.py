@@ -639,10 +639,15 @@ def test_a_spreadsheets_formula_errors_in_the_label_column_are_refused(tmp_path:
     with pytest.raises(InputError, match=r"^--classes '#DIV/0!' is a spreadsheet's formula error, not a class name"):
         init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "classes": ["a", "b", "#DIV/0!"]}))
     assert not (tmp_path / "p").exists()
-    for newer in ("#BLOCKED!", "#python!", "＃REF！"):  # Excel's newer errors, and full-width characters
+    for newer in ("#BLOCKED!", "#python!", "＃REF！", "Err:502", "#ERROR!"):  # Excel's newer errors, full-width
         with pytest.raises(InputError, match="is a spreadsheet's formula error, not a class name"):
             init_project(tmp_path / "e.csv", tmp_path / "p", InitOptions(**{**OPTS, "classes": ["a", "b", newer]}))
     assert not (tmp_path / "p").exists()
+    # LibreOffice's codes are 5xx: an error-code class such as 'err:404' is a class (it was refused as one)
+    from alkit.choices import is_spreadsheet_error
+
+    assert [is_spreadsheet_error(t) for t in ("Err:502", "err:539", "Err:404", "ERR:200", "Err:50")] == \
+        [True, True, False, False, False]
 
 
 def test_every_feature_column_with_missing_cells_is_named_at_once(tmp_path: Path) -> None:
