@@ -99,10 +99,17 @@ def peer_name_hint(name: str, known: object) -> str:
     return ""
 
 
+def fold_case(text: str) -> str:
+    """A class name as an answer matches it: NFKC (full-width 'ｓｅ' is 'se', as '＃ＲＥＦ！' is '#REF!') and case
+    folded.  Only case was folded: a full-width answer was an unknown class whose hint added a visual twin, and a
+    full-width '＿＿ｓｋｉｐ＿＿' became a class label, not a skip (a black-box check)."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def is_skip_label(text: str | None) -> bool:
-    """Whether a label cell is the skip token, in any case ('__SKIP__' was read as an unknown class, and
-    the hint to add it made a class of the skip)."""
-    return text is not None and text.strip().casefold() == SKIP_LABEL
+    """Whether a label cell is the skip token, in any case and character width ('__SKIP__' was read as an unknown
+    class, and the hint to add it made a class of the skip)."""
+    return text is not None and fold_case(text).strip() == SKIP_LABEL
 
 
 def class_number(name: str) -> float | None:

@@ -29,7 +29,7 @@ from alkit.cli_common import (INTERRUPTED, Acquisition, Covariance, Engine, Head
 from alkit.cli_common import parse_counts, utf8_path
 from alkit.cli_common import parse_csv as _parse_csv
 from alkit.cli_tables import bench_table, print_table, summary_table
-from alkit.choices import METRICS, SEED_MAX
+from alkit.choices import METRICS, SEED_MAX, fold_case
 from alkit.config import CONFIG_NAME, STORE_URL_ENV, load_project
 if TYPE_CHECKING:
     from alkit.pools.store import Store
@@ -180,7 +180,7 @@ def init(
                           "are counts, amounts or measurements, init again with --task regression")
         cased: dict[str, list[str]] = {}
         for c in cfg.classes:
-            cased.setdefault(c.casefold(), []).append(c)
+            cased.setdefault(fold_case(c), []).append(c)
         same = [v for v in cased.values() if len(v) > 1]
         if same:  # barolo / Barolo / BAROLO were three classes without a word (a black-box check)
             console.print(f"hint: classes that differ only in case: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"

@@ -1474,3 +1474,33 @@ def test_a_larger_budget_keeps_a_finished_runs_evaluation_where_labels_came_in_s
     assert cycles()[-1] == (3, 30, 0)
     assert invoke("run", "--resume", name, "--budget", "30", "-p", proj).exit_code == 0
     assert cycles()[3] == (3, 30, 10)
+
+
+def test_full_width_answers_read_as_the_class_or_skip_they_spell(tmp_path: Path) -> None:
+    """Only case was folded: a full-width 'ｓｅ' was an unknown class whose hint added a visual twin 'ｓｅ' beside 'se',
+    and a full-width '＿＿ｓｋｉｐ＿＿' was added as a class and became an item's label, not a skip (a black-box
+    check).  Answers are read through NFKC as the formula errors and missing-label markers are."""
+    from alkit.pools.ingest import InputError
+
+    df = digits_frame(160).with_columns(
+        pl.when(pl.int_range(pl.len()) < N_TEST).then(pl.col("label").cast(pl.Utf8).replace(
+            {str(d): n for d, n in enumerate("zero one two three four five six seven eight nine".split())}))
+        .otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    ids = queue_batch(project, 3)
+    answers = tmp_path / "a.csv"
+    answers.write_text(f"id,label\n{ids[0]},ｏｎｅ\n{ids[1]},＿＿ｓｋｉｐ＿＿\n{ids[2]},ＴＷＯ\n")
+    res = import_labels(project, answers)
+    assert (res.labeled, res.skipped) == (2, 1)
+    assert {i: v[0] for i, v in shared_labels(project).items() if i in ids} == {ids[0]: "one", ids[2]: "two"}
+    before = snapshot(project)
+    for names, said in ((["ｏｎｅ"], r"'ｏｎｅ' \(the class 'one'\)"), (["＿＿ｓｋｉｐ＿＿"], "label files use that label to skip"),
+                        (["ten", "ｔｅｎ"], "'ten' and 'ｔｅｎ' differ only in case or character width")):
+        with pytest.raises(QueueError, match=said):
+            import_labels(project, answers, add_classes=names)
+    assert snapshot(project) == before
+    with pytest.raises(InputError, match=r"--classes 'a' and 'ａ' differ only in character width or case"):
+        init_project(tmp_path / "d.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label", features=PX,
+                                                                     classes=["a", "b", "ａ"]))

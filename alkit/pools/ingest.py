@@ -25,8 +25,8 @@ import numpy as np
 import polars as pl
 
 from alkit.checks import image_dims
-from alkit.choices import (MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, is_missing_label,
-                           is_skip_label, is_spreadsheet_error, zero_padded)
+from alkit.choices import (MISSING_LABELS, ROW_ID_NAMES, SEED_MAX, SKIP_LABEL, class_number, fold_case,
+                           is_missing_label, is_skip_label, is_spreadsheet_error, zero_padded)
 from alkit.config import (
     CONFIG_NAME,
     DEFAULT_DB,
@@ -930,10 +930,11 @@ def _declared_classes(values: list[str]) -> list[str]:
     seen: dict[tuple[str, Any], str] = {}
     for c in out:
         x = class_number(c)
-        keys = [("case", c.casefold())] + ([("number", x)] if x is not None and not zero_padded(c) else [])
+        keys = [("case", fold_case(c))] + ([("number", x)] if x is not None and not zero_padded(c) else [])
         for key in keys:
             if key in seen:
-                how = "differ only in case" if key[0] == "case" else "are one number"
+                how = ("are one number" if key[0] == "number" else "differ only in case"
+                       if seen[key].casefold() == c.casefold() else "differ only in character width or case")
                 raise InputError(f"--classes {seen[key]!r} and {c!r} {how}: an answer could not tell them apart; "
                                  "give one of them")
             seen[key] = c

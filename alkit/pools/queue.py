@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 from sqlalchemy import func, select
 
-from alkit.choices import (INITIAL_SELECTORS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number,
+from alkit.choices import (INITIAL_SELECTORS, ON_CONFLICT, ROW_ID_NAMES, SKIP_LABEL, class_number, fold_case,
                            is_missing_label, is_skip_label, is_spreadsheet_error, zero_padded)
 from alkit.config import (CONFIG_NAME, PAYLOAD_KEY, REGRESSION_LABEL_MAX, Project, missing_indicator, payload_key,
                           write_config)
@@ -655,8 +655,8 @@ def canonical_label(project: Project, raw: str) -> str:
             nfc = unicodedata.normalize("NFC", raw)
             match = [c for c in cfg.classes if unicodedata.normalize("NFC", c) == nfc]
         if not match:  # in another case where that names one class: the data file's True (init's 'true'), Excel's TRUE
-            folded = unicodedata.normalize("NFC", raw).casefold()
-            match = [c for c in cfg.classes if unicodedata.normalize("NFC", c).casefold() == folded]
+            folded = fold_case(raw)
+            match = [c for c in cfg.classes if fold_case(c) == folded]
             if len(match) > 1:
                 raise ValueError(f"label {raw!r} is several classes in another case ({', '.join(map(repr, match))}): "
                                  "write the class as the project lists it")
@@ -980,7 +980,7 @@ def _misread_class(text: str, classes: Sequence[str]) -> list[str]:
         return []
     nfc = unicodedata.normalize("NFC", back)
     exact = [c for c in classes if unicodedata.normalize("NFC", c) == nfc]
-    return exact or [c for c in classes if unicodedata.normalize("NFC", c).casefold() == nfc.casefold()]
+    return exact or [c for c in classes if fold_case(c) == fold_case(nfc)]
 
 
 def _with_classes(project: Project, names: Sequence[str], store: Store) -> Project:
@@ -1015,13 +1015,13 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
         added = [n for n in added if n not in have]
         if not added:
             return project
-    known = {c.casefold(): c for c in cfg.classes}
-    taken = [f"{n!r} (the class {known[n.casefold()]!r})" for n in added if n.casefold() in known]
+    known = {fold_case(c): c for c in cfg.classes}
+    taken = [f"{n!r} (the class {known[fold_case(n)]!r})" for n in added if fold_case(n) in known]
     # a number in another spelling: '3.0' beside '3' split one class's answers in two, and every later '3.00' was
     # refused as the number of several classes (a black-box check)
     for n in added:
         x = class_number(n)
-        if x is None or n.casefold() in known or zero_padded(n):  # a zero-padded code is a class of its own
+        if x is None or fold_case(n) in known or zero_padded(n):  # a zero-padded code is a class of its own
             continue
         twins = [k for k in cfg.classes if class_number(k) == x]
         if len(twins) == 1:
@@ -1043,9 +1043,10 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
             numbers[x] = n
     folded: dict[str, str] = {}
     for n in added:  # 'new' and 'NEW' both added: every later 'New' was refused as two classes (a black-box check)
-        if n.casefold() in folded:
-            raise QueueError(f"--add-class {folded[n.casefold()]!r} and {n!r} differ only in case: add one of them")
-        folded[n.casefold()] = n
+        if fold_case(n) in folded:
+            raise QueueError(f"--add-class {folded[fold_case(n)]!r} and {n!r} differ only in case or character width: "
+                             "add one of them")
+        folded[fold_case(n)] = n
     live = leases.live_runs(store)
     if live:  # its process holds the class list as it was, and would meet a label it cannot encode
         raise QueueError(f"--add-class: {', '.join(sorted(live))} {'is' if len(live) == 1 else 'are'} running now; "

@@ -27,6 +27,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
+from alkit.choices import fold_case
 from alkit.errors import StoreError  # noqa: F401 (re-exported: alkit.pools.store.StoreError)
 from alkit.pools.schema import (SCHEMA_VERSION, Base, CycleRow, CycleSignals, Item, Label, Meta, Run, SelectionRow,
                                 utcnow)
@@ -976,10 +977,10 @@ class Store:
                 # labels stayed (a black-box check); both are kept, in the order they were committed
                 recorded = s.scalar(select(Meta).where(Meta.key == "classes"))
                 current = [] if recorded is None else list(json.loads(recorded.value))
-                folded = {c.casefold(): c for c in current}
-                clash = [f"--add-class {c!r}: another import added {folded[c.casefold()]!r} meanwhile (a class "
+                folded = {fold_case(c): c for c in current}
+                clash = [f"--add-class {c!r}: another import added {folded[fold_case(c)]!r} meanwhile (a class "
                          "differing only in case); import again" for c in classes
-                         if c not in current and c.casefold() in folded]
+                         if c not in current and fold_case(c) in folded]
                 if clash:
                     raise ImportRefused(clash)
                 merged = current + [c for c in classes if c not in current]
