@@ -802,6 +802,10 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
                     "without --head: each fit chooses a head of one output, whose one covariance is its dense one, "
                     "or the bucket head, whose default is shared; either way the default")
             raise LoopError(f"--cov shared {what}: drop --cov (it named a second run of the default's picks)")
+        if (cfg.task == "regression" and ident.learner.get("train_cov") == "shared"
+                and ident.learner.get("head") in ("gaussian", "hetero")):  # the same one output: shared is dense
+            raise LoopError(f"-o train_cov=shared beside --head {ident.learner['head']}: a head of one output has one "
+                            "covariance, so shared is dense: use -o train_cov=dense (it named a second run of its picks)")
         if cfg.task == "classification" and REGRESSION_ONLY_OPTION in ident.learner:  # the default's picks, renamed
             raise LoopError(f"option {REGRESSION_ONLY_OPTION} applies to regression projects only; this is a "
                             "classification project")

@@ -562,6 +562,10 @@ def test_cov_shared_beside_a_one_output_regression_head_is_refused(tmp_path: Pat
             loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "cov": "shared"}))
         plain = loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head})).spec
         assert plain.name == f"epistemic-{head}-b10-s0"
+        # the trained covariance too: shared and dense named two runs of identical figures (a black-box check)
+        with pytest.raises(LoopError, match=rf"^-o train_cov=shared beside --head {head}: .* use -o train_cov=dense"):
+            loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "train_cov": "shared"}))
+        loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "train_cov": "dense"}))
     with pytest.raises(LoopError, match=r"^--cov shared without --head: each fit chooses a head of one output, "
                                         r".* or the bucket head, whose default is shared; either way the default"):
         loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"cov": "shared"}))
