@@ -345,6 +345,12 @@ def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) 
     store.set_run_status(store.runs()[0].id, "complete")
     again = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
     assert "no run waits for labels" in again and "continues with the next cycle" not in again
+    # two runs whose batches are answered by one file: both named (it said 'alkit run --resume NAME')
+    ids = queue_batch(project, 2, run="r2") + queue_batch(project, 2, run="r 3")
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
+    both = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
+    assert (f"ready: `alkit run --resume r2 --project {project.root}`, `alkit run --resume 'r 3' --project "
+            f"{project.root}`") in both, both
 
 
 def test_a_semicolon_separated_answer_file_is_named_as_such(tmp_path: Path) -> None:
