@@ -81,7 +81,9 @@ SCORERS: dict[str, ScorerInfo] = {
         "post-hoc last-layer Laplace (KFAC GGN, marginal-likelihood prior), MC mutual information "
         "(options: epistemic=mi|trace, hessian=kfac|full, mc_samples=16; cost vs a forward at 10 classes: mi ~1.5-1.8x "
         "at 16 samples, ~2x at 32, ~2.9x at 64, trace ~1.5-1.8x; mi at 100 classes ~7x; hessian=full decomposes the "
-        "whole (C x (width+1))^2 GGN, a cost growing as C^3: a fit ~2x kfac's at 10 classes, ~300x at 50, ~64 s)",
+        "whole (C x (width+1))^2 GGN, a cost growing as C^3: a fit on 300 labels ~1.8x kfac's at 10 classes, ~8x at 20, "
+        "~126x at 50 (~74 CPU-s), and scoring the pool ~95x kfac's at 10 classes, ~1,500x at 50; "
+        "benchmarks/results/laplace_hessian_cost.md)",
         _lazy("alkit.learners.laplace", "LaplaceLearner"),
         provides=frozenset({"posterior"}),
     ),
