@@ -416,3 +416,7 @@ def test_layers_prefixes_are_checked_before_a_run_and_each_must_name_parameters(
                     check({"layers": q, **options}, **kw)
         with pytest.raises(ValueError, match=r"layers: no parameters under '0\.blocks\.7' in this network; its layers: "):
             G._select(learner.scorer.model, ["1", "0.blocks.7"])
+    # the library's fit refuses such a name (it was taken, and refused at the first query after it)
+    learner = pool_learner(X, "classification", n_classes=10, scorer="gradnorm", layers="0.blocks.5")
+    with pytest.raises(ValueError, match=r"layers: no parameters under '0\.blocks\.5' in this network"):
+        learner.fit(X[:40], y[:40], seed=0)

@@ -357,6 +357,8 @@ class GradNormScorer:
                    task: Target = "classification", layers: str | Sequence[str] = "last",
                    mean_index: int = 0, target: GradTarget = "predicted") -> "GradNormScorer":
         _, layer = find_last_linear(model, last_layer)
+        if layers not in ("last", "all"):  # names no layer: refused at the fit, not at the first score after it
+            _select(model, layers)  # (the library's fit took it; a black-box check)
         return cls(model, layer, task=task, layers=layers, mean_index=mean_index, target=target)
 
     def score_outputs(self, h_n_d: torch.Tensor, out_n_C: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
