@@ -282,7 +282,11 @@ def run_bench(
 
         def keep_longer(req: RunRequest, prev: Any) -> RunRequest:
             """A longer run short of this budget goes on under its own budget, for the cycles that reach this
-            one (bench lowered it to its own budget, a black-box check)."""
+            one (bench lowered it to its own budget, a black-box check).  A run that exists goes on under the
+            stopping rules recorded with it, as `alkit run` continues it: bench took a stopped run past its rule."""
+            recorded = list((prev.config or {}).get("stop") or []) if prev is not None else []
+            if recorded:
+                req = dataclasses.replace(req, stop=recorded)
             if prev is None or prev.budget <= budget:
                 return req
             spent = loop.store.n_spent(prev.id)

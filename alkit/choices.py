@@ -100,10 +100,11 @@ def peer_name_hint(name: str, known: object) -> str:
 
 
 def fold_case(text: str) -> str:
-    """A class name as an answer matches it: NFKC (full-width 'ｓｅ' is 'se', as '＃ＲＥＦ！' is '#REF!') and case
-    folded.  Only case was folded: a full-width answer was an unknown class whose hint added a visual twin, and a
-    full-width '＿＿ｓｋｉｐ＿＿' became a class label, not a skip (a black-box check)."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """A class name as an answer matches it: NFKC (full-width 'ｓｅ' is 'se', as '＃ＲＥＦ！' is '#REF!') in lower
+    case.  Only case was folded: a full-width answer was an unknown class whose hint added a visual twin, and a
+    full-width '＿＿ｓｋｉｐ＿＿' became a class label, not a skip.  Lower case, not casefold: casefold makes 'ß'
+    'ss', so the answer 'Masse' (mass) was filed as the class 'Maße' (measures) without a word (black-box checks)."""
+    return unicodedata.normalize("NFKC", text).lower()
 
 
 def is_skip_label(text: str | None) -> bool:

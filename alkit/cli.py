@@ -183,7 +183,7 @@ def init(
             cased.setdefault(fold_case(c), []).append(c)
         same = [v for v in cased.values() if len(v) > 1]
         if same:  # barolo / Barolo / BAROLO were three classes without a word (a black-box check)
-            console.print(f"hint: classes that differ only in case: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"
+            console.print(f"hint: classes that differ only in case or character width: {'; '.join(', '.join(map(repr, v)) for v in same[:3])}"
                           f"{' ...' if len(same) > 3 else ''}; if they are one class, spell them alike in the data file "
                           "and init again")
         from alkit.choices import class_number
@@ -364,7 +364,7 @@ def run(
         from alkit.models.user_backbone import canonical_ref
 
         backbone, learner = (canonical_ref(r, proj.root) if r else r for r in (backbone, learner))
-        flags = {"--head": ("head", head), "--cov": ("cov", cov), "--backbone": ("module", backbone or None),
+        flags = {"--head": ("head", head), "--cov": ("cov", cov), "--backbone": ("module", backbone),
                  "--learner": ("estimator", learner),
                  "--model-dir": ("model_dir", str(model_dir.expanduser().resolve()) if model_dir is not None else None),
                  "--class-prompts": ("class_prompts", class_prompts)}
@@ -447,8 +447,9 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
             req = dataclasses.replace(req, stop=recorded)
             plan = loop.resolve(req)
     spec = plan.spec
-    if keep_stop:  # once the rules are checked: a later --resume watches with them too
-        loop.store.set_stop_rules(spec.name, list(req.stop))
+    if keep_stop:  # recorded by the loop once the run is accepted (a later --resume watches with them too): set here,
+        # a command refused after it (a budget below what was spent, a busy run) had dropped the run's rule (a check)
+        req = dataclasses.replace(req, replace_stop=True)
     for note in plan.notes:
         err.print(f"note: {escape(note)}", highlight=False, style="dim")
     loop.store.check_run(spec)  # a run refused for other settings encodes nothing (it wrote vlm-features/)
@@ -484,7 +485,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     from alkit.report import run_summaries
 
     rows = _with_no_model(loop.store, loop.cfg, [r for r in run_summaries(loop.store, loop.project.config)
-                                                 if r["name"] == spec.name])
+                                                 if r["name"] == spec.name], loop.project.cli_flag())
     one_class = rows[0]["no_model"] if rows else None
     if one_class:
         err.print(f"note: {escape(one_class)}", highlight=False)
@@ -499,7 +500,7 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     print_table(console, summary_table(rows, title, wide, console.width), wide)
 
 
-def _one_class_note(store: Any, cfg: Any, run_name: str) -> str | None:
+def _one_class_note(store: Any, cfg: Any, run_name: str, where: str = "") -> str | None:
     """Why a classification run has no metrics when every label it learns from is one class (a 99 %
     class and a small budget): it 'completed' with no model fitted and said nothing (`run`; `status` showed
     it as a plain 'complete' with blank metrics, a black-box check)."""
@@ -523,17 +524,17 @@ def _one_class_note(store: Any, cfg: Any, run_name: str) -> str | None:
     if run.status == "waiting" and n_waiting(store, run.id):
         advice = "labelling its queued items (`alkit queue import`) may bring another class"
     elif run.status == "waiting" and store.n_spent(run.id) < run.budget:
-        advice = f"its next batch (`alkit run --resume {shlex.quote(run_name)}`) may reach another class"
+        advice = f"its next batch (`alkit run --resume {shlex.quote(run_name)}{where}`) may reach another class"
     else:
         advice = f"a larger --budget, or spreading the picks with {spread}, may reach another class"
     return f"every label run {run_name} learns from is class {next(iter(values))!r}, so {what}; {advice}"
 
 
-def _with_no_model(store: Any, cfg: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_no_model(store: Any, cfg: Any, rows: list[dict[str, Any]], where: str = "") -> list[dict[str, Any]]:
     """``rows`` (run_summaries') with ``no_model``: why a run that cycled has no metrics (its labels are all one
     class), as `status --json` and `run --json` give it (run's had no such key; a black-box check)."""
     for r in rows:
-        r["no_model"] = _one_class_note(store, cfg, r["name"]) if r["cycles"] and not r["metrics"] else None
+        r["no_model"] = _one_class_note(store, cfg, r["name"], where) if r["cycles"] and not r["metrics"] else None
     return rows
 
 
@@ -550,7 +551,7 @@ def status(
 
         proj = load_project(project)
         store = _store(proj.store_url)
-        rows = _with_no_model(store, proj.config, run_summaries(store, proj.config))
+        rows = _with_no_model(store, proj.config, run_summaries(store, proj.config), proj.cli_flag())
     if json_out:
         print(json.dumps(rows, default=str))
         return

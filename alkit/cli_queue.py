@@ -113,8 +113,9 @@ def _next_step(res: ImportResult, where: str = "") -> str:
         return ""
     if len(res.waiting_runs) == 1:
         return f" — `alkit run --resume {shlex.quote(res.waiting_runs[0])}{where}` continues with the next cycle"
-    if 1 < len(res.waiting_runs) <= 3:  # named, as status calls them now (NAME was left for the team to fill in)
-        return " — ready: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.waiting_runs)
+    if len(res.waiting_runs) > 1 and 1 <= len(res.ready_runs) <= 3:  # the runs this import made ready, named (NAME
+        # was left for the team to fill in; every waiting run was listed, also those ready before: black-box checks)
+        return " — ready now: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.ready_runs)
     if res.waiting_runs:
         return f" — `alkit run --resume NAME{where}` continues each waiting run (`alkit status{where}` lists them)"
     if res.running_runs:

@@ -320,7 +320,10 @@ class ActiveLoop:
     def _drive(self, req: RunRequest, plan: RunPlan, lease: leases.Lease) -> list[CycleResult]:
         spec = plan.spec
         before = next((r.budget for r in self.store.runs() if r.name == spec.name), None)
-        run = self.store.get_or_create_run(spec)
+        run = self.store.get_or_create_run(spec)  # refuses a budget below what was spent: nothing recorded before it
+        if req.replace_stop and before is not None:  # `--stop` given to a run that exists: under the lease, accepted
+            self.store.set_stop_rules(spec.name, list(req.stop))
+            run = next(r for r in self.store.runs() if r.name == spec.name)
         if before is not None and spec.budget < before:  # it was cut short without a word
             self.on_event("note", {"run": run.name, "message": f"run {run.name}'s budget lowered from {before} to "
                                    f"{spec.budget} labels by --budget {spec.budget} (a larger --budget raises it again)"})

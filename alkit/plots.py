@@ -126,6 +126,7 @@ class CurveStats:
     lower: np.ndarray
     upper: np.ndarray
     n_seeds: int
+    legend: tuple[str, str] | None = None  # (curve, what follows it) of a seed drawn on its own: 'margin', 'seed 0'
 
 
 def _spread(values_S_G: np.ndarray, band: Band) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -155,11 +156,12 @@ def curve_stats(df: pl.DataFrame, metric: str, *, band: Band = "std") -> dict[st
         lo = max(n[0] for n, _ in curves)
         hi = min(n[-1] for n, _ in curves)
         shared = np.unique(np.concatenate([n[(n >= lo) & (n <= hi)] for n, _ in curves])) if lo <= hi else []
-        if len(curves) > 1 and len(shared) < 2 and any(len(n) > 1 for n, _ in curves):
+        # (seeds of one point each at different counts too: nothing was drawn, a black-box check)
+        if len(curves) > 1 and (lo > hi or (len(shared) < 2 and any(len(n) > 1 for n, _ in curves))):
             warnings.warn(Note(f"the seeds of {strategy!r} share {'no label range' if lo > hi else 'one label count'} "
                                f"(they learn from labels collected at different times): each seed is drawn on its own"))
             for seed, (n, v) in seeds.items():
-                out[f"{strategy} (seed {seed})"] = CurveStats(n, v, v, v, 1)
+                out[f"{strategy} (seed {seed})"] = CurveStats(n, v, v, v, 1, (strategy, f"seed {seed}"))
             continue
         grid = np.unique(np.concatenate([n for n, _ in curves]))
         grid = grid[(grid >= lo) & (grid <= hi)]
@@ -256,9 +258,9 @@ def plot_learning_curves(
                 marker = _VARIANT_MARKERS[(variants[base] - 1) % len(_VARIANT_MARKERS)]
         poly = ax.fill_between(s.n_labeled, s.lower, s.upper, color=color, alpha=0.18, linewidth=0)
         poly.set_gid(_svg_id("band", strategy))
-        seeds = f"{s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}"
+        name, seeds = s.legend or (strategy, f"{s.n_seeds} seed{'s' if s.n_seeds != 1 else ''}")
         (line,) = ax.plot(s.n_labeled, s.mean, color=color, linestyle=style, linewidth=width,
-                          marker=marker, markersize=4, label=legend_label(strategy, seeds))
+                          marker=marker, markersize=4, label=legend_label(name, seeds))
         line.set_gid(_svg_id("curve", strategy))
     band_text = "mean ± 1 std over seeds" if band == "std" else "mean, band = min–max over seeds"
     where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if many else {}

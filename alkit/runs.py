@@ -57,6 +57,7 @@ class RunRequest:
     acquisition: str | None = None  # score per item (alkit/acquisition); default: the preset's
     initial_selector: str | None = None  # model-free first-batch selector; default: the preset's
     stop: list[str] = field(default_factory=list)  # stopping rules, 'name[:param=value,...]' (alkit/stopping)
+    replace_stop: bool = False  # record ``stop`` as the rules of a run that exists (`--stop` given), once it is accepted
 
 
 @dataclass
@@ -622,6 +623,12 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         # a line break in it drew two rows in status for one run (a black-box check)
         raise LoopError(f"--name {req.name!r} holds a line break, a tab or another control character, or spaces at "
                         "its ends: give a name of printable characters")
+    # empty values (an unset shell variable): '' was recorded as a stratify column no data has, and locked the plain
+    # command out of the run; --backbone '' ran the default network without a word (a black-box check)
+    if req.stratify_by is not None and not str(req.stratify_by).strip():
+        raise LoopError("--stratify-by is empty: give a metadata column (an unset shell variable?)")
+    if "module" in req.learner_options and not str(req.learner_options["module"] or "").strip():
+        raise LoopError("--backbone is empty: give a network as module:attr or file.py:attr (an unset shell variable?)")
     if req.candidates is not None and req.candidates < 1:
         raise LoopError(f"--candidates must be at least 1, got {req.candidates}")
     if req.candidates is not None and req.candidates < req.batch_size:  # it was raised to the batch silently

@@ -1309,8 +1309,9 @@ def test_the_one_class_note_of_a_team_run_names_its_next_step(tmp_path: Path, bu
         "labelling its queued items (`alkit queue import`) may bring another class")
     answers.write_text(f"id,label\n{ids[2]},1\n")
     import_labels(project, answers)
-    ready = _one_class_note(store, project.config, "r")
+    ready = _one_class_note(store, project.config, "r", project.cli_flag())
     assert ready.startswith("every label run r learns from is class '1'") and "queue import" not in ready
-    assert ready.endswith("its next batch (`alkit run --resume r`) may reach another class" if budget > 3 else
+    assert ready.endswith(f"its next batch (`alkit run --resume r --project {project.root}`) may reach another class"
+                          if budget > 3 else
                           "a larger --budget, or spreading the picks with --strategy coldstart (--stratify-by COL), "
                           "may reach another class")

@@ -81,6 +81,13 @@ def test_seeds_sharing_less_than_two_label_counts_are_drawn_each_on_its_own(tmp_
     with pytest.warns(Note):
         out = P.plot_learning_curves(df, "accuracy", tmp_path / "c.svg")
     assert "curve-epistemic__seed_0_" in out.read_text() and "curve-margin" in out.read_text()
+    assert "epistemic (seed 1)" in out.read_text() and "(1 seed)" not in out.read_text().replace("margin (1 seed)", "")
+    # seeds of one fitted point each, at different counts: nothing was drawn, and no note said why
+    one = pl.DataFrame(dict(run_id=["a", "b"], strategy=["margin"] * 2, seed=[0, 1], n_labeled=[10, 20],
+                            accuracy=[0.41, 0.66]))
+    with pytest.warns(Note, match="share no label range"):
+        stats = P.curve_stats(one, "accuracy")
+    assert {k: v.mean.tolist() for k, v in stats.items()} == {"margin (seed 0)": [0.41], "margin (seed 1)": [0.66]}
 
 
 def test_two_runs_with_one_strategy_and_seed_are_rejected():

@@ -349,8 +349,13 @@ def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) 
     ids = queue_batch(project, 2, run="r2") + queue_batch(project, 2, run="r 3")
     part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
     both = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
-    assert (f"ready: `alkit run --resume r2 --project {project.root}`, `alkit run --resume 'r 3' --project "
+    assert (f"ready now: `alkit run --resume r2 --project {project.root}`, `alkit run --resume 'r 3' --project "
             f"{project.root}`") in both, both
+    # a later import names the run it made ready, not those ready before it
+    ids = queue_batch(project, 2, run="r4")
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
+    later = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
+    assert later.endswith(f"ready now: `alkit run --resume r4 --project {project.root}`"), later
 
 
 def test_a_semicolon_separated_answer_file_is_named_as_such(tmp_path: Path) -> None:
@@ -936,7 +941,7 @@ def test_labels_as_the_data_file_spells_them_and_classes_it_would_split(tmp_path
     assert import_labels(project, tmp_path / "m.csv").labeled == 2
     assert {v[0] for i, v in shared_labels(project).items() if i in ids_q} == {"1", "other"}
     _, said = make("c", ["barolo", "Barolo", "grignolino"] * 4 + [None] * 48)
-    assert "classes that differ only in case: 'Barolo', 'barolo'" in said
+    assert "classes that differ only in case or character width: 'Barolo', 'barolo'" in said
     # a code with a leading zero among them kept '1' and '1.0' two classes without a word (a black-box check)
     project, said = make("z", ["1", "1.0", "01", "2", "2.0"] * 2 + [None] * 50)
     assert project is not None and project.config.classes == ["01", "1", "1.0", "2", "2.0"]
@@ -1510,3 +1515,7 @@ def test_full_width_answers_read_as_the_class_or_skip_they_spell(tmp_path: Path)
     with pytest.raises(InputError, match=r"--classes 'a' and 'ａ' differ only in character width or case"):
         init_project(tmp_path / "d.csv", tmp_path / "q", InitOptions(id_col="id", label_col="label", features=PX,
                                                                      classes=["a", "b", "ａ"]))
+    # lower case, not casefold: 'Masse' (mass) and 'Maße' (measures) are two classes, and neither answer is the other
+    from alkit.choices import fold_case
+
+    assert fold_case("Masse") != fold_case("Maße") and fold_case("ＭＡＳＳＥ") == fold_case("masse")

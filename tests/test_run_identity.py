@@ -566,6 +566,11 @@ def test_cov_shared_beside_a_one_output_regression_head_is_refused(tmp_path: Pat
         with pytest.raises(LoopError, match=rf"^-o train_cov=shared beside --head {head}: .* use -o train_cov=dense"):
             loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "train_cov": "shared"}))
         loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"head": head, "train_cov": "dense"}))
+    # empty values (an unset shell variable): '' was recorded as a stratify column, and --backbone '' ran the default
+    with pytest.raises(LoopError, match="^--stratify-by is empty"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=20, stratify_by=" "))
+    with pytest.raises(LoopError, match="^--backbone is empty"):
+        loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"module": ""}))
     with pytest.raises(LoopError, match=r"^--cov shared without --head: each fit chooses a head of one output, "
                                         r".* or the bucket head, whose default is shared; either way the default"):
         loop.resolve(RunRequest(strategy="epistemic", budget=20, learner_options={"cov": "shared"}))

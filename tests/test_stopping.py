@@ -418,6 +418,9 @@ def test_the_forecast_at_the_budget_counts_the_labels_a_run_learns_from(tmp_path
     run = ["run", "--strategy", "margin", "--budget", "40", "--stop", "forecast:gain=0.000001,k=1,min_points=4"]
     for _ in range(4):
         assert alkit(*run).returncode == 0
+        st = json.loads(alkit("status", "--json").stdout)[0]
+        if st["forecast"] and st["status"] == "waiting":  # its queued batch counts as labels to come (it was left out)
+            assert st["forecast"]["at"] == 140 and st["n_labeled"] + 10 + 40 - st["n_spent"] == 140, st
         q = pl.read_csv(tmp_path / "p" / "queue.csv", infer_schema=False)
         q.with_columns(pl.Series("label", [truth[i] for i in q["id"]])).write_csv(tmp_path / "a.csv")
         assert alkit("queue", "import", "a.csv").returncode == 0
@@ -444,3 +447,74 @@ def test_a_rule_given_to_a_run_watches_its_cycles_from_then_on(tmp_path: Path, d
     # gain 0.5 fires as soon as the rule may decide: on the redone cycle 6 and three more, at 90 labels
     assert st["status"] == "stopped" and st["stopped"]["cycle"] == 9 and st["n_spent"] == 90, st
     assert st["stopped"]["since"] == 6
+
+
+def test_a_refused_run_keeps_the_runs_stopping_rules_and_stop(tmp_path: Path, digits_csv: Path) -> None:
+    """`--resume NAME --budget 10 --stop none` (a budget below what was spent) was refused, but had already dropped
+    the run's rule and turned the stopped run 'interrupted': the next plain --resume spent labels the rule had
+    saved (a black-box check).  The rules are recorded once the run is accepted."""
+    alkit = project_cli(tmp_path)
+    assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    first = alkit("run", "--strategy", "margin", "--budget", "100", "--stop", "forecast:gain=0.5,k=1,min_points=4")
+    assert first.returncode == 0, first.stderr
+    before = json.loads(alkit("status", "--json").stdout)[0]
+    assert before["status"] == "stopped"
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        config = db.execute("select config, status from runs").fetchone()
+    bad = alkit("run", "--resume", before["name"], "--budget", "10", "--stop", "none")
+    assert bad.returncode == 2 and "would be below that" in bad.stderr, bad.stderr
+    with sqlite3.connect(tmp_path / "p" / "alkit.db") as db:
+        assert db.execute("select config, status from runs").fetchone() == config
+    again = alkit("run", "--resume", before["name"])  # the rule still holds it: nothing spent
+    assert again.returncode == 0
+    assert json.loads(alkit("status", "--json").stdout)[0]["n_spent"] == before["n_spent"]
+
+
+def test_a_larger_budget_buys_a_batch_where_labels_came_in_since_the_stop(tmp_path: Path) -> None:
+    """A team run stopped by its rule, continued with a larger budget after other runs' answers came in: its last
+    evaluation is kept (the labels differ), and the rule fired again at once on the first continued cycle, buying no
+    label (a black-box check); as at a redone stop, no rule decides that cycle."""
+    import polars as pl
+    from conftest import digits_frame
+
+    df = digits_frame(400)
+    truth = dict(zip(df["id"], df["label"].cast(pl.Utf8)))
+    df.with_columns(pl.when(pl.int_range(pl.len()) < 150).then(pl.col("label")).otherwise(None)).write_csv(
+        tmp_path / "d.csv")
+    alkit = project_cli(tmp_path)
+    assert alkit("init", "d.csv", "--id-col", "id", "--label-col", "label").returncode == 0
+
+    def answer() -> None:
+        q = pl.read_csv(tmp_path / "p" / "queue.csv", infer_schema=False)
+        q.with_columns(pl.Series("label", [truth[i] for i in q["id"]])).write_csv(tmp_path / "a.csv")
+        assert alkit("queue", "import", "a.csv").returncode == 0
+
+    run = ["run", "--strategy", "margin", "--budget", "100", "--stop", "kappa:threshold=0.05,k=1"]
+    for _ in range(4):  # kappa >= 0.05 fires as soon as two models agree a little
+        assert alkit(*run).returncode == 0
+        if json.loads(alkit("status", "--json").stdout)[0]["status"] == "stopped":
+            break
+        answer()
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "stopped", st
+    assert alkit("run", "--strategy", "random", "--seed", "5", "--budget", "10").returncode == 0
+    answer()  # another run's answers: the stopped run learns from more labels now
+    more = alkit("run", "--resume", st["name"], "--budget", "110")
+    assert more.returncode == 0, more.stderr
+    after = [r for r in json.loads(alkit("status", "--json").stdout) if r["name"] == st["name"]][0]
+    assert after["n_spent"] == st["n_spent"] + 10, (st, after)  # it bought a batch (queued for people now)
+
+
+def test_bench_continues_a_run_under_its_recorded_rules(tmp_path: Path, digits_csv: Path) -> None:
+    """Rules recorded with a run watch it however it is continued: bench built its requests without them and took a
+    stopped run 70 labels past its rule, to 'complete', where `alkit run` with the same budget stopped it again."""
+    alkit = project_cli(tmp_path)
+    assert alkit("init", str(digits_csv), "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    rule = "forecast:gain=0.5,k=1,min_points=4"
+    assert alkit("run", "--strategy", "margin", "--budget", "60", "--stop", rule).returncode == 0
+    st = json.loads(alkit("status", "--json").stdout)[0]
+    assert st["status"] == "stopped", st
+    bench = alkit("bench", "--budget", "120", "--strategies", "margin", "--seeds", "1")
+    assert bench.returncode == 0, bench.stderr
+    after = json.loads(alkit("status", "--json").stdout)[0]
+    assert after["status"] == "stopped" and after["n_spent"] < 120 and after["stop_rules"] == [rule], after

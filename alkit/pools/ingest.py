@@ -934,7 +934,7 @@ def _declared_classes(values: list[str]) -> list[str]:
         for key in keys:
             if key in seen:
                 how = ("are one number" if key[0] == "number" else "differ only in case"
-                       if seen[key].casefold() == c.casefold() else "differ only in character width or case")
+                       if seen[key].lower() == c.lower() else "differ only in character width or case")
                 raise InputError(f"--classes {seen[key]!r} and {c!r} {how}: an answer could not tell them apart; "
                                  "give one of them")
             seen[key] = c

@@ -99,6 +99,7 @@ class ImportResult:
     waiting_runs: list[str] = field(default_factory=list)  # runs that wait for people's labels (status waiting)
     running_runs: list[str] = field(default_factory=list)  # runs a live process drives now (they take the labels)
     added_classes: list[str] = field(default_factory=list)  # --add-class: the classes this import added
+    ready_runs: list[str] = field(default_factory=list)  # waiting runs whose last queued items this import answered
 
     @property
     def changed(self) -> int:
@@ -862,6 +863,9 @@ def import_labels(
                                lambda ids: set(store.keys_for_ids(ids))) if numeric else None
     if stripped:  # before any id is matched: a row would go to the item that has the shorter id
         raise refuse(path, [stripped])
+    # the runs this import makes ready: waiting with items queued now, with none after it (the next step names them;
+    # it named every waiting run, also those ready before: a black-box check)
+    queued_before = {r.name for r in store.runs() if r.status == "waiting" and n_waiting(store, r.id)}
     refused: dict[str, str] = {}
     decisions = _decisions(project, rows, problems, refused)
     problems.extend(_other_rows(project, store, [row for _, row in decisions.values()]))
@@ -919,9 +923,10 @@ def import_labels(
         answered = sum(1 for r in rows if r.item_id in unanswered and states.get(r.item_id, ("",))[0] in
                        ("labeled", "skipped"))
         pending, repeated = pending - answered, repeated + answered
+    ready = [r.name for r in store.runs() if r.name in queued_before and r.name in waiting and not n_waiting(store, r.id)]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
-                        added)
+                        added, ready)
 
 
 def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:

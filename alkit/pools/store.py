@@ -774,11 +774,17 @@ class Store:
         refitted the same labels under the next cycle's seed and shifted every later seed).  The
         dropped row holds no selection and no label: the refit at the same labels replaces it.  Where
         labels came in since (a team project's answers to other runs), the refit would not be that fit:
-        dropping it erased a measured point of a finished run's curve (a black-box check), so it stays."""
+        dropping it erased a measured point of a finished run's curve (a black-box check), so it stays, and the
+        run's stopping rules watch from the next cycle on (``stop_since``), which none decides, as none decides at a
+        redone stop: they fired at once there, and a larger budget bought no label (a black-box check)."""
         with self.session() as s:
             write_lock(s)
             last = s.scalar(select(CycleRow).where(CycleRow.run_id == run_id).order_by(CycleRow.cycle.desc()).limit(1))
-            if last is None or last.n_selected != 0 or last.cycle == 0 or last.n_labeled != n_labeled:
+            if last is None or last.n_selected != 0 or last.cycle == 0:
+                return False
+            if last.n_labeled != n_labeled:
+                run = s.get(Run, run_id)
+                run.config = {**(run.config or {}), "stop_since": int(last.cycle) + 1}
                 return False
             picked = s.scalar(select(func.count()).select_from(SelectionRow)
                               .where(SelectionRow.run_id == run_id, SelectionRow.cycle == last.cycle))
