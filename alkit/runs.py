@@ -89,6 +89,9 @@ _OWNED = {
 }
 
 
+RUN_NAME_MAX = 256  # the store's runs.name column (schema.Run)
+
+
 def _name_part(key: str, value: Any, legacy: bool = False, full_paths: bool = False) -> str:
     """An option as it appears in a curve name: KEY=VALUE (a number as short as it reads back:
     30, 0.003), except the options of flags of their own, by value: a model directory by its
@@ -639,6 +642,9 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
         raise LoopError(f"--initial must be at least 1 (the first batch's size; leave it out for --batch-size), "
                         f"got {initial}")
     ident = run_identity(req, scorer, runs, cfg.task, cfg.input_kind)
+    if len(ident.name) > RUN_NAME_MAX:  # PostgreSQL enforces the column's length (a traceback there), SQLite does not
+        raise LoopError(f"the run name {ident.name[:40]!r}... is {len(ident.name)} characters; the store allows "
+                        f"{RUN_NAME_MAX}: give a shorter --name")
     unlabeled, held = n_pool_for(ident.name)
     n_pool = unlabeled + held
     if req.budget > n_pool and held:  # people label for every run: other runs took the rest of the pool

@@ -98,6 +98,48 @@ def test_missing_database_is_a_clear_error(pg_database) -> None:  # noqa: ANN001
         Store(missing)
 
 
+def test_a_database_with_tables_named_as_alkits_and_a_long_run_name_are_refused(tmp_path: Path, digits_csv: Path,
+                                                                              pg_database) -> None:  # noqa: ANN001
+    """Another application's 'labels' table made init a traceback (a foreign key on its columns), and a run name
+    over the column's 256 characters one on PostgreSQL only, where SQLite ran it (a PostgreSQL check)."""
+    from sqlalchemy import create_engine, text
+
+    from alkit.loop import ActiveLoop, LoopError, RunRequest
+    from alkit.pools.ingest import InitOptions, init_project
+
+    url = pg_database()
+    engine = create_engine(url)
+    with engine.begin() as c:
+        c.execute(text("create table labels (id int primary key, note text)"))
+        c.execute(text("insert into labels values (1, 'precious')"))
+    with pytest.raises(StoreError, match=r"the database holds tables named as alkit's \(labels\); use an empty"):
+        Store(url, create=True)
+    with engine.begin() as c:
+        assert c.execute(text("select note from labels")).scalar() == "precious"
+        c.execute(text("drop table labels"))
+    engine.dispose()
+    init_project(digits_csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, store=url))
+    from alkit.config import load_project
+
+    loop = ActiveLoop(load_project(tmp_path / "p"))
+    with pytest.raises(LoopError, match=r"is 257 characters; the store allows 256: give a shorter --name"):
+        loop.resolve(RunRequest(strategy="random", budget=10, name="n" * 257))
+    loop.store.dispose()
+
+
+def test_a_server_out_of_reach_is_an_outage_and_url_spellings_are_named() -> None:
+    """A server down when a command starts was 'is not an alkit store' (exit 2, bad input to a retry script): it is
+    the outage the commands name (exit 1, run again when it is back).  postgres:// (DATABASE_URL's spelling) got a
+    bare 'NoSuchModuleError'."""
+    from sqlalchemy.exc import OperationalError
+
+    pytest.importorskip("psycopg")
+    with pytest.raises(OperationalError, match="No such file or directory"):
+        Store("postgresql+psycopg://alkit@/x?host=/nonexistent-alkit-socket-dir")
+    with pytest.raises(StoreError, match=r"a postgres:// URL: write it postgresql\+psycopg://"):
+        Store("postgres://alkit@/x", create=True)
+
+
 def _alkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "alkit.cli", *args], cwd=cwd, capture_output=True, text=True,

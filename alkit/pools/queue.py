@@ -908,7 +908,8 @@ def import_labels(
                 behind = ahead[len(before_ahead):]
                 warnings.warn(Note(f"alkit.toml lacked the class{'es' if len(behind) > 1 else ''} "
                                    f"{', '.join(map(repr, behind))} that an `--add-class` import recorded in the store "
-                                   "with its labels (it was stopped before it rewrote alkit.toml): added"), stacklevel=2)
+                                   "with its labels (another import at the same time, or one stopped before it "
+                                   "rewrote alkit.toml): added"), stacklevel=2)
     named = {r.item_id for r in rows}
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 from sqlalchemy import create_engine, delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
 from alkit.choices import fold_case
@@ -115,11 +115,21 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(target, connect_args={"timeout": 60})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if url.startswith("postgres://"):  # the DATABASE_URL spelling: SQLAlchemy has no dialect of that name
+        raise StoreError("a postgres:// URL: write it postgresql+psycopg://... (the driver alkit[postgres] installs)")
     if url.startswith("postgresql"):
+        import logging
+
+        # psycopg logs a lost connection's pipeline ('error ignored terminating <psycopg.Pipeline [BAD]>') beside the
+        # one line the outage gets (a PostgreSQL check)
+        logging.getLogger("psycopg").setLevel(logging.CRITICAL)
         try:
             return create_engine(url, pool_pre_ping=True, json_serializer=_pg_json_dumps,
                                  json_deserializer=_pg_json_loads)
         except ModuleNotFoundError as exc:
+            if exc.name == "psycopg2":  # alkit[postgres] installs psycopg 3: the hint changed nothing
+                raise StoreError("postgresql+psycopg2:// needs psycopg2, which alkit does not install: write the URL "
+                                 "postgresql+psycopg://... (psycopg 3, pip install 'alkit[postgres]')") from None
             raise StoreError(
                 f"{exc.name} is needed for a PostgreSQL store: pip install 'alkit[postgres]'"
             ) from None
@@ -132,6 +142,10 @@ def make_engine(url: str) -> Engine:
                          "for mysql://, or use a SQLite or PostgreSQL store)") from None
     except (ArgumentError, NoSuchModuleError) as exc:  # malformed URL, unknown dialect (no URL in the message)
         raise StoreError(f"cannot use the store URL: {type(exc).__name__} (see --store's documented forms)") from None
+
+
+_SERVER_AWAY = ("Connection refused", "No such file or directory", "connection is bad", "server closed the connection",
+                "timeout expired", "the database system is starting up", "the database system is shutting down")
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -415,9 +429,16 @@ class Store:
         if create:
             try:
                 existing = set(inspect(self.engine).get_table_names())
+                clash = sorted(existing & set(Base.metadata.tables))
+                if clash and "meta" not in existing:  # another application's tables of alkit's names: create_all
+                    # skipped them and failed on their columns with a traceback (a PostgreSQL check)
+                    self.engine.dispose()
+                    raise StoreError(f"cannot create the store at {self._safe_url()}: the database holds tables named "
+                                     f"as alkit's ({', '.join(clash)}); use an empty database")
                 Base.metadata.create_all(self.engine)
                 self.created_tables = [t for t in Base.metadata.tables if t not in existing]
-            except OperationalError as exc:
+            except (OperationalError, ProgrammingError) as exc:  # e.g. PostgreSQL's 'permission denied for schema
+                # public' (a role without CREATE): a traceback before
                 self.engine.dispose()
                 reason = str(exc.orig or exc).strip().splitlines()[0]
                 size = len(str(db_file.resolve()).encode()) if db_file is not None else 0
@@ -485,6 +506,9 @@ class Store:
                 version = None if meta is None else meta.value
         except Exception as exc:  # noqa: BLE001 - any driver error means "not an alkit store"
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if db_file is None and isinstance(exc, OperationalError) and any(m in str(exc) for m in _SERVER_AWAY):
+                raise  # a server down or out of reach: the outage the commands name (exit 1, run again when it is
+                # back); 'is not an alkit store', exit 2, told a retry script it was bad input (a PostgreSQL check)
             if any(w in reason for w in ("malformed", "not a database", "no such table")):
                 for f in made:  # the -wal/-shm the failed read opened beside a damaged file (an empty log, an index)
                     if f.exists() and (f.name.endswith("-shm") or f.stat().st_size == 0):
