@@ -117,7 +117,14 @@ def test_a_database_with_tables_named_as_alkits_and_a_long_run_name_are_refused(
     with engine.begin() as c:
         assert c.execute(text("select note from labels")).scalar() == "precious"
         c.execute(text("drop table labels"))
+        # a role that may not create tables in the schema: a traceback ('permission denied for schema public')
+        c.execute(text("drop role if exists alkit_reader; create role alkit_reader login"))
+        c.execute(text("revoke create on schema public from public"))
     engine.dispose()
+    reader = url.replace("alkit@", "alkit_reader@", 1)
+    assert reader != url
+    with pytest.raises(StoreError, match=r"cannot create the store at .*permission denied for schema public"):
+        Store(reader, create=True)
     init_project(digits_csv, tmp_path / "p", InitOptions(id_col="id", label_col="label", hide_labels=True, store=url))
     from alkit.config import load_project
 
