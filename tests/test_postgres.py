@@ -147,6 +147,35 @@ def test_a_server_out_of_reach_is_an_outage_and_url_spellings_are_named() -> Non
         Store("postgres://alkit@/x", create=True)
 
 
+def test_an_init_killed_after_its_store_committed_does_not_block_the_next(tmp_path: Path, digits_csv: Path,
+                                                                          pg_database) -> None:  # noqa: ANN001
+    """A kill -9 between the store's commit and alkit.toml left a full store no project claimed, and every later init
+    was refused with 'the store already holds items' (a PostgreSQL check).  The dead init's folder records the
+    tables it created in which store; the next init into that folder drops them.  Another store's are kept."""
+    import json as _json
+
+    from alkit.pools.ingest import InitOptions, _store_digest, init_project
+
+    url, other = pg_database(), pg_database()
+    opts = InitOptions(id_col="id", label_col="label", hide_labels=True, store=url)
+    root = tmp_path / "p"
+    init_project(digits_csv, root, opts)
+    for name in ("alkit.toml", "features.parquet", "payload.parquet"):  # killed before its files were moved in
+        (root / name).unlink()
+    dead = root / ".alkit-init-999999999-dead"
+    dead.mkdir()
+    (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(other), "tables": Store.table_names()}))
+    with pytest.raises(StoreError, match="already holds items"):  # a record of another store drops nothing here
+        init_project(digits_csv, root, opts)
+    dead.mkdir()
+    (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(url), "tables": Store.table_names()}))
+    cfg = init_project(digits_csv, root, opts)
+    assert (root / "alkit.toml").exists() and not dead.exists()
+    s = Store(url)
+    assert s.counts()["pool:unlabeled"] + s.counts().get("test:labeled", 0) > 0 and cfg.n_items == 400
+    s.dispose()
+
+
 def _alkit(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200", "ALKIT_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "alkit.cli", *args], cwd=cwd, capture_output=True, text=True,

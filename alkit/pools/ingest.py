@@ -1005,6 +1005,7 @@ def _image_shape(shape: tuple[int, ...], n_features: int) -> list[int]:
 
 INIT_PREFIX = ".alkit-init-"  # temp folder of an init in progress: .alkit-init-<pid>-<random>
 _JOURNAL = "moved.txt"  # inside it: every file already moved into the project, one path per line
+_STORE_TABLES = "store-tables.json"  # inside it: the external store's tables this init created, and which store
 
 
 MISSING_LISTED = 20  # feature columns with missing values named in one refusal (and an --exclude of them all)
@@ -1109,16 +1110,44 @@ def _roll_back(tmp: Path) -> None:
                 Path(path + suffix).unlink(missing_ok=True)
 
 
-def remove_stale_inits(root: Path) -> None:
+def remove_stale_inits(root: Path) -> list[dict[str, Any]]:
     """Temp folders of inits whose process is gone (killed): roll back what each had moved in,
-    unless it got as far as alkit.toml (then the project is complete), and delete the folder."""
+    unless it got as far as alkit.toml (then the project is complete), and delete the folder.  Returns
+    what each such init had created in an external store (``_STORE_TABLES``: {"store": digest, "tables"}),
+    for the next init on that store to drop (``_drop_dead_tables``)."""
+    dead: list[dict[str, Any]] = []
     for folder in root.glob(f"{INIT_PREFIX}*"):
         pid = _pid_of(folder)
         if not folder.is_dir() or (pid is not None and pid != os.getpid() and pid_alive(pid)):
             continue  # another init is running here right now
         if not (root / CONFIG_NAME).exists():
             _roll_back(folder)
+            try:
+                dead.append(json.loads((folder / _STORE_TABLES).read_text(encoding="utf-8")))
+            except (OSError, ValueError):
+                pass
         shutil.rmtree(folder, ignore_errors=True)
+    return dead
+
+
+def _store_digest(url: str) -> str:
+    """An external store named without its password (none is written to disk), hashed."""
+    import hashlib
+
+    from sqlalchemy.engine import make_url
+
+    return hashlib.sha256(make_url(url).set(password=None).render_as_string(hide_password=False).encode()).hexdigest()
+
+
+def _drop_dead_tables(url: str, dead: list[dict[str, Any]]) -> None:
+    """Drop the tables an init into this folder created in this external store before it was killed (after its
+    store committed, before alkit.toml): they held a full store that no project claimed, and every later init was
+    refused with 'the store already holds items' (a PostgreSQL check)."""
+    digest = _store_digest(url)
+    for record in dead:
+        tables = [t for t in record.get("tables") or [] if isinstance(t, str)]
+        if record.get("store") == digest and tables:
+            Store.drop_created(url, [t for t in tables if t in Store.table_names()])
 
 
 def columns_shown(columns: Sequence[str], wanted: str | None = None) -> str:
@@ -1193,8 +1222,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     blocking = next((p for p in (root, *root.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise InputError(f"project folder {root}: {blocking} is a file, not a folder")
-    if root.is_dir():
-        remove_stale_inits(root)  # debris of a killed init goes first, whatever this one decides
+    dead_inits = remove_stale_inits(root) if root.is_dir() else []  # debris of a killed init goes first
     if (root / CONFIG_NAME).exists():
         raise InputError(f"{root / CONFIG_NAME} already exists: this directory already holds a project")
     _refuse_writing_over(data, [root / FEATURES_NAME, root / PAYLOAD_NAME, root / CONFIG_NAME])
@@ -1403,8 +1431,13 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         build_url = f"sqlite:///{tmp / db_file.name}" if db_file is not None else url
         df.select(cfg.payload_cols).with_columns(pl.Series(PAYLOAD_KEY, np.arange(cfg.n_items, dtype=np.int64))).write_parquet(
             tmp / PAYLOAD_NAME)
+        if db_file is None and dead_inits:
+            _drop_dead_tables(url, dead_inits)
         store = Store(build_url, create=True)
         created = store.created_tables
+        if db_file is None and created:  # what a kill from here on leaves in the store, for the next init to drop
+            record = tmp / _STORE_TABLES
+            record.write_text(json.dumps({"store": _store_digest(url), "tables": created}), encoding="utf-8")
         store.initialise(bar.counted("items", items), shared_labels, cfg.classes,
                          features_id=FeatureReader(tmp / FEATURES_NAME).file_id, made_as=cfg.made_as())
         store.dispose()

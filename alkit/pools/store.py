@@ -470,6 +470,11 @@ class Store:
                              "with `alkit status`, and replace a store only while no alkit command uses it")
 
     @staticmethod
+    def table_names() -> list[str]:
+        """The tables of alkit's schema."""
+        return list(Base.metadata.tables)
+
+    @staticmethod
     def drop_created(url: str, tables: list[str]) -> None:
         """Drop the tables a failed ``alkit init`` created in an external store (and nothing else)."""
         engine = make_engine(url)
@@ -552,7 +557,9 @@ class Store:
         beside the items (``init_classes``)."""
         with self.session() as s:
             if s.scalar(select(func.count()).select_from(Item)):
-                raise StoreError("the store already holds items; refusing to initialise it twice")
+                raise StoreError("the store already holds items (a project's; or those of an init killed in another "
+                                 "folder: a killed init's own folder clears them at the next init there); refusing to "
+                                 "initialise it twice: use an empty database")
             s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
             if classes:
                 s.add(Meta(key="classes", value=json.dumps(list(classes))))
