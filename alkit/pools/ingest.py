@@ -1134,9 +1134,9 @@ def _store_digest(url: str) -> str:
     """An external store named without its password (none is written to disk), hashed."""
     import hashlib
 
-    from sqlalchemy.engine import make_url
+    from alkit.pools.store import url_without_password
 
-    return hashlib.sha256(make_url(url).set(password=None).render_as_string(hide_password=False).encode()).hexdigest()
+    return hashlib.sha256(url_without_password(url).encode()).hexdigest()
 
 
 def _drop_dead_tables(url: str, dead: list[dict[str, Any]]) -> None:

@@ -148,6 +148,13 @@ _SERVER_AWAY = ("Connection refused", "No such file or directory", "connection i
                 "timeout expired", "the database system is starting up", "the database system is shutting down")
 
 
+def url_without_password(url: str) -> str:
+    """A server store's URL with no password (URL.set takes None as "unchanged"): what names the store."""
+    u = make_url(url)
+    return URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query).render_as_string(
+        hide_password=False)
+
+
 def sqlite_file(url: str) -> Path | None:
     """The database file of a SQLite URL (None for other backends and in-memory databases)."""
     if not url.startswith("sqlite"):
@@ -527,6 +534,16 @@ class Store:
             if db_file is None and any(w in reason.lower() for w in ("password", "authentication")):
                 hint = ("; give the password as $ALKIT_STORE_URL (the full URL, with the same driver, user, host, port "
                         "and database as alkit.toml's store) or with PGPASSWORD / ~/.pgpass")
+                env = os.environ.get("ALKIT_STORE_URL")
+                try:  # set, but for another store: it was not used, which the hint to set it did not say (a check)
+                    other = bool(env) and url_without_password(str(env)) != url_without_password(self.url)
+                except ArgumentError:
+                    other = False
+                if other:
+                    hint = (f"; $ALKIT_STORE_URL is set but names another store "
+                            f"({make_url(str(env)).render_as_string(hide_password=True)}), so it was not used: give "
+                            "this store's URL there (the same driver, user, host, port and database as alkit.toml's) "
+                            "or the password with PGPASSWORD / ~/.pgpass")
             raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}{hint}") from exc
         if version is None or str(version) != str(SCHEMA_VERSION):
             raise StoreError(f"{self._safe_url()} is not an alkit store of schema version {SCHEMA_VERSION}")
