@@ -319,6 +319,14 @@ def without_password(url: str) -> str:
     return url if parsed.password is None else _drop_password(parsed).render_as_string(hide_password=False)
 
 
+def store_identity(url: str) -> str:
+    """A server store's URL with no password, always rendered alike (``without_password`` keeps a URL that has
+    none as written): what names the store, to compare two URLs or hash one."""
+    from sqlalchemy.engine import make_url
+
+    return _drop_password(make_url(url)).render_as_string(hide_password=False)
+
+
 def _drop_password(u: Any) -> Any:
     """The same sqlalchemy URL without its password (URL.set treats None as "unchanged")."""
     from sqlalchemy.engine import URL

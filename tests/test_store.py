@@ -193,10 +193,10 @@ def test_labeled_set_sees_shared_and_own_labels_only(store_url: str) -> None:
 def test_a_store_is_named_without_its_password() -> None:
     """URL.set(password=None) keeps the password: what names a server store (the killed-init record's digest, the
     $ALKIT_STORE_URL comparison) is the URL with none."""
+    from alkit.config import store_identity
     from alkit.pools.ingest import _store_digest
-    from alkit.pools.store import url_without_password
 
-    assert url_without_password("postgresql+psycopg://team:s%40cret@/tdb?host=/x") == \
+    assert store_identity("postgresql+psycopg://team:s%40cret@/tdb?host=/x") == \
         "postgresql+psycopg://team@/tdb?host=%2Fx"
     assert _store_digest("postgresql+psycopg://team:s%40cret@/tdb?host=/x") == \
         _store_digest("postgresql+psycopg://team@/tdb?host=/x") != _store_digest("postgresql+psycopg://team@/tdb2?host=/x")

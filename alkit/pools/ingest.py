@@ -39,6 +39,7 @@ from alkit.config import (
     missing_indicator,
     load_project,
     resolve_store_url,
+    store_identity,
     without_password,
     write_config,
 )
@@ -1134,9 +1135,7 @@ def _store_digest(url: str) -> str:
     """An external store named without its password (none is written to disk), hashed."""
     import hashlib
 
-    from alkit.pools.store import url_without_password
-
-    return hashlib.sha256(url_without_password(url).encode()).hexdigest()
+    return hashlib.sha256(store_identity(url).encode()).hexdigest()
 
 
 def _drop_dead_tables(url: str, dead: list[dict[str, Any]]) -> None:

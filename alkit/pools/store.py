@@ -28,6 +28,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, P
 from sqlalchemy.orm import Session, sessionmaker
 
 from alkit.choices import fold_case
+from alkit.config import store_identity
 from alkit.errors import StoreError  # noqa: F401 (re-exported: alkit.pools.store.StoreError)
 from alkit.pools.schema import (SCHEMA_VERSION, Base, CycleRow, CycleSignals, Item, Label, Meta, Run, SelectionRow,
                                 utcnow)
@@ -146,13 +147,6 @@ def make_engine(url: str) -> Engine:
 
 _SERVER_AWAY = ("Connection refused", "No such file or directory", "connection is bad", "server closed the connection",
                 "timeout expired", "the database system is starting up", "the database system is shutting down")
-
-
-def url_without_password(url: str) -> str:
-    """A server store's URL with no password (URL.set takes None as "unchanged"): what names the store."""
-    u = make_url(url)
-    return URL.create(u.drivername, u.username, None, u.host, u.port, u.database, u.query).render_as_string(
-        hide_password=False)
 
 
 def sqlite_file(url: str) -> Path | None:
@@ -536,7 +530,7 @@ class Store:
                         "and database as alkit.toml's store) or with PGPASSWORD / ~/.pgpass")
                 env = os.environ.get("ALKIT_STORE_URL")
                 try:  # set, but for another store: it was not used, which the hint to set it did not say (a check)
-                    other = bool(env) and url_without_password(str(env)) != url_without_password(self.url)
+                    other = bool(env) and store_identity(str(env)) != store_identity(self.url)
                 except ArgumentError:
                     other = False
                 if other:
