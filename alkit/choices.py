@@ -26,9 +26,17 @@ SPREADSHEET_ERRORS = ("#value!", "#ref!", "#div/0!", "#name?", "#num!", "#null!"
                       "#error!")  # Google Sheets' parse error
 
 
+def fold_case(text: str) -> str:
+    """A class name as an answer matches it: NFKC (full-width 'ｓｅ' is 'se', as '＃ＲＥＦ！' is '#REF!') in lower
+    case.  Only case was folded: a full-width answer was an unknown class whose hint added a visual twin, and a
+    full-width '＿＿ｓｋｉｐ＿＿' became a class label, not a skip.  Lower case, not casefold: casefold makes 'ß'
+    'ss', so the answer 'Masse' (mass) was filed as the class 'Maße' (measures) without a word (black-box checks)."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
 def _folded(text: str) -> str:
-    """A cell as the marker lists spell it: NFKC (full-width '＃ＲＥＦ！' is '#REF!'), stripped, lower case."""
-    return unicodedata.normalize("NFKC", text).strip().lower()
+    """A cell as the marker lists spell it: ``fold_case``'s (full-width '＃ＲＥＦ！' is '#REF!'), stripped."""
+    return fold_case(text).strip()
 
 
 def is_missing_label(text: str) -> bool:
@@ -99,18 +107,10 @@ def peer_name_hint(name: str, known: object) -> str:
     return ""
 
 
-def fold_case(text: str) -> str:
-    """A class name as an answer matches it: NFKC (full-width 'ｓｅ' is 'se', as '＃ＲＥＦ！' is '#REF!') in lower
-    case.  Only case was folded: a full-width answer was an unknown class whose hint added a visual twin, and a
-    full-width '＿＿ｓｋｉｐ＿＿' became a class label, not a skip.  Lower case, not casefold: casefold makes 'ß'
-    'ss', so the answer 'Masse' (mass) was filed as the class 'Maße' (measures) without a word (black-box checks)."""
-    return unicodedata.normalize("NFKC", text).lower()
-
-
 def is_skip_label(text: str | None) -> bool:
     """Whether a label cell is the skip token, in any case and character width ('__SKIP__' was read as an unknown
     class, and the hint to add it made a class of the skip)."""
-    return text is not None and fold_case(text).strip() == SKIP_LABEL
+    return text is not None and _folded(text) == SKIP_LABEL
 
 
 def class_number(name: str) -> float | None:

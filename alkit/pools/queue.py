@@ -43,8 +43,7 @@ from alkit.pools.commas import comma_hint
 from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueError re-exported)
 from alkit.pools.labelfiles._common import HISTORY_ROW, WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
-from alkit.pools.store import (REPLACED, SKIP, ImportRefused, Store, last_queued_cycles, queuing_runs, show_decision,
-                               utf8_misread)
+from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, queuing_runs, show_decision, utf8_misread
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -554,8 +553,10 @@ def collected_labels(store: Store, history: bool = False) -> list[CollectedLabel
             select(Meta.key, Meta.value).where(Meta.key.like("skip:%"))).all()}
         replaced = [(int(k[len(REPLACED):].split(":")[0]), json.loads(v)) for k, v in s.execute(
             select(Meta.key, Meta.value).where(Meta.key.like(f"{REPLACED}%"))).all()] if history else []
-        cycles = last_queued_cycles(s, sorted(skipped))
         queued_by = queuing_runs(s, [*(k for k, *_ in labels), *skipped, *(k for k, _ in replaced)])
+    cycles: dict[int, int] = {}  # a skip's cycle: the last any run queued it in (as import records a label's)
+    for key, cycle in queued_by:
+        cycles[key] = max(cycle, cycles.get(key, cycle))
     ids = store.ids_for_keys(sorted({*skipped, *(k for k, _ in replaced)}))
     out = [CollectedLabel(int(k), i, v, a, src, None if c is None else int(c), t) for k, i, v, a, src, c, t in labels]
     for key, meta in skipped.items():
@@ -915,7 +916,8 @@ def import_labels(
     # stay queued and the run waits for them, which the count alone did not say
     absent = [q.item_id for q in queued_items(store) if q.item_id not in named] if still else []
     live = leases.live_runs(store)  # a resumed run keeps 'waiting' in the store until its cycle ends
-    waiting = [r.name for r in store.runs() if r.status == "waiting" and r.name not in live]
+    waiting_runs = [r for r in store.runs() if r.status == "waiting" and r.name not in live]
+    waiting = [r.name for r in waiting_runs]
     # a row naming an item an earlier row of the file answered changes nothing more: counted as unchanged (two
     # annotators' agreeing rows in one file fell in no count, 15 rows read and 10 counted; a black-box check)
     repeated = sum(1 for r in rows if r.item_id in decisions and decisions[r.item_id][1] is not r)
@@ -924,7 +926,7 @@ def import_labels(
         answered = sum(1 for r in rows if r.item_id in unanswered and states.get(r.item_id, ("",))[0] in
                        ("labeled", "skipped"))
         pending, repeated = pending - answered, repeated + answered
-    ready = [r.name for r in store.runs() if r.name in queued_before and r.name in waiting and not n_waiting(store, r.id)]
+    ready = [r.name for r in waiting_runs if r.name in queued_before and not n_waiting(store, r.id)]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
                         added, ready)

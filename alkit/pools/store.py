@@ -204,7 +204,8 @@ def _chunks(seq: Sequence[Any], n: int = _CHUNK) -> Iterable[Sequence[Any]]:
 
 def last_queued_cycles(s: Session, keys: Sequence[int]) -> dict[int, int]:
     """item key -> the last cycle any run queued it in (keys no run queued are absent), read in chunks
-    of the store's IN-list size.  One query for import (a label's cycle) and `queue labels` (a skip's)."""
+    of the store's IN-list size: import's record of a label's cycle (`queue labels` reads a skip's from queuing_runs,
+    which it reads anyway)."""
     cycles: dict[int, int] = {}
     for chunk in _chunks(keys):
         cycles.update({int(k): int(c) for k, c in s.execute(
