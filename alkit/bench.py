@@ -42,7 +42,7 @@ from alkit.presets import PRESETS, get_preset, like_with_like
 from alkit.registry import SCORERS
 from alkit.acquisition import ACQUISITIONS
 from alkit.report import cycles_frame
-from alkit.runs import first_batch_refusal, resolve_acquisition
+from alkit.runs import first_batch_refusal, recorded_rules, resolve_acquisition
 from alkit.strategies import SELECTORS
 
 BUSY_POLL_S = 2.0  # how often bench looks whether a run another process holds is free
@@ -284,7 +284,7 @@ def run_bench(
             """A longer run short of this budget goes on under its own budget, for the cycles that reach this
             one (bench lowered it to its own budget, a black-box check).  A run that exists goes on under the
             stopping rules recorded with it, as `alkit run` continues it: bench took a stopped run past its rule."""
-            recorded = list((prev.config or {}).get("stop") or []) if prev is not None else []
+            recorded = recorded_rules(prev)
             if recorded:
                 req = dataclasses.replace(req, stop=recorded)
             if prev is None or prev.budget <= budget:

@@ -439,10 +439,12 @@ def _run_request(loop: "ActiveLoop", req: "RunRequest", json_out: bool, wide: bo
     """Plan, run with progress and print the run's summary (inside the caller's user_errors).
     ``keep_stop``: record the request's stopping rules with its run (`--stop ...` on a run that exists);
     ``inherit_stop``: a run that exists goes on with the rules recorded with it (no --stop given)."""
+    from alkit.runs import recorded_rules
+
     plan = loop.resolve(req)
     if inherit_stop:
         stored = next((r for r in loop.store.runs() if r.name == plan.spec.name), None)
-        recorded = list((stored.config or {}).get("stop") or []) if stored is not None else []
+        recorded = recorded_rules(stored)
         if recorded and recorded != list(req.stop):
             req = dataclasses.replace(req, stop=recorded)
             plan = loop.resolve(req)

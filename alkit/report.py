@@ -110,8 +110,7 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "stratify_by": run.config.get("stratify_by"),
             "last_stop": run.config.get("stopped"),
         })
-        out[-1]["forecast"] = (_forecast(run, rows, out[-1]["n_labeled"], out[-1]["n_spent"], n_waiting(store, run.id))
-                               if run.config.get("stop") else None)
+        out[-1]["forecast"] = _forecast(store, run, rows, out[-1]["n_labeled"], out[-1]["n_spent"])
     return out
 
 
@@ -134,7 +133,7 @@ def _method(run: Any, cfg: "ProjectConfig | None", rows: list[Any]) -> dict[str,
             run.config.get("initial_selector") or (preset.initial_selector if preset else None)}
 
 
-def _forecast(run: Any, rows: list[Any], n_labeled: int, n_spent: int, n_queued: int) -> dict[str, Any] | None:
+def _forecast(store: Store, run: Any, rows: list[Any], n_labeled: int, n_spent: int) -> dict[str, Any] | None:
     """For a run with the forecast stopping rule: its metric predicted at the budget, 5-95 % band.  The curve's
     axis is the labels a run learns from (``n_labeled`` now), not its picks: the budget is read there as the labels
     it will learn from once spent, now's plus its queued items' and the budget left (it was read as ``run.budget``
@@ -151,7 +150,7 @@ def _forecast(run: Any, rows: list[Any], n_labeled: int, n_spent: int, n_queued:
     stopped = run.config.get("stopped") or {}
     since = int(stopped.get("since", -1)) if run.status == "stopped" else rules_since(run.config)
     pts = [(c.n_labeled, c.metrics[metric]) for c in curve_cycles(rows) if metric in c.metrics and c.cycle >= since]
-    at = n_labeled + n_queued + max(run.budget - n_spent, 0)
+    at = n_labeled + n_waiting(store, run.id) + max(run.budget - n_spent, 0)
     fc = forecast_at([n for n, _ in pts], [v for _, v in pts], at, metric in HIGHER_IS_BETTER)
     return None if fc is None else {"metric": metric, **fc}
 

@@ -404,6 +404,12 @@ def _naming(run: Any) -> int:
     return int((run.config or {}).get(NAMING, 1))
 
 
+def recorded_rules(run: Any | None) -> list[str]:
+    """The stopping rules recorded with a stored run (none for no run): what continues it, however it is continued
+    (`alkit run` without --stop, bench)."""
+    return list(((run.config or {}).get("stop") or []) if run is not None else [])
+
+
 def rules_since(config: dict[str, Any] | None) -> int:
     """The cycle from which a run's stopping rules read its curve: the one a rule last stopped it at, where a
     larger budget picked up, or the latest cycle when its rules were last replaced (``stop_since``), whichever
