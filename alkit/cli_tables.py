@@ -62,10 +62,10 @@ def break_at_hyphens(name: str, limit: int) -> str:
 
 
 def _labels_cell(r: dict[str, Any]) -> str:
-    """Labels spent / budget, and the labels the run learns from where people's labels for other
-    runs' picks add to them."""
+    """Labels spent / budget, and the labels the run learns from where they are not only the answers to its
+    own picks (given labels, people's labels for other runs' picks; skips among its picks)."""
     labels = f"{r.get('n_spent', r['n_labeled'])}/{r['budget']}"
-    if r["n_labeled"] != r.get("n_spent", r["n_labeled"]):
+    if r["n_labeled"] != r.get("n_spent", r["n_labeled"]) or r.get("n_not_picked"):
         labels += f" (learns from {r['n_labeled']})"
     return labels
 

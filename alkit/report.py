@@ -6,6 +6,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from alkit.choices import HIGHER_IS_BETTER
@@ -88,8 +89,11 @@ def run_summaries(store: Store, cfg: "ProjectConfig | None" = None) -> list[dict
             "budget": run.budget,
             "status": _status(store, run, live),
             "cycles": len(rows),
-            "n_labeled": len(store.labeled_set(run.id)[0]),
-            "n_spent": store.n_spent(run.id),  # of its budget: the items it selected
+            "n_labeled": len(labeled := store.labeled_set(run.id)[0]),
+            "n_spent": len(picked := store.selected_keys(run.id)),  # of its budget: the items it selected
+            # labels it learns from that are not answers to its own picks (given labels, other runs' answers):
+            # with a skip among its picks the two counts can be equal while the labels differ (a black-box check)
+            "n_not_picked": int(np.isin(labeled, picked, invert=True).sum()),
             "metrics_n_labeled": latest.n_labeled if latest else None,
             "metrics": dict(latest.metrics) if latest else {},
             "fit_s": sum(c.fit_s for c in rows),

@@ -1177,3 +1177,22 @@ def test_a_problem_met_at_many_rows_is_named_once_with_its_rows(human: tuple[Pro
         import_labels(project, errors)
     assert "--add-class" not in str(err.value)
     assert snapshot(project) == before
+
+
+def test_labels_cell_says_learns_from_where_a_skip_and_an_unqueued_label_even_the_counts(tmp_path: Path) -> None:
+    """A run that spent 3 picks (one skipped) and learns from 3 labels (two answers and one label given for an
+    item no run queued) learns from other labels than its picks: the status cell said "3/1000" alone, as for a
+    run learning from exactly its picks (a black-box check's leftover)."""
+    project, truth = _digits_human(tmp_path)
+    ids = queue_batch(project, 3)
+    other = Store(project.store_url).ids_for_keys(Store(project.store_url).pool_keys()[5:6].tolist())
+    other_id = next(iter(other.values()))
+    answers = tmp_path / "answers.csv"
+    answers.write_text("id,label\n" + f"{ids[0]},{truth[ids[0]]}\n{ids[1]},{truth[ids[1]]}\n{ids[2]},__skip__\n"
+                       + f"{other_id},{truth[other_id]}\n")
+    import_labels(project, answers, unqueued=True)
+    out = invoke("status", "--project", str(project.root))
+    assert out.exit_code == 0, out.text
+    assert "3/1000 (learns from 3)" in re.sub(r"\s+", " ", out.text), out.text
+    row = json.loads(invoke("status", "--json", "--project", str(project.root)).stdout)[0]
+    assert (row["n_spent"], row["n_labeled"], row["n_not_picked"]) == (3, 3, 1)
