@@ -40,6 +40,7 @@ from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.queue import classes_ahead, kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
+from alkit.presets import get_preset
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run, rules_since  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
 from alkit.stopping import Decision, History, first_fired
@@ -380,6 +381,18 @@ class ActiveLoop:
         self.on_event("run_end", {"run": run.name, "run_id": run.id})
         return results
 
+    def _note_unused_initial_selector(self, plan: RunPlan, n_labeled: int) -> None:
+        """Tell a run given --initial-selector that no batch of it is model-free: labels it had at cycle 0 (given with
+        the data, or answers to other runs' picks) fitted a model that picked the first batch, so the run's name
+        (`-initrandom`) named a second run with the picks of the run without it (a black-box check)."""
+        if plan.initial_selector_name == get_preset(plan.spec.strategy).initial_selector:
+            return
+        why = ("its learner predicts before any label (zero-shot)" if plan.zero_shot and not n_labeled else
+               f"the {n_labeled} label{'s' * (n_labeled != 1)} it has at cycle 0 fitted a model")
+        self.on_event("note", {"run": plan.spec.name, "message": (
+            f"--initial-selector {plan.initial_selector_name} picks nothing in run {plan.spec.name}: {why}, which "
+            f"picks its first batch ({plan.selector_name}) as in the run without --initial-selector")})
+
     def _note_threads(self, run: Any) -> None:
         """Tell a run that goes on at another thread count than it started with (recorded since 2026-12-07): its fits
         sum in another order from here (on a 28x28 image network 8 of 10 picks and 0.10 accuracy by 80 labels)."""
@@ -457,6 +470,8 @@ class ActiveLoop:
         if k > 0:
             selector, selector_name = ((plan.initial_selector, plan.initial_selector_name) if learner is None
                                        else (plan.selector, plan.selector_name))
+            if cycle == 0 and learner is not None:
+                self._note_unused_initial_selector(plan, len(y_lab))
             self.on_event("phase", {"cycle": cycle, "phase": "score", "selector": selector_name})
             t0 = time.perf_counter()
             mask = self._pool_mask(run_id, keys_lab)

@@ -209,3 +209,27 @@ def test_status_names_no_model_free_batch_where_the_first_fitted_a_model(tmp_pat
     row = json.loads(other("status", "--json").stdout)[0]
     assert row["initial_selector"] == "random" and row["selector"] == "topk", row
     assert "random, then topk" in other("status", "--wide").stdout
+
+
+def test_initial_selector_where_the_first_batch_is_the_models_is_said_to_pick_nothing(tmp_path: Path) -> None:
+    """--initial-selector names a run of its own (`-initcoldstart`); where the project's labels fit a model at cycle 0
+    no batch is model-free, and that run's picks were the default run's without a word (a black-box check's
+    leftover).  A run starting with nothing labelled says nothing."""
+    from conftest import digits_frame, project_cli
+
+    frame = digits_frame()
+    frame.with_columns(pl.when(pl.int_range(pl.len()) < 150).then(pl.col("label")).alias("label")) \
+        .write_csv(tmp_path / "part.csv")
+    alkit = project_cli(tmp_path)
+    assert alkit("init", "part.csv", "--id-col", "id", "--label-col", "label", "--initial-labeled", "30").returncode == 0
+    plain = alkit("run", "--strategy", "margin", "--budget", "10", "--seed", "0")
+    cold = alkit("run", "--strategy", "margin", "--budget", "10", "--seed", "0", "--initial-selector", "coldstart")
+    assert plain.returncode == 0 and cold.returncode == 0, cold.stderr
+    said = " ".join((cold.stdout + cold.stderr).split())
+    assert "--initial-selector coldstart picks nothing in run margin-initcoldstart-b10-s0" in said, said
+    assert "the 30 labels it has at cycle 0 fitted a model" in said and "picks nothing" not in plain.stdout
+    frame.write_csv(tmp_path / "all.csv")
+    other = project_cli(tmp_path, "q")
+    assert other("init", "all.csv", "--id-col", "id", "--label-col", "label", "--hide-labels").returncode == 0
+    fresh = other("run", "--strategy", "margin", "--budget", "20", "--seed", "0", "--initial-selector", "coldstart")
+    assert fresh.returncode == 0 and "picks nothing" not in fresh.stdout + fresh.stderr, fresh.stdout
