@@ -154,7 +154,7 @@ def test_an_init_killed_after_its_store_committed_does_not_block_the_next(tmp_pa
     tables it created in which store; the next init into that folder drops them.  Another store's are kept."""
     import json as _json
 
-    from alkit.pools.ingest import InitOptions, _store_digest, init_project
+    from alkit.pools.ingest import InitOptions, InputError, _store_digest, init_project
 
     url, other = pg_database(), pg_database()
     opts = InitOptions(id_col="id", label_col="label", hide_labels=True, store=url)
@@ -167,8 +167,14 @@ def test_an_init_killed_after_its_store_committed_does_not_block_the_next(tmp_pa
     (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(other), "tables": Store.table_names()}))
     with pytest.raises(StoreError, match="already holds items"):  # a record of another store drops nothing here
         init_project(digits_csv, root, opts)
-    dead.mkdir()
+    assert (dead / "store-tables.json").exists()  # and stays for an init on that store
     (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(url), "tables": Store.table_names()}))
+    (dead / "features.parquet").write_bytes(b"half written")
+    # an init refused before it reaches the store (bad input) had deleted the record, the only note of the tables
+    with pytest.raises(InputError, match="--test-frac"):
+        init_project(digits_csv, root, InitOptions(id_col="id", label_col="label", hide_labels=True, store=url,
+                                                   test_frac=1.5))
+    assert [p.name for p in dead.iterdir()] == ["store-tables.json"]
     cfg = init_project(digits_csv, root, opts)
     assert (root / "alkit.toml").exists() and not dead.exists()
     s = Store(url)

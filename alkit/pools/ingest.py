@@ -1111,12 +1111,14 @@ def _roll_back(tmp: Path) -> None:
                 Path(path + suffix).unlink(missing_ok=True)
 
 
-def remove_stale_inits(root: Path) -> list[dict[str, Any]]:
+def remove_stale_inits(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Temp folders of inits whose process is gone (killed): roll back what each had moved in,
     unless it got as far as alkit.toml (then the project is complete), and delete the folder.  Returns
     what each such init had created in an external store (``_STORE_TABLES``: {"store": digest, "tables"}),
-    for the next init on that store to drop (``_drop_dead_tables``)."""
-    dead: list[dict[str, Any]] = []
+    with its folder, for the next init on that store to drop (``_drop_dead_tables``).  A folder holding such a
+    record keeps the record alone until then: an init refused before the drop (bad input, another store) had
+    deleted it, and with it the only note of those tables (a PostgreSQL check)."""
+    dead: list[tuple[Path, dict[str, Any]]] = []
     for folder in root.glob(f"{INIT_PREFIX}*"):
         pid = _pid_of(folder)
         if not folder.is_dir() or (pid is not None and pid != os.getpid() and pid_alive(pid)):
@@ -1124,9 +1126,15 @@ def remove_stale_inits(root: Path) -> list[dict[str, Any]]:
         if not (root / CONFIG_NAME).exists():
             _roll_back(folder)
             try:
-                dead.append(json.loads((folder / _STORE_TABLES).read_text(encoding="utf-8")))
+                record = json.loads((folder / _STORE_TABLES).read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                pass
+                record = None
+            if isinstance(record, dict):
+                dead.append((folder, record))
+                for leftover in folder.iterdir():
+                    if leftover.name != _STORE_TABLES:
+                        shutil.rmtree(leftover, ignore_errors=True) if leftover.is_dir() else leftover.unlink(missing_ok=True)
+                continue
         shutil.rmtree(folder, ignore_errors=True)
     return dead
 
@@ -1138,15 +1146,17 @@ def _store_digest(url: str) -> str:
     return hashlib.sha256(store_identity(url).encode()).hexdigest()
 
 
-def _drop_dead_tables(url: str, dead: list[dict[str, Any]]) -> None:
+def _drop_dead_tables(url: str, dead: list[tuple[Path, dict[str, Any]]]) -> None:
     """Drop the tables an init into this folder created in this external store before it was killed (after its
     store committed, before alkit.toml): they held a full store that no project claimed, and every later init was
-    refused with 'the store already holds items' (a PostgreSQL check)."""
+    refused with 'the store already holds items' (a PostgreSQL check).  The record's folder goes once they are."""
     digest = _store_digest(url)
-    for record in dead:
+    for folder, record in dead:
         tables = [t for t in record.get("tables") or [] if isinstance(t, str)]
-        if record.get("store") == digest and tables:
-            Store.drop_created(url, [t for t in tables if t in Store.table_names()])
+        if record.get("store") == digest:
+            if tables:
+                Store.drop_created(url, [t for t in tables if t in Store.table_names()])
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def columns_shown(columns: Sequence[str], wanted: str | None = None) -> str:
@@ -1464,6 +1474,8 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
     finally:
         bar.close()
         shutil.rmtree(tmp, ignore_errors=True)
+    for folder, _ in dead_inits:  # a project now claims this folder: no later init here reads them
+        shutil.rmtree(folder, ignore_errors=True)
     load_project(root)  # round-trip check of what was written
     return cfg
 
