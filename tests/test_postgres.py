@@ -151,8 +151,12 @@ def test_an_init_killed_after_its_store_committed_does_not_block_the_next(tmp_pa
                                                                           pg_database) -> None:  # noqa: ANN001
     """A kill -9 between the store's commit and alkit.toml left a full store no project claimed, and every later init
     was refused with 'the store already holds items' (a PostgreSQL check).  The dead init's folder records the
-    tables it created in which store; the next init into that folder drops them.  Another store's are kept."""
+    tables it created in which store, with the token its store holds; the next init into that folder drops them.
+    Another store's are kept, as is a store that holds another init's token: a killed init's empty tables that
+    another project's init took were dropped by their names, with that project's labels (a black-box check)."""
     import json as _json
+
+    from sqlalchemy import create_engine, text
 
     from alkit.pools.ingest import InitOptions, InputError, _store_digest, init_project
 
@@ -162,13 +166,28 @@ def test_an_init_killed_after_its_store_committed_does_not_block_the_next(tmp_pa
     init_project(digits_csv, root, opts)
     for name in ("alkit.toml", "features.parquet", "payload.parquet"):  # killed before its files were moved in
         (root / name).unlink()
-    dead = root / ".alkit-init-999999999-dead"
-    dead.mkdir()
-    (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(other), "tables": Store.table_names()}))
+    engine = create_engine(url)
+    with engine.connect() as c:
+        token = c.execute(text("select value from meta where key = 'init_token'")).scalar()
+    engine.dispose()
+    assert isinstance(token, str) and len(token) == 32
+
+    def plant(store: str, tok: str) -> Path:
+        dead = root / ".alkit-init-999999999-dead"
+        dead.mkdir(exist_ok=True)
+        (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(store), "tables": Store.table_names(),
+                                                             "token": tok}))
+        return dead
+
+    dead = plant(other, token)
     with pytest.raises(StoreError, match="already holds items"):  # a record of another store drops nothing here
         init_project(digits_csv, root, opts)
     assert (dead / "store-tables.json").exists()  # and stays for an init on that store
-    (dead / "store-tables.json").write_text(_json.dumps({"store": _store_digest(url), "tables": Store.table_names()}))
+    plant(url, "f" * 32)  # the tables are another init's now: a project's store, whatever the record's names
+    with pytest.raises(StoreError, match="already holds items"):
+        init_project(digits_csv, root, opts)
+    assert Store(url).n_items() == 400 and not dead.exists()
+    plant(url, token)
     (dead / "features.parquet").write_bytes(b"half written")
     # an init refused before it reaches the store (bad input) had deleted the record, the only note of the tables
     with pytest.raises(InputError, match="--test-frac"):

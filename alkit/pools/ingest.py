@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import secrets
 import shlex
 import shutil
 import stat
@@ -1152,10 +1153,14 @@ def _drop_dead_tables(url: str, dead: list[tuple[Path, dict[str, Any]]]) -> None
     refused with 'the store already holds items' (a PostgreSQL check).  The record's folder goes once they are."""
     digest = _store_digest(url)
     for folder, record in dead:
-        tables = [t for t in record.get("tables") or [] if isinstance(t, str)]
-        if record.get("store") == digest:
+        tables = [t for t in record.get("tables") or [] if isinstance(t, str) and t in Store.table_names()]
+        token = record.get("token")
+        if record.get("store") == digest and isinstance(token, str) and token:
+            # only the store that init filled (its token): emptied tables another project's init took since are
+            # that project's (a drop by table names erased its labels; a black-box check); a record of an init
+            # killed before its store committed drops nothing (its empty tables block no init)
             if tables:
-                Store.drop_created(url, [t for t in tables if t in Store.table_names()])
+                Store.drop_created(url, tables, init_token=token)
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -1444,11 +1449,14 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
             _drop_dead_tables(url, dead_inits)
         store = Store(build_url, create=True)
         created = store.created_tables
+        token = secrets.token_hex(16)  # this init's, in the store's meta: a later init drops only the store it names
         if db_file is None and created:  # what a kill from here on leaves in the store, for the next init to drop
             record = tmp / _STORE_TABLES
-            record.write_text(json.dumps({"store": _store_digest(url), "tables": created}), encoding="utf-8")
+            record.write_text(json.dumps({"store": _store_digest(url), "tables": created, "token": token}),
+                              encoding="utf-8")
         store.initialise(bar.counted("items", items), shared_labels, cfg.classes,
-                         features_id=FeatureReader(tmp / FEATURES_NAME).file_id, made_as=cfg.made_as())
+                         features_id=FeatureReader(tmp / FEATURES_NAME).file_id, made_as=cfg.made_as(),
+                         init_token=token)
         store.dispose()
         store = None
         write_config(tmp, cfg)

@@ -477,11 +477,22 @@ class Store:
         return list(Base.metadata.tables)
 
     @staticmethod
-    def drop_created(url: str, tables: list[str]) -> None:
-        """Drop the tables a failed ``alkit init`` created in an external store (and nothing else)."""
+    def drop_created(url: str, tables: list[str], init_token: str | None = None) -> bool:
+        """Drop the tables a failed ``alkit init`` created in an external store (and nothing else); with
+        ``init_token``, only where the store is still the one that init filled (its ``init_token`` in meta):
+        a killed init's empty tables may since have been taken by another project's init, whose labels a drop
+        by table names alone erased (a black-box check).  True if dropped."""
         engine = make_engine(url)
         try:
+            if init_token is not None:
+                with engine.connect() as conn:
+                    if "meta" not in inspect(conn).get_table_names():
+                        return False
+                    held = conn.execute(select(Meta.value).where(Meta.key == "init_token")).scalar()
+                if held != init_token:
+                    return False
             Base.metadata.drop_all(engine, tables=[Base.metadata.tables[t] for t in tables])
+            return True
         finally:
             engine.dispose()
 
@@ -562,11 +573,12 @@ class Store:
     # ------------------------------------------------------------------ init
     def initialise(self, items: Iterable[dict[str, Any]], shared_labels: Iterable[dict[str, Any]],
                    classes: Sequence[str] = (), features_id: str | None = None,
-                   made_as: dict[str, Any] | None = None) -> None:
+                   made_as: dict[str, Any] | None = None, init_token: str | None = None) -> None:
         """Fill a new store in one transaction: items, then labels given at init.  Both are taken
         chunk by chunk, so a generator of rows keeps a large pool out of memory; a refused chunk
         rolls the whole transaction back.  ``classes``: the class order alkit.toml records, kept
-        beside the items (``init_classes``)."""
+        beside the items (``init_classes``); ``init_token``: the init's own random token, by which a later
+        init knows the store a killed one filled (``drop_created``)."""
         with self.session() as s:
             if s.scalar(select(func.count()).select_from(Item)):
                 raise StoreError("the store already holds items (a project's; or those of an init killed in another "
@@ -579,6 +591,8 @@ class Store:
                 s.add(Meta(key="features_id", value=features_id))
             if made_as:  # the settings of alkit.toml this store was made for (check_made_as)
                 s.add(Meta(key="made_as", value=json.dumps(made_as, sort_keys=True)))
+            if init_token:
+                s.add(Meta(key="init_token", value=init_token))
             # Core inserts on the session's connection: the ORM's bulk path took twice as long
             # (500,000 items on SQLite: 4.8-5.3 CPU-s against 2.5-2.8)
             conn = s.connection()
