@@ -518,3 +518,14 @@ def test_bench_continues_a_run_under_its_recorded_rules(tmp_path: Path, digits_c
     assert bench.returncode == 0, bench.stderr
     after = json.loads(alkit("status", "--json").stdout)[0]
     assert after["status"] == "stopped" and after["n_spent"] < 120 and after["stop_rules"] == [rule], after
+
+
+def test_the_forecast_band_of_a_flat_curve_is_near_its_points() -> None:
+    """`status` said 'predicted accuracy at the budget 0.983 (5-95 %: 0.000-1.000)' of five points between 0.975 and
+    0.983 (a black-box check): the power law is not identified on a flat curve, and draws from its parameter
+    covariance filled the whole range.  The band is then refitted to the resampled residuals."""
+    flat = forecast_at([170, 180, 190, 200, 210], [0.9833, 0.975, 0.975, 0.9833, 0.9833], 250)
+    assert flat is not None and 0.96 < flat["lo"] <= flat["mean"] <= flat["hi"] <= 1.0, flat
+    assert flat["hi"] - flat["lo"] < 0.05, flat
+    falling = forecast_at([170, 180, 190, 200, 210], [0.21, 0.2, 0.205, 0.2, 0.199], 250, higher_is_better=False)
+    assert falling is not None and 0.15 < falling["lo"] <= falling["mean"] <= falling["hi"] < 0.25, falling
