@@ -45,6 +45,14 @@ def _store(url: str) -> Store:
     return Store(url)
 
 
+def _project_store(proj: Any) -> Store:
+    """The project's store, refused where it holds another project's items (Project.check_store): `status` said
+    'no runs yet' of a store another init had taken, which only `run` refused (a black-box check)."""
+    store = _store(proj.store_url)
+    proj.check_store(store)
+    return store
+
+
 def _show_version(value: bool) -> None:
     if value:
         from alkit import __version__
@@ -552,7 +560,7 @@ def status(
         from alkit.report import capacity_text, run_summaries
 
         proj = load_project(project)
-        store = _store(proj.store_url)
+        store = _project_store(proj)
         rows = _with_no_model(store, proj.config, run_summaries(store, proj.config), proj.cli_flag())
     if json_out:
         print(json.dumps(rows, default=str))
@@ -593,7 +601,7 @@ def plot(
         from alkit.report import cycles_frame
 
         proj = load_project(project)
-        store = _store(proj.store_url)
+        store = _project_store(proj)
         df = cycles_frame(store, proj.config)
         default = "accuracy" if proj.config.task == "classification" else "crps"
         if metric is None:  # without a test split, the --stop forecast runs log the cross-validated one
@@ -639,7 +647,7 @@ def bench(
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="Cap on minibatch epochs per fit, read from 1,000 labels on (default 200); below that a fit is a fixed number of full-batch steps."),
     metric: Optional[str] = typer.Option(None, "--metric", help="Table metric (default accuracy, or crps for regression; also balanced_accuracy, macro_f1, nll, ...)."),
     at: Optional[str] = typer.Option(None, "--at", help="Comma-separated label counts for the fixed-budget columns."),
-    target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean)."),
+    target: Optional[float] = typer.Option(None, "--target", help="Metric value for labels-to-target (default: random's final mean; without random, 95 % of the best final mean, 105 % for CRPS)."),
     out_dir: Optional[Path] = typer.Option(None, "--out-dir", parser=utf8_path, metavar="<path>", help="Where the tables go (default: <project>/bench)."),
     wide: bool = typer.Option(False, "--wide", help="Every column and metric (the default fits 80 columns)."),
     project: Path = ProjectOpt,

@@ -96,7 +96,11 @@ def import_cmd(
     if res.not_in_file:  # queued items the file does not name: the run waits for them
         rest = len(res.not_in_file) - 5
         more = f" and {rest} more" if rest > 0 else ""
-        absent = f"; not in this file: {', '.join(res.not_in_file[:5])}{more}"
+        runs = res.not_in_file_runs
+        # with several runs, the items another run queued read as if this file were incomplete (a black-box check)
+        whose = (f" (queued by {', '.join(runs[:3])}{' and others' if len(runs) > 3 else ''})"
+                 if runs and len(set(res.waiting_runs) | set(runs)) > 1 else "")
+        absent = f"; not in this file: {', '.join(res.not_in_file[:5])}{more}{whose}"
     if res.added_classes:
         console.print(f"[green]added[/] class{'' if len(res.added_classes) == 1 else 'es'} "
                       f"{', '.join(map(repr, res.added_classes))} to the project (alkit.toml); every run learns "
@@ -109,8 +113,9 @@ def import_cmd(
 def _next_step(res: ImportResult, where: str = "") -> str:
     """What the import lets happen next: a waiting run's next cycle, or nothing (every run is done);
     ``where``: the project flag its commands need (Project.cli_flag)."""
-    if res.still_queued:
-        return ""
+    if res.still_queued:  # other runs' items wait: those this import made ready go on (they were not named)
+        return (" — ready now: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.ready_runs)
+                if 1 <= len(res.ready_runs) <= 3 else "")
     if len(res.waiting_runs) == 1:
         return f" — `alkit run --resume {shlex.quote(res.waiting_runs[0])}{where}` continues with the next cycle"
     if len(res.waiting_runs) > 1 and 1 <= len(res.ready_runs) <= 3:  # the runs this import made ready, named (NAME

@@ -185,6 +185,37 @@ class Project:
     def store_url(self) -> str:
         return resolve_store_url(self.config.store, self.root)
 
+    def check_store(self, store: Any) -> None:
+        """The store must hold this project's items: as many as alkit.toml records, under the ids the payload
+        file holds for a few sampled keys (StoreError otherwise).  Another project's store copied in ran without a
+        word (its keys and labels paired with these features: accuracy at chance) or crashed on a key beyond the
+        features; `status` and `queue` read it as this project's (a store another init had taken: 'no runs yet',
+        labels imported into it; black-box checks)."""
+        from alkit.errors import StoreError
+
+        store.check_made_as(self.config.made_as())
+        n = sum(store.counts().values())
+        url = self.store_url
+        if n != self.config.n_items:
+            raise StoreError(f"the store ({url}) holds {n} items, alkit.toml records {self.config.n_items}: it is "
+                             "another project's store; restore this project's alkit.db (or its --store)")
+        payload = self.payload_path
+        if not payload.is_file():
+            return
+        import pyarrow.parquet as pq
+
+        if self.config.id_col not in pq.read_schema(payload).names or payload_key(payload) == self.config.id_col:
+            return  # an id column named 'key' in a project made before _alkit_key: that init wrote the row keys over
+            # it, so the payload holds no ids to compare (the count did)
+        keys = sorted({0, n // 2, n - 1})
+        stored = store.ids_for_keys(keys)
+        ids = pq.read_table(payload, columns=[self.config.id_col]).column(0)
+        if not any(str(ids[k].as_py()) == stored.get(k) for k in keys):
+            k = keys[0]
+            raise StoreError(f"the store ({url}) names item {k} {stored.get(k)!r}, this project's data "
+                             f"{str(ids[k].as_py())!r}: it is another project's store; restore this project's alkit.db "
+                             "(or its --store)")
+
     def cli_flag(self) -> str:
         """' --project DIR' for the commands a hint shows, unless the project is the current folder; the
         folder shell-quoted, so the command can be pasted (a '#' in it commented the rest out, a black-box
@@ -254,8 +285,9 @@ STORE_URL_ENV = "ALKIT_STORE_URL"  # the store URL with its password, kept out o
 def resolve_store_url(url: str, root: Path) -> str:
     """The URL to connect with: a relative SQLite path resolved against the project, and for an
     external store the password from $ALKIT_STORE_URL when that names the same database (same
-    driver, user, host, port and database; otherwise it is ignored, and libpq's PGPASSWORD or
-    ~/.pgpass still apply)."""
+    backend, user, host, port and database, whatever driver it spells: ``postgresql://`` beside
+    alkit.toml's ``postgresql+psycopg://`` was called another store; the connection keeps alkit.toml's
+    driver); otherwise it is ignored, and libpq's PGPASSWORD or ~/.pgpass still apply."""
     prefix = "sqlite:///"
     if url.startswith(prefix) and not url.startswith(prefix + "/") and url != "sqlite:///:memory:":
         return prefix + str((root / url[len(prefix):]).resolve())
@@ -268,8 +300,8 @@ def resolve_store_url(url: str, root: Path) -> str:
             given, full = make_url(url), make_url(env)
         except ArgumentError:
             raise ConfigError(f"${STORE_URL_ENV} is not a valid store URL") from None
-        if given.password is None and _drop_password(full) == given:
-            return full.render_as_string(hide_password=False)
+        if given.password is None and store_identity(env) == store_identity(url):
+            return given.set(password=full.password).render_as_string(hide_password=False)
     return url
 
 
@@ -320,11 +352,13 @@ def without_password(url: str) -> str:
 
 
 def store_identity(url: str) -> str:
-    """A server store's URL with no password, always rendered alike (``without_password`` keeps a URL that has
-    none as written): what names the store, to compare two URLs or hash one."""
+    """A server store's URL with no password and its backend without the driver (postgresql+psycopg and
+    postgresql name one database), always rendered alike (``without_password`` keeps a URL that has none as
+    written): what names the store, to compare two URLs or hash one."""
     from sqlalchemy.engine import make_url
 
-    return _drop_password(make_url(url)).render_as_string(hide_password=False)
+    u = make_url(url)
+    return _drop_password(u.set(drivername=u.get_backend_name())).render_as_string(hide_password=False)
 
 
 def _drop_password(u: Any) -> Any:

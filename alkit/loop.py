@@ -28,7 +28,7 @@ from alkit.choices import SCORERS as BUILT_IN_SCORERS
 from alkit.acquisition import AcquisitionError
 from alkit.errors import StoreError
 from alkit.checks import distribution_problem
-from alkit.config import Project, load_project, payload_key
+from alkit.config import Project, load_project
 from alkit.engines import MAX_CHUNK_ROWS, AcquisitionScorer, acquisition_context, chunk_rows_for
 from alkit.engines.candidates import CandidateRequest, candidate_count
 from alkit.engines.candidates import produce as produce_candidates
@@ -202,7 +202,7 @@ class ActiveLoop:
         self.use_features(plan)
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
-        self._check_store_is_this_projects()
+        self.project.check_store(self.store)
         self._check_features_file()
         self._check_strata(spec.options.get("stratify_by"))
         if spec.options.get("engine") == "ray":  # no Ray, or no cluster at --ray-address: refused before the run
@@ -246,29 +246,6 @@ class ActiveLoop:
         if Path(path or self.source.path) != Path(self.features.path):
             self.features = self.source if path is None else ArrayFeatureReader(path, n_items=self.cfg.n_items)
             self._input, self._stop_sets, self._test = None, {}, None
-
-    def _check_store_is_this_projects(self) -> None:
-        """The store must hold this project's items: as many as alkit.toml records, under the ids the payload
-        file holds for a few sampled keys.  Another project's store copied in ran without a word (its keys and
-        labels paired with these features: accuracy at chance) or crashed on a key beyond the features."""
-        self.store.check_made_as(self.cfg.made_as())
-        n = sum(self.store.counts().values())
-        url = self.project.store_url
-        if n != self.cfg.n_items:
-            raise LoopError(f"the store ({url}) holds {n} items, alkit.toml records {self.cfg.n_items}: it is another "
-                            "project's store; restore this project's alkit.db (or its --store)")
-        payload = self.project.payload_path
-        if not payload.is_file() or self.cfg.id_col not in pl.read_parquet_schema(payload):
-            return
-        if payload_key(payload) == self.cfg.id_col:  # an id column named 'key' in a project made before _alkit_key:
-            return  # that init wrote the row keys over it, so the payload holds no ids to compare (the count did)
-        keys = sorted({0, n // 2, n - 1})
-        stored = self.store.ids_for_keys(keys)
-        ids = pl.read_parquet(payload, columns=[self.cfg.id_col])[self.cfg.id_col]
-        if not any(str(ids[k]) == stored.get(k) for k in keys):
-            k = keys[0]
-            raise LoopError(f"the store ({url}) names item {k} {stored.get(k)!r}, this project's data {str(ids[k])!r}: "
-                            "it is another project's store; restore this project's alkit.db (or its --store)")
 
     def _check_strata(self, column: str | None) -> None:
         """A --stratify-by column must form strata: one of a distinct value per item (ids, texts) formed none,

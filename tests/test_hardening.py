@@ -229,6 +229,10 @@ def test_store_password_is_never_written(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("ALKIT_STORE_URL", url)
     assert resolve_store_url(kept, tmp_path) == url
     assert resolve_store_url("postgresql+psycopg://alice@db.example:5432/other", tmp_path).endswith("/other")
+    # the variable spelt with another driver names the same database: its password, alkit.toml's driver (it was
+    # called 'another store' and not used; a black-box check)
+    monkeypatch.setenv("ALKIT_STORE_URL", url.replace("+psycopg", ""))
+    assert resolve_store_url(kept, tmp_path) == url
     path.chmod(0o644)  # rewritten over a world-readable file: private again
     assert write_config(tmp_path, cfg).stat().st_mode & 0o077 == 0
 
@@ -649,10 +653,16 @@ def test_another_projects_store_is_refused(tmp_path: Path) -> None:
         shutil.copytree(tmp_path / "a", work)
         shutil.copy(tmp_path / other / "alkit.db", work / "alkit.db")
         before = folder_snapshot(work)
-        res = CliRunner().invoke(app, [*RUN, "-p", str(work)])
-        assert res.exit_code == 2 and re.search(says, " ".join(res.output.split())), res.output
-        assert folder_snapshot(work) == before
+        # status, plot and queue read it as this project's: 'no runs yet', labels imported into it (a black-box check)
+        (tmp_path / "answers.csv").write_text("id,label\n0,1\n")
+        for args in (RUN, ["status"], ["plot"], ["queue", "status"], ["queue", "export"], ["queue", "labels"],
+                     ["queue", "import", str(tmp_path / "answers.csv")]):
+            res = CliRunner().invoke(app, [*args, "-p", str(work)])
+            assert res.exit_code == 2 and re.search(says, " ".join(res.output.split())), (args, res.output)
+            assert folder_snapshot(work) == before, args
     assert CliRunner().invoke(app, [*RUN, "-p", str(tmp_path / "a")]).exit_code == 0  # its own store runs
+    for args in (["status"], ["queue", "status"]):
+        assert CliRunner().invoke(app, [*args, "-p", str(tmp_path / "a")]).exit_code == 0
 
 
 def test_a_tilde_the_shell_left_alone_is_the_home_folder(tmp_path: Path, digits_csv: Path,

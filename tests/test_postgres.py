@@ -143,6 +143,8 @@ def test_a_server_out_of_reach_is_an_outage_and_url_spellings_are_named() -> Non
     pytest.importorskip("psycopg")
     with pytest.raises(OperationalError, match="No such file or directory"):
         Store("postgresql+psycopg://alkit@/x?host=/nonexistent-alkit-socket-dir")
+    with pytest.raises(OperationalError, match="No such file or directory"):  # init's too (exit 2 'cannot create')
+        Store("postgresql+psycopg://alkit@/x?host=/nonexistent-alkit-socket-dir", create=True)
     with pytest.raises(StoreError, match=r"a postgres:// URL: write it postgresql\+psycopg://"):
         Store("postgres://alkit@/x", create=True)
 

@@ -356,6 +356,13 @@ def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) 
     part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
     later = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
     assert later.endswith(f"ready now: `alkit run --resume r4 --project {project.root}`"), later
+    # while another run's items stay queued, the run the import made ready is named all the same, and the items left
+    # out are said to be the other run's (nothing was said: the list read as if this file were incomplete)
+    mine, theirs = queue_batch(project, 2, run="r5"), queue_batch(project, 2, run="r6")
+    part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in mine))
+    some = " ".join(invoke("queue", "import", str(part), "-p", str(project.root)).text.split())
+    assert f"2 items still queued; not in this file: {theirs[0]}, {theirs[1]} (queued by r6)" in some, some
+    assert some.endswith(f"ready now: `alkit run --resume r5 --project {project.root}`"), some
 
 
 def test_a_semicolon_separated_answer_file_is_named_as_such(tmp_path: Path) -> None:

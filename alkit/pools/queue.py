@@ -99,6 +99,7 @@ class ImportResult:
     running_runs: list[str] = field(default_factory=list)  # runs a live process drives now (they take the labels)
     added_classes: list[str] = field(default_factory=list)  # --add-class: the classes this import added
     ready_runs: list[str] = field(default_factory=list)  # waiting runs whose last queued items this import answered
+    not_in_file_runs: list[str] = field(default_factory=list)  # the runs that queued the items in not_in_file
 
     @property
     def changed(self) -> int:
@@ -500,6 +501,7 @@ def export_queue(
     columns (``ProjectConfig.data_feature_cols``), written in the order named."""
     fmt = _check_out(project, out, fmt, "queue")
     store = store or Store(project.store_url)
+    project.check_store(store)
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
     path = Path(out) if out is not None else _through_link(
@@ -605,6 +607,7 @@ def export_labels(
     if fmt == "label-studio":
         raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
     store = store or Store(project.store_url)
+    project.check_store(store)
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store, history)
     path = Path(out) if out is not None else _through_link(project, default_labels_path(project, fmt), "labels")
@@ -834,7 +837,7 @@ def import_labels(
         raise QueueError(f"--annotator is longer than {_MAX_ANNOTATOR} characters")
     path = Path(path)
     store = store or Store(project.store_url)
-    store.check_made_as(project.config.made_as())
+    project.check_store(store)
     ahead = classes_ahead(project, store)  # alkit.toml a class behind the store: rewritten with this import
     before_ahead = list(project.config.classes)
     if ahead is not None:
@@ -914,7 +917,8 @@ def import_labels(
     named = {r.item_id for r in rows}
     # e.g. Label Studio's flat exports leave out tasks whose annotation was cancelled: those items
     # stay queued and the run waits for them, which the count alone did not say
-    absent = [q.item_id for q in queued_items(store) if q.item_id not in named] if still else []
+    absent_items = [q for q in queued_items(store) if q.item_id not in named] if still else []
+    absent = [q.item_id for q in absent_items]
     live = leases.live_runs(store)  # a resumed run keeps 'waiting' in the store until its cycle ends
     waiting_runs = [r for r in store.runs() if r.status == "waiting" and r.name not in live]
     waiting = [r.name for r in waiting_runs]
@@ -929,7 +933,7 @@ def import_labels(
     ready = [r.name for r in waiting_runs if r.name in queued_before and not n_waiting(store, r.id)]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
-                        added, ready)
+                        added, ready, sorted({q.run for q in absent_items}))
 
 
 def _other_rows(project: Project, store: Store, rows: list[Row]) -> list[str]:
@@ -1093,6 +1097,7 @@ def _staged_config(project: Project) -> Path:
 def queue_status(project: Project, store: Store | None = None) -> QueueStatus:
     """Pool items queued/labeled/skipped, and people's labels and skips by annotator."""
     store = store or Store(project.store_url)
+    project.check_store(store)
     with store.session() as s:
         states = dict(s.execute(
             select(Item.state, func.count()).where(Item.split == "pool").group_by(Item.state)).all())

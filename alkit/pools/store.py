@@ -442,6 +442,9 @@ class Store:
             except (OperationalError, ProgrammingError) as exc:  # e.g. PostgreSQL's 'permission denied for schema
                 # public' (a role without CREATE): a traceback before
                 self.engine.dispose()
+                if db_file is None and isinstance(exc, OperationalError) and any(m in str(exc) for m in _SERVER_AWAY):
+                    raise  # the outage every command names (exit 1: run it again when the server is back); init
+                    # said 'cannot create the store', exit 2, bad input to a retry script (a black-box check)
                 reason = str(exc.orig or exc).strip().splitlines()[0]
                 size = len(str(db_file.resolve()).encode()) if db_file is not None else 0
                 if size > SQLITE_PATH_MAX:  # SQLite's own limit: it said only 'unable to open database file'
@@ -538,7 +541,7 @@ class Store:
                                  f"{shutil.disk_usage(db_file.parent).free:,} bytes free): free space and run the same "
                                  "command again") from exc
             if db_file is None and any(w in reason.lower() for w in ("password", "authentication")):
-                hint = ("; give the password as $ALKIT_STORE_URL (the full URL, with the same driver, user, host, port "
+                hint = ("; give the password as $ALKIT_STORE_URL (the full URL, with the same user, host, port "
                         "and database as alkit.toml's store) or with PGPASSWORD / ~/.pgpass")
                 env = os.environ.get("ALKIT_STORE_URL")
                 try:  # set, but for another store: it was not used, which the hint to set it did not say (a check)
@@ -548,7 +551,7 @@ class Store:
                 if other:
                     hint = (f"; $ALKIT_STORE_URL is set but names another store "
                             f"({make_url(str(env)).render_as_string(hide_password=True)}), so it was not used: give "
-                            "this store's URL there (the same driver, user, host, port and database as alkit.toml's) "
+                            "this store's URL there (the same user, host, port and database as alkit.toml's) "
                             "or the password with PGPASSWORD / ~/.pgpass")
             raise StoreError(f"{self._safe_url()} is not an alkit store (or cannot be opened): {reason}{hint}") from exc
         if version is None or str(version) != str(SCHEMA_VERSION):
