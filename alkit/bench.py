@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -205,6 +206,8 @@ def run_bench(
     if out_dir is None and default_out.is_symlink():  # a received project's bench/ led its tables out of the folder
         raise LoopError(f"{default_out} is a symbolic link to {default_out.resolve()}: alkit writes the bench tables "
                         "into the project's own bench folder; remove the link, or name the folder with --out-dir")
+    if out_dir is not None:
+        _check_out_dir(Path(out_dir))
     loop = ActiveLoop(proj)
     test_keys, test_labels = loop.store.test_set()
     if not len(test_keys):  # every run would be spent, then no test metric found (a black-box check)
@@ -427,6 +430,16 @@ def _aulc_span(start: int | None) -> str:
     """Where every curve's AULC starts, when some run's curve starts later than the first batch."""
     return (f" from {start} labels, the first count at which every run had a model (a run whose first labels "
             "were all of one class has none before)") if start is not None else ""
+
+
+def _check_out_dir(out: Path) -> None:
+    """Refuse an --out-dir the tables cannot go to before any run: a file there (the project's alkit.db among
+    them) was refused after every strategy and seed had run into the store (a black-box check)."""
+    there = next((p for p in (out, *out.parents) if p.exists() or p.is_symlink()), None)
+    if there is not None and not there.is_dir():
+        raise LoopError(f"--out-dir {out}: {there} is a file, not a folder; name a folder for the bench tables")
+    if there is not None and not os.access(there, os.W_OK | os.X_OK):
+        raise LoopError(f"--out-dir {out}: {there} is not writable; name a folder you may write to")
 
 
 def _default_target(df: pl.DataFrame, metric: str, higher: bool) -> float | None:

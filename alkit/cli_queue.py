@@ -88,7 +88,8 @@ def import_cmd(
     if json_out:
         print(json.dumps({**asdict(res), "path": str(res.path)}))
         return
-    parts = [f"{res.labeled} labeled", f"{res.skipped} skipped"]
+    parts = [f"{res.labeled} labeled", f"{res.skipped} skipped"] if res.n_rows else [
+        "no rows (an empty queue's export: nothing to import)"]  # refused, exit 2: a cron export-import loop died
     parts += [f"{n} {what}" for n, what in ((res.replaced, "replaced"), (res.unchanged, "unchanged"),
                                            (res.kept, "kept (conflicts)"), (res.pending, "without a label yet"))
               if n]

@@ -349,3 +349,15 @@ def test_a_longer_run_short_of_the_budget_is_continued_not_lowered(digits_projec
     assert max(c.n_labeled for c in loop.store.cycles(run.id)) == 20  # evaluated at the bench's budget
     assert pl.read_csv(res.cycles_csv)["n_labeled"].max() == 20
     assert run_bench(digits_project, strategies=["random"], **{**ARGS, "seeds": 1}).skipped == ["random-b10-s0"]
+
+
+def test_an_out_dir_the_tables_cannot_go_to_is_refused_before_any_run(digits_project: Path) -> None:
+    """`bench --out-dir FILE` ran every strategy and seed into the store, then was refused ('a file is in the way'),
+    exit 2 after hours of CPU (a black-box check): refused first, the store without a run."""
+    (digits_project / "notadir").write_text("x")
+    for out, says in ((digits_project / "notadir", "notadir is a file, not a folder"),
+                      (digits_project / "notadir" / "sub", "notadir is a file, not a folder"),
+                      (digits_project / "alkit.db", "alkit.db is a file, not a folder")):
+        with pytest.raises(LoopError, match=says):
+            run_bench(digits_project, strategies=["random"], out_dir=out, **ARGS)
+    assert ActiveLoop(load_project(digits_project)).store.runs() == []

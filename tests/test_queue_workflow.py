@@ -356,6 +356,9 @@ def test_the_import_says_which_run_continues_or_that_none_waits(tmp_path: Path) 
     part.write_text("id,label\n" + "".join(f"{i},{truth[i]}\n" for i in ids))
     later = invoke("queue", "import", str(part), "-p", str(project.root)).text.replace("\n", "")
     assert later.endswith(f"ready now: `alkit run --resume r4 --project {project.root}`"), later
+    # the same file again (a retried cron job, or one that lost a race to another): it answered no queue
+    again = json.loads(invoke("queue", "import", str(part), "--json", "-p", str(project.root)).stdout)
+    assert again["ready_runs"] == [] and again["unchanged"] == 2, again
     # while another run's items stay queued, the run the import made ready is named all the same, and the items left
     # out are said to be the other run's (nothing was said: the list read as if this file were incomplete)
     mine, theirs = queue_batch(project, 2, run="r5"), queue_batch(project, 2, run="r6")
@@ -1069,9 +1072,9 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
     if not ids:
         ActiveLoop(load_project(project.root)).run(RunRequest(strategy="random", budget=50, batch_size=10))
         ids = [q.item_id for q in queued_items(store)]
-    counts, _, record = store.import_labels({ids[0]: ("nine", "row 1", None)}, classes=[*base, "nine"])
+    counts, _, record, _ = store.import_labels({ids[0]: ("nine", "row 1", None)}, classes=[*base, "nine"])
     assert record == [*base, "nine"]
-    counts, _, record = store.import_labels({ids[1]: ("ten", "row 1", None)}, classes=[*base, "ten"])
+    counts, _, record, _ = store.import_labels({ids[1]: ("ten", "row 1", None)}, classes=[*base, "ten"])
     assert record == [*base, "nine", "ten"] and store.init_classes() == record
     from alkit.pools.store import ImportRefused
 
@@ -1526,3 +1529,30 @@ def test_full_width_answers_read_as_the_class_or_skip_they_spell(tmp_path: Path)
     from alkit.choices import fold_case
 
     assert fold_case("Masse") != fold_case("Maße") and fold_case("ＭＡＳＳＥ") == fold_case("masse")
+
+
+def test_an_empty_queues_export_imports_nothing_with_exit_0(tmp_path: Path) -> None:
+    """A cron loop export -> label -> import died under `set -e` whenever nothing was queued: the export of an empty
+    queue (csv: a header, jsonl: no line) was refused by import, exit 2, as if it were a broken file (a black-box
+    check).  It imports nothing, exit 0; a file with no header at all is still refused."""
+    project, _ = _digits_human(tmp_path)
+    for name in ("empty.csv", "empty.jsonl"):
+        out = invoke("queue", "export", "--out", str(tmp_path / name), "-p", str(project.root))
+        assert out.exit_code == 0, out.text
+        res = invoke("queue", "import", str(tmp_path / name), "-p", str(project.root))
+        assert res.exit_code == 0 and "no rows (an empty queue's export: nothing to import)" in " ".join(res.text.split())
+        got = json.loads(invoke("queue", "import", str(tmp_path / name), "--json", "-p", str(project.root)).stdout)
+        assert (got["n_rows"], got["labeled"], got["still_queued"]) == (0, 0, 0), got
+    (tmp_path / "zero.csv").write_text("")
+    assert invoke("queue", "import", str(tmp_path / "zero.csv"), "-p", str(project.root)).exit_code == 2
+
+
+def test_out_dash_is_refused_not_written_as_a_file_named_dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`queue export --out - --format csv` wrote a file named '-' in the current folder, and its hint said
+    `alkit queue import -` (a black-box check): refused, nothing written."""
+    project, _ = _digits_human(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for cmd in (["queue", "export"], ["queue", "labels"]):
+        res = invoke(*cmd, "--out", "-", "--format", "csv", "-p", str(project.root))
+        assert res.exit_code == 2 and "is written to a file, not to standard output" in " ".join(res.text.split())
+        assert not (tmp_path / "-").exists()

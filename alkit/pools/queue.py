@@ -447,6 +447,9 @@ def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: 
     """The format an export to ``out`` is written in, after refusing an ``out`` that is one of the
     project's own files or a folder (a raw '[Errno 21] Is a directory' with a temp name), before
     anything is read; ``what``: the file's name in the refusals ('queue', 'labels')."""
+    if out is not None and str(out) == "-":  # a file named '-' was written, and the hint said `queue import -`
+        raise QueueError(f"--out -: the {what} is written to a file, not to standard output; give the file's name "
+                         f"(e.g. {what}.csv)")
     taken = _written_over(project, Path(out).resolve(), what) if out is not None else None
     if taken:
         # the default of the refused command: the labels' for a labels file, the queue's for a queue (it named
@@ -860,16 +863,11 @@ def import_labels(
         problems.extend(f"{r.where}: its id, label or annotator holds a NUL character (\\x00)" for r in nul)
         dropped = {id(r) for r in nul}
         rows = [r for r in rows if id(r) not in dropped]
-    if not rows and not problems:
-        problems.append("the file holds no label rows (is it the exported queue, filled in?)")
     numeric = any(r.item_id and r.item_id.strip().isdigit() for r in rows)
     stripped = _stripped_zeros(rows, [q.item_id for q in queued_items(store)],
                                lambda ids: set(store.keys_for_ids(ids))) if numeric else None
     if stripped:  # before any id is matched: a row would go to the item that has the shorter id
         raise refuse(path, [stripped])
-    # the runs this import makes ready: waiting with items queued now, with none after it (the next step names them;
-    # it named every waiting run, also those ready before: a black-box check)
-    queued_before = {r.name for r in store.runs() if r.status == "waiting" and n_waiting(store, r.id)}
     refused: dict[str, str] = {}
     decisions = _decisions(project, rows, problems, refused)
     problems.extend(_other_rows(project, store, [row for _, row in decisions.values()]))
@@ -887,7 +885,7 @@ def import_labels(
     # until the file was edited by hand (a black-box check).  A refused import writes neither.
     staged = _staged_config(project) if (grown or ahead is not None) and not problems else None  # unwritable: refused
     try:  # the store checks the ids of every well-formed row even when the file is already refused
-        counts, still, recorded_now = store.import_labels(
+        counts, still, recorded_now, answered_runs = store.import_labels(
             {k: (d, row.name(), row.annotator) for k, (d, row) in decisions.items()}, on_conflict=on_conflict,
             annotator=annotator, found=problems, refused_rows={**unanswered, **refused}, unqueued=unqueued,
             classes=project.config.classes if grown else None)
@@ -930,7 +928,10 @@ def import_labels(
         answered = sum(1 for r in rows if r.item_id in unanswered and states.get(r.item_id, ("",))[0] in
                        ("labeled", "skipped"))
         pending, repeated = pending - answered, repeated + answered
-    ready = [r.name for r in waiting_runs if r.name in queued_before and not n_waiting(store, r.id)]
+    # the runs this import made ready: it took items of their queue out of it, and none is left (the next step names
+    # them; it named every waiting run, also those ready before; a retry of the import, or one that lost a race to
+    # another, named them again: black-box checks)
+    ready = [r.name for r in waiting_runs if r.name in answered_runs and not n_waiting(store, r.id)]
     return ImportResult(path, len(rows), counts["labeled"], counts["skipped"], counts["replaced"],
                         counts["unchanged"] + repeated, counts["kept"], pending, still, absent, waiting, sorted(live),
                         added, ready, sorted({q.run for q in absent_items}))

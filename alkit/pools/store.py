@@ -936,7 +936,7 @@ class Store:
                       annotator: str | None = None, found: Sequence[str] = (),
                       refused_rows: dict[str, str] | None = None,
                       unqueued: bool = False, classes: Sequence[str] | None = None,
-                      ) -> tuple[dict[str, int], int, list[str] | None]:
+                      ) -> tuple[dict[str, int], int, list[str] | None, set[str]]:
         """Apply people's decisions (item id -> (label or SKIP, where in the file, the row's
         annotator)) in one transaction under the write lock, all or nothing.
 
@@ -952,7 +952,9 @@ class Store:
         with no cycle (labels a team has from elsewhere).  ``classes``: the project's class order, grown
         by classes added with this import, recorded in the same transaction (``init_classes``).
         Returns the counts (labeled, skipped, replaced, unchanged, kept), the items still queued and the class
-        record as written (``classes`` merged with any another import added meanwhile; None without ``classes``).
+        record as written (``classes`` merged with any another import added meanwhile; None without ``classes``),
+        and the runs that queued an item this import took out of the queue (read under the lock: an import that
+        changed nothing, a retry or one that lost a race, answered no run's queue).
         """
         counts = {"labeled": 0, "skipped": 0, "replaced": 0, "unchanged": 0, "kept": 0}
         with self.session() as s:
@@ -1054,6 +1056,8 @@ class Store:
                     s.add(Meta(key="classes", value=json.dumps(merged)))
                 else:
                     recorded.value = json.dumps(merged)
+            dequeued = [it.key for action, it, _, _ in plan if it.state == "queued"]
+            answered_runs = {n for names in queuing_runs(s, dequeued).values() for n in names}
             for action, it, decision, row_annotator in plan:
                 who = annotator or row_annotator
                 if action == "replace":  # the answer it replaces is kept as history (REPLACED), not lost
@@ -1083,7 +1087,7 @@ class Store:
                     counts["labeled"] += int(action == "new")
             s.flush()
             still = int(s.scalar(select(func.count()).select_from(Item).where(Item.state == "queued")) or 0)
-        return counts, still, merged
+        return counts, still, merged, answered_runs
 
 
 REPLACED = "replaced:"  # meta keys replaced:<item key>:<tag>: an answer `--on-conflict replace` overwrote

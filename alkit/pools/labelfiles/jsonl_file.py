@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from alkit.pools.labelfiles._common import (Row, ambiguous_columns, atomic_write, canonical_columns, decode,
-                                           read_column, records_to_rows, refuse)
+                                           read_column, records_to_rows)
 
 NAME = "jsonl"
 SUFFIXES = (".jsonl", ".ndjson")
@@ -50,6 +50,4 @@ def read(path: Path, data: bytes, problems: list[str], data_fields: Sequence[str
             problems.append(f"line {i}: missing key {', '.join(k for k in ('id', 'label') if k not in rec)}")
             continue
         records.append((f"line {i}", {k: v for k, v in rec.items() if read_column(k, data_fields)}))
-    if not records and not problems:
-        raise refuse(path, ["the file holds no records"])
     return records_to_rows(path, records, problems, data_fields)
