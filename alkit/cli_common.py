@@ -191,9 +191,12 @@ def os_error_line(exc: BaseException) -> str | None:
     return f"cannot use {exc.filename}: {_OS_HINTS[exc.errno]} ({exc.strerror})"
 
 
+BUSY_EXIT = 3  # the run is busy: another process drives it (README, docs/commands.md)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn a refused operation into one red line and exit code 2 (never a traceback)."""
+    """Turn a refused operation into one red line and exit code 2, 3 for a busy run (never a traceback)."""
     try:
         yield
     except USER_ERRORS as exc:
@@ -202,7 +205,9 @@ def user_errors() -> Iterator[None]:
             raise typer.Exit(code=130) from None
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else os_error_line(exc) or str(exc)
         err.print(f"[bold red]error:[/] {escape(one_line(str(msg)))}", highlight=False)
-        raise typer.Exit(code=2) from None
+        # a run another live process drives: the same command works once it is done (exit 2, bad input, left a
+        # scheduler grepping for 'is busy'; an automation check); told by name so that --help imports no store
+        raise typer.Exit(code=BUSY_EXIT if type(exc).__name__ == "RunBusy" else 2) from None
     except Exception as exc:  # noqa: BLE001 - only the store going away or damaged mid-command is turned into a line
         damaged = _store_damaged(exc)  # a corrupt page met mid-command: an 88-line SQLAlchemy traceback, exit 1
         if not damaged and not _store_outage(exc):
