@@ -209,6 +209,7 @@ def run_bench(
     if out_dir is not None:
         _check_out_dir(Path(out_dir))
     loop = ActiveLoop(proj)
+    proj.check_store(loop.store)  # another project's store: refused once, not as every run's failure
     test_keys, test_labels = loop.store.test_set()
     if not len(test_keys):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "

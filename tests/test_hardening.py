@@ -656,7 +656,8 @@ def test_another_projects_store_is_refused(tmp_path: Path) -> None:
         before = folder_snapshot(work)
         # status, plot and queue read it as this project's: 'no runs yet', labels imported into it (a black-box check)
         (tmp_path / "answers.csv").write_text("id,label\n0,1\n")
-        for args in (RUN, ["status"], ["plot"], ["queue", "status"], ["queue", "export"], ["queue", "labels"],
+        for args in (RUN, ["bench", "--budget", "20", "--seeds", "1", "--strategies", "random"], ["status"], ["plot"],
+                     ["queue", "status"], ["queue", "export"], ["queue", "labels"],
                      ["queue", "import", str(tmp_path / "answers.csv")]):
             res = CliRunner().invoke(app, [*args, "-p", str(work)])
             assert res.exit_code == 2 and re.search(says, " ".join(res.output.split())), (args, res.output)
