@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from alkit.errors import Note, StoreError
 from alkit.loop import ActiveLoop, LoopError, RunRequest
 from alkit.pools.labelfiles._common import atomic_write, escape_formulas
 from alkit.pools.leases import RunBusy, live_runs
+from alkit.pools.ownership import check_project_store
 from alkit.plots import random_curve, summary_table, to_markdown
 from alkit.choices import HIGHER_IS_BETTER, METRIC_RANGE, METRICS
 from alkit.presets import PRESETS, get_preset, like_with_like
@@ -206,10 +206,8 @@ def run_bench(
     if out_dir is None and default_out.is_symlink():  # a received project's bench/ led its tables out of the folder
         raise LoopError(f"{default_out} is a symbolic link to {default_out.resolve()}: alkit writes the bench tables "
                         "into the project's own bench folder; remove the link, or name the folder with --out-dir")
-    if out_dir is not None:
-        _check_out_dir(Path(out_dir))
     loop = ActiveLoop(proj)
-    proj.check_store(loop.store)  # another project's store: refused once, not as every run's failure
+    check_project_store(proj, loop.store)  # another project's store: refused once, not as every run's failure
     test_keys, test_labels = loop.store.test_set()
     if not len(test_keys):  # every run would be spent, then no test metric found (a black-box check)
         raise LoopError("bench compares strategies on the test split, and this project has none (every labelled row "
@@ -243,6 +241,7 @@ def run_bench(
                                                  "bench cannot run this strategy beside it under that name; "
                                                  "`alkit status` shows its settings")) from None
             plan.append((req, spec.name))
+    _prepare_out_dir(Path(out_dir) if out_dir is not None else default_out)  # after every other check, before runs
 
     result_runs: dict[str, list[str]] = {"ran": [], "skipped": []}
     extended: list[str] = []  # runs of a smaller budget, continued after a last batch cut short
@@ -433,14 +432,21 @@ def _aulc_span(start: int | None) -> str:
             "were all of one class has none before)") if start is not None else ""
 
 
-def _check_out_dir(out: Path) -> None:
-    """Refuse an --out-dir the tables cannot go to before any run: a file there (the project's alkit.db among
-    them) was refused after every strategy and seed had run into the store (a black-box check)."""
+def _prepare_out_dir(out: Path) -> None:
+    """Make the folder the tables go to and try a write there before any run: an --out-dir they could not go to (a
+    file, a file above it, /proc/x, a folder where a table's file goes) was refused after every strategy and seed
+    had run into the store (black-box checks).  An OSError names the path in one line (exit 2)."""
     there = next((p for p in (out, *out.parents) if p.exists() or p.is_symlink()), None)
     if there is not None and not there.is_dir():
         raise LoopError(f"--out-dir {out}: {there} is a file, not a folder; name a folder for the bench tables")
-    if there is not None and not os.access(there, os.W_OK | os.X_OK):
-        raise LoopError(f"--out-dir {out}: {there} is not writable; name a folder you may write to")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("bench_summary.csv", "bench_summary.md", "bench_cycles.csv", "bench_curves.png"):
+        if (out / name).is_dir():
+            raise LoopError(f"--out-dir {out}: {out / name} is a folder where bench writes its file {name}")
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(dir=out, prefix=".alkit-probe-"):
+        pass
 
 
 def _default_target(df: pl.DataFrame, metric: str, higher: bool) -> float | None:

@@ -46,10 +46,12 @@ def _store(url: str) -> Store:
 
 
 def _project_store(proj: Any) -> Store:
-    """The project's store, refused where it holds another project's items (Project.check_store): `status` said
-    'no runs yet' of a store another init had taken, which only `run` refused (a black-box check)."""
+    """The project's store, refused where it holds another project's items (ownership.check_project_store): `status`
+    said 'no runs yet' of a store another init had taken, which only `run` refused (a black-box check)."""
+    from alkit.pools.ownership import check_project_store
+
     store = _store(proj.store_url)
-    proj.check_store(store)
+    check_project_store(proj, store)
     return store
 
 

@@ -123,7 +123,8 @@ def _next_step(res: ImportResult, where: str = "") -> str:
         # was left for the team to fill in; every waiting run was listed, also those ready before: black-box checks)
         return " — ready now: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.ready_runs)
     if res.waiting_runs:
-        return f" — `alkit run --resume NAME{where}` continues each waiting run (`alkit status{where}` lists them)"
+        return (f" — `alkit run --resume NAME{where}` continues each run that waited for labels (`alkit status{where}` "
+                "lists them)")
     if res.running_runs:
         one = len(res.running_runs) == 1
         return (f" — {', '.join(map(repr, res.running_runs))} {'is' if one else 'are'} running now and "

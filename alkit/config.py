@@ -185,37 +185,6 @@ class Project:
     def store_url(self) -> str:
         return resolve_store_url(self.config.store, self.root)
 
-    def check_store(self, store: Any) -> None:
-        """The store must hold this project's items: as many as alkit.toml records, under the ids the payload
-        file holds for a few sampled keys (StoreError otherwise).  Another project's store copied in ran without a
-        word (its keys and labels paired with these features: accuracy at chance) or crashed on a key beyond the
-        features; `status` and `queue` read it as this project's (a store another init had taken: 'no runs yet',
-        labels imported into it; black-box checks)."""
-        from alkit.errors import StoreError
-
-        store.check_made_as(self.config.made_as())
-        n = sum(store.counts().values())
-        url = self.store_url
-        if n != self.config.n_items:
-            raise StoreError(f"the store ({url}) holds {n} items, alkit.toml records {self.config.n_items}: it is "
-                             "another project's store; restore this project's alkit.db (or its --store)")
-        payload = self.payload_path
-        if not payload.is_file():
-            return
-        import pyarrow.parquet as pq
-
-        if self.config.id_col not in pq.read_schema(payload).names or payload_key(payload) == self.config.id_col:
-            return  # an id column named 'key' in a project made before _alkit_key: that init wrote the row keys over
-            # it, so the payload holds no ids to compare (the count did)
-        keys = sorted({0, n // 2, n - 1})
-        stored = store.ids_for_keys(keys)
-        ids = pq.read_table(payload, columns=[self.config.id_col]).column(0)
-        if not any(str(ids[k].as_py()) == stored.get(k) for k in keys):
-            k = keys[0]
-            raise StoreError(f"the store ({url}) names item {k} {stored.get(k)!r}, this project's data "
-                             f"{str(ids[k].as_py())!r}: it is another project's store; restore this project's alkit.db "
-                             "(or its --store)")
-
     def cli_flag(self) -> str:
         """' --project DIR' for the commands a hint shows, unless the project is the current folder; the
         folder shell-quoted, so the command can be pasted (a '#' in it commented the rest out, a black-box
@@ -352,13 +321,27 @@ def without_password(url: str) -> str:
 
 
 def store_identity(url: str) -> str:
-    """A server store's URL with no password and its backend without the driver (postgresql+psycopg and
-    postgresql name one database), always rendered alike (``without_password`` keeps a URL that has none as
+    """A server store's URL with no password, its backend without the driver (postgresql+psycopg and
+    postgresql name one database) and no connection options, always rendered alike (``without_password`` keeps a URL that has none as
     written): what names the store, to compare two URLs or hash one."""
     from sqlalchemy.engine import make_url
 
     u = make_url(url)
-    return _drop_password(u.set(drivername=u.get_backend_name())).render_as_string(hide_password=False)
+
+    def same(key: str, value: Any) -> Any:  # a socket folder with or without its last '/' is one folder
+        if key == "host":
+            return tuple(v.rstrip("/") or "/" for v in value) if isinstance(value, tuple) else value.rstrip("/") or "/"
+        return value
+
+    # connection options (connect_timeout, sslmode, application_name) name no other database: an init retried with
+    # one could not clear a killed init's tables, and $ALKIT_STORE_URL with one was ignored (a black-box check)
+    query = {k: same(k, v) for k, v in u.query.items() if k in _STORE_QUERY_NAMES}
+    u = u.set(drivername=u.get_backend_name(), query=query)
+    return _drop_password(u).render_as_string(hide_password=False)
+
+
+# the query parameters of a server store's URL that say which database it is (libpq's); the others are options
+_STORE_QUERY_NAMES = ("host", "hostaddr", "port", "dbname", "user", "service")
 
 
 def _drop_password(u: Any) -> Any:

@@ -40,6 +40,7 @@ from alkit.pools import leases
 from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.queue import classes_ahead, kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
+from alkit.pools.ownership import check_project_store
 from alkit.presets import get_preset
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run, rules_since  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
@@ -202,8 +203,7 @@ class ActiveLoop:
         self.use_features(plan)
         self.input_spec()  # one pass over the pool's features first: a damaged file is refused before any write
         self._check_labels()
-        self.project.check_store(self.store)
-        self._check_features_file()
+        check_project_store(self.project, self.store)  # its features file too
         self._check_strata(spec.options.get("stratify_by"))
         if spec.options.get("engine") == "ray":  # no Ray, or no cluster at --ray-address: refused before the run
             from alkit.engines.ray_engine import ensure_ray  # was recorded (it failed after cycle 0's batch)
@@ -258,11 +258,6 @@ class ActiveLoop:
         if len(values) >= 20 and distinct > max(STRATA_MAX, len(values) // 2):
             raise LoopError(f"--stratify-by {column!r} has {distinct} distinct values over the {len(values)} pool items: "
                             "no strata (each item nearly its own); give a column of groups (a source, a site, a month)")
-
-    def _check_features_file(self) -> None:
-        """The store is this project's: then the features file must be the one it was made with (after the store's
-        own checks, which name a foreign store better than the digest of a file would)."""
-        self.store.check_features(FeatureReader(self.project.features_path).file_id, self.project.features_path.name)
 
     def _check_labels(self) -> None:
         """Every stored label must be one the project's alkit.toml knows, in the order init recorded,

@@ -355,9 +355,12 @@ def test_an_out_dir_the_tables_cannot_go_to_is_refused_before_any_run(digits_pro
     """`bench --out-dir FILE` ran every strategy and seed into the store, then was refused ('a file is in the way'),
     exit 2 after hours of CPU (a black-box check): refused first, the store without a run."""
     (digits_project / "notadir").write_text("x")
-    for out, says in ((digits_project / "notadir", "notadir is a file, not a folder"),
-                      (digits_project / "notadir" / "sub", "notadir is a file, not a folder"),
-                      (digits_project / "alkit.db", "alkit.db is a file, not a folder")):
-        with pytest.raises(LoopError, match=says):
+    (digits_project / "outd" / "bench_summary.csv").mkdir(parents=True)
+    for out, error, says in ((digits_project / "notadir", LoopError, "notadir is a file, not a folder"),
+                             (digits_project / "notadir" / "sub", LoopError, "notadir is a file, not a folder"),
+                             (digits_project / "alkit.db", LoopError, "alkit.db is a file, not a folder"),
+                             (digits_project / "outd", LoopError, "bench_summary.csv is a folder where bench writes"),
+                             (Path("/proc/alkit-bench-x"), OSError, "alkit-bench-x")):
+        with pytest.raises(error, match=says):
             run_bench(digits_project, strategies=["random"], out_dir=out, **ARGS)
     assert ActiveLoop(load_project(digits_project)).store.runs() == []

@@ -1554,5 +1554,5 @@ def test_out_dash_is_refused_not_written_as_a_file_named_dash(tmp_path: Path, mo
     monkeypatch.chdir(tmp_path)
     for cmd in (["queue", "export"], ["queue", "labels"]):
         res = invoke(*cmd, "--out", "-", "--format", "csv", "-p", str(project.root))
-        assert res.exit_code == 2 and "is written to a file, not to standard output" in " ".join(res.text.split())
+        assert res.exit_code == 2 and "file is written to disk, not to standard output" in " ".join(res.text.split())
         assert not (tmp_path / "-").exists()

@@ -198,5 +198,9 @@ def test_a_store_is_named_without_its_password() -> None:
 
     assert store_identity("postgresql+psycopg://team:s%40cret@/tdb?host=/x") == \
         "postgresql://team@/tdb?host=%2Fx" == store_identity("postgresql://team@/tdb?host=/x")  # one database
+    # connection options and a socket folder's last '/' name no other database (an init retried with one could not
+    # clear a killed init's tables; a black-box check)
+    assert store_identity("postgresql+psycopg://team@/tdb?host=/x/&connect_timeout=10&sslmode=prefer") == \
+        store_identity("postgresql+psycopg://team@/tdb?host=/x") != store_identity("postgresql+psycopg://team@/tdb?host=/y")
     assert _store_digest("postgresql+psycopg://team:s%40cret@/tdb?host=/x") == \
         _store_digest("postgresql+psycopg://team@/tdb?host=/x") != _store_digest("postgresql+psycopg://team@/tdb2?host=/x")

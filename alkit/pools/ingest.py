@@ -49,6 +49,7 @@ from alkit.pools.feature_hints import feature_hints
 from alkit.pools.features import FeatureReader, FeatureWriter, write_features
 from alkit.pools.labelfiles import is_queue_file
 from alkit.pools.labelfiles._common import current_umask
+from alkit.pools.ownership import id_text
 from alkit.pools.procs import file_lock, pid_alive
 from alkit.pools.store import Store
 from alkit.pools.tables import JSON_LINES, InputError, TableSource, read_table  # noqa: F401 (InputError re-exported)
@@ -204,21 +205,6 @@ def _rows(mask: pl.Series, n: int = 5) -> str:
     """The first ``n`` rows where ``mask`` holds, 1-based data rows, for a message."""
     rows = (mask.fill_null(False).arg_true() + 1).to_list()
     return ", ".join(map(str, rows[:n])) + (f" and {len(rows) - n} more" if len(rows) > n else "")
-
-
-def _id_text(ids: pl.Series, col: str) -> pl.Series:
-    """Ids as text: the file's text, or a number's; a float column of whole numbers (a pandas merge's ids, a JSON
-    Lines file with one id written 3.0) as the integers it holds: every id was '5.0', so an answer for the file's 5
-    was an unknown id, and ids beyond 2^53 rounded onto one another (a black-box check); one with a fraction or
-    beyond 2^53 is refused by row."""
-    if not ids.dtype.is_float():
-        return ids.cast(pl.Utf8)
-    bad = ~ids.is_finite() | (ids != ids.round(0)) | (ids.abs() >= 2.0 ** 53)
-    if bad.any():
-        i = int(bad.arg_true()[0])
-        raise InputError(f"id column {col!r} holds numbers that are no whole numbers a float keeps exactly (row {i + 1}: "
-                         f"{ids[i]!r}; 1 = the first data row): write the ids as integers or as text")
-    return ids.cast(pl.Int64).cast(pl.Utf8)
 
 
 def _refuse_json_structures(path: Path, columns: list[str]) -> None:
@@ -1355,7 +1341,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
         n_missing = ids.null_count()
         raise InputError(f"id column {opts.id_col!r} has {n_missing} missing id{'' if n_missing == 1 else 's'} "
                          f"(rows {_rows(ids.is_null())}; 1 = the first data row)")
-    ids_str = _id_text(ids, opts.id_col)
+    ids_str = id_text(ids, opts.id_col)
     if ids.dtype.is_float():  # the payload's id column as the store names the items
         df = df.with_columns(ids_str.alias(opts.id_col))
     _refuse_nul(ids_str, f"id column {opts.id_col!r}")

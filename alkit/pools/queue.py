@@ -44,6 +44,7 @@ from alkit.pools.labelfiles import QueueError, Row, refuse  # noqa: F401 (QueueE
 from alkit.pools.labelfiles._common import HISTORY_ROW, WHY_COLS
 from alkit.pools.schema import Item, Label, Meta, Run, SelectionRow
 from alkit.pools.store import REPLACED, SKIP, ImportRefused, Store, queuing_runs, show_decision, utf8_misread
+from alkit.pools.ownership import check_project_store
 
 Format = Literal["csv", "jsonl", "parquet", "label-studio"]
 OnConflict = Literal["error", "keep", "replace"]
@@ -284,8 +285,6 @@ def _feature_values(project: Project, store: Store, keys: list[int], names: list
     from alkit.pools.features import FeatureReader
 
     reader = FeatureReader(project.features_path, n_items=project.config.n_items, n_features=project.config.n_features)
-    store.check_features(reader.file_id, project.features_path.name)  # another row's values, exit 0 (a check)
-    store.check_made_as(project.config.made_as())  # feature_cols renamed or swapped by hand: another column's values
     X = reader.take(np.asarray(keys, dtype=np.int64))
     at = {c: project.config.feature_index(c) for c in project.config.feature_cols}
     out = {}
@@ -448,8 +447,8 @@ def _check_out(project: Project, out: str | Path | None, fmt: str | None, what: 
     project's own files or a folder (a raw '[Errno 21] Is a directory' with a temp name), before
     anything is read; ``what``: the file's name in the refusals ('queue', 'labels')."""
     if out is not None and str(out) == "-":  # a file named '-' was written, and the hint said `queue import -`
-        raise QueueError(f"--out -: the {what} is written to a file, not to standard output; give the file's name "
-                         f"(e.g. {what}.csv)")
+        raise QueueError(f"--out -: the {what} file is written to disk, not to standard output; give the file's "
+                         f"name (e.g. {what}.csv)")
     taken = _written_over(project, Path(out).resolve(), what) if out is not None else None
     if taken:
         # the default of the refused command: the labels' for a labels file, the queue's for a queue (it named
@@ -504,7 +503,7 @@ def export_queue(
     columns (``ProjectConfig.data_feature_cols``), written in the order named."""
     fmt = _check_out(project, out, fmt, "queue")
     store = store or Store(project.store_url)
-    project.check_store(store)
+    check_project_store(project, store)
     cols, feats = _payload_columns(project, include)
     items = queued_items(store)
     path = Path(out) if out is not None else _through_link(
@@ -610,7 +609,7 @@ def export_labels(
     if fmt == "label-studio":
         raise QueueError("labels are written as csv, jsonl or parquet (a Label Studio file holds tasks to label)")
     store = store or Store(project.store_url)
-    project.check_store(store)
+    check_project_store(project, store)
     cols, feats = _payload_columns(project, include)
     given = collected_labels(store, history)
     path = Path(out) if out is not None else _through_link(project, default_labels_path(project, fmt), "labels")
@@ -840,7 +839,7 @@ def import_labels(
         raise QueueError(f"--annotator is longer than {_MAX_ANNOTATOR} characters")
     path = Path(path)
     store = store or Store(project.store_url)
-    project.check_store(store)
+    check_project_store(project, store)
     ahead = classes_ahead(project, store)  # alkit.toml a class behind the store: rewritten with this import
     before_ahead = list(project.config.classes)
     if ahead is not None:
@@ -1098,7 +1097,7 @@ def _staged_config(project: Project) -> Path:
 def queue_status(project: Project, store: Store | None = None) -> QueueStatus:
     """Pool items queued/labeled/skipped, and people's labels and skips by annotator."""
     store = store or Store(project.store_url)
-    project.check_store(store)
+    check_project_store(project, store)
     with store.session() as s:
         states = dict(s.execute(
             select(Item.state, func.count()).where(Item.split == "pool").group_by(Item.state)).all())

@@ -725,7 +725,9 @@ class Store:
         made_with = self.features_id()
         if made_with and file_id and made_with != file_id:
             raise StoreError(f"{name} is not the file this project was made with (its values differ: another "
-                             "project's, or the data made again in another row order); restore the project's own file")
+                             "project's, or the data made again in another row order; or the store is another "
+                             "project's, of the same items in another order); restore the project's own file (or its "
+                             "own alkit.db)")
 
     def check_made_as(self, settings: dict[str, Any], config_name: str = "alkit.toml") -> None:
         """Refuse where alkit.toml's ``settings`` (task, hide_labels) are not those the store was made for (a
