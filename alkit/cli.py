@@ -832,6 +832,12 @@ def main() -> None:
             sys.exit(0)
         path = exc.ctx.command_path if exc.ctx is not None else "alkit"
         msg = exc.format_message().replace("Value error, ", "")  # typer's pydantic coercion prefix
+        option = getattr(exc, "option_name", None)
+        if type(exc).__name__ == "NoSuchOption" and option in ("--threads", "--version") and path != "alkit":
+            # after the command it got click's nearest option ('Possible options: --head'; a black-box check)
+            words = path.split(" ", 1)[1]
+            msg = (f"{option} is alkit's own option and goes before the command: `alkit {option}"
+                   + (f" N {words} ...` (or ALKIT_THREADS=N)" if option == "--threads" else "`"))
         choice = re.search(r"'([^']+)' is not one of (.*)\.$", msg, re.S)
         if choice:  # another library's name for a strategy ('coreset', 'least_confident'): say alkit's
             from alkit.choices import peer_name_hint

@@ -62,6 +62,9 @@ def test_init_run_status_plot(tmp_path: Path, digits_csv: Path) -> None:
     [
         (["run", "--strategy", "bogus", "--budget", "10"], "Invalid value for '--strategy' / '-s': 'bogus' is not one of 'random', 'epistemic'"),
         (["run", "--bogus"], "No such option: --bogus (see alkit run -h)"),
+        # after the command it was 'No such option: --threads (Possible options: --head)' (a black-box check)
+        (["run", "--budget", "10", "--threads", "1"], "--threads is alkit's own option and goes before the command: "
+                                                      "`alkit --threads N run ...` (or ALKIT_THREADS=N)"),
         (["run", "--strategy", "random", "--budget", "100000"], "larger than the unlabeled pool"),
         (["run", "--strategy", "random", "--budget", "10", "--batch-size", "0"], "batch-size must be at least 1"),
         (["plot", "--out", "x.pdf"], "no cycle has metrics yet"),

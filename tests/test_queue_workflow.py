@@ -1556,3 +1556,42 @@ def test_out_dash_is_refused_not_written_as_a_file_named_dash(tmp_path: Path, mo
         res = invoke(*cmd, "--out", "-", "--format", "csv", "-p", str(project.root))
         assert res.exit_code == 2 and "file is written to disk, not to standard output" in " ".join(res.text.split())
         assert not (tmp_path / "-").exists()
+
+
+def test_a_restored_store_behind_alkit_toml_by_an_added_class_takes_it_again(tmp_path: Path) -> None:
+    """A store backup from before an `--add-class` import, copied back: every import was refused ('restore alkit.toml's
+    classes; --add-class adds one'), the --add-class it pointed to too, and only a hand edit of alkit.toml got out
+    (a black-box check).  The refusal names the class the store lacks; --add-class of it records it again."""
+    import sqlite3
+
+    from alkit.loop import ActiveLoop, RunRequest
+    from alkit.pools.queue import queued_items
+    from alkit.pools.store import Store
+
+    df = digits_frame(160)
+    keep = ["0", "1", "2"]
+    df = df.with_columns(pl.when((pl.int_range(pl.len()) < 60) & pl.col("label").cast(pl.Utf8).is_in(keep))
+                         .then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    ActiveLoop(project).run(RunRequest(strategy="random", budget=20, batch_size=10))
+    queued = [q.item_id for q in queued_items(Store(project.store_url))]
+    def copy_db(src: Path, dst: Path) -> None:  # as `sqlite3 .backup` does: the WAL's pages too, under SQLite's locks
+        with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+            a.backup(b)
+
+    copy_db(project.root / "alkit.db", tmp_path / "backup.db")
+    path = tmp_path / "a.csv"
+    path.write_text("id,label\n" + "".join(f"{i},{'7' if j == 0 else keep[j % 3]}\n" for j, i in enumerate(queued)))
+    assert import_labels(project, path, add_classes=["7"]).labeled == 10
+    copy_db(tmp_path / "backup.db", project.root / "alkit.db")  # the team restores the backup
+    project = load_project(project.root)
+    assert project.config.classes == [*keep, "7"]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("id,label\n" + "".join(f"{i},{keep[j % 3]}\n" for j, i in enumerate(queued) if j))
+    with pytest.raises(QueueError, match=r"the store lacks '7' \(a store older than alkit.toml, such as a restored "
+                                         r"backup\): import with --add-class 7 to record it in the store"):
+        import_labels(project, plain)
+    assert import_labels(project, path, add_classes=["7"]).labeled == 10
+    assert Store(project.store_url).init_classes() == [*keep, "7"] == load_project(project.root).config.classes

@@ -845,12 +845,29 @@ def import_labels(
     if ahead is not None:
         project = Project(project.root, replace(project.config, classes=ahead))
     recorded = store.init_classes()
-    if recorded is not None and project.config.task == "classification" and recorded != list(project.config.classes):
-        # a class renamed in alkit.toml by hand: its labels were stored under the new name, which the store's
-        # record and every later run refused (an options check)
-        raise QueueError(f"alkit.toml lists the classes as [{', '.join(project.config.classes)}], the store recorded "
-                         f"[{', '.join(recorded)}] (init and --add-class write both): restore alkit.toml's classes; "
-                         "--add-class adds one")
+    listed = list(project.config.classes)
+    if recorded is not None and project.config.task == "classification" and recorded != listed:
+        # the store behind alkit.toml by classes at its end (a store older than the file: a restored backup): every
+        # import was refused, --add-class of those classes too, and only an edit of alkit.toml got out (a black-box
+        # check); --add-class of exactly them records them in the store, in alkit.toml's order
+        tail = listed[len(recorded):] if listed[:len(recorded)] == recorded else []
+        named = {unicodedata.normalize("NFC", n.strip()) for n in add_classes}
+        if tail and {unicodedata.normalize("NFC", c) for c in tail} <= named:
+            project = Project(project.root, replace(project.config, classes=list(recorded)))
+            add_classes = [*tail, *(n for n in add_classes if unicodedata.normalize("NFC", n.strip()) not in
+                                    {unicodedata.normalize("NFC", c) for c in tail})]
+        elif tail:
+            raise QueueError(f"alkit.toml lists the classes as [{', '.join(listed)}], the store recorded "
+                             f"[{', '.join(recorded)}]: the store lacks {', '.join(map(repr, tail))} (a store older "
+                             "than alkit.toml, such as a restored backup): import with "
+                             + " ".join(f"--add-class {shlex.quote(c)}" for c in tail) + " to record "
+                             + ("it" if len(tail) == 1 else "them") + " in the store")
+        else:
+            # a class renamed in alkit.toml by hand: its labels were stored under the new name, which the store's
+            # record and every later run refused (an options check)
+            raise QueueError(f"alkit.toml lists the classes as [{', '.join(listed)}], the store recorded "
+                             f"[{', '.join(recorded)}] (init and --add-class write both): restore alkit.toml's "
+                             "classes; --add-class adds one")
     before = project
     if add_classes:
         project = _with_classes(project, add_classes, store)
