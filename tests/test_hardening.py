@@ -1160,7 +1160,8 @@ def test_a_features_file_of_the_same_shape_from_another_init_is_refused(tmp_path
     res = alkit(*RUN, "--seed", "1", "-p", str(own), cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.strip() == (
         "error: features.parquet is not the file this project was made with (its values differ: another project's, "
-        "or the data made again in another row order); restore the project's own file"), res.stderr
+        "or the data made again in another row order; or the store is another project's, of the same items in another "
+        "order); restore the project's own file (or its own alkit.db)"), res.stderr
     assert snapshot(own) == before
 
 
