@@ -1502,3 +1502,15 @@ def test_a_json_lines_file_without_ids_and_a_blank_line_inside_is_refused(tmp_pa
                                                                       progress=False))
     (tmp_path / "b.jsonl").write_text("\n".join(lines) + "\n\n\n")  # blank lines at the end only: fine
     init_project(tmp_path / "b.jsonl", tmp_path / "q", InitOptions(id_col="", label_col="label", hide_labels=True, progress=False))
+
+
+def test_a_pool_no_one_has_labelled_names_regression_too(tmp_path: Path) -> None:
+    """An empty label column was told only '--classes a,b,c'; a team that labels numbers needs --task regression
+    (a black-box check), with which the same file is a project."""
+    frame = digits_frame(60).with_columns(pl.lit(None, dtype=pl.Float64).alias("label"))
+    frame.write_csv(tmp_path / "empty.csv")
+    with pytest.raises(InputError, match=r"declare them with --classes a,b,c, or give --task regression for a numeric"):
+        init_project(tmp_path / "empty.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label"))
+    cfg = init_project(tmp_path / "empty.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label",
+                                                                          task="regression"))
+    assert cfg.task == "regression" and cfg.n_items == 60

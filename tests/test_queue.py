@@ -466,6 +466,22 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
             rows = [json.loads(line) for line in out.read_text().splitlines()]
             assert {r["id"]: r["label"] for r in rows if r["id"] in ids} == dict(zip(ids, [1.5, -2.0, 0.3, 4.0]))
         assert import_labels(project, out).unchanged == len(ids)
+    # what people type and tools write (black-box checks): a float32 Parquet column as its shortest text (0.1 was
+    # stored 0.10000000149011612, and the same answer typed in a CSV a conflict), -0 as 0 (a later 0 conflicted),
+    # the minus sign of word processors, and the data file's own label of a test item read back: unchanged
+    more = queue_batch(project, 3, cycle=1)
+    pl.DataFrame({"id": more, "label": np.array([0.1, 12.3, -0.0], dtype=np.float32)}).write_parquet(tmp_path / "f.parquet")
+    assert import_labels(project, tmp_path / "f.parquet").labeled == 3
+    stored = {k: v[0] for k, v in shared_labels(project).items()}
+    assert [stored[i] for i in more] == ["0.1", "12.3", "0.0"]
+    typed = tmp_path / "typed.csv"
+    test_id = df["id"][0]  # the data file's first rows are labelled: the test split
+    typed.write_text(f"id,label\n{more[0]},0.1\n{more[1]},12.3\n{more[2]},0\n{test_id},{df['y'][0]!r}\n")
+    assert import_labels(project, typed).unchanged == 4
+    minus = tmp_path / "minus.csv"
+    minus.write_text(f"id,label\n{more[2]},\u22125\n")
+    assert import_labels(project, minus, on_conflict="replace").replaced == 1
+    assert shared_labels(project)[more[2]][0] == "-5.0"
 
 
 # ---------------------------------------------------------------------------- two processes at once

@@ -529,3 +529,10 @@ def test_the_forecast_band_of_a_flat_curve_is_near_its_points() -> None:
     assert flat["hi"] - flat["lo"] < 0.05, flat
     falling = forecast_at([170, 180, 190, 200, 210], [0.21, 0.2, 0.205, 0.2, 0.199], 250, higher_is_better=False)
     assert falling is not None and 0.15 < falling["lo"] <= falling["mean"] <= falling["hi"] < 0.25, falling
+    # CRPS read at a count already measured: '31.512 (5-95 %: 9.290-394.835)' of four points within 37.6-31.1 (a
+    # black-box check); a band no wider than the points' span there
+    for ns, crps in (([20, 80, 140, 200], [37.614, 34.489, 32.400, 31.137]),
+                     ([10, 20, 30, 40, 50, 60], [286.218, 278.624, 276.125, 275.595, 271.147, 270.264])):
+        band = forecast_at(ns, crps, ns[-1], higher_is_better=False)
+        assert band is not None and band["hi"] - band["lo"] < max(crps) - min(crps), band
+        assert band["lo"] <= crps[-1] + 0.5 and band["hi"] >= crps[-1] - 0.5, band

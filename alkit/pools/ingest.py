@@ -1546,7 +1546,8 @@ def _split(df: pl.DataFrame, opts: InitOptions, test_frac: float, marked_test: n
                          + ("" if opts.classes is not None else
                             f" ({classes[0]!r} in every row: a constant target; --task regression takes it)" if constant else
                             f"; the labels given are all {classes[0]!r}: declare every class with --classes a,b,c"
-                            if classes else "; a pool no one has labelled yet: declare them with --classes a,b,c"))
+                            if classes else "; a pool no one has labelled yet: declare them with --classes a,b,c"
+                            + (", or give --task regression for a numeric target" if opts.task is None else "")))
     if task == "classification" and len(classes) > opts.max_classes and opts.task != "classification":
         numeric = label_raw.dtype.is_numeric()  # only a numeric column can be a regression target
         if not numeric:  # numbers but for a few cells (a typo, a note): name the first, as for a feature column

@@ -688,7 +688,7 @@ def canonical_label(project: Project, raw: str) -> str:
     try:
         if "_" in raw:  # Python reads 1_000 as 1000; a data file, and a person, would not mean that
             raise ValueError(raw)
-        x = float(raw)
+        x = float(raw.replace("\u2212", "-"))  # the minus sign word processors and web pages write (a check)
     except ValueError:
         hint = comma_hint(raw)
         raise ValueError(f"regression label {raw!r} is not a number" + (f" ({hint})" if hint else "")) from None
@@ -698,7 +698,7 @@ def canonical_label(project: Project, raw: str) -> str:
     if abs(x) > REGRESSION_LABEL_MAX:
         raise ValueError(f"regression label {raw!r} is beyond ±{REGRESSION_LABEL_MAX:.0e}, which alkit's 32-bit fits "
                          "cannot take: rescale the target (e.g. in thousands) for the whole project")
-    return repr(x)
+    return repr(x + 0.0)  # -0 is 0: '-0.0' stored made a later '0' a conflict (a black-box check)
 
 
 def _float_or_none(s: str) -> float | None:

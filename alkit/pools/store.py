@@ -1001,7 +1001,12 @@ class Store:
                     continue
                 seen[it.key] = (where, decision)
                 if it.split != "pool":
-                    problems.append(f"{where}: the item is in the {it.split} split, not the pool")
+                    if decision is not SKIP and it.label is not None and it.label == decision:  # both canonical
+                        counts["unchanged"] += 1  # the data file's own label read back (a team's master sheet):
+                        continue  # unchanged, as a pool item's init label is (it refused the file; a black-box check)
+                    problems.append(f"{where}: the item is in the {it.split} split, not the pool"
+                                    + (f" (its label {it.label!r} is the data file's; no import changes it)"
+                                       if it.label is not None else ""))
                     continue
                 existing: Any = None
                 if it.state == "labeled" and it.key in shared and shared[it.key].source == "init":

@@ -28,6 +28,10 @@ def read(path: Path, data: bytes | None, problems: list[str], data_fields: Seque
         check_columns(path, [aliases.get(c, c) for c in names], "columns")
         keep = [c for c in names if read_column(aliases.get(c, c), data_fields)]  # only these are read
         df = pl.read_parquet(path, columns=keep).rename({c: aliases[c] for c in keep if c in aliases})
+        # a 32-bit float as its shortest text (0.1, not 0.10000000149011612, which the same answer typed in a CSV then
+        # conflicted with; a black-box check); NaN stays a blank cell, as a 64-bit one's does
+        df = df.with_columns(pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c).cast(pl.Utf8)).alias(c)
+                             for c, t in df.schema.items() if t == pl.Float32)
     except QueueError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
