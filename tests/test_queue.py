@@ -361,7 +361,7 @@ def _bad_files(ids: list[str], truth: dict[str, str], test_id: str, unqueued_id:
     add("conflict in file", "dup.csv", f"id,label\n{ids[1]},1\n{ids[1]},2\n{ids[2]},5\n{ids[2]},5\n",
         [f"id {ids[1]}: conflicting labels in the file: '1' at line 2, '2' at line 3"])
     add("label and skip", "both.csv", f"id,label,skip\n{ids[1]},1,true\n{ids[2]},1,maybe\n",
-        [f"line 2 (id {ids[1]}): both a label '1' and skip=true", "line 3: skip must be true or false, not 'maybe'"])
+        [f"line 2 (id {ids[1]}): both a label '1' and skip=true", f"line 3 (id {ids[2]}): skip must be true or false, not 'maybe'"])
     add("missing column", "nolabel.csv", f"id,answer\n{ids[1]},1\n", ["missing column label; found: id, answer"])
     add("two label columns", "twolabels.csv", f"id,label,label\n{ids[1]},1,2\n",
         ["header: column label given twice; which one holds the answer is ambiguous"])

@@ -319,7 +319,8 @@ def records_to_rows(path: Path, records: Iterable[tuple[str, dict[str, Any]]], p
         item_id = as_id(rec.get("id"))
         if isinstance(rec.get("id"), float) and item_id is not None and float(item_id).is_integer():
             item_id = str(int(float(item_id)))
-        rows.append(Row(where, item_id, as_text(rec.get("label")), as_skip(rec.get("skip"), where, problems),
+        named = f"{where} (id {item_id})" if item_id else where  # as every other refusal of a row names it
+        rows.append(Row(where, item_id, as_text(rec.get("label")), as_skip(rec.get("skip"), named, problems),
                          as_text(rec.get("annotator")), {k: as_text(rec[k]) for k in data_fields if k in rec}))
     return rows
 
