@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 import warnings
 from collections.abc import Sequence
@@ -437,6 +438,8 @@ def _prepare_out_dir(out: Path) -> None:
     file, a file above it, /proc/x, a folder where a table's file goes) was refused after every strategy and seed
     had run into the store (black-box checks).  An OSError names the path in one line (exit 2)."""
     there = next((p for p in (out, *out.parents) if p.exists() or p.is_symlink()), None)
+    if there is not None and there.is_symlink() and not there.exists():
+        raise LoopError(f"--out-dir {out}: {there} is a link to {os.readlink(there)}, which does not exist")
     if there is not None and not there.is_dir():
         raise LoopError(f"--out-dir {out}: {there} is a file, not a folder; name a folder for the bench tables")
     out.mkdir(parents=True, exist_ok=True)

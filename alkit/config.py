@@ -44,7 +44,8 @@ _FIELD_TYPES = {"task": "str", "id_col": "str", "label_col": "str", "n_items": "
                 "store": "str", "classes": "list[str]", "feature_cols": "list[str]", "feature_col": "str",
                 "hide_labels": "bool", "test_frac": "float", "seed": "int", "source": "str",
                 "payload_cols": "list[str]", "encoder": "str", "split_col": "str", "image_shape": "list[int]",
-                "image_col": "str", "one_hot": "list[str]", "imputed": "list[str]", "format": "int"}
+                "image_col": "str", "one_hot": "list[str]", "imputed": "list[str]", "format": "int",
+                "store_token": "str"}
 _KIND_WORDS = {"str": "a string", "int": "an integer", "bool": "true or false", "float": "a number",
                "list[str]": "a list of strings", "list[int]": "a list of integers"}
 
@@ -88,6 +89,10 @@ class ProjectConfig:
     # than the key refuses it as unknown ('unknown keys ['format']'), where one of 2026-12-05 ran on a newer project
     # and forked its runs under its own names; a newer format is refused here by the same rule
     format: int = 1
+    # the random token init wrote into the store's meta (init_token): a store of the same data made by another init
+    # (another test split) passed every other check, and runs were scored on its split (a black-box check); "" for a
+    # project made before it was recorded
+    store_token: str = ""
 
     @property
     def input_kind(self) -> str:
@@ -335,13 +340,21 @@ def store_identity(url: str) -> str:
 
     # connection options (connect_timeout, sslmode, application_name) name no other database: an init retried with
     # one could not clear a killed init's tables, and $ALKIT_STORE_URL with one was ignored (a black-box check)
+    from sqlalchemy.engine import URL
+
     query = {k: same(k, v) for k, v in u.query.items() if k in _STORE_QUERY_NAMES}
-    u = u.set(drivername=u.get_backend_name(), query=query)
-    return _drop_password(u).render_as_string(hide_password=False)
+    port = u.port if u.port is not None else query.get("port")
+    query.pop("port", None)  # one place for it, the URL's or the query's
+    if u.get_backend_name() == "postgresql" and str(port) == "5432":  # libpq's default, written out or not
+        port = None
+    port = int(port) if isinstance(port, str) and port.isdigit() else port if isinstance(port, int) else None
+    return URL.create(u.get_backend_name(), u.username, None, u.host, port, u.database,
+                      query).render_as_string(hide_password=False)
 
 
 # the query parameters of a server store's URL that say which database it is (libpq's); the others are options
-_STORE_QUERY_NAMES = ("host", "hostaddr", "port", "dbname", "user", "service")
+_STORE_QUERY_NAMES = ("host", "hostaddr", "port", "dbname", "user", "service",
+                      "options")  # options may name a schema (-c search_path=...): another set of tables
 
 
 def _drop_password(u: Any) -> Any:

@@ -688,11 +688,31 @@ def test_a_store_of_the_same_items_in_another_order_is_refused_and_unusual_ids_a
         assert res.exit_code == 0, res.output
     shutil.copy(tmp_path / "a" / "alkit.db", tmp_path / "b" / "alkit.db")
     before = folder_snapshot(tmp_path / "b")
+    res = CliRunner().invoke(app, ["status", "-p", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "was made by another `alkit init`" in " ".join(res.output.split()), res.output
+    # a project made before init recorded its store's token: the features file's digest tells them apart
+    toml = tmp_path / "b" / "alkit.toml"
+    toml.write_text("".join(line for line in toml.read_text().splitlines(keepends=True)
+                            if not line.startswith("store_token")))
+    before = folder_snapshot(tmp_path / "b")
     for args in (["status"], ["queue", "export"], ["queue", "labels"], RUN):
         res = CliRunner().invoke(app, [*args, "-p", str(tmp_path / "b")])
         said = " ".join(res.output.split())
         assert res.exit_code == 2 and "features.parquet is not the file this project was made with" in said, said
         assert folder_snapshot(tmp_path / "b") == before, args
+
+    # the same data made by another init with another test split: byte-identical features, ids and counts; only
+    # the token init wrote into both tells them apart (runs were scored on the other init's split)
+    for name, seed in (("s0", "0"), ("s1", "1")):
+        res = CliRunner().invoke(app, ["init", str(tmp_path / "a.csv"), "--id-col", "id", "--label-col", "label",
+                                       "--exclude", "note", "--hide-labels", "--seed", seed, "-p", str(tmp_path / name)])
+        assert res.exit_code == 0, res.output
+    assert load_project(tmp_path / "s1").config.store_token != load_project(tmp_path / "s0").config.store_token
+    shutil.copy(tmp_path / "s0" / "alkit.db", tmp_path / "s1" / "alkit.db")
+    for args in (["status"], ["queue", "status"], RUN):
+        res = CliRunner().invoke(app, [*args, "-p", str(tmp_path / "s1")])
+        said = " ".join(res.output.split())
+        assert res.exit_code == 2 and "was made by another `alkit init` than this project's" in said, said
 
     base = frame.drop("note")[:150]
     for name, ids in (("ts", pl.datetime_range(pl.datetime(2024, 1, 1), pl.datetime(2024, 1, 7, 5), "1h", eager=True)),
@@ -704,6 +724,13 @@ def test_a_store_of_the_same_items_in_another_order_is_refused_and_unusual_ids_a
         for args in (["status"], ["queue", "status"], RUN):
             res = CliRunner().invoke(app, [*args, "-p", str(tmp_path / name)])
             assert res.exit_code == 0, (name, args, res.output)
+    import datetime as dt
+
+    times = pl.Series([dt.time(9, 0, 0, i * 1000) for i in range(150)])  # 'duplicate ids': the fraction was dropped
+    base.with_columns(times.alias("id")).write_parquet(tmp_path / "tm.parquet")
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "tm.parquet"), "--id-col", "id", "--label-col", "label",
+                                   "--hide-labels", "-p", str(tmp_path / "tm")])
+    assert res.exit_code == 0 and CliRunner().invoke(app, ["status", "-p", str(tmp_path / "tm")]).exit_code == 0
     base.with_columns(pl.duration(seconds=pl.int_range(150)).alias("id")).write_parquet(tmp_path / "td.parquet")
     res = CliRunner().invoke(app, ["init", str(tmp_path / "td.parquet"), "--id-col", "id", "--label-col", "label",
                                    "--hide-labels", "-p", str(tmp_path / "td")])

@@ -575,10 +575,13 @@ def test_the_import_does_not_send_people_to_resume_a_run_that_is_running(tmp_pat
     lease = leases.acquire(store, "r1")
     try:
         out = invoke("queue", "import", str(part), "-p", str(project.root)).text
+        # --add-class meanwhile is refused as busy, exit 3 as a busy run's (it was 2, bad input; an automation check)
+        busy = invoke("queue", "import", str(part), "--add-class", "new", "-p", str(project.root))
     finally:
         leases.release(store, lease)
     assert "'r1' is running now and trains on them from its next cycle" in out, out
     assert "alkit run --resume r1" not in out
+    assert busy.exit_code == 3 and "--add-class: r1 is running now" in " ".join(busy.text.split()), busy.text
 
 
 def test_a_named_run_keeps_off_another_strategys_curve(tmp_path: Path) -> None:

@@ -202,5 +202,11 @@ def test_a_store_is_named_without_its_password() -> None:
     # clear a killed init's tables; a black-box check)
     assert store_identity("postgresql+psycopg://team@/tdb?host=/x/&connect_timeout=10&sslmode=prefer") == \
         store_identity("postgresql+psycopg://team@/tdb?host=/x") != store_identity("postgresql+psycopg://team@/tdb?host=/y")
+    # libpq's default port written out is the same server; a schema named in options is another set of tables
+    assert store_identity("postgresql://team@/tdb?host=/x&port=5432") == store_identity("postgresql://team@/tdb?host=/x")
+    assert store_identity("postgresql://team@h:5432/tdb") == store_identity("postgresql://team@h/tdb") != \
+        store_identity("postgresql://team@h:5433/tdb")
+    assert store_identity("postgresql://team@/tdb?host=/x&options=-csearch_path%3Ds1") != \
+        store_identity("postgresql://team@/tdb?host=/x&options=-csearch_path%3Ds3")
     assert _store_digest("postgresql+psycopg://team:s%40cret@/tdb?host=/x") == \
         _store_digest("postgresql+psycopg://team@/tdb?host=/x") != _store_digest("postgresql+psycopg://team@/tdb2?host=/x")

@@ -1445,6 +1445,7 @@ def init_project(data: str | Path, project_dir: str | Path, opts: InitOptions,
                          init_token=token)
         store.dispose()
         store = None
+        cfg.store_token = token  # the store's own: another init's store of the same data is told apart by it
         write_config(tmp, cfg)
         moves = [(tmp / FEATURES_NAME, root / FEATURES_NAME), (tmp / PAYLOAD_NAME, root / PAYLOAD_NAME)]
         if db_file is not None:

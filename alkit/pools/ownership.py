@@ -22,6 +22,11 @@ def id_text(ids: pl.Series, col: str) -> pl.Series:
     Lines file with one id written 3.0) as the integers it holds: every id was '5.0', so an answer for the file's 5
     was an unknown id, and ids beyond 2^53 rounded onto one another (a black-box check); one with a fraction or
     beyond 2^53 is refused by row."""
+    if isinstance(ids.dtype, (pl.Struct, pl.List, pl.Array)):  # '{0,0}': its field names lost, values could collide
+        raise InputError(f"id column {col!r} is of type {ids.dtype}, a structure, not an id: write the ids as integers "
+                         "or as text")
+    if ids.dtype == pl.Time:  # cast drops the fraction of a second: distinct ids read as duplicates (a black-box check)
+        return ids.dt.to_string("%H:%M:%S%.f")
     if not ids.dtype.is_float():
         try:
             return ids.cast(pl.Utf8)
@@ -38,8 +43,8 @@ def id_text(ids: pl.Series, col: str) -> pl.Series:
 
 def check_project_store(project: Project, store: Any) -> None:
     """Refuse (StoreError) a store that does not hold this project's items: the settings it was made for, as many
-    items as alkit.toml records, the ids the payload file holds at a few sampled keys, and the features file it was
-    made with (a store of the same items in another row order passed the ids at its ends, and exports paired each
+    items as alkit.toml records, the ids the payload file holds at a few sampled keys, the token its init wrote into
+    both (alkit.toml's store_token; projects made before it have none), and the features file it was made with (a store of the same items in another row order passed the ids at its ends, and exports paired each
     id with another item's text; a black-box check)."""
     from alkit.pools.features import FeatureReader
 
@@ -64,5 +69,11 @@ def check_project_store(project: Project, store: Any) -> None:
             raise StoreError(f"the store ({url}) names item {keys[0]} {stored.get(keys[0])!r}, this project's data "
                              f"{ids[0]!r}: it is another project's store; restore this project's alkit.db (or its "
                              "--store)")
+    token = store.init_token() if cfg.store_token else None
+    if token is not None and token != cfg.store_token:  # the same data made into a store by another init (another
+        # test split): every other check passed it, and runs were scored on that init's split (a black-box check)
+        raise StoreError(f"the store ({url}) was made by another `alkit init` than this project's "
+                         "(its token differs from alkit.toml's store_token): it is another project's store; restore "
+                         "this project's alkit.db (or its --store)")
     if project.features_path.is_file():
         store.check_features(FeatureReader(project.features_path).file_id, project.features_path.name)

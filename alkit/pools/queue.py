@@ -1078,8 +1078,9 @@ def _with_classes(project: Project, names: Sequence[str], store: Store) -> Proje
         folded[fold_case(n)] = n
     live = leases.live_runs(store)
     if live:  # its process holds the class list as it was, and would meet a label it cannot encode
-        raise QueueError(f"--add-class: {', '.join(sorted(live))} {'is' if len(live) == 1 else 'are'} running now; "
-                         "add the class once no run is running (`alkit status` shows them)")
+        # busy (exit 3), as a run another process drives: the same command works once it is done (an automation check)
+        raise leases.RunBusy(f"--add-class: {', '.join(sorted(live))} {'is' if len(live) == 1 else 'are'} running "
+                             "now; add the class once no run is running (`alkit status` shows them)")
     return Project(project.root, replace(cfg, classes=[*cfg.classes, *added]))
 
 

@@ -745,6 +745,11 @@ class Store:
                              f"{config_name} was edited; restore the project's own store or {config_name} (a "
                              "project's task, labels' source and feature columns are fixed at init)")
 
+    def init_token(self) -> str | None:
+        """The random token `alkit init` wrote with the items (None for a store made before it was)."""
+        with self.session() as s:
+            return s.scalar(select(Meta.value).where(Meta.key == "init_token"))
+
     def init_classes(self) -> list[str] | None:
         """The class order `alkit init` recorded (None for a store made before it was recorded): class
         indices are positions in it, so an alkit.toml whose classes were reordered by hand trained on
