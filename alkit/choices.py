@@ -118,8 +118,8 @@ def class_number(name: str) -> float | None:
     float() would skip: 1_0 is no 10), else None."""
     if "_" in name:
         return None
-    try:
-        return float(name)
+    try:  # the minus sign word processors write (U+2212) is '-': '−1' was an unknown class whose hint added a twin
+        return float(name.replace("\u2212", "-"))  # of '-1' (a black-box check)
     except ValueError:
         return None
 

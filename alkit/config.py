@@ -367,7 +367,10 @@ def _drop_password(u: Any) -> Any:
 def write_config(root: Path, cfg: ProjectConfig, name: str = CONFIG_NAME) -> Path:
     """alkit.toml; readable by its owner only when it names an external store (user, host, db)."""
     path = root / name
-    text = tomli_w.dumps({"project": asdict(cfg)})
+    fields = asdict(cfg)
+    if not fields["store_token"]:  # a project made before it: an older alkit reads the file on (a teammate's)
+        del fields["store_token"]
+    text = tomli_w.dumps({"project": fields})
     private = not cfg.store.startswith("sqlite")
     # 0666 less the umask otherwise, as every other file of the project (0644 fixed: a team's umask 002 left the
     # file its teammates could not edit, e.g. for --add-class; an environment check)

@@ -482,6 +482,23 @@ def test_regression_labels_must_be_finite_numbers(tmp_path: Path) -> None:
     minus.write_text(f"id,label\n{more[2]},\u22125\n")
     assert import_labels(project, minus, on_conflict="replace").replaced == 1
     assert shared_labels(project)[more[2]][0] == "-5.0"
+    # only the answer is read as a float32's shortest text: a float32 skip column (1.0 / 0.0) is a skip as a
+    # 64-bit one's is (it was refused, 'skip must be true or false, not 1.0'; a black-box check)
+    last = queue_batch(project, 2, cycle=2)
+    pl.DataFrame({"id": last, "label": np.array([np.nan, 7.5], dtype=np.float32),
+                  "skip": np.array([1, 0], dtype=np.float32)}).write_parquet(tmp_path / "s.parquet")
+    res = import_labels(project, tmp_path / "s.parquet")
+    assert (res.labeled, res.skipped) == (1, 1) and shared_labels(project)[last[1]][0] == "7.5"
+    # an answer -0 stored as '-0.0' before it was read as 0: a later 0 (or the labels file read back) is unchanged
+    from sqlalchemy import update as _update
+
+    store = Store(project.store_url)
+    with store.session() as s:
+        s.execute(_update(Label).where(Label.item_key.in_(list(store.keys_for_ids([more[0]]).values())))
+                  .values(value="-0.0"))
+    zero = tmp_path / "zero.csv"
+    zero.write_text(f"id,label\n{more[0]},0\n")
+    assert import_labels(project, zero).unchanged == 1
 
 
 # ---------------------------------------------------------------------------- two processes at once

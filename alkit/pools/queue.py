@@ -688,7 +688,9 @@ def canonical_label(project: Project, raw: str) -> str:
     try:
         if "_" in raw:  # Python reads 1_000 as 1000; a data file, and a person, would not mean that
             raise ValueError(raw)
-        x = float(raw.replace("\u2212", "-"))  # the minus sign word processors and web pages write (a check)
+        x = class_number(raw)  # float(), the word processors' minus sign read as '-' (a black-box check)
+        if x is None:
+            raise ValueError(raw)
     except ValueError:
         hint = comma_hint(raw)
         raise ValueError(f"regression label {raw!r} is not a number" + (f" ({hint})" if hint else "")) from None

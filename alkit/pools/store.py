@@ -1033,8 +1033,8 @@ class Store:
                     continue
                 if existing is None:
                     plan.append(("new", it, decision, row_annotator))
-                elif existing is decision or existing == decision:
-                    counts["unchanged"] += 1
+                elif existing is decision or existing == decision or {existing, decision} == {"-0.0", "0.0"}:
+                    counts["unchanged"] += 1  # (-0.0: an answer -0 stored before it was read as 0)
                 elif on_conflict == "error":
                     conflicts.append(f"{where}: {show_decision(decision)} conflicts with the stored {show_decision(existing)}")
                 elif on_conflict == "keep":

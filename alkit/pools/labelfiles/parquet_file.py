@@ -30,8 +30,11 @@ def read(path: Path, data: bytes | None, problems: list[str], data_fields: Seque
         df = pl.read_parquet(path, columns=keep).rename({c: aliases[c] for c in keep if c in aliases})
         # a 32-bit float as its shortest text (0.1, not 0.10000000149011612, which the same answer typed in a CSV then
         # conflicted with; a black-box check); NaN stays a blank cell, as a 64-bit one's does
+        # (the answer only: a float32 id or skip column is read as a 64-bit one's, the id as its whole number)
         df = df.with_columns(pl.when(pl.col(c).is_nan()).then(None).otherwise(pl.col(c).cast(pl.Utf8)).alias(c)
-                             for c, t in df.schema.items() if t == pl.Float32)
+                             for c, t in df.schema.items() if t == pl.Float32 and c == "label")
+        # a time of day as init writes it (12:00:42.500, where str() gave 12:00:42.500000: an unknown id)
+        df = df.with_columns(pl.col(c).dt.to_string("%H:%M:%S%.f") for c, t in df.schema.items() if t == pl.Time)
     except QueueError:
         raise
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
