@@ -993,15 +993,8 @@ def test_a_class_found_after_init_is_added_with_its_import_and_learned(tmp_path:
     from alkit.pools.queue import queued_items
     from alkit.pools.store import Store
 
-    df = digits_frame(160)
     keep = ["0", "1", "2"]
-    df = df.with_columns(pl.when((pl.int_range(pl.len()) < 60) & pl.col("label").cast(pl.Utf8).is_in(keep))
-                         .then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_csv(tmp_path / "d.csv")
-    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
-    assert project.config.classes == keep
-    ActiveLoop(project).run(RunRequest(strategy="random", budget=20, batch_size=10))  # queues the first batch
+    project = _three_class_project_with_a_queue(tmp_path, keep)
     queued = [q.item_id for q in queued_items(Store(project.store_url))]
     answers = {i: ("7" if j < 2 else "8" if j < 4 else keep[j % 3]) for j, i in enumerate(queued)}
     path = tmp_path / "a.csv"
@@ -1562,24 +1555,32 @@ def test_out_dash_is_refused_not_written_as_a_file_named_dash(tmp_path: Path, mo
         assert not (tmp_path / "-").exists()
 
 
+def _three_class_project_with_a_queue(tmp_path: Path, keep: list[str]) -> Project:
+    """Digits whose test split holds only the classes ``keep`` (others come later), a random run's first batch queued."""
+    from alkit.loop import ActiveLoop, RunRequest
+
+    df = digits_frame(160)
+    df = df.with_columns(pl.when((pl.int_range(pl.len()) < 60) & pl.col("label").cast(pl.Utf8).is_in(keep))
+                         .then(pl.col("label")).otherwise(None).alias("label"))
+    df.write_csv(tmp_path / "d.csv")
+    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
+    project = load_project(tmp_path / "p")
+    assert project.config.classes == keep
+    ActiveLoop(project).run(RunRequest(strategy="random", budget=20, batch_size=10))  # queues the first batch
+    return project
+
+
 def test_a_restored_store_behind_alkit_toml_by_an_added_class_takes_it_again(tmp_path: Path) -> None:
     """A store backup from before an `--add-class` import, copied back: every import was refused ('restore alkit.toml's
     classes; --add-class adds one'), the --add-class it pointed to too, and only a hand edit of alkit.toml got out
     (a black-box check).  The refusal names the class the store lacks; --add-class of it records it again."""
     import sqlite3
 
-    from alkit.loop import ActiveLoop, RunRequest
     from alkit.pools.queue import queued_items
     from alkit.pools.store import Store
 
-    df = digits_frame(160)
     keep = ["0", "1", "2"]
-    df = df.with_columns(pl.when((pl.int_range(pl.len()) < 60) & pl.col("label").cast(pl.Utf8).is_in(keep))
-                         .then(pl.col("label")).otherwise(None).alias("label"))
-    df.write_csv(tmp_path / "d.csv")
-    init_project(tmp_path / "d.csv", tmp_path / "p", InitOptions(id_col="id", label_col="label", features=PX))
-    project = load_project(tmp_path / "p")
-    ActiveLoop(project).run(RunRequest(strategy="random", budget=20, batch_size=10))
+    project = _three_class_project_with_a_queue(tmp_path, keep)
     queued = [q.item_id for q in queued_items(Store(project.store_url))]
     def copy_db(src: Path, dst: Path) -> None:  # as `sqlite3 .backup` does: the WAL's pages too, under SQLite's locks
         with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
