@@ -41,7 +41,6 @@ from alkit.pools.features import ArrayFeatureReader, FeatureReader
 from alkit.pools.queue import classes_ahead, kept_aside_note
 from alkit.pools.store import RunSpec, Store, curve_cycles
 from alkit.pools.ownership import check_project_store
-from alkit.presets import get_preset
 from alkit.runs import LoopError, RunPlan, RunRequest, plan_run, rules_since  # noqa: F401 (RunRequest, LoopError re-exported)
 from alkit.stem_features import ensure_stem_features, stem_input, stem_path
 from alkit.stopping import Decision, History, first_fired
@@ -357,7 +356,7 @@ class ActiveLoop:
         """Tell a run given --initial-selector that no batch of it is model-free: labels it had at cycle 0 (given with
         the data, or answers to other runs' picks) fitted a model that picked the first batch, so the run's name
         (`-initrandom`) named a second run with the picks of the run without it (a black-box check)."""
-        if plan.initial_selector_name == get_preset(plan.spec.strategy).initial_selector:
+        if not plan.initial_selector_named:
             return
         why = ("its learner predicts before any label (zero-shot)" if plan.zero_shot and not n_labeled else
                f"the {n_labeled} label{'s' * (n_labeled != 1)} it has at cycle 0 fitted a model")

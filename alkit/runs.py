@@ -78,6 +78,9 @@ class RunPlan:
     features: Callable[[Project, bool], Path] | None = None  # the learner's own feature file (bayesvlm), else None
     stem: bool = False  # an image project whose learner reads the frozen stem's outputs (alkit/stem_features.py)
     notes: list[str] = field(default_factory=list)  # what the plan chose that the request did not say
+    # the request named another first-batch selector than the preset's (its name says -init...): the loop says
+    # where no batch is model-free, so that it picks nothing
+    initial_selector_named: bool = False
 
 
 # options with a command-line flag of their own that only one scorer takes: option -> (scorer, what it is)
@@ -864,4 +867,5 @@ def plan_run(req: RunRequest, cfg: ProjectConfig, n_pool_for: Callable[[str], tu
     stem = bool(cfg.image_shape) and info.own_network and not learner_options.get("module") and req.engine == "local"
     return RunPlan(spec, fresh_learner, get_acquisition(acquisition), get_selector(initial_selector),
                    initial_selector, get_selector(selector), selector, stop_rules, zero_shot=info.zero_shot,
+                   initial_selector_named=initial_selector != preset.initial_selector,
                    features=features, stem=stem, notes=notes)
