@@ -27,7 +27,8 @@ def _project(root: Path) -> dict[str, object]:
         items = db.execute("SELECT key, item_id, split, state, label FROM items ORDER BY key").fetchall()
         labels = db.execute("SELECT item_key, value, source FROM labels ORDER BY item_key").fetchall()
     reader = FeatureReader(proj.features_path)
-    cfg = {k: v for k, v in proj.config.__dict__.items() if k != "source"}
+    # (not the store's random token, which tells two inits of the same data apart)
+    cfg = {k: v for k, v in proj.config.__dict__.items() if k not in ("source", "store_token")}
     return {"X": reader.take(np.arange(reader.n_items)), "items": items, "labels": labels,
             "payload": pl.read_parquet(proj.payload_path), "config": cfg}
 
