@@ -327,9 +327,10 @@ def without_password(url: str) -> str:
 
 def store_identity(url: str) -> str:
     """A server store's URL with no password, its backend without the driver (postgresql+psycopg and
-    postgresql name one database) and no connection options, always rendered alike (``without_password`` keeps a URL that has none as
-    written): what names the store, to compare two URLs or hash one."""
-    from sqlalchemy.engine import make_url
+    postgresql name one database), no connection options (connect_timeout, sslmode: an init retried with one could
+    not clear a killed init's tables, and $ALKIT_STORE_URL with one was ignored; a black-box check) and libpq's
+    default port as none, always rendered alike: what names the store, to compare two URLs or hash one."""
+    from sqlalchemy.engine import URL, make_url
 
     u = make_url(url)
 
@@ -338,18 +339,12 @@ def store_identity(url: str) -> str:
             return tuple(v.rstrip("/") or "/" for v in value) if isinstance(value, tuple) else value.rstrip("/") or "/"
         return value
 
-    # connection options (connect_timeout, sslmode, application_name) name no other database: an init retried with
-    # one could not clear a killed init's tables, and $ALKIT_STORE_URL with one was ignored (a black-box check)
-    from sqlalchemy.engine import URL
-
-    query = {k: same(k, v) for k, v in u.query.items() if k in _STORE_QUERY_NAMES}
-    port = u.port if u.port is not None else query.get("port")
-    query.pop("port", None)  # one place for it, the URL's or the query's
-    if u.get_backend_name() == "postgresql" and str(port) == "5432":  # libpq's default, written out or not
-        port = None
-    port = int(port) if isinstance(port, str) and port.isdigit() else port if isinstance(port, int) else None
-    return URL.create(u.get_backend_name(), u.username, None, u.host, port, u.database,
-                      query).render_as_string(hide_password=False)
+    query = {k: same(k, v) for k, v in u.query.items() if k in _STORE_QUERY_NAMES and k != "port"}
+    port = str(u.port if u.port is not None else u.query.get("port", ""))  # the URL's or the query's: one place
+    if u.get_backend_name() == "postgresql" and port == "5432":  # libpq's default, written out or not
+        port = ""
+    return URL.create(u.get_backend_name(), u.username, None, u.host, int(port) if port.isdigit() else None,
+                      u.database, query).render_as_string(hide_password=False)
 
 
 # the query parameters of a server store's URL that say which database it is (libpq's); the others are options

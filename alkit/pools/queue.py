@@ -685,15 +685,12 @@ def canonical_label(project: Project, raw: str) -> str:
                          f"one found later is added with `alkit queue import FILE --add-class {raw.strip()!r}`"
                          + ("; if the labels are a numeric target, init a project with --task regression" if numeric
                             else "") + ")")
-    try:
-        if "_" in raw:  # Python reads 1_000 as 1000; a data file, and a person, would not mean that
-            raise ValueError(raw)
-        x = class_number(raw)  # float(), the word processors' minus sign read as '-' (a black-box check)
-        if x is None:
-            raise ValueError(raw)
-    except ValueError:
+    # float(), without 1_000 read as 1000 (a person would not mean that) and with the word processors' minus sign
+    # read as '-' (a black-box check)
+    x = class_number(raw)
+    if x is None:
         hint = comma_hint(raw)
-        raise ValueError(f"regression label {raw!r} is not a number" + (f" ({hint})" if hint else "")) from None
+        raise ValueError(f"regression label {raw!r} is not a number" + (f" ({hint})" if hint else ""))
     if not math.isfinite(x):
         blank = " (leave the cell empty for an item not labelled yet)" if math.isnan(x) else ""
         raise ValueError(f"regression label {raw!r} is not a finite number{blank}")
