@@ -114,14 +114,16 @@ def import_cmd(
 def _next_step(res: ImportResult, where: str = "") -> str:
     """What the import lets happen next: a waiting run's next cycle, or nothing (every run is done);
     ``where``: the project flag its commands need (Project.cli_flag)."""
-    if res.still_queued:  # other runs' items wait: those this import made ready go on (they were not named)
-        return (" — ready now: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.ready_runs)
-                if 1 <= len(res.ready_runs) <= 3 else "")
+    # the runs this import made ready, named (NAME was left for the team to fill in; every waiting run was listed,
+    # also those ready before; none while other runs' items stayed queued: black-box checks)
+    ready = (" — ready now: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.ready_runs)
+             if 1 <= len(res.ready_runs) <= 3 else "")
+    if res.still_queued:
+        return ready
     if len(res.waiting_runs) == 1:
         return f" — `alkit run --resume {shlex.quote(res.waiting_runs[0])}{where}` continues with the next cycle"
-    if len(res.waiting_runs) > 1 and 1 <= len(res.ready_runs) <= 3:  # the runs this import made ready, named (NAME
-        # was left for the team to fill in; every waiting run was listed, also those ready before: black-box checks)
-        return " — ready now: " + ", ".join(f"`alkit run --resume {shlex.quote(n)}{where}`" for n in res.ready_runs)
+    if len(res.waiting_runs) > 1 and ready:
+        return ready
     if res.waiting_runs:
         return (f" — `alkit run --resume NAME{where}` continues each run that waited for labels (`alkit status{where}` "
                 "lists them)")
